@@ -1,0 +1,1 @@
+"""Cody clients: the `cody-client` terminal front end and the Python client library."""

@@ -1,0 +1,245 @@
+"""A JSON-RPC 2.0 connection over asyncio streams, in either of Cody's framings.
+
+Both sides send requests: `request()` awaits an answer (a `RemoteError` on error), and
+`on_request` registers async handlers for the daemon's requests (approvals). A handler is
+cancelled when the daemon cancels its request (`$/cancelRequest` or `$/cancel_request`);
+no answer is sent then. Notifications go to `on_notification` handlers in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import orjson
+
+__all__ = ["Connection", "ConnectionClosed", "Framing", "RemoteError"]
+
+logger = logging.getLogger(__name__)
+
+Framing = Literal["lsp", "ndjson"]
+RequestHandler = Callable[[Any], Awaitable[Any]]
+NotificationHandler = Callable[[Any], None]
+
+
+class RemoteError(Exception):
+    """An error answer from the other side."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ConnectionClosed(Exception):
+    """The other side went away before answering."""
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        framing: Framing = "lsp",
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.framing: Framing = framing
+        self._ids = itertools.count(1)
+        self._pending: dict[int | str, asyncio.Future[Any]] = {}
+        self._request_handlers: dict[str, RequestHandler] = {}
+        self._notification_handlers: dict[str, list[NotificationHandler]] = {}
+        self._incoming: dict[int | str, asyncio.Task[None]] = {}
+        self._read_task: asyncio.Task[None] | None = None
+        self.closed = asyncio.Event()
+        self.received: list[dict[str, Any]] = []
+        """Every message received (tests inspect it)."""
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._read_task is None:
+            self._read_task = asyncio.create_task(self._read_loop(), name="cody-client-reader")
+
+    async def aclose(self) -> None:
+        if self._read_task is not None:
+            self._read_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._read_task
+        for task in list(self._incoming.values()):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+    # -- registration ---------------------------------------------------------------------
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        self._request_handlers[method] = handler
+
+    def on_notification(self, method: str, handler: NotificationHandler) -> None:
+        self._notification_handlers.setdefault(method, []).append(handler)
+
+    # -- sending --------------------------------------------------------------------------
+
+    def _frame(self, body: bytes) -> bytes:
+        if self.framing == "lsp":
+            return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        return body + b"\n"
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (tests use it to send malformed frames)."""
+        self._writer.write(data)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._writer.write(self._frame(orjson.dumps(message)))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    async def request(
+        self, method: str, params: Any = None, *, msg_id: int | str | None = None
+    ) -> Any:
+        if self.closed.is_set():
+            raise ConnectionClosed(f"connection closed before {method}")
+        request_id = msg_id if msg_id is not None else next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        try:
+            await self._writer.drain()
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    def cancel_request(self, msg_id: int | str) -> None:
+        """Ask the other side to cancel one of our requests (framing-appropriate form)."""
+        if self.framing == "ndjson":
+            self.notify("$/cancel_request", {"requestId": msg_id})
+        else:
+            self.notify("$/cancelRequest", {"id": msg_id})
+
+    # -- receiving ------------------------------------------------------------------------
+
+    async def _read_message(self) -> bytes | None:
+        if self.framing == "ndjson":
+            while True:
+                line = await self._reader.readline()
+                if not line:
+                    return None
+                if line.strip():
+                    return line
+        length = None
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                return None
+            if not line.strip():
+                if length is not None:
+                    break
+                continue
+            name, _, value = line.decode("ascii", "replace").partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        return await self._reader.readexactly(length)
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    body = await self._read_message()
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    body = None
+                if body is None:
+                    break
+                try:
+                    message = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    logger.warning("ignoring an unparsable message from the daemon")
+                    continue
+                if isinstance(message, dict):
+                    self.received.append(message)
+                    self._dispatch(message)
+        finally:
+            self.closed.set()
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionClosed("the daemon closed the connection"))
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method is None:
+            future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            if future is None or future.done():
+                return
+            if "error" in message:
+                error = message["error"] or {}
+                future.set_exception(
+                    RemoteError(
+                        int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
+                    )
+                )
+            else:
+                future.set_result(message.get("result"))
+            return
+        params = message.get("params")
+        if "id" in message:
+            self._start_incoming(message["id"], method, params)
+            return
+        if method in ("$/cancelRequest", "$/cancel_request"):
+            key = "id" if method == "$/cancelRequest" else "requestId"
+            target = params.get(key) if isinstance(params, dict) else None
+            task = self._incoming.pop(target, None) if target is not None else None
+            if task is not None:
+                task.cancel()
+        for handler in self._notification_handlers.get(method, []):
+            handler(params)
+
+    def _start_incoming(self, msg_id: int | str, method: str, params: Any) -> None:
+        handler = self._request_handlers.get(method)
+
+        async def run() -> None:
+            if handler is None:
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg_id,
+                        "error": {"code": -32601, "message": f"Method not found: {method}"},
+                    }
+                )
+                return
+            try:
+                result = await handler(params)
+            except asyncio.CancelledError:
+                return
+            except RemoteError as exc:
+                error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+                if exc.data is not None:
+                    error["data"] = exc.data
+                self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+            except Exception as exc:  # a client bug must not kill the connection
+                logger.exception("handler for %s failed", method)
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg_id,
+                        "error": {"code": -32603, "message": f"client error: {exc}"},
+                    }
+                )
+            else:
+                self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            finally:
+                self._incoming.pop(msg_id, None)
+
+        self._incoming[msg_id] = asyncio.create_task(run(), name=f"cody-client-{method}")

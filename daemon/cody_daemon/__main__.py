@@ -1,0 +1,5 @@
+"""`python -m cody_daemon`: the same as `cody-daemon`."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,86 @@
+"""`cody-daemon [--framing auto|lsp|ndjson] [--log-file PATH] [-v]`: serve Cody on stdio.
+
+stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
+prompts, file contents or secrets at INFO.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+
+from . import __version__
+
+__all__ = ["main"]
+
+
+class _DropExpectedRpcErrors(logging.Filter):
+    """pygls logs a full traceback for every error a handler raises on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            from pygls.exceptions import JsonRpcException
+
+            if isinstance(record.exc_info[1], JsonRpcException):
+                return False
+        return True
+
+
+def _configure_logging(verbosity: int, log_file: str | None) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler: logging.Handler = (
+        logging.FileHandler(log_file, encoding="utf-8")
+        if log_file
+        else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_DropExpectedRpcErrors())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # pygls logs whole message bodies at INFO/DEBUG (prompts, file contents): keep it quiet.
+    logging.getLogger("pygls").setLevel(logging.WARNING if verbosity < 3 else logging.DEBUG)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cody-daemon",
+        description="Serve Cody (ACP v1 + _cody extensions) as JSON-RPC on stdin/stdout.",
+    )
+    parser.add_argument(
+        "--framing",
+        choices=("auto", "lsp", "ndjson"),
+        default="auto",
+        help="message framing: Content-Length (lsp), newline-delimited JSON, or detect (default)",
+    )
+    parser.add_argument("--log-file", help="write logs here instead of stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-vv debug)"
+    )
+    parser.add_argument("--version", action="version", version=f"cody-daemon {__version__}")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    _configure_logging(args.verbose, args.log_file)
+    from .app import DaemonApp
+    from .config.paths import resolve_paths
+    from .rpc.server import serve_stdio
+    from .rpc.transport import guard_stdio
+
+    channel = guard_stdio()
+    env = dict(os.environ)
+
+    async def run() -> int:
+        app = DaemonApp(env=env, paths=resolve_paths(env))
+        return await serve_stdio(app, channel, args.framing)
+
+    try:
+        code = asyncio.run(run())
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

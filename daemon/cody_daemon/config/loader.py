@@ -1,0 +1,389 @@
+"""Load the effective configuration: defaults < user file < project file < session overrides.
+
+Invariants:
+- Each layer is validated on its own, so every `Issue` names the file (or `_meta.cody`) that
+  supplied the bad value; then the layers are deep-merged (tables key by key, scalars and lists
+  replace) and the result is validated as a whole (rules that span layers).
+- All problems are collected and raised together as one `InvalidParams`; its message has one
+  line per problem naming key, value, source and the valid values or keys. Values under
+  `http_headers`/`env` tables and values of unknown keys are never echoed (they may be secrets).
+- A missing file is an empty layer. Nothing is written or created.
+- A project file (`<cwd>/.cody/config.toml`) may set the keys in `PROTECTED_KEYS` (and a tool's
+  `base_url`/`env_key`) only when `cwd` is listed in the *user* file's `trusted_projects`
+  (compared as resolved real paths). Otherwise those keys are dropped with a warning. A project
+  file cannot trust itself: its own `trusted_projects` is always ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ..errors import InvalidParams, Issue
+from ..validation import issues_from_validation_error
+from .model import BUILTIN_PROVIDER_IDS, PARTIAL, CodyConfig
+from .paths import PROJECT_CONFIG, CodyPaths
+
+__all__ = [
+    "PROTECTED_KEYS",
+    "PROTECTED_TOOL_KEYS",
+    "LoadedConfig",
+    "deep_merge",
+    "load_effective_config",
+    "load_user_config",
+]
+
+PROTECTED_KEYS: Final[tuple[str, ...]] = (
+    "approval_policy",
+    "sandbox_mode",
+    "sandbox_unavailable",
+    "mcp_servers",
+    "model_providers",
+)
+"""Top-level keys an untrusted project file may not set: they run code, lift the sandbox or
+decide where prompts and API keys are sent."""
+
+PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key")
+"""Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere)."""
+
+_SECRET_TABLES: Final[frozenset[str]] = frozenset({"http_headers", "headers", "env"})
+_UNKNOWN_KEY: Final = "unknown key"
+_MAX_VALUE_CHARS: Final = 80
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedConfig:
+    """The merged configuration, plus what the user should know about how it was made."""
+
+    config: CodyConfig
+    warnings: list[str] = field(default_factory=list)
+    """Human-readable notes (e.g. keys ignored from an untrusted project file)."""
+    sources: list[str] = field(default_factory=list)
+    """The config files that were read, lowest precedence first."""
+
+
+@dataclass(slots=True)
+class _Layer:
+    source: str
+    data: dict[str, Any]
+    """Canonical form: field names (not aliases), only the keys the layer set."""
+
+
+@dataclass(slots=True)
+class _Problem:
+    issue: Issue
+    text: str
+
+
+@dataclass(slots=True)
+class _Loader:
+    """Collects layers, warnings and problems for one load."""
+
+    layers: list[_Layer] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    problems: list[_Problem] = field(default_factory=list)
+
+    def read_file(self, path: Path) -> dict[str, Any] | None:
+        """The parsed TOML table, or None when the file is missing or unreadable."""
+        try:
+            raw = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            self._file_problem(path, f"cannot read the file: {reason}")
+            return None
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            self._file_problem(path, "the file is not UTF-8 text")
+            return None
+        except tomllib.TOMLDecodeError as exc:
+            detail = _TOML_POSITION.sub("", str(exc)).strip()
+            position = _toml_position(exc)
+            self._file_problem(
+                path,
+                f"TOML syntax error{position}: {detail}",
+                f"{path} is not valid TOML{position}: {detail}",
+            )
+            return None
+        self.sources.append(str(path))
+        return data
+
+    def add_layer(self, data: Mapping[str, Any], source: str) -> CodyConfig | None:
+        """Validate one layer on its own; keep its canonical form when it is valid."""
+        try:
+            partial = CodyConfig.model_validate(dict(data), context=PARTIAL)
+        except ValidationError as exc:
+            for issue in issues_from_validation_error(exc, CodyConfig, source=source):
+                self.add_issue(issue)
+            return None
+        self.layers.append(_Layer(source, partial.model_dump(exclude_unset=True)))
+        return partial
+
+    def add_issue(self, issue: Issue) -> None:
+        issue = _sanitize(issue)
+        self.problems.append(_Problem(issue, _describe(issue)))
+
+    def merge(self) -> CodyConfig | None:
+        """Validate the merged layers as a whole; None (with problems recorded) if invalid."""
+        merged: dict[str, Any] = {}
+        for layer in self.layers:
+            merged = deep_merge(merged, layer.data)
+        try:
+            config = CodyConfig.model_validate(merged)
+        except ValidationError as exc:
+            for issue in issues_from_validation_error(exc, CodyConfig):
+                self.add_issue(_with_source(issue, self._source_of(issue.key.split(".")[:2])))
+            return None
+        for issue in self._cross_checks(config):
+            self.add_issue(issue)
+        return None if self.problems else config
+
+    def raise_if_problems(self) -> None:
+        if not self.problems:
+            return
+        message = "\n".join(f"invalid configuration: {p.text}" for p in self.problems)
+        raise InvalidParams(message, [p.issue for p in self.problems])
+
+    def _cross_checks(self, config: CodyConfig) -> list[Issue]:
+        issues: list[Issue] = []
+        for pid, provider in config.model_providers.items():
+            prefix = f"model_providers.{pid}"
+            source = self._source_of(["model_providers", pid])
+            if pid == "offline":
+                issues.append(
+                    Issue(
+                        key=prefix,
+                        message="the built-in offline provider cannot be configured",
+                        source=source,
+                    )
+                )
+                continue
+            if pid in BUILTIN_PROVIDER_IDS:
+                continue
+            if provider.base_url is None:
+                issues.append(
+                    Issue(
+                        key=f"{prefix}.base_url",
+                        message="required for a provider that is not built in "
+                        f"(built in: {', '.join(BUILTIN_PROVIDER_IDS)})",
+                        source=source,
+                    )
+                )
+            if provider.default_model is None and not provider.models:
+                issues.append(
+                    Issue(
+                        key=f"{prefix}.default_model",
+                        message="required (or list `models`) for a provider that is not built in",
+                        source=source,
+                    )
+                )
+        known = ("auto", *BUILTIN_PROVIDER_IDS, *config.model_providers)
+        if config.model_provider not in known:
+            issues.append(
+                Issue(
+                    key="model_provider",
+                    message="unknown provider",
+                    value=config.model_provider,
+                    valid=tuple(dict.fromkeys(known)),
+                    source=self._source_of(["model_provider"]),
+                )
+            )
+        return issues
+
+    def _source_of(self, path: list[str]) -> str | None:
+        """The highest-precedence layer that set `path` (a key prefix), if any."""
+        for layer in reversed(self.layers):
+            node: Any = layer.data
+            for part in path:
+                if not isinstance(node, dict) or part not in node:
+                    break
+                node = node[part]
+            else:
+                return layer.source
+        return None
+
+    def _file_problem(self, path: Path, message: str, text: str | None = None) -> None:
+        issue = Issue(key="config", message=message, source=str(path))
+        self.problems.append(_Problem(issue, text or f"{path}: {message}"))
+
+
+def load_effective_config(
+    *,
+    cwd: Path,
+    paths: CodyPaths,
+    session_overrides: Mapping[str, Any] | None = None,
+    session_overrides_source: str = "_meta.cody",
+) -> LoadedConfig:
+    """Merge defaults < user file < `<cwd>/.cody/config.toml` < `session_overrides`.
+
+    `session_overrides` uses config keys (`{"approval_policy": "never"}`), already translated
+    from wire names by the caller. Raises `InvalidParams` listing every problem.
+    """
+    loader = _Loader()
+    trusted: list[str] = []
+    user_data = loader.read_file(paths.config_file)
+    if user_data is not None:
+        user = loader.add_layer(user_data, str(paths.config_file))
+        if user is not None:
+            trusted = list(user.trusted_projects)
+
+    project_file = cwd / PROJECT_CONFIG
+    if not _same_file(project_file, paths.config_file):
+        project_data = loader.read_file(project_file)
+        if project_data is not None:
+            kept = _apply_trust(
+                project_data,
+                project_file=project_file,
+                cwd=cwd,
+                trusted=trusted,
+                paths=paths,
+                warnings=loader.warnings,
+            )
+            loader.add_layer(kept, str(project_file))
+
+    if session_overrides:
+        loader.add_layer(session_overrides, session_overrides_source)
+
+    loader.raise_if_problems()
+    config = loader.merge()
+    loader.raise_if_problems()
+    assert config is not None
+    return LoadedConfig(config=config, warnings=loader.warnings, sources=loader.sources)
+
+
+def load_user_config(paths: CodyPaths) -> CodyConfig:
+    """Defaults < user file only (for daemon-level needs such as listing providers)."""
+    loader = _Loader()
+    data = loader.read_file(paths.config_file)
+    if data is not None:
+        loader.add_layer(data, str(paths.config_file))
+    loader.raise_if_problems()
+    config = loader.merge()
+    loader.raise_if_problems()
+    assert config is not None
+    return config
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """A new dict: tables (mappings) merge key by key, anything else in `over` replaces."""
+    merged = dict(base)
+    for key, value in over.items():
+        current = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            merged[key] = deep_merge(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _apply_trust(
+    data: dict[str, Any],
+    *,
+    project_file: Path,
+    cwd: Path,
+    trusted: list[str],
+    paths: CodyPaths,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """The project layer minus what it may not set; warnings say what was dropped and why."""
+    kept = dict(data)
+    if "trusted_projects" in kept:
+        del kept["trusted_projects"]
+        warnings.append(
+            f"ignored trusted_projects from {project_file}: only the user config "
+            f"({paths.config_file}) can trust projects"
+        )
+    if _is_trusted(cwd, trusted):
+        return kept
+    ignored = [key for key in PROTECTED_KEYS if key in kept]
+    for key in ignored:
+        del kept[key]
+    tools = kept.get("tools")
+    if isinstance(tools, dict):
+        kept_tools: dict[str, Any] = {}
+        for name, table in tools.items():
+            if isinstance(table, dict):
+                dropped = [k for k in PROTECTED_TOOL_KEYS if k in table]
+                ignored.extend(f"tools.{name}.{k}" for k in dropped)
+                kept_tools[name] = {k: v for k, v in table.items() if k not in dropped}
+            else:
+                kept_tools[name] = table
+        kept["tools"] = kept_tools
+    if ignored:
+        warnings.append(
+            f"ignored {', '.join(ignored)} from {project_file}: this project is not trusted. "
+            f'To trust it, add "{_real(cwd)}" to trusted_projects in {paths.config_file}.'
+        )
+    return kept
+
+
+def _is_trusted(cwd: Path, trusted: list[str]) -> bool:
+    here = _real(cwd)
+    return any(_real(Path(entry)) == here for entry in trusted)
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return _real(a) == _real(b)
+
+
+def _toml_position(exc: tomllib.TOMLDecodeError) -> str:
+    match = _TOML_POSITION.search(str(exc))
+    return f" at line {match.group(1)}, column {match.group(2)}" if match else ""
+
+
+def _with_source(issue: Issue, source: str | None) -> Issue:
+    return Issue(
+        key=issue.key, message=issue.message, value=issue.value, valid=issue.valid, source=source
+    )
+
+
+def _sanitize(issue: Issue) -> Issue:
+    """Drop values that may be secrets or are not worth echoing (tables, unknown keys)."""
+    parts = issue.key.split(".")
+    hide = (
+        issue.message == _UNKNOWN_KEY
+        or isinstance(issue.value, dict)
+        or any(part in _SECRET_TABLES for part in parts)
+    )
+    if not hide:
+        return issue
+    return Issue(key=issue.key, message=issue.message, valid=issue.valid, source=issue.source)
+
+
+def _describe(issue: Issue) -> str:
+    """`key = value in source: message; valid values: ...` (parts omitted when unknown)."""
+    where = f" in {issue.source}" if issue.source else ""
+    if issue.message == _UNKNOWN_KEY:
+        text = f"unknown key {issue.key}{where}"
+        return text + (f"; valid keys: {', '.join(map(str, issue.valid))}" if issue.valid else "")
+    value = "" if issue.value is None else f" = {_render(issue.value)}"
+    text = f"{issue.key}{value}{where}"
+    if issue.valid:
+        return text + f"; valid values: {', '.join(map(str, issue.valid))}"
+    return f"{text}: {issue.message}"
+
+
+def _render(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:
+        text = repr(value)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text

@@ -1,0 +1,220 @@
+"""The configuration schema: what `config.toml` (user or project) and session overrides may say.
+
+Invariants:
+- Every model forbids unknown keys (`extra="forbid"`) and is strict about types (a TOML string
+  is never coerced to a number or a boolean), so a typo is an error that names the key.
+- Literal-valued keys reuse the value sets in `cody_protocol.settings`; they are not redefined.
+- Tables that may hold secrets (`http_headers`, MCP `env`) are excluded from reprs.
+- Models are frozen; derive changed configs with `model_copy(update=...)` or by re-validating.
+- Validation with the context `{"partial": True}` (`PARTIAL`) checks types and values of one layer
+  but skips rules that only make sense for the merged result (an MCP server having exactly one
+  of `command` / `url`), because a layer may override a single field of a table defined in a
+  lower layer. Without that context every rule applies.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+from cody_protocol.settings import (
+    ApprovalPolicy,
+    ReasoningEffort,
+    ReasoningSummary,
+    SandboxMode,
+    SandboxUnavailable,
+    WireApi,
+)
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "BUILTIN_PROVIDER_IDS",
+    "PARTIAL",
+    "CodyConfig",
+    "McpServerConfig",
+    "ProviderConfig",
+    "ToolConfig",
+]
+
+BUILTIN_PROVIDER_IDS: Final[tuple[str, ...]] = ("openai", "anthropic", "openrouter", "offline")
+"""Provider ids the catalog knows without configuration (in `auto` preference order, then offline).
+
+`[model_providers.<id>]` for one of these overrides only the fields it sets."""
+
+PARTIAL: Final[dict[str, bool]] = {"partial": True}
+"""Validation context for a single layer (see the module docstring)."""
+
+
+def _is_partial(info: ValidationInfo) -> bool:
+    context = info.context
+    return isinstance(context, dict) and bool(context.get("partial"))
+
+
+class _ConfigModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+
+def _check_url(value: str | None) -> str | None:
+    """Reject a URL without an http(s) scheme (the providers and MCP clients need one)."""
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise PydanticCustomError("url", "must be an http:// or https:// URL")
+    return value
+
+
+class ToolConfig(_ConfigModel):
+    """`[tools.<name>]`: endpoint and key for a tool that calls a web service."""
+
+    base_url: str | None = None
+    env_key: str | None = None
+    """Name of the environment variable holding the tool's API key."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    enabled: bool = True
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+
+class ProviderConfig(_ConfigModel):
+    """`[model_providers.<id>]`: a new provider, or overrides for a built-in one.
+
+    For a built-in provider only the fields written in config replace the built-in values
+    (the catalog reads `model_fields_set`), so `wire_api`'s default does not clobber
+    `anthropic`'s wire format. A provider that is not built in must set `base_url` and
+    `default_model` (or `models`); the loader checks that on the merged configuration.
+    `env_key = ""` means the provider needs no API key (e.g. a local server).
+    """
+
+    name: str | None = None
+    base_url: str | None = None
+    wire_api: WireApi = "responses"
+    env_key: str | None = None
+    http_headers: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("http_headers", "headers"),
+        repr=False,
+    )
+    """Extra request headers; may hold secrets, so never part of a repr."""
+    request_max_retries: int = Field(default=4, ge=0, le=20)
+    stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
+    default_model: str | None = None
+    models: list[str] = Field(default_factory=list)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+
+class McpServerConfig(_ConfigModel):
+    """`[mcp_servers.<name>]`: a stdio server (`command`) or a streamable-HTTP server (`url`).
+
+    Exactly one of `command` / `url`; `args`, `env`, `cwd` belong to `command` and
+    `http_headers`, `bearer_token_env_var` to `url`.
+    """
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Extra environment for the server process; may hold secrets, so never part of a repr."""
+    cwd: str | None = None
+    url: str | None = None
+    http_headers: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("http_headers", "headers"),
+        repr=False,
+    )
+    """Extra request headers; may hold secrets, so never part of a repr."""
+    bearer_token_env_var: str | None = None
+    startup_timeout_s: float = Field(default=10, gt=0)
+    tool_timeout_s: float = Field(default=60, gt=0)
+    requires_approval: bool = True
+    enabled: bool = True
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+    @model_validator(mode="after")
+    def _one_transport(self, info: ValidationInfo) -> McpServerConfig:
+        if _is_partial(info):
+            return self
+        if (self.command is None) == (self.url is None):
+            raise PydanticCustomError(
+                "mcp_transport",
+                "set exactly one of `command` (a stdio server) or `url` (an HTTP server)",
+            )
+        fields = self.model_fields_set
+        if self.command is not None:
+            wrong = sorted(fields & {"http_headers", "bearer_token_env_var"})
+            if wrong:
+                raise PydanticCustomError(
+                    "mcp_transport",
+                    "{keys}: only for an HTTP server (`url`), not for a stdio server (`command`)",
+                    {"keys": ", ".join(wrong)},
+                )
+        else:
+            wrong = sorted(fields & {"args", "env", "cwd"})
+            if wrong:
+                raise PydanticCustomError(
+                    "mcp_transport",
+                    "{keys}: only for a stdio server (`command`), not for an HTTP server (`url`)",
+                    {"keys": ", ".join(wrong)},
+                )
+        return self
+
+
+class CodyConfig(_ConfigModel):
+    """The whole configuration, with the defaults of PRODUCT.md section 8.
+
+    `model_reasoning_summary` also accepts booleans (as the seed CLI does): `true` means
+    `"auto"` (summaries on, the provider picks the detail) and `false` means `"none"`.
+    `trusted_projects` entries are absolute paths, or paths starting with `~`; only the user
+    file's list is consulted when deciding whether a project file is trusted.
+    """
+
+    model: str | None = None
+    model_provider: str = "auto"
+    approval_policy: ApprovalPolicy = "on-request"
+    sandbox_mode: SandboxMode = "workspace-write"
+    model_reasoning_effort: ReasoningEffort | None = None
+    model_reasoning_summary: ReasoningSummary = "auto"
+    max_tool_iterations: int = Field(default=100, ge=1)
+    approval_timeout_s: float = Field(default=300, gt=0)
+    sandbox_unavailable: SandboxUnavailable = "ask"
+    trusted_projects: list[str] = Field(default_factory=list)
+    tools: dict[str, ToolConfig] = Field(default_factory=dict)
+    model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    @field_validator("model_reasoning_summary", mode="before")
+    @classmethod
+    def _summary_from_bool(cls, value: Any) -> Any:
+        if value is True:
+            return "auto"
+        if value is False:
+            return "none"
+        return value
+
+    @field_validator("trusted_projects")
+    @classmethod
+    def _absolute_projects(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not os.path.isabs(os.path.expanduser(entry)):
+                raise PydanticCustomError(
+                    "trusted_project",
+                    '"{entry}" is not an absolute path (write the full path, or start with ~)',
+                    {"entry": entry},
+                )
+        return value

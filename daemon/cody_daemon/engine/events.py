@@ -1,0 +1,103 @@
+"""Events the engine emits while a session runs; the rpc layer maps them to `session/update`.
+
+Events are small frozen dataclasses (the text deltas are on the hot path). The engine
+emits them in order; the rpc layer may coalesce consecutive text of the same kind but
+never reorders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cody_protocol.content import ToolCallContent
+from cody_protocol.session import SessionConfigOption
+from cody_protocol.updates import ToolCallStatus, ToolKind
+
+__all__ = [
+    "AgentText",
+    "AgentThought",
+    "ConfigChanged",
+    "EngineEvent",
+    "PlanChanged",
+    "TitleChanged",
+    "ToolCallOpened",
+    "ToolCallProgress",
+    "UsageChanged",
+    "UserText",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentText:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentThought:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserText:
+    """A user message (sent only when replaying a session on `session/load`)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallOpened:
+    """The model asked for a tool (status pending), or on replay the call's final state."""
+
+    call_id: str
+    title: str
+    kind: ToolKind
+    raw_input: Any
+    status: ToolCallStatus = "pending"
+    content: list[ToolCallContent] | None = None
+    raw_output: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallProgress:
+    call_id: str
+    status: ToolCallStatus | None = None
+    content: list[ToolCallContent] | None = None
+    raw_output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanChanged:
+    entries: tuple[tuple[str, Literal["pending", "in_progress", "completed"]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageChanged:
+    used: int
+    size: int
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChanged:
+    options: list[SessionConfigOption]
+    mode_id: str
+    mode_changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TitleChanged:
+    title: str
+
+
+EngineEvent = (
+    AgentText
+    | AgentThought
+    | UserText
+    | ToolCallOpened
+    | ToolCallProgress
+    | PlanChanged
+    | UsageChanged
+    | ConfigChanged
+    | TitleChanged
+)

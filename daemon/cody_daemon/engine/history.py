@@ -1,0 +1,104 @@
+"""The neutral conversation history, as stored in session files (`response_item` payloads).
+
+Item shapes follow the Codex rollout style: `message` (role + text parts), `reasoning`
+(summary text + provider-opaque data), `function_call`, `function_call_output`.
+
+Invariants:
+- every `function_call` in a history handed to a provider has a matching
+  `function_call_output` (the store closes interrupted calls on load);
+- provider-opaque fields (`encrypted_content`) are only sent back to the provider named in
+  `ReasoningItem.provider`; other providers get the summary text or nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "HISTORY_ITEM",
+    "FunctionCallItem",
+    "FunctionCallOutputItem",
+    "HistoryItem",
+    "MessageItem",
+    "ReasoningItem",
+    "SummaryPart",
+    "TextPart",
+    "user_message",
+]
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=False)
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON-ready dict written to the session file."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class TextPart(BaseModel):
+    type: Literal["input_text", "output_text"]
+    text: str
+
+
+class MessageItem(_Item):
+    type: Literal["message"] = "message"
+    id: str
+    role: Literal["user", "assistant", "developer"]
+    content: list[TextPart]
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.content)
+
+
+class SummaryPart(BaseModel):
+    type: Literal["summary_text"] = "summary_text"
+    text: str
+
+
+class ReasoningItem(_Item):
+    type: Literal["reasoning"] = "reasoning"
+    id: str
+    summary: list[SummaryPart] = Field(default_factory=list)
+    encrypted_content: str | None = None
+    """Opaque reasoning state (Responses API); only valid for `provider`."""
+    signature: str | None = None
+    """Opaque thinking signature (Anthropic); only valid for `provider`."""
+    provider: str | None = None
+    """The provider that produced the opaque fields."""
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.summary)
+
+
+class FunctionCallItem(_Item):
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments exactly as the model produced them (a JSON text, maybe invalid)."""
+
+
+class FunctionCallOutputItem(_Item):
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str
+    """What the model sees as the tool result."""
+    status: Literal["completed", "failed"] = "completed"
+    raw_output: dict[str, Any] | None = None
+    """Structured metadata for clients (exit code, duration, paths); never the full output."""
+
+
+HistoryItem = Annotated[
+    MessageItem | ReasoningItem | FunctionCallItem | FunctionCallOutputItem,
+    Field(discriminator="type"),
+]
+
+HISTORY_ITEM: TypeAdapter[HistoryItem] = TypeAdapter(HistoryItem)
+
+
+def user_message(item_id: str, text: str) -> MessageItem:
+    return MessageItem(id=item_id, role="user", content=[TextPart(type="input_text", text=text)])

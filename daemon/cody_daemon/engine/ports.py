@@ -1,0 +1,49 @@
+"""What the engine needs from the outside: a link to the attached client.
+
+The rpc layer implements `ClientLink`; tests may implement it in-process. The engine never
+imports pygls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from cody_protocol.content import ToolCallContent
+from cody_protocol.updates import ToolKind
+
+from .events import EngineEvent
+
+__all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientLink"]
+
+ApprovalAnswer = Literal[
+    "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
+]
+"""`invalid`: the client answered with an error or an unknown option (counts as reject_once)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    call_id: str
+    title: str
+    kind: ToolKind
+    raw_input: Any
+    content: list[ToolCallContent]
+    grant_key: str
+    """Human description of what `allow_session`/`reject_session` would remember."""
+    sandboxed: bool | None
+    """For process-running tools: whether the call would run inside the sandbox."""
+
+
+class ClientLink(Protocol):
+    def emit(self, session_id: str, event: EngineEvent) -> None:
+        """Send an event to the client (may be buffered/coalesced, never reordered)."""
+        ...
+
+    async def flush(self, session_id: str) -> None:
+        """Deliver everything buffered for the session (at turn end)."""
+        ...
+
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask the client. Cancelling the awaiting task withdraws the request."""
+        ...

@@ -1,0 +1,76 @@
+"""Replaying a session's history to a client (`session/load`), and prompt text conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from cody_protocol.content import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from ..tools.registry import ToolRegistry
+from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserText
+from .history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+)
+from .toolcalls import describe_call, text_content
+
+__all__ = ["prompt_to_text", "replay_events"]
+
+
+def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Iterator[EngineEvent]:
+    """The history as client events: messages as chunks, each tool call as one final `tool_call`."""
+    outputs = {item.call_id: item for item in history if isinstance(item, FunctionCallOutputItem)}
+    for item in history:
+        if isinstance(item, MessageItem):
+            if item.role == "user":
+                yield UserText(item.text)
+            elif item.role == "assistant" and item.text:
+                yield AgentText(item.text)
+        elif isinstance(item, ReasoningItem):
+            if item.text:
+                yield AgentThought(item.text)
+        elif isinstance(item, FunctionCallItem):
+            info = describe_call(registry, item.name, item.arguments)
+            output = outputs.get(item.call_id)
+            status = output.status if output is not None else "failed"
+            text = output.output if output is not None else '{"error": "interrupted"}'
+            raw = {**((output.raw_output or {}) if output else {}), "output": text}
+            yield ToolCallOpened(
+                call_id=item.call_id,
+                title=info.title,
+                kind=info.kind,
+                raw_input=info.raw_input,
+                status=status,
+                content=text_content(text),
+                raw_output=raw,
+            )
+
+
+def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:
+    """Flatten ACP prompt blocks into the user message text the model sees."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ResourceLink):
+            parts.append(f"[resource: {block.name} <{block.uri}>]")
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f'<file uri="{resource.uri}">\n{resource.text}\n</file>')
+            else:
+                parts.append(f"[binary resource omitted: {resource.uri}]")
+        elif isinstance(block, ImageContent | AudioContent):
+            parts.append(f"[{block.type} omitted: this agent accepts text only]")
+    return "\n\n".join(parts)

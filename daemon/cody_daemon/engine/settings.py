@@ -1,0 +1,186 @@
+"""A session's settings, its ACP config options and modes (PROTOCOL.md "Sessions").
+
+Persisted settings (written to `session_meta` and `config` events, restored on resume):
+provider, model, approval policy, sandbox mode, reasoning effort and summary, allowed tools
+and phase. The remaining knobs (iteration cap, approval timeout, sandbox_unavailable) are
+read from the configuration files each time the session becomes live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cody_protocol.session import (
+    ConfigOptionValue,
+    SessionConfigOption,
+    SessionMode,
+    SessionModeState,
+)
+from cody_protocol.settings import (
+    APPROVAL_POLICIES,
+    REASONING_EFFORTS,
+    REASONING_SUMMARIES,
+    SANDBOX_MODES,
+    ApprovalPolicy,
+    Phase,
+    ReasoningEffort,
+    ReasoningSummary,
+    SandboxMode,
+    SandboxUnavailable,
+)
+
+__all__ = [
+    "CONFIG_KEYS",
+    "MODES",
+    "SessionSettings",
+    "build_config_options",
+    "build_modes",
+    "mode_of",
+]
+
+CONFIG_KEYS: dict[str, str] = {
+    "provider": "model_provider",
+    "model": "model",
+    "approval_policy": "approval_policy",
+    "sandbox_mode": "sandbox_mode",
+    "reasoning_effort": "model_reasoning_effort",
+    "reasoning_summary": "model_reasoning_summary",
+}
+"""configOption id -> config key (PROTOCOL.md settings table)."""
+
+MODES: dict[str, tuple[str, str, ApprovalPolicy, SandboxMode]] = {
+    "read-only": (
+        "Read only",
+        "Ask before every change; the sandbox is read-only",
+        "on-request",
+        "read-only",
+    ),
+    "auto": (
+        "Auto",
+        "Ask before commands and edits; writes allowed in the workspace",
+        "on-request",
+        "workspace-write",
+    ),
+    "full-access": (
+        "Full access",
+        "Never ask; no sandbox. Only for trusted work",
+        "never",
+        "danger-full-access",
+    ),
+}
+
+
+@dataclass(kw_only=True)
+class SessionSettings:
+    provider: str
+    model: str
+    approval_policy: ApprovalPolicy
+    sandbox_mode: SandboxMode
+    reasoning_effort: ReasoningEffort | None = None
+    reasoning_summary: ReasoningSummary = "auto"
+    allowed_tools: list[str] | None = None
+    phase: Phase | None = None
+    max_tool_iterations: int = 100
+    approval_timeout_s: float = 300.0
+    sandbox_unavailable: SandboxUnavailable = "ask"
+    warnings: list[str] = field(default_factory=list)
+
+    def persisted(self) -> dict[str, Any]:
+        """The settings written to the session file, keyed like config.toml."""
+        return {
+            "model_provider": self.provider,
+            "model": self.model,
+            "approval_policy": self.approval_policy,
+            "sandbox_mode": self.sandbox_mode,
+            "model_reasoning_effort": self.reasoning_effort,
+            "model_reasoning_summary": self.reasoning_summary,
+            "allowed_tools": self.allowed_tools,
+            "phase": self.phase,
+        }
+
+    def copy(self) -> SessionSettings:
+        return replace(
+            self, allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools)
+        )
+
+
+def mode_of(settings: SessionSettings) -> str:
+    for mode_id, (_, _, policy, sandbox) in MODES.items():
+        if settings.approval_policy == policy and settings.sandbox_mode == sandbox:
+            return mode_id
+    return "custom"
+
+
+def build_modes(settings: SessionSettings) -> SessionModeState:
+    current = mode_of(settings)
+    modes = [
+        SessionMode(id=mode_id, name=name, description=description)
+        for mode_id, (name, description, _, _) in MODES.items()
+    ]
+    if current == "custom":
+        modes.append(
+            SessionMode(
+                id="custom",
+                name="Custom",
+                description=(
+                    f"approval policy {settings.approval_policy}, sandbox {settings.sandbox_mode}"
+                ),
+            )
+        )
+    return SessionModeState(current_mode_id=current, available_modes=modes)
+
+
+def _select(
+    option_id: str,
+    name: str,
+    current: str,
+    values: list[str],
+    *,
+    category: str | None = None,
+    description: str | None = None,
+) -> SessionConfigOption:
+    if current not in values:
+        values = [current, *values]
+    return SessionConfigOption(
+        id=option_id,
+        name=name,
+        description=description,
+        category=category,
+        current_value=current,
+        options=[ConfigOptionValue(value=value, name=value) for value in values],
+    )
+
+
+def build_config_options(
+    settings: SessionSettings, providers: list[str], models: list[str]
+) -> list[SessionConfigOption]:
+    """All config options with their current values (the current provider's models)."""
+    return [
+        _select("provider", "Provider", settings.provider, providers, category="model"),
+        _select("model", "Model", settings.model, models, category="model"),
+        _select(
+            "approval_policy",
+            "Approval policy",
+            settings.approval_policy,
+            list(APPROVAL_POLICIES),
+            category="mode",
+        ),
+        _select(
+            "sandbox_mode", "Sandbox", settings.sandbox_mode, list(SANDBOX_MODES), category="mode"
+        ),
+        _select(
+            "reasoning_effort",
+            "Reasoning effort",
+            settings.reasoning_effort or "default",
+            ["default", *REASONING_EFFORTS],
+            category="thought_level",
+        ),
+        _select(
+            "reasoning_summary",
+            "Reasoning summary",
+            settings.reasoning_summary,
+            list(REASONING_SUMMARIES),
+            category="thought_level",
+        ),
+    ]

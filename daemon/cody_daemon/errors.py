@@ -1,0 +1,79 @@
+"""The daemon's error tree. Every layer raises these; `rpc/errors.py` maps them to JSON-RPC.
+
+    CodyError
+    ├── InvalidRequest          -> -32600  (e.g. a request before `initialize`)
+    ├── InvalidParams           -> -32602  (params or configuration; carries ParamIssues)
+    ├── NotFound                -> -32002  (unknown session, missing session file)
+    ├── SessionBusy             -> -32011  (a turn is running, or another daemon holds the file)
+    ├── AuthRequired            -> -32000  (no credentials at all for the chosen provider)
+    └── ProviderError           -> -32010  (defined in providers/base.py: kind, retryable, status)
+
+Messages are for users: they say what happened and what to do, and never contain secrets,
+prompts or file contents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AuthRequired",
+    "CodyError",
+    "InvalidParams",
+    "InvalidRequest",
+    "Issue",
+    "NotFound",
+    "SessionBusy",
+]
+
+
+class CodyError(Exception):
+    """Base of every error the daemon reports to a client."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(CodyError):
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Issue:
+    """One bad field or config key: which key, what value, what would have been valid."""
+
+    key: str
+    message: str
+    value: Any = None
+    valid: tuple[Any, ...] | None = None
+    source: str | None = None
+
+    def describe(self) -> str:
+        where = f" (in {self.source})" if self.source else ""
+        text = f"{self.key}: {self.message}{where}"
+        if self.valid:
+            text += "; valid values: " + ", ".join(str(v) for v in self.valid)
+        return text
+
+
+class InvalidParams(CodyError):
+    def __init__(self, message: str, issues: list[Issue] | None = None) -> None:
+        super().__init__(message)
+        self.issues: list[Issue] = issues or []
+
+
+class NotFound(CodyError):
+    pass
+
+
+class SessionBusy(CodyError):
+    pass
+
+
+class AuthRequired(CodyError):
+    def __init__(self, provider: str, fix: str) -> None:
+        super().__init__(f"No credentials for provider '{provider}'. {fix}")
+        self.provider = provider
+        self.fix = fix

@@ -1,0 +1,118 @@
+"""The approval decision for one tool call (PROTOCOL.md "Approvals", order of decision).
+
+    allowlist -> sandbox -> session rejections -> session grants -> policy
+
+`decide` is pure: the engine gathers the facts (`CallFacts`) and acts on the `Verdict`.
+Turn-level rejections (`reject_once` answers) are checked with the session rejections, so
+a denial is never re-asked within a turn through an equivalent spelling of the command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cody_protocol.settings import ApprovalPolicy, SandboxUnavailable
+
+from ..tools.base import GrantKey
+
+__all__ = [
+    "Allow",
+    "Ask",
+    "CallFacts",
+    "Deny",
+    "Grants",
+    "Verdict",
+    "decide",
+]
+
+AllowReason = Literal["policy", "grant", "read-only tool", "known-safe command"]
+DenyReason = Literal["allowlist", "sandbox", "session rejection", "turn rejection", "policy"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    reason: AllowReason
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    reason: DenyReason
+    message: str
+    """What the model is told (as `{"error": message}`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    unsandboxed: bool
+    """The call would run outside the sandbox; the request must say so plainly."""
+
+
+Verdict = Allow | Deny | Ask
+
+
+@dataclass(slots=True)
+class Grants:
+    """Session-scoped grants and rejections, plus the current turn's rejections."""
+
+    allowed: set[GrantKey] = field(default_factory=set)
+    rejected: set[GrantKey] = field(default_factory=set)
+    turn_rejected: set[GrantKey] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallFacts:
+    tool_name: str
+    requires_approval: bool
+    allowed_by_allowlist: bool
+    sandbox_violation: str | None
+    """Why the sandbox forbids the call, or None."""
+    unsandboxed: bool
+    """The call would run a process without the isolation the sandbox mode asks for."""
+    sandbox_unavailable: SandboxUnavailable
+    known_safe: bool
+    """An `exec` of a known-safe read-only command."""
+    grant_key: GrantKey
+    policy: ApprovalPolicy
+    failure_seen: bool
+    """A tool result in this turn has failed (for `on-failure`)."""
+
+
+def decide(facts: CallFacts, grants: Grants) -> Verdict:
+    if not facts.allowed_by_allowlist:
+        return Deny(
+            "allowlist",
+            f"tool '{facts.tool_name}' is not allowed in this session (allowedTools/phase)",
+        )
+    if facts.sandbox_violation is not None:
+        return Deny("sandbox", f"blocked by the sandbox: {facts.sandbox_violation}")
+    if facts.unsandboxed and facts.sandbox_unavailable == "refuse":
+        return Deny(
+            "sandbox",
+            "cannot run: no sandbox is available (bubblewrap missing) and "
+            'sandbox_unavailable = "refuse"',
+        )
+    if facts.grant_key in grants.rejected:
+        return Deny("session rejection", "User denied approval")
+    if facts.grant_key in grants.turn_rejected:
+        return Deny("turn rejection", "User denied approval")
+    if facts.grant_key in grants.allowed:
+        return Allow("grant")
+    must_warn = facts.unsandboxed and facts.sandbox_unavailable == "ask"
+    if facts.policy == "never":
+        if must_warn:
+            return Deny(
+                "policy",
+                "cannot run: no sandbox is available (bubblewrap missing), approval policy "
+                'is `never` and sandbox_unavailable = "ask", so the command was refused',
+            )
+        return Allow("policy")
+    if not facts.requires_approval:
+        return Allow("read-only tool")
+    if facts.policy == "untrusted":
+        if facts.known_safe and not must_warn:
+            return Allow("known-safe command")
+        return Ask(unsandboxed=facts.unsandboxed)
+    if facts.policy == "on-failure" and not facts.failure_seen and not must_warn:
+        return Allow("policy")
+    return Ask(unsandboxed=facts.unsandboxed)

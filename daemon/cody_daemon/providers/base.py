@@ -1,0 +1,140 @@
+"""The one interface every model provider implements, and the events it streams.
+
+A provider turns a `ModelRequest` (neutral history + tool specs) into an async stream of
+`ModelEvent`s. The stream always ends with exactly one `StreamEnd` unless it raises
+`ProviderError`. Text and reasoning deltas arrive in order; `ReasoningDone` carries the
+complete reasoning item (with provider-opaque data) for the history; `ToolCallRequested`
+carries a complete call (arguments assembled from streamed fragments).
+
+Providers never touch the session, the client or the file system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from cody_protocol.errors import ProviderErrorKind
+from cody_protocol.settings import ReasoningEffort, ReasoningSummary
+
+from ..engine.history import HistoryItem, ReasoningItem
+
+__all__ = [
+    "ModelEvent",
+    "ModelProvider",
+    "ModelRequest",
+    "ProviderError",
+    "ReasoningDelta",
+    "ReasoningDone",
+    "StopKind",
+    "StreamEnd",
+    "TextDelta",
+    "ToolCallRequested",
+    "ToolSpec",
+    "UsageReport",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as advertised to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    model: str
+    instructions: str
+    """The system/developer prompt."""
+    history: Sequence[HistoryItem]
+    """The whole conversation so far, oldest first, ending with the newest input."""
+    tools: Sequence[ToolSpec]
+    session_id: str
+    """Stable per session; providers may use it as a prompt-cache key."""
+    reasoning_effort: ReasoningEffort | None = None
+    reasoning_summary: ReasoningSummary = "auto"
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDone:
+    item: ReasoningItem
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequested:
+    call_id: str
+    name: str
+    arguments: str
+    """JSON text as produced by the model (may be invalid JSON; the engine reports that)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageReport:
+    """Token usage of one model call, as the server reported it."""
+
+    input_tokens: int = 0
+    """All input tokens, including cached ones."""
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    """All output tokens, including reasoning ones."""
+    reasoning_tokens: int = 0
+
+
+StopKind = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamEnd:
+    stop: StopKind
+    response_id: str | None = None
+
+
+ModelEvent = (
+    TextDelta | ReasoningDelta | ReasoningDone | ToolCallRequested | UsageReport | StreamEnd
+)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProviderError(Exception):
+    """A model call failed. `message` tells the user what to do about it."""
+
+    kind: ProviderErrorKind
+    message: str
+    provider: str
+    retryable: bool = False
+    http_status: int | None = None
+    retry_after_s: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ModelProvider(Protocol):
+    """A configured provider instance (one per provider id per daemon)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one model call. Cancelling the consumer closes the connection."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,463 @@
+"""The provider catalog: built-in and configured providers, where their credentials come from,
+and what `model_provider = "auto"` means.
+
+Invariants:
+- Built-ins are `openai`, `anthropic`, `openrouter` and `offline` (`BUILTIN_PROVIDER_IDS`).
+  `[model_providers.<id>]` adds a provider, or overrides only the fields it sets on a built-in
+  one; `offline` cannot be configured. `all()` lists built-ins first, then configured ones in
+  config order.
+- A spec's `default_model` is always one of its `models`.
+- `auto` is the first of openai, anthropic, openrouter that has credentials, else `offline`
+  (PRODUCT.md section 2). `offline`, and a provider whose `env_key` is unset or `""`, needs none.
+- Credentials are read when asked for (a login made while the daemon runs is seen): env var
+  first, then the Codex CLI login (`$CODEX_HOME/auth.json`) for `openai` or the Claude Code
+  login (`$CLAUDE_CONFIG_DIR/.credentials.json`) for `anthropic`. A login file is only used
+  while that provider still points at its official `base_url`, so a token is never sent to a
+  server it was not issued for. Unreadable or malformed login files count as absent.
+- Secrets live only in `Credentials` fields excluded from repr; no message, repr or log here
+  contains a secret (nor does a `ProviderSpec` repr show its headers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ..config.model import BUILTIN_PROVIDER_IDS, CodyConfig, ProviderConfig
+from ..errors import InvalidParams, Issue
+
+__all__ = [
+    "AUTO",
+    "AUTO_ORDER",
+    "BUILTIN_PROVIDER_IDS",
+    "CredentialKind",
+    "Credentials",
+    "ModelSpec",
+    "ProviderCatalog",
+    "ProviderSpec",
+    "ProviderWireApi",
+    "builtin_providers",
+    "default_claude_dir",
+    "default_codex_home",
+]
+
+ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
+CredentialKind = Literal["api_key", "chatgpt", "claude_oauth", "none"]
+
+AUTO: Final = "auto"
+AUTO_ORDER: Final[tuple[str, ...]] = ("openai", "anthropic", "openrouter")
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL: Final = "https://api.anthropic.com"
+OPENROUTER_BASE_URL: Final = "https://openrouter.ai/api/v1"
+CODEX_AUTH_FILE: Final = "auth.json"
+CLAUDE_CREDENTIALS_FILE: Final = ".credentials.json"
+_PICK_ANOTHER: Final = (
+    "pick another provider with model_provider / session/set_config_option provider"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A model a provider offers; `context_window` is None when unknown (configured models)."""
+
+    id: str
+    context_window: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderSpec:
+    """Everything a provider implementation needs except the credentials."""
+
+    id: str
+    name: str
+    wire_api: ProviderWireApi
+    base_url: str | None
+    """None only for `offline`."""
+    env_key: str | None
+    """Environment variable holding the API key; None when no key is needed."""
+    headers: dict[str, str] = field(default_factory=dict, repr=False, hash=False)
+    """Extra request headers from config (may hold secrets: not in repr)."""
+    default_model: str
+    models: tuple[ModelSpec, ...]
+    max_retries: int = 4
+    stream_idle_timeout_s: float = 300.0
+    builtin: bool = False
+
+    @property
+    def model_ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.models)
+
+    def context_window(self, model: str) -> int | None:
+        """The context window of `model` when this provider knows it."""
+        for spec in self.models:
+            if spec.id == model:
+                return spec.context_window
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    """Where a provider's credentials come from; the secret values never appear in a repr.
+
+    `kind`: `api_key` (sent as the provider's API key), `chatgpt` (a Codex CLI ChatGPT login:
+    `secret` is the access token, `account_id` the ChatGPT account), `claude_oauth` (a Claude
+    Code login: `secret` is the access token), `none` (nothing to send).
+    `source` is safe to show: e.g. `env OPENAI_API_KEY` or `~/.codex/auth.json`.
+    """
+
+    kind: CredentialKind
+    source: str
+    secret: str | None = field(default=None, repr=False)
+    refresh_token: str | None = field(default=None, repr=False)
+    account_id: str | None = field(default=None, repr=False)
+    expires_at: float | None = None
+    """Access-token expiry (epoch seconds) when the login file records it."""
+
+
+def builtin_providers() -> tuple[ProviderSpec, ...]:
+    """The built-in providers, in `BUILTIN_PROVIDER_IDS` order (fresh objects each call)."""
+    return (
+        ProviderSpec(
+            id="openai",
+            name="OpenAI",
+            wire_api="responses",
+            base_url=OPENAI_BASE_URL,
+            env_key="OPENAI_API_KEY",
+            default_model="gpt-5.5",
+            models=(
+                ModelSpec(id="gpt-5.5", context_window=400_000),
+                ModelSpec(id="gpt-5.4", context_window=400_000),
+                ModelSpec(id="gpt-5.4-mini", context_window=400_000),
+                ModelSpec(id="gpt-5.3-codex", context_window=272_000),
+                ModelSpec(id="gpt-5.2", context_window=272_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="anthropic",
+            name="Anthropic",
+            wire_api="anthropic",
+            base_url=ANTHROPIC_BASE_URL,
+            env_key="ANTHROPIC_API_KEY",
+            default_model="claude-opus-4-8",
+            models=(
+                ModelSpec(id="claude-opus-4-8", context_window=200_000),
+                ModelSpec(id="claude-sonnet-4-6", context_window=200_000),
+                ModelSpec(id="claude-haiku-4-5", context_window=200_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="openrouter",
+            name="OpenRouter",
+            wire_api="chat",
+            base_url=OPENROUTER_BASE_URL,
+            env_key="OPENROUTER_API_KEY",
+            default_model="openai/gpt-5.5",
+            models=(
+                ModelSpec(id="openai/gpt-5.5", context_window=400_000),
+                ModelSpec(id="anthropic/claude-opus-4.8", context_window=200_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="offline",
+            name="Offline (built-in demo)",
+            wire_api="offline",
+            base_url=None,
+            env_key=None,
+            default_model="offline",
+            models=(ModelSpec(id="offline", context_window=32_768),),
+            max_retries=0,
+            builtin=True,
+        ),
+    )
+
+
+def default_codex_home(env: Mapping[str, str]) -> Path:
+    """`$CODEX_HOME`, else `~/.codex` (where the Codex CLI keeps `auth.json`)."""
+    return Path(env.get("CODEX_HOME") or "~/.codex").expanduser()
+
+
+def default_claude_dir(env: Mapping[str, str]) -> Path:
+    """`$CLAUDE_CONFIG_DIR`, else `~/.claude` (where Claude Code keeps `.credentials.json`)."""
+    return Path(env.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()
+
+
+class ProviderCatalog:
+    """The providers this daemon can use, and their credentials. Cheap to build per session."""
+
+    def __init__(
+        self,
+        specs: Iterable[ProviderSpec],
+        *,
+        env: Mapping[str, str],
+        codex_home: Path,
+        claude_dir: Path,
+    ) -> None:
+        self._specs: dict[str, ProviderSpec] = {spec.id: spec for spec in specs}
+        self._env = env
+        self._codex_home = codex_home
+        self._claude_dir = claude_dir
+
+    @classmethod
+    def from_config(
+        cls,
+        config: CodyConfig,
+        *,
+        env: Mapping[str, str],
+        codex_home: Path,
+        claude_dir: Path,
+    ) -> ProviderCatalog:
+        """Built-ins overridden/extended by `config.model_providers`.
+
+        Raises `InvalidParams` for a provider config the loader would have rejected (a new
+        provider without `base_url` or a model, or `[model_providers.offline]`).
+        """
+        specs = {spec.id: spec for spec in builtin_providers()}
+        for pid, provider in config.model_providers.items():
+            base = specs.get(pid)
+            specs[pid] = _configured(pid, provider) if base is None else _override(base, provider)
+        return cls(specs.values(), env=env, codex_home=codex_home, claude_dir=claude_dir)
+
+    @classmethod
+    def from_environment(
+        cls, config: CodyConfig, env: Mapping[str, str] | None = None
+    ) -> ProviderCatalog:
+        """`from_config` with the login directories taken from `env` (default: os.environ)."""
+        environ = os.environ if env is None else env
+        return cls.from_config(
+            config,
+            env=environ,
+            codex_home=default_codex_home(environ),
+            claude_dir=default_claude_dir(environ),
+        )
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def all(self) -> tuple[ProviderSpec, ...]:
+        return tuple(self._specs.values())
+
+    def get(self, provider_id: str) -> ProviderSpec:
+        """The provider with this id; `InvalidParams` (key `model_provider`) when unknown."""
+        spec = self._specs.get(provider_id)
+        if spec is None:
+            raise self._unknown(provider_id, self.ids())
+        return spec
+
+    def resolve(self, name: str) -> ProviderSpec:
+        """`get`, with `auto` resolved by `resolve_auto`."""
+        if name == AUTO:
+            return self.resolve_auto()
+        if name not in self._specs:
+            raise self._unknown(name, (AUTO, *self.ids()))
+        return self._specs[name]
+
+    def resolve_auto(self) -> ProviderSpec:
+        """The first of openai, anthropic, openrouter with credentials, else offline."""
+        for pid in AUTO_ORDER:
+            spec = self._specs.get(pid)
+            if spec is not None and self.credentials(spec) is not None:
+                return spec
+        return self.get("offline")
+
+    def credentials(self, spec: ProviderSpec) -> Credentials | None:
+        """Usable credentials for `spec`, or None when there are none at all."""
+        if spec.wire_api == "offline":
+            return Credentials(kind="none", source="none needed (built-in offline provider)")
+        if spec.env_key:
+            value = self._env.get(spec.env_key, "").strip()
+            if value:
+                return Credentials(kind="api_key", source=f"env {spec.env_key}", secret=value)
+        if self._uses_codex_login(spec):
+            found = self._codex_login()
+            if found is not None:
+                return found
+        if self._uses_claude_login(spec):
+            found = self._claude_login()
+            if found is not None:
+                return found
+        if not spec.env_key:
+            return Credentials(kind="none", source="none needed (no env_key configured)")
+        return None
+
+    def auth_description(self, spec: ProviderSpec) -> str:
+        """Where credentials for `spec` are looked for, e.g. for `initialize`'s authMethods."""
+        places: list[str] = []
+        if spec.env_key:
+            places.append(f"env {spec.env_key}")
+        if self._uses_codex_login(spec):
+            places.append(f"ChatGPT login in {_display(self._codex_home / CODEX_AUTH_FILE)}")
+        if self._uses_claude_login(spec):
+            places.append(f"Claude login in {_display(self._claude_dir / CLAUDE_CREDENTIALS_FILE)}")
+        return " or ".join(places) if places else "no credentials needed"
+
+    def missing_credentials_fix(self, spec: ProviderSpec) -> str:
+        """What the user can do when `credentials(spec)` is None (one sentence, no secrets)."""
+        steps: list[str] = []
+        if spec.env_key:
+            steps.append(f"set {spec.env_key}")
+        if self._uses_codex_login(spec):
+            path = _display(self._codex_home / CODEX_AUTH_FILE)
+            steps.append(f"log in with the Codex CLI (codex login) so {path} exists")
+        if self._uses_claude_login(spec):
+            path = _display(self._claude_dir / CLAUDE_CREDENTIALS_FILE)
+            steps.append(f"log in with Claude Code (claude, then /login) so {path} exists")
+        steps.append(_PICK_ANOTHER)
+        text = ", or ".join(steps)
+        return text[0].upper() + text[1:] + "."
+
+    @staticmethod
+    def _unknown(name: str, valid: tuple[str, ...]) -> InvalidParams:
+        shown = json.dumps(name[:80], ensure_ascii=False)
+        issue = Issue(key="model_provider", message="unknown provider", value=name, valid=valid)
+        return InvalidParams(
+            f"invalid configuration: model_provider = {shown}: unknown provider; "
+            f"valid values: {', '.join(valid)}",
+            [issue],
+        )
+
+    @staticmethod
+    def _uses_codex_login(spec: ProviderSpec) -> bool:
+        return spec.id == "openai" and spec.base_url == OPENAI_BASE_URL
+
+    @staticmethod
+    def _uses_claude_login(spec: ProviderSpec) -> bool:
+        return spec.id == "anthropic" and spec.base_url == ANTHROPIC_BASE_URL
+
+    def _codex_login(self) -> Credentials | None:
+        path = self._codex_home / CODEX_AUTH_FILE
+        data = _read_json_object(path)
+        if data is None:
+            return None
+        tokens = data.get("tokens")
+        if isinstance(tokens, dict):
+            access = _str_or_none(tokens.get("access_token"))
+            if access:
+                return Credentials(
+                    kind="chatgpt",
+                    source=_display(path),
+                    secret=access,
+                    refresh_token=_str_or_none(tokens.get("refresh_token")),
+                    account_id=_str_or_none(tokens.get("account_id")),
+                )
+        key = _str_or_none(data.get("OPENAI_API_KEY"))
+        if key:
+            return Credentials(
+                kind="api_key", source=f"{_display(path)} (OPENAI_API_KEY)", secret=key
+            )
+        return None
+
+    def _claude_login(self) -> Credentials | None:
+        path = self._claude_dir / CLAUDE_CREDENTIALS_FILE
+        data = _read_json_object(path)
+        oauth = data.get("claudeAiOauth") if data is not None else None
+        if not isinstance(oauth, dict):
+            return None
+        access = _str_or_none(oauth.get("accessToken"))
+        if not access:
+            return None
+        expires = oauth.get("expiresAt")
+        return Credentials(
+            kind="claude_oauth",
+            source=_display(path),
+            secret=access,
+            refresh_token=_str_or_none(oauth.get("refreshToken")),
+            expires_at=expires / 1000 if isinstance(expires, int | float) else None,
+        )
+
+
+def _override(base: ProviderSpec, provider: ProviderConfig) -> ProviderSpec:
+    """`base` with the fields `provider` explicitly sets."""
+    if base.wire_api == "offline":
+        raise _config_error(
+            "model_providers.offline", "the built-in offline provider cannot be configured"
+        )
+    written = provider.model_fields_set
+    changes: dict[str, Any] = {}
+    if "name" in written and provider.name:
+        changes["name"] = provider.name
+    if "base_url" in written and provider.base_url:
+        changes["base_url"] = provider.base_url
+    if "wire_api" in written:
+        changes["wire_api"] = provider.wire_api
+    if "env_key" in written:
+        changes["env_key"] = provider.env_key or None
+    if "http_headers" in written:
+        changes["headers"] = {**base.headers, **provider.http_headers}
+    if "request_max_retries" in written:
+        changes["max_retries"] = provider.request_max_retries
+    if "stream_idle_timeout_ms" in written:
+        changes["stream_idle_timeout_s"] = provider.stream_idle_timeout_ms / 1000
+    known = {m.id: m.context_window for m in base.models}
+    model_ids = list(provider.models) if "models" in written else list(base.model_ids)
+    default = provider.default_model or (
+        provider.models[0] if "models" in written and provider.models else base.default_model
+    )
+    changes["default_model"] = default
+    changes["models"] = _model_specs(default, model_ids, known)
+    return replace(base, **changes)
+
+
+def _configured(pid: str, provider: ProviderConfig) -> ProviderSpec:
+    """A provider that is not built in, entirely from config."""
+    key = f"model_providers.{pid}"
+    if provider.base_url is None:
+        raise _config_error(f"{key}.base_url", "required for a provider that is not built in")
+    default = provider.default_model or (provider.models[0] if provider.models else None)
+    if default is None:
+        raise _config_error(
+            f"{key}.default_model",
+            "required (or list `models`) for a provider that is not built in",
+        )
+    return ProviderSpec(
+        id=pid,
+        name=provider.name or pid,
+        wire_api=provider.wire_api,
+        base_url=provider.base_url,
+        env_key=provider.env_key or None,
+        headers=dict(provider.http_headers),
+        default_model=default,
+        models=_model_specs(default, list(provider.models), {}),
+        max_retries=provider.request_max_retries,
+        stream_idle_timeout_s=provider.stream_idle_timeout_ms / 1000,
+    )
+
+
+def _model_specs(
+    default: str, model_ids: list[str], known: Mapping[str, int | None]
+) -> tuple[ModelSpec, ...]:
+    """Model specs in the given order, the default first if missing, without duplicates."""
+    ordered = list(dict.fromkeys(model_ids if default in model_ids else [default, *model_ids]))
+    return tuple(ModelSpec(id=mid, context_window=known.get(mid)) for mid in ordered)
+
+
+def _config_error(key: str, message: str) -> InvalidParams:
+    return InvalidParams(
+        f"invalid configuration: {key}: {message}", [Issue(key=key, message=message)]
+    )
+
+
+def _read_json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _display(path: Path) -> str:
+    """`path` with the home directory shown as `~` (for messages)."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except (ValueError, RuntimeError):
+        return str(path)

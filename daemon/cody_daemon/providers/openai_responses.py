@@ -1,0 +1,349 @@
+"""The OpenAI Responses API provider (`wire_api = "responses"`): POST `{base_url}/responses`.
+
+Request shape follows what the Codex CLI sends (stateless: `store: false`, reasoning carried
+across turns as `encrypted_content`). Stream events follow
+https://platform.openai.com/docs/api-reference/responses-streaming.
+
+Invariants:
+- a call yields model events and ends with exactly one `StreamEnd`, or raises
+  `ProviderError`; a stream that stops before `response.completed`/`.incomplete`/`.failed`
+  raises a retryable `network` error, it never ends silently;
+- failures before the first SSE event (connect errors, resets, 429/5xx, first-byte timeout)
+  are retried per `RetryPolicy`; after it nothing is retried (deltas were already yielded);
+- the HTTP response is closed when the stream ends, fails, is cancelled or is closed by the
+  consumer (use `contextlib.aclosing` so an abandoned iterator is closed promptly);
+- reasoning `encrypted_content` is only sent back to the provider id that produced it;
+- the API key, prompts and model output are never logged, and never put in error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import orjson
+
+from ..engine.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+    SummaryPart,
+)
+from .base import (
+    ModelEvent,
+    ModelRequest,
+    ProviderError,
+    ReasoningDelta,
+    ReasoningDone,
+    StopKind,
+    StreamEnd,
+    TextDelta,
+    ToolCallRequested,
+    UsageReport,
+)
+from .http_errors import ErrorInfo, classify
+from .retry import RetryPolicy, Sleep
+from .sse import StreamSettings, stream_json_events
+
+__all__ = ["OpenAIResponsesProvider"]
+
+_REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
+_TEXT_DELTA = "response.output_text.delta"
+_REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+
+
+class OpenAIResponsesProvider:
+    """A `ModelProvider` for the Responses API; one instance per configured provider id."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        base_url: str,
+        api_key: str | None,
+        env_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 4,
+        connect_timeout_s: float = 10.0,
+        first_byte_timeout_s: float = 60.0,
+        stream_idle_timeout_s: float = 300.0,
+        client: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self._id = provider_id
+        self._url = base_url.rstrip("/") + "/responses"
+        self._env_key = env_key
+        extra = dict(headers or {})
+        self._headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers.update(extra)
+        self._settings = StreamSettings(
+            provider=provider_id,
+            base_url=base_url,
+            api_name="the Responses API (POST {base_url}/responses)",
+            env_key=env_key,
+            # Everything that could be a credential is scrubbed from error messages.
+            secrets=tuple(v for v in (api_key, *extra.values()) if v and len(v) >= 8),
+            first_byte_timeout_s=first_byte_timeout_s,
+            idle_timeout_s=stream_idle_timeout_s,
+            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+        )
+        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
+        )
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- request -------------------------------------------------------------------------
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for `request` (shape as sent by the Codex CLI)."""
+        body: dict[str, Any] = {
+            "model": request.model,
+            "instructions": request.instructions,
+            "input": self.input_items(request.history),
+            "tools": [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "strict": False,
+                    "parameters": tool.parameters,
+                }
+                for tool in request.tools
+            ],
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
+            "store": False,
+            "stream": True,
+            "prompt_cache_key": request.session_id,
+        }
+        effort = request.reasoning_effort
+        if effort is not None or request.model.lower().startswith(_REASONING_MODEL_PREFIXES):
+            # Non-reasoning models reject `reasoning`; an explicit effort means "it reasons".
+            reasoning: dict[str, str] = {}
+            if effort is not None:
+                reasoning["effort"] = effort
+            if request.reasoning_summary != "none":
+                reasoning["summary"] = request.reasoning_summary
+            if reasoning:
+                body["reasoning"] = reasoning
+            body["include"] = ["reasoning.encrypted_content"]
+        if request.max_output_tokens is not None:
+            body["max_output_tokens"] = request.max_output_tokens
+        return body
+
+    def input_items(self, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
+        """Neutral history -> Responses `input`; other providers' opaque reasoning is dropped."""
+        items: list[dict[str, Any]] = []
+        for item in history:
+            if isinstance(item, MessageItem):
+                part = "output_text" if item.role == "assistant" else "input_text"
+                content = [{"type": part, "text": p.text} for p in item.content]
+                if content:
+                    items.append({"type": "message", "role": item.role, "content": content})
+            elif isinstance(item, ReasoningItem):
+                if item.provider == self._id and item.encrypted_content:
+                    items.append(
+                        {
+                            "type": "reasoning",
+                            "id": item.id,
+                            "summary": [
+                                {"type": "summary_text", "text": s.text} for s in item.summary
+                            ],
+                            "encrypted_content": item.encrypted_content,
+                        }
+                    )
+            elif isinstance(item, FunctionCallItem):
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": item.call_id,
+                        "name": item.name,
+                        "arguments": item.arguments,
+                    }
+                )
+            elif isinstance(item, FunctionCallOutputItem):
+                items.append(
+                    {"type": "function_call_output", "call_id": item.call_id, "output": item.output}
+                )
+        return items
+
+    # -- streaming -----------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Stream one model call (retrying only failures before the first event)."""
+        payload = orjson.dumps(self.request_body(request))
+        client = self._http()
+
+        def build() -> httpx.Request:
+            return client.build_request(
+                "POST", self._url, content=payload, headers=self._headers, timeout=self._timeout
+            )
+
+        state = _StreamState(self._id, self._settings.secrets, self._env_key)
+        async with aclosing(stream_json_events(client, build, self._settings)) as events:
+            async for name, data in events:
+                etype = data.get("type") or name
+                if etype == _TEXT_DELTA:
+                    yield TextDelta(str(data.get("delta") or ""))
+                elif etype in _REASONING_DELTAS:
+                    yield ReasoningDelta(str(data.get("delta") or ""))
+                else:
+                    for event in state.handle(etype, data):
+                        yield event
+                    if state.finished:
+                        return
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+
+class _StreamState:
+    """Everything but the text/reasoning hot path: items, tool calls, terminal events."""
+
+    __slots__ = (
+        "_args",
+        "_emitted",
+        "_env_key",
+        "_provider",
+        "_secrets",
+        "finished",
+        "refused",
+        "response_id",
+        "tool_calls",
+    )
+
+    def __init__(self, provider: str, secrets: tuple[str, ...], env_key: str | None) -> None:
+        self._provider = provider
+        self._secrets = secrets
+        self._env_key = env_key
+        self._args: dict[str, str] = {}
+        self._emitted: set[str] = set()
+        self.response_id: str | None = None
+        self.tool_calls = 0
+        self.refused = False
+        self.finished = False
+
+    def handle(self, etype: str, data: dict[str, Any]) -> list[ModelEvent]:
+        if etype == "response.function_call_arguments.delta":
+            key = str(data.get("item_id"))
+            self._args[key] = self._args.get(key, "") + str(data.get("delta") or "")
+        elif etype == "response.function_call_arguments.done":
+            if isinstance(data.get("arguments"), str):
+                self._args[str(data.get("item_id"))] = data["arguments"]
+        elif etype == "response.output_item.done":
+            return self._item_done(data.get("item"))
+        elif etype == "response.refusal.delta":
+            self.refused = True
+            return [TextDelta(str(data.get("delta") or ""))]
+        elif etype in ("response.created", "response.in_progress"):
+            self.response_id = (data.get("response") or {}).get("id") or self.response_id
+        elif etype in ("response.completed", "response.incomplete"):
+            return self._finish(etype, data.get("response") or {})
+        elif etype == "response.failed":
+            raise self._error((data.get("response") or {}).get("error") or {})
+        elif etype == "error":
+            inner = data.get("error")
+            raise self._error(inner if isinstance(inner, dict) else data)
+        return []
+
+    def _item_done(self, item: Any) -> list[ModelEvent]:
+        if not isinstance(item, dict):
+            return []
+        kind = item.get("type")
+        key = str(item.get("call_id") or item.get("id"))
+        if key in self._emitted:
+            return []
+        if kind == "function_call":
+            self._emitted.add(key)
+            self.tool_calls += 1
+            arguments = item.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = self._args.get(str(item.get("id")), "")
+            return [ToolCallRequested(call_id=key, name=str(item.get("name")), arguments=arguments)]
+        if kind == "reasoning":
+            self._emitted.add(key)
+            summary = [
+                SummaryPart(text=part["text"])
+                for part in item.get("summary") or []
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            ]
+            reasoning = ReasoningItem(
+                id=str(item.get("id")),
+                summary=summary,
+                encrypted_content=item.get("encrypted_content"),
+                provider=self._provider,
+            )
+            return [ReasoningDone(reasoning)]
+        if kind == "message" and any(
+            isinstance(part, dict) and part.get("type") == "refusal"
+            for part in item.get("content") or []
+        ):
+            self.refused = True
+        return []
+
+    def _finish(self, etype: str, response: dict[str, Any]) -> list[ModelEvent]:
+        self.finished = True
+        events: list[ModelEvent] = []
+        if etype == "response.completed":
+            # Items the server only reported in the final object (never `output_item.done`).
+            for item in response.get("output") or []:
+                events.extend(self._item_done(item))
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            events.append(_usage(usage))
+        stop: StopKind
+        if etype == "response.incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            stop = "refusal" if reason == "content_filter" else "max_tokens"
+        elif self.refused:
+            stop = "refusal"
+        else:
+            stop = "tool_use" if self.tool_calls else "end_turn"
+        events.append(StreamEnd(stop=stop, response_id=response.get("id") or self.response_id))
+        return events
+
+    def _error(self, error: dict[str, Any]) -> ProviderError:
+        info = ErrorInfo(
+            code=_opt_str(error.get("code")),
+            type=_opt_str(error.get("type")),
+            message=_opt_str(error.get("message")),
+        )
+        return classify(
+            provider=self._provider, info=info, env_key=self._env_key, secrets=self._secrets
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _usage(usage: dict[str, Any]) -> UsageReport:
+    input_details = usage.get("input_tokens_details") or {}
+    output_details = usage.get("output_tokens_details") or {}
+    return UsageReport(
+        input_tokens=int(usage.get("input_tokens") or 0),
+        cached_input_tokens=int(input_details.get("cached_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
+    )

@@ -1,0 +1,280 @@
+"""The method table: params validated with the protocol models, engine called, results dumped.
+
+Every handler is async (pygls runs it as a task, so `$/cancelRequest` can cancel it) and
+maps errors at this boundary (rpc/errors.py): a handler never leaks a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cody_protocol import methods
+from cody_protocol.extensions import (
+    ModelInfo,
+    ModelsListResult,
+    ProviderModels,
+    ToolInfo,
+    ToolsListParams,
+    ToolsListResult,
+)
+from cody_protocol.initialize import AuthenticateParams, InitializeParams
+from cody_protocol.prompt import (
+    CancelParams,
+    CodyPromptMeta,
+    PromptMeta,
+    PromptParams,
+    PromptResult,
+    TurnUsage,
+)
+from cody_protocol.session import (
+    CodySessionResultMeta,
+    ForkSessionParams,
+    ForkSessionResult,
+    ListSessionsParams,
+    ListSessionsResult,
+    LoadSessionParams,
+    NewSessionParams,
+    NewSessionResult,
+    SessionIdParams,
+    SessionResultMeta,
+    SessionStateResult,
+    SetConfigOptionParams,
+    SetConfigOptionResult,
+    SetModeParams,
+)
+from pydantic import BaseModel, ValidationError
+from pygls.server import JsonRPCServer
+
+from ..engine.session import Session
+from ..engine.settings import build_modes
+from ..errors import AuthRequired, InvalidParams, Issue
+from .errors import RpcError, invalid_params_from_validation, to_rpc_error
+
+if TYPE_CHECKING:
+    from ..app import DaemonApp
+
+__all__ = ["register_handlers"]
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def parse(model: type[M], params: Any) -> M:
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise RpcError(-32602, "Invalid params: params must be a JSON object")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise invalid_params_from_validation(exc, model) from None
+
+
+def _guard(name: str, fn: Handler) -> Handler:
+    async def handler(params: Any) -> Any:
+        try:
+            result = await fn(params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = to_rpc_error(exc)
+            logger.info("%s failed: %s (%s)", name, error.code, exc.__class__.__name__)
+            raise error from None
+        if isinstance(result, BaseModel):
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return result
+
+    handler.__name__ = name.replace("/", "_")
+    return handler
+
+
+def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
+    return {
+        "modes": build_modes(session.settings),
+        "configOptions": app.manager.config_options(session),
+        "_meta": SessionResultMeta(
+            cody=CodySessionResultMeta(
+                provider=session.settings.provider,
+                model=session.settings.model,
+                session_file=str(session.file.path),
+                warnings=session.settings.warnings,
+            )
+        ),
+    }
+
+
+def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
+    manager = app.manager
+    link = app.link
+
+    async def initialize(params: Any) -> Any:
+        parsed = parse(InitializeParams, params)
+        app.client_capabilities = parsed.client_capabilities
+        return app.initialize_result()
+
+    async def authenticate(params: Any) -> Any:
+        parsed = parse(AuthenticateParams, params)
+        catalog = app.user_catalog()
+        provider_id = parsed.method_id.removesuffix("-api-key")
+        if provider_id not in catalog.ids():
+            valid = tuple(f"{pid}-api-key" for pid in catalog.ids())
+            raise InvalidParams(
+                f"Unknown auth method {parsed.method_id!r}; valid: {', '.join(valid)}",
+                [
+                    Issue(
+                        key="methodId",
+                        message="unknown auth method",
+                        value=parsed.method_id,
+                        valid=valid,
+                        source="params",
+                    )
+                ],
+            )
+        spec = catalog.get(provider_id)
+        if catalog.credentials(spec) is None:
+            raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
+        return {}
+
+    async def shutdown(params: Any) -> Any:
+        await app.shutdown()
+        return None
+
+    async def session_new(params: Any) -> Any:
+        parsed = parse(NewSessionParams, params)
+        meta = parsed.meta.cody if parsed.meta is not None else None
+        session = manager.new_session(parsed.cwd, meta)
+        return NewSessionResult.model_validate(
+            {"sessionId": session.id, **_session_state(app, session)}
+        )
+
+    async def session_load(params: Any) -> Any:
+        parsed = parse(LoadSessionParams, params)
+        session = await manager.open_session(parsed.session_id, link, replay=True)
+        return SessionStateResult.model_validate(_session_state(app, session))
+
+    async def session_resume(params: Any) -> Any:
+        parsed = parse(LoadSessionParams, params)
+        session = await manager.open_session(parsed.session_id, None, replay=False)
+        return SessionStateResult.model_validate(_session_state(app, session))
+
+    async def session_list(params: Any) -> Any:
+        parsed = parse(ListSessionsParams, params)
+        sessions, cursor = manager.list_sessions(parsed.cwd, parsed.cursor)
+        return ListSessionsResult(sessions=sessions, next_cursor=cursor)
+
+    async def session_close(params: Any) -> Any:
+        parsed = parse(SessionIdParams, params)
+        await manager.close(parsed.session_id)
+        return {}
+
+    async def session_delete(params: Any) -> Any:
+        parsed = parse(SessionIdParams, params)
+        await manager.delete(parsed.session_id)
+        return {}
+
+    async def session_prompt(params: Any) -> Any:
+        parsed = parse(PromptParams, params)
+        outcome = await manager.prompt(parsed.session_id, parsed.prompt, link)
+        return PromptResult(
+            stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
+            meta=PromptMeta(
+                cody=CodyPromptMeta(
+                    turn_id=outcome.turn_id,
+                    usage=TurnUsage(last=outcome.last, turn=outcome.turn, total=outcome.total),
+                )
+            ),
+        )
+
+    async def session_cancel(params: Any) -> None:
+        try:
+            parsed = parse(CancelParams, params)
+        except RpcError:
+            logger.info("ignoring session/cancel with invalid params")
+            return
+        manager.cancel(parsed.session_id)
+
+    async def session_set_mode(params: Any) -> Any:
+        parsed = parse(SetModeParams, params)
+        manager.set_mode(parsed.session_id, parsed.mode_id, link)
+        return {}
+
+    async def session_set_config_option(params: Any) -> Any:
+        parsed = parse(SetConfigOptionParams, params)
+        options = manager.set_config_option(parsed.session_id, parsed.config_id, parsed.value, link)
+        return SetConfigOptionResult(config_options=options)
+
+    async def session_fork(params: Any) -> Any:
+        parsed = parse(ForkSessionParams, params)
+        session = manager.fork(parsed.session_id, parsed.cwd, parsed.at_message)
+        return ForkSessionResult.model_validate(
+            {"sessionId": session.id, **_session_state(app, session)}
+        )
+
+    async def tools_list(params: Any) -> Any:
+        parsed = parse(ToolsListParams, params)
+        names: set[str] | None = None
+        if parsed.session_id is not None:
+            allowed = manager.allowed_tools_of(parsed.session_id)
+            names = set(allowed) if allowed is not None else None
+        tools = [
+            ToolInfo(
+                name=tool.name,
+                description=tool.description,
+                requires_approval=tool.requires_approval,
+                json_schema=tool.spec().parameters,
+            )
+            for tool in app.deps.tools.tools(names)
+        ]
+        return ToolsListResult(tools=tools)
+
+    async def models_list(params: Any) -> Any:
+        catalog = app.user_catalog()
+        return ModelsListResult(
+            providers=[
+                ProviderModels(
+                    id=spec.id,
+                    name=spec.name,
+                    wire_api=spec.wire_api,
+                    available=catalog.credentials(spec) is not None,
+                    default_model=spec.default_model,
+                    models=[
+                        ModelInfo(id=model.id, context_window=model.context_window or 0)
+                        for model in spec.models
+                    ],
+                )
+                for spec in catalog.all()
+            ]
+        )
+
+    table: dict[str, Handler] = {
+        methods.INITIALIZE: initialize,
+        methods.AUTHENTICATE: authenticate,
+        methods.SHUTDOWN: shutdown,
+        methods.SESSION_NEW: session_new,
+        methods.SESSION_LOAD: session_load,
+        methods.SESSION_RESUME: session_resume,
+        methods.SESSION_LIST: session_list,
+        methods.SESSION_CLOSE: session_close,
+        methods.SESSION_DELETE: session_delete,
+        methods.SESSION_PROMPT: session_prompt,
+        methods.SESSION_CANCEL: session_cancel,
+        methods.SESSION_SET_MODE: session_set_mode,
+        methods.SESSION_SET_CONFIG_OPTION: session_set_config_option,
+        methods.CODY_SESSION_FORK: session_fork,
+        methods.CODY_TOOLS_LIST: tools_list,
+        methods.CODY_MODELS_LIST: models_list,
+    }
+    for name, fn in table.items():
+        server.feature(name)(_guard(name, fn))
+
+
+EXTENSIONS: tuple[str, ...] = (
+    methods.CODY_SESSION_FORK,
+    methods.CODY_TOOLS_LIST,
+    methods.CODY_MODELS_LIST,
+)

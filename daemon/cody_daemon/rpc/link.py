@@ -1,0 +1,159 @@
+"""The rpc implementation of the engine's `ClientLink`: updates out, approvals round-trip.
+
+Coalescing: consecutive text chunks of the same kind in one session are merged. The first
+chunk after a quiet period is sent at once (no added latency); later ones are held for at
+most `COALESCE_S` and sent as one notification. Any other event first flushes the pending
+text, so order is preserved.
+
+Approvals: `session/request_permission` with the JSON-RPC id repeated in
+`_meta.cody.requestId`; an error answer or an unknown option is `invalid` (the engine treats
+it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
+request is withdrawn and cancelled on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cody_protocol.methods import SESSION_REQUEST_PERMISSION, SESSION_UPDATE
+from cody_protocol.permission import (
+    PERMISSION_OPTIONS,
+    CancelledOutcome,
+    CodyPermissionMeta,
+    PermissionMeta,
+    PermissionToolCall,
+    RequestPermissionParams,
+    RequestPermissionResult,
+)
+from pydantic import ValidationError
+from pygls.exceptions import JsonRpcException
+
+from ..engine.events import AgentText, AgentThought, EngineEvent
+from ..engine.ports import ApprovalAnswer, ApprovalRequest
+from .protocol import CodyProtocol
+from .updates import chunk_update, event_updates
+
+__all__ = ["COALESCE_S", "RpcClientLink"]
+
+logger = logging.getLogger(__name__)
+
+COALESCE_S = 0.02
+_OPTION_IDS = frozenset(option.option_id for option in PERMISSION_OPTIONS)
+
+
+@dataclass(slots=True)
+class _Pending:
+    kind: str
+    parts: list[str] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+
+
+class RpcClientLink:
+    def __init__(self, protocol: CodyProtocol, *, coalesce_s: float = COALESCE_S) -> None:
+        self._protocol = protocol
+        self._coalesce_s = coalesce_s
+        self._pending: dict[str, _Pending] = {}
+        self._last_chunk_at: dict[str, float] = {}
+        self._ids = itertools.count(1)
+
+    # -- updates --------------------------------------------------------------------------
+
+    def emit(self, session_id: str, event: EngineEvent) -> None:
+        if isinstance(event, AgentText | AgentThought):
+            kind = "agent_message_chunk" if isinstance(event, AgentText) else "agent_thought_chunk"
+            self._chunk(session_id, kind, event.text)
+            return
+        self._flush_pending(session_id)
+        for update in event_updates(event):
+            self._send_update(session_id, update)
+
+    def _chunk(self, session_id: str, kind: str, text: str) -> None:
+        pending = self._pending.get(session_id)
+        if pending is not None and pending.kind != kind:
+            self._flush_pending(session_id)
+            pending = None
+        if pending is not None:
+            pending.parts.append(text)
+            return
+        now = time.monotonic()
+        if now - self._last_chunk_at.get(session_id, 0.0) >= self._coalesce_s:
+            self._last_chunk_at[session_id] = now
+            self._send_update(session_id, chunk_update(kind, text))
+            return
+        pending = _Pending(kind, [text])
+        self._pending[session_id] = pending
+        loop = asyncio.get_running_loop()
+        pending.timer = loop.call_later(self._coalesce_s, self._flush_pending, session_id)
+
+    def _flush_pending(self, session_id: str) -> None:
+        pending = self._pending.pop(session_id, None)
+        if pending is None:
+            return
+        if pending.timer is not None:
+            pending.timer.cancel()
+        self._last_chunk_at[session_id] = time.monotonic()
+        self._send_update(session_id, chunk_update(pending.kind, "".join(pending.parts)))
+
+    def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
+        self._protocol.notify(SESSION_UPDATE, {"sessionId": session_id, "update": update})
+
+    async def flush(self, session_id: str) -> None:
+        self._flush_pending(session_id)
+        self._last_chunk_at.pop(session_id, None)
+        if self._protocol.sink is not None:
+            await self._protocol.sink.drain()
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+        self._flush_pending(session_id)
+        msg_id = f"cody-{next(self._ids)}"
+        params = RequestPermissionParams(
+            session_id=session_id,
+            tool_call=PermissionToolCall(
+                tool_call_id=request.call_id,
+                title=request.title,
+                kind=request.kind,
+                status="pending",
+                raw_input=request.raw_input,
+                content=request.content,
+            ),
+            options=list(PERMISSION_OPTIONS),
+            meta=PermissionMeta(
+                cody=CodyPermissionMeta(
+                    request_id=msg_id, grant_key=request.grant_key, sandboxed=request.sandboxed
+                )
+            ),
+        ).wire()
+        future = self._protocol.send_request_async(
+            SESSION_REQUEST_PERMISSION, params, msg_id=msg_id
+        )
+        try:
+            result = await future
+        except asyncio.CancelledError:
+            self._protocol.withdraw_request(msg_id)
+            raise
+        except JsonRpcException as exc:
+            logger.info("approval %s answered with error %s", msg_id, exc.code)
+            return "invalid"
+        return _answer_of(result)
+
+
+def _answer_of(result: Any) -> ApprovalAnswer:
+    try:
+        parsed = RequestPermissionResult.model_validate(result)
+    except ValidationError:
+        logger.info("approval answer has an invalid shape")
+        return "invalid"
+    if isinstance(parsed.outcome, CancelledOutcome):
+        return "cancelled"
+    option = parsed.outcome.option_id
+    if option in _OPTION_IDS:
+        return option  # type: ignore[return-value]
+    logger.info("approval answer names an unknown option")
+    return "invalid"

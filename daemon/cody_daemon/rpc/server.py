@@ -1,0 +1,187 @@
+"""Serving the protocol on stdio: read frames, validate envelopes, dispatch through pygls.
+
+The envelope checks pygls does not do live here (PYGLS_NOTES.md 2.1, 2.3, 2.4): malformed
+JSON (-32700), batches and non-requests (-32600, id null), requests before `initialize`
+(-32600), both cancel forms, and `exit`. Everything that passes goes to pygls' dispatcher,
+which runs the async handlers as tasks and answers unknown methods with -32601.
+
+Exit: on stdin EOF or `exit`, running turns are cancelled, session files are synced and
+closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from cody_protocol.errors import ErrorCode
+from cody_protocol.methods import CANCEL_REQUEST_ACP, CANCEL_REQUEST_LSP, EXIT, INITIALIZE, SHUTDOWN
+from lsprotocol.types import ResponseError, ResponseErrorMessage
+from pygls.exceptions import JsonRpcException, PyglsError
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
+from pygls.server import JsonRPCServer
+
+from .framing import FrameError, FrameReader, FramingMode
+from .protocol import CodyProtocol, make_converter
+from .transport import StdioChannel, open_channel
+
+if TYPE_CHECKING:
+    from ..app import DaemonApp
+
+__all__ = ["CodyServer", "serve_stdio"]
+
+logger = logging.getLogger(__name__)
+
+
+class CodyServer(JsonRPCServer):
+    protocol: CodyProtocol
+
+    def __init__(self) -> None:
+        super().__init__(protocol_cls=CodyProtocol, converter_factory=make_converter)
+
+    def report_server_error(
+        self, error: Exception, source: type[PyglsError] | type[JsonRpcException]
+    ) -> None:
+        logger.debug("pygls reported %s from %s", error.__class__.__name__, source.__name__)
+
+
+class _Dispatcher:
+    def __init__(self, server: CodyServer) -> None:
+        self.server = server
+        self.protocol = server.protocol
+        self.initialize_seen = False
+        self.shutdown_requested = False
+        self.exit_requested = False
+
+    def dispatch(self, body: bytes) -> None:
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        if isinstance(message, list):
+            self.protocol.send_error(
+                None, ErrorCode.INVALID_REQUEST, "Invalid request: batches are not supported"
+            )
+            return
+        if not isinstance(message, dict):
+            self.protocol.send_error(
+                None, ErrorCode.INVALID_REQUEST, "Invalid request: expected a JSON object"
+            )
+            return
+        msg_id = message.get("id")
+        valid_id = msg_id is None or (
+            isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+        )
+        reply_id = msg_id if valid_id else None
+        if message.get("jsonrpc") != "2.0":
+            self.protocol.send_error(
+                reply_id, ErrorCode.INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"'
+            )
+            return
+        method = message.get("method")
+        if method is None:
+            self._response(message, valid_id)
+            return
+        if not isinstance(method, str) or not valid_id:
+            self.protocol.send_error(
+                reply_id, ErrorCode.INVALID_REQUEST, "Invalid request: bad method or id"
+            )
+            return
+        params = message.get("params")
+        if "id" in message:
+            self._request(msg_id, method, params)
+        else:
+            self._notification(method, params)
+
+    def _response(self, message: dict[str, Any], valid_id: bool) -> None:
+        msg_id = message.get("id")
+        if msg_id is None or not valid_id or ("result" not in message and "error" not in message):
+            if "id" in message:
+                self.protocol.send_error(
+                    msg_id if valid_id else None,
+                    ErrorCode.INVALID_REQUEST,
+                    "Invalid request: no method, result or error",
+                )
+            return
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {}
+            code = error.get("code")
+            envelope: Any = ResponseErrorMessage(
+                id=msg_id,
+                error=ResponseError(
+                    code=code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
+                    message=str(error.get("message", "")),
+                    data=error.get("data"),
+                ),
+            )
+        else:
+            envelope = JsonRPCResponseMessage(id=msg_id, jsonrpc="2.0", result=message["result"])
+        self.protocol.handle_message(envelope)
+
+    def _request(self, msg_id: Any, method: str, params: Any) -> None:
+        if method == INITIALIZE:
+            self.initialize_seen = True
+        elif not self.initialize_seen:
+            self.protocol.send_error(
+                msg_id, ErrorCode.INVALID_REQUEST, "Invalid request: send initialize first"
+            )
+            return
+        elif self.shutdown_requested and method != SHUTDOWN:
+            self.protocol.send_error(
+                msg_id, ErrorCode.INVALID_REQUEST, "Invalid request: the daemon is shutting down"
+            )
+            return
+        if method == SHUTDOWN:
+            self.shutdown_requested = True
+        self.protocol.handle_message(
+            JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
+        )
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method == EXIT:
+            self.exit_requested = True
+            return
+        if method in (CANCEL_REQUEST_LSP, CANCEL_REQUEST_ACP):
+            key = "id" if method == CANCEL_REQUEST_LSP else "requestId"
+            target = params.get(key) if isinstance(params, dict) else None
+            if isinstance(target, str | int) and not isinstance(target, bool):
+                self.protocol.cancel_incoming(target)
+            return
+        if not self.initialize_seen:
+            logger.info("ignoring notification %s before initialize", method)
+            return
+        self.protocol.handle_message(
+            JsonRPCNotification(method=method, jsonrpc="2.0", params=params)
+        )
+
+
+async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMode) -> int:
+    """Serve until EOF or `exit`; returns the exit code."""
+    server = app.server
+    reader, sink = await open_channel(channel)
+    server.protocol.attach(sink)
+    frames = FrameReader(reader, framing)
+    dispatcher = _Dispatcher(server)
+    while not dispatcher.exit_requested:
+        frame = await frames.read()
+        if frame is None:
+            break
+        if frames.framing is not None:
+            server.protocol.framing = frames.framing
+        if isinstance(frame, FrameError):
+            server.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {frame.message}")
+            continue
+        dispatcher.dispatch(frame)
+    await app.shutdown()
+    await asyncio.sleep(0)
+    await sink.close()
+    if dispatcher.exit_requested and not dispatcher.shutdown_requested:
+        return 1
+    return 0

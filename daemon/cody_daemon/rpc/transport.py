@@ -1,0 +1,136 @@
+"""The daemon's stdio channel, with stdout reserved for protocol frames.
+
+`guard_stdio()` duplicates fds 0 and 1 for the protocol, then points fd 1 at stderr and fd 0
+at /dev/null, and sets `sys.stdout = sys.stderr`: a stray `print()` or a child process that
+inherits fd 1 can no longer corrupt the frame stream (PYGLS_NOTES.md 2.5).
+
+Reading and writing use asyncio pipe transports when the fds are pipes/sockets/ttys, and fall
+back to a reader thread / blocking writes for regular files (e.g. `cody-daemon < input`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+import threading
+from dataclasses import dataclass
+from typing import BinaryIO
+
+__all__ = ["ByteSink", "StdioChannel", "guard_stdio", "open_channel"]
+
+READ_LIMIT = 256 * 1024 * 1024
+_HIGH_WATER = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class StdioChannel:
+    read_fd: int
+    write_fd: int
+
+
+def guard_stdio() -> StdioChannel:
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    os.set_inheritable(read_fd, False)
+    os.set_inheritable(write_fd, False)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return StdioChannel(read_fd=read_fd, write_fd=write_fd)
+
+
+class ByteSink:
+    """Non-blocking writes with optional flow control (`drain` when the buffer is large)."""
+
+    def __init__(self, writer: asyncio.StreamWriter | None, raw: BinaryIO | None) -> None:
+        self._writer = writer
+        self._raw = raw
+        self.broken = False
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            if self._writer is not None:
+                self._writer.write(data)
+            elif self._raw is not None:
+                self._raw.write(data)
+                self._raw.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.broken = True
+
+    def buffered(self) -> int:
+        if self._writer is None or self._writer.transport.is_closing():
+            return 0
+        return self._writer.transport.get_write_buffer_size()
+
+    async def drain(self) -> None:
+        if self._writer is None or self.broken:
+            return
+        try:
+            await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.broken = True
+
+    async def drain_if_needed(self) -> None:
+        if self.buffered() > _HIGH_WATER:
+            await self.drain()
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await self.drain()
+            self._writer.close()
+        elif self._raw is not None:
+            try:
+                self._raw.close()
+            except OSError:
+                pass
+
+
+def _is_pipe_like(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+async def open_channel(channel: StdioChannel) -> tuple[asyncio.StreamReader, ByteSink]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_LIMIT)
+    read_file = os.fdopen(channel.read_fd, "rb", buffering=0)
+    if _is_pipe_like(channel.read_fd) and not os.isatty(channel.read_fd):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)
+    else:
+        _start_reader_thread(loop, reader, read_file)
+    write_file = os.fdopen(channel.write_fd, "wb", buffering=0)
+    if _is_pipe_like(channel.write_fd) and not os.isatty(channel.write_fd):
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), write_file
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        transport.set_write_buffer_limits(high=_HIGH_WATER)
+        return reader, ByteSink(writer, None)
+    return reader, ByteSink(None, write_file)
+
+
+def _start_reader_thread(
+    loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: BinaryIO
+) -> None:
+    def pump() -> None:
+        try:
+            while True:
+                chunk = source.read(65536)
+                if not chunk:
+                    break
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            except RuntimeError:
+                pass
+
+    threading.Thread(target=pump, name="cody-stdin", daemon=True).start()

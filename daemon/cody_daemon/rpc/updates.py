@@ -1,0 +1,91 @@
+"""Engine events -> ACP `session/update` payloads.
+
+Text chunks are built as plain dicts (the hot path); everything else goes through the
+protocol models, so the wire shape has one definition. A unit test checks both against
+the models and ACP's schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cody_protocol.updates import (
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    PlanEntry,
+    PlanUpdate,
+    SessionInfoUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+    UsageUpdate,
+)
+from cody_protocol.updates import Cost as WireCost
+
+from ..engine.events import (
+    AgentText,
+    AgentThought,
+    ConfigChanged,
+    EngineEvent,
+    PlanChanged,
+    TitleChanged,
+    ToolCallOpened,
+    ToolCallProgress,
+    UsageChanged,
+    UserText,
+)
+
+__all__ = ["chunk_update", "event_updates"]
+
+
+def chunk_update(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
+    """The `update` objects for one event (usually one; a mode change adds a second)."""
+    if isinstance(event, AgentText):
+        return [chunk_update("agent_message_chunk", event.text)]
+    if isinstance(event, AgentThought):
+        return [chunk_update("agent_thought_chunk", event.text)]
+    if isinstance(event, UserText):
+        return [chunk_update("user_message_chunk", event.text)]
+    if isinstance(event, ToolCallOpened):
+        return [
+            ToolCallStart(
+                tool_call_id=event.call_id,
+                title=event.title,
+                kind=event.kind,
+                status=event.status,
+                raw_input=event.raw_input,
+                content=event.content,
+                raw_output=event.raw_output,
+            ).wire()
+        ]
+    if isinstance(event, ToolCallProgress):
+        return [
+            ToolCallUpdate(
+                tool_call_id=event.call_id,
+                status=event.status,
+                content=event.content,
+                raw_output=event.raw_output,
+            ).wire()
+        ]
+    if isinstance(event, PlanChanged):
+        return [
+            PlanUpdate(
+                entries=[PlanEntry(content=step, status=status) for step, status in event.entries]
+            ).wire()
+        ]
+    if isinstance(event, UsageChanged):
+        cost = (
+            WireCost(amount=event.cost_usd, currency="USD") if event.cost_usd is not None else None
+        )
+        return [UsageUpdate(used=event.used, size=event.size, cost=cost).wire()]
+    if isinstance(event, ConfigChanged):
+        updates = [ConfigOptionUpdate(config_options=event.options).wire()]
+        if event.mode_changed:
+            updates.append(CurrentModeUpdate(current_mode_id=event.mode_id).wire())
+        return updates
+    if isinstance(event, TitleChanged):
+        return [SessionInfoUpdate(title=event.title).wire()]
+    raise TypeError(f"unknown engine event {type(event).__name__}")

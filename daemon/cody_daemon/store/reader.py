@@ -1,0 +1,217 @@
+"""Read a session file back into a `SessionRecord` (history, settings, usage, title).
+
+Invariants:
+- the file is streamed line by line; memory grows with the history, not the file;
+- a torn last line (a crash mid-write) is skipped silently; any other unreadable line is
+  skipped and counted in `skipped_lines`; an unreadable `session_meta` is an error;
+- consecutive segments of one streamed item (same `id`) are merged into one item;
+- a `function_call` without output (a crash mid-call) gets a synthetic failed output
+  `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
+  so a live session can persist the repair.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from ..engine.history import (
+    HISTORY_ITEM,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+    SummaryPart,
+)
+from ..errors import NotFound
+
+__all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "read_session"]
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_OUTPUT = '{"error": "interrupted"}'
+
+
+@dataclass(kw_only=True)
+class SessionRecord:
+    session_id: str
+    path: Path
+    cwd: str
+    created: str
+    settings: dict[str, Any]
+    """The session's settings: those of `session_meta`, updated by `config` events."""
+    items: list[HistoryItem] = field(default_factory=list)
+    usage_total: dict[str, int] = field(default_factory=dict)
+    title: str | None = None
+    turns: int = 0
+    interrupted_calls: list[str] = field(default_factory=list)
+    skipped_lines: int = 0
+    torn_tail: bool = False
+
+
+class _Folder:
+    """Accumulates lines into a SessionRecord."""
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.record = record
+        self._segment_index: dict[str, int] = {}
+
+    def add(self, line_type: str, payload: dict[str, Any]) -> None:
+        if line_type == "response_item":
+            self._add_item(payload)
+        elif line_type == "event":
+            self._add_event(payload)
+        elif line_type == "turn_context":
+            self.record.turns += 1
+            self._segment_index.clear()
+
+    def _add_item(self, payload: dict[str, Any]) -> None:
+        item = HISTORY_ITEM.validate_python(payload)
+        items = self.record.items
+        if isinstance(item, MessageItem | ReasoningItem):
+            index = self._segment_index.get(item.id)
+            if index is not None:
+                target = items[index]
+                if isinstance(target, MessageItem | ReasoningItem) and type(target) is type(item):
+                    _merge_segment(target, item)
+                    return
+            self._segment_index[item.id] = len(items)
+            if isinstance(item, MessageItem) and item.role == "user" and self.record.title is None:
+                self.record.title = make_title(item.text)
+        items.append(item)
+
+    def _add_event(self, payload: dict[str, Any]) -> None:
+        kind = payload.get("kind")
+        if kind == "config" and isinstance(payload.get("settings"), dict):
+            self.record.settings.update(payload["settings"])
+        elif kind == "usage" and isinstance(payload.get("total"), dict):
+            self.record.usage_total = {
+                key: int(value)
+                for key, value in payload["total"].items()
+                if isinstance(value, int | float)
+            }
+        elif kind == "title" and isinstance(payload.get("title"), str):
+            self.record.title = payload["title"]
+
+    def close_interrupted_calls(self) -> None:
+        answered = {
+            item.call_id for item in self.record.items if isinstance(item, FunctionCallOutputItem)
+        }
+        repaired: list[HistoryItem] = []
+        for item in self.record.items:
+            repaired.append(item)
+            if isinstance(item, FunctionCallItem) and item.call_id not in answered:
+                repaired.append(
+                    FunctionCallOutputItem(
+                        call_id=item.call_id, output=INTERRUPTED_OUTPUT, status="failed"
+                    )
+                )
+                self.record.interrupted_calls.append(item.call_id)
+                answered.add(item.call_id)
+        self.record.items = repaired
+
+
+def _merge_segment(
+    target: MessageItem | ReasoningItem, segment: MessageItem | ReasoningItem
+) -> None:
+    if isinstance(target, MessageItem) and isinstance(segment, MessageItem):
+        if target.content and segment.content:
+            target.content[-1].text += "".join(part.text for part in segment.content)
+        else:
+            target.content.extend(segment.content)
+    elif isinstance(target, ReasoningItem) and isinstance(segment, ReasoningItem):
+        text = segment.text
+        if text:
+            if target.summary:
+                target.summary[-1].text += text
+            else:
+                target.summary.append(SummaryPart(text=text))
+        for name in ("encrypted_content", "signature", "provider"):
+            value = getattr(segment, name)
+            if value is not None:
+                setattr(target, name, value)
+
+
+def make_title(text: str, limit: int = 80) -> str:
+    """The session title: the first user text, on one line, cut at `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def read_session(path: Path) -> SessionRecord:
+    """Parse a session file. Raises NotFound when it is missing or its header is unreadable."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, streamed line by line
+    except FileNotFoundError:
+        raise NotFound(f"Session file {path} does not exist.") from None
+    except OSError as exc:
+        raise NotFound(f"Session file {path} cannot be read: {exc.strerror}.") from None
+    with handle:
+        record: SessionRecord | None = None
+        folder: _Folder | None = None
+        pending: bytes | None = None
+        for raw in handle:
+            if pending is not None:
+                record, folder = _consume(pending, path, record, folder, last=False)
+            pending = raw
+        if pending is not None:
+            record, folder = _consume(pending, path, record, folder, last=True)
+    if record is None or folder is None:
+        raise NotFound(f"Session file {path} is empty or has no readable session_meta line.")
+    folder.close_interrupted_calls()
+    return record
+
+
+def _consume(
+    raw: bytes,
+    path: Path,
+    record: SessionRecord | None,
+    folder: _Folder | None,
+    *,
+    last: bool,
+) -> tuple[SessionRecord | None, _Folder | None]:
+    torn = last and not raw.endswith(b"\n")
+    try:
+        line = orjson.loads(raw)
+        line_type = line["type"]
+        payload = line["payload"]
+        if not isinstance(payload, dict):
+            raise TypeError("payload is not an object")
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        if not raw.strip():
+            return record, folder
+        if record is None:
+            raise NotFound(
+                f"Session file {path} is unreadable: its first line is not a session_meta "
+                f"record ({exc.__class__.__name__})."
+            ) from None
+        if torn or last:
+            record.torn_tail = True
+        else:
+            record.skipped_lines += 1
+            logger.warning("skipping an unreadable line in %s", path.name)
+        return record, folder
+    if record is None:
+        if line_type != "session_meta":
+            raise NotFound(f"Session file {path} does not start with a session_meta line.")
+        record = SessionRecord(
+            session_id=str(payload.get("id", "")),
+            path=path,
+            cwd=str(payload.get("cwd", "")),
+            created=str(payload.get("created", "")),
+            settings=dict(payload.get("settings") or {}),
+        )
+        return record, _Folder(record)
+    assert folder is not None
+    try:
+        folder.add(line_type, payload)
+    except ValidationError:
+        record.skipped_lines += 1
+        logger.warning("skipping an invalid %s line in %s", line_type, path.name)
+    return record, folder

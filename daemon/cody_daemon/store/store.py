@@ -1,0 +1,134 @@
+"""Where session files live, and finding, listing, creating and deleting them.
+
+Layout: `<data_dir>/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<session id>.jsonl`.
+Listing reads only the head of each file (up to its first user message) plus its mtime.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from ..errors import InvalidParams, Issue, NotFound
+from .reader import make_title
+from .session_file import SessionFile
+
+__all__ = ["SessionStore", "SessionSummary"]
+
+_HEAD_LINES = 12
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    session_id: str
+    cwd: str
+    title: str | None
+    updated_at: str
+    path: Path
+
+
+def _valid_session_id(session_id: str) -> bool:
+    return bool(session_id) and all(ch.isalnum() or ch in "-_" for ch in session_id)
+
+
+class SessionStore:
+    def __init__(self, sessions_dir: Path) -> None:
+        self.sessions_dir = sessions_dir
+        self._paths: dict[str, Path] = {}
+
+    def new_path(self, session_id: str, created: datetime) -> Path:
+        stamp = created.astimezone(UTC)
+        return (
+            self.sessions_dir
+            / f"{stamp:%Y}"
+            / f"{stamp:%m}"
+            / f"{stamp:%d}"
+            / f"rollout-{stamp:%Y-%m-%dT%H-%M-%S}-{session_id}.jsonl"
+        )
+
+    def create(self, session_id: str, created: datetime) -> SessionFile:
+        path = self.new_path(session_id, created)
+        handle = SessionFile.create(path)
+        self._paths[session_id] = path
+        return handle
+
+    def find(self, session_id: str) -> Path:
+        """The file of `session_id`; NotFound (-32002) with a clear message otherwise."""
+        if not _valid_session_id(session_id):
+            raise InvalidParams(
+                f"Invalid session id {session_id!r}.",
+                [Issue(key="sessionId", message="not a valid session id", value=session_id)],
+            )
+        known = self._paths.get(session_id)
+        if known is not None and known.exists():
+            return known
+        matches = sorted(self.sessions_dir.glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
+        if not matches:
+            raise NotFound(
+                f"Session {session_id} not found under {self.sessions_dir}. "
+                "Use session/list (or `cody-client sessions list`) to see known sessions."
+            )
+        self._paths[session_id] = matches[-1]
+        return matches[-1]
+
+    def list(self, cwd: str | None = None) -> list[SessionSummary]:
+        """All sessions, newest first (by last write), optionally only those in `cwd`."""
+        summaries: list[SessionSummary] = []
+        for path in self.sessions_dir.glob("*/*/*/rollout-*.jsonl"):
+            summary = _summarize(path)
+            if summary is None:
+                continue
+            if cwd is not None and os.path.realpath(summary.cwd) != os.path.realpath(cwd):
+                continue
+            self._paths.setdefault(summary.session_id, path)
+            summaries.append(summary)
+        summaries.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+        return summaries
+
+    def delete(self, session_id: str) -> None:
+        path = self.find(session_id)
+        probe = SessionFile.open_existing(path)  # SessionBusy if another daemon holds it
+        try:
+            path.unlink()
+        finally:
+            probe.close()
+        self._paths.pop(session_id, None)
+
+
+def _summarize(path: Path) -> SessionSummary | None:
+    try:
+        stat = path.stat()
+        session_id = cwd = ""
+        title: str | None = None
+        with open(path, "rb") as handle:
+            for index, raw in enumerate(handle):
+                if index >= _HEAD_LINES:
+                    break
+                try:
+                    line = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                payload = line.get("payload") or {}
+                if line.get("type") == "session_meta":
+                    session_id = str(payload.get("id", ""))
+                    cwd = str(payload.get("cwd", ""))
+                elif (
+                    line.get("type") == "response_item"
+                    and payload.get("type") == "message"
+                    and payload.get("role") == "user"
+                ):
+                    parts = payload.get("content") or []
+                    title = make_title("".join(str(p.get("text", "")) for p in parts))
+                    break
+    except OSError:
+        return None
+    if not session_id:
+        return None
+    updated = datetime.fromtimestamp(stat.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return SessionSummary(
+        session_id=session_id, cwd=cwd, title=title, updated_at=updated, path=path
+    )

@@ -1,0 +1,128 @@
+"""The interface every tool implements (one tool per module; see tools/registry.py).
+
+A tool call goes: parse (pydantic; bad arguments become an error result for the model) ->
+policy (engine: allowlist, `sandbox_check`, grants keyed by `grant_key`, approval with
+`preview` as the request content) -> `run`. `run` raises `ToolError` for failures the model
+should see; any other exception is reported to the model as an internal tool error too, so
+a tool can never end a turn.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from cody_protocol.content import ToolCallContent
+from cody_protocol.updates import ToolKind
+from pydantic import BaseModel, ValidationError
+
+from ..policy.sandbox import SandboxPolicy
+from ..providers.base import ToolSpec
+
+__all__ = [
+    "GrantKey",
+    "Tool",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "canonical_grant_key",
+]
+
+GrantKey = tuple[str, ...]
+"""What a session grant or rejection remembers (PROTOCOL.md "Grant keys")."""
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class ToolError(Exception):
+    """A failure the model should see as the tool result (`{"error": message}`)."""
+
+    def __init__(self, message: str, *, raw_output: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.raw_output = raw_output
+
+
+class ToolArgumentError(ToolError):
+    """The model's arguments did not match the tool's schema."""
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    session_id: str
+    call_id: str
+    cwd: Path
+    """The session's working directory (absolute, resolved)."""
+    sandbox: SandboxPolicy
+    on_output: Callable[[str], None] | None = None
+    """Receives output chunks while the tool runs (shown live in `tool_call_update`)."""
+
+
+@dataclass(kw_only=True)
+class ToolResult:
+    output: str
+    """What the model receives as the tool result."""
+    success: bool = True
+    raw_output: dict[str, Any] | None = None
+    """Structured metadata for clients (exit code, paths, sizes); small."""
+    content: list[ToolCallContent] = field(default_factory=list)
+    """How clients should display the result (text, diffs)."""
+
+
+def canonical_grant_key(tool_name: str, args: BaseModel) -> GrantKey:
+    """Default grant key: tool name + canonical JSON of the arguments."""
+    payload = json.dumps(args.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return ("tool", tool_name, payload)
+
+
+class Tool(ABC, Generic[A]):
+    """Base class for tools. Subclasses set the class attributes and implement `run`."""
+
+    name: str
+    description: str
+    kind: ToolKind
+    requires_approval: bool
+    args_model: type[A]
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def parse(self, raw: Any) -> A:
+        """Validate the model's arguments; raises ToolArgumentError naming what is wrong."""
+        try:
+            return self.args_model.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
+
+    def title(self, args: A) -> str:
+        """A one-line human title for the call (shown by clients)."""
+        return self.name
+
+    def grant_key(self, args: A, ctx: ToolContext) -> GrantKey:
+        return canonical_grant_key(self.name, args)
+
+    def sandbox_check(self, args: A, ctx: ToolContext) -> str | None:
+        """Return why the sandbox forbids this call (it then fails without a prompt)."""
+        return None
+
+    def preview(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
+        """What the approval request shows: the command and cwd, or the diff of an edit."""
+        return []
+
+    def runs_unsandboxed(self, args: A, ctx: ToolContext) -> bool:
+        """True when this call would run a process outside the sandbox the mode asks for."""
+        return False
+
+    @abstractmethod
+    async def run(self, args: A, ctx: ToolContext) -> ToolResult: ...

@@ -1,0 +1,59 @@
+"""The tools a session can use, by name, in a stable order.
+
+Invariants: names are unique; `tools()` and `specs()` keep registration order (so the
+model sees the same tool list, and prompt caches stay warm, from call to call); filtering
+by an allowlist never adds tools and ignores names that are not registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from ..providers.base import ToolSpec
+from .base import Tool
+from .exec import ExecTool
+from .list_dir import ListDirTool
+from .read_file import ReadFileTool
+from .write_file import WriteFileTool
+
+__all__ = ["ToolRegistry"]
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self.register(tool)
+
+    @classmethod
+    def builtin(cls) -> ToolRegistry:
+        """The built-in tools."""
+        return cls([ExecTool(), ReadFileTool(), WriteFileTool(), ListDirTool()])
+
+    def register(self, tool: Tool[Any]) -> None:
+        """Add `tool`; raises ValueError if a tool with the same name is registered."""
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def tools(self, allowed: Collection[str] | None = None) -> list[Tool[Any]]:
+        """The registered tools in order, only those named in `allowed` when it is given."""
+        if allowed is None:
+            return list(self._tools.values())
+        return [tool for name, tool in self._tools.items() if name in allowed]
+
+    def specs(self, allowed: Collection[str] | None = None) -> list[ToolSpec]:
+        return [tool.spec() for tool in self.tools(allowed)]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)

@@ -1,0 +1,123 @@
+"""`initialize` and `authenticate` (PROTOCOL.md "Lifecycle")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ._base import WireModel
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AgentCapabilities",
+    "AuthMethod",
+    "AuthenticateParams",
+    "ClientCapabilities",
+    "CodyInitializeMeta",
+    "FileSystemCapabilities",
+    "Implementation",
+    "InitializeMeta",
+    "InitializeParams",
+    "InitializeResult",
+    "McpCapabilities",
+    "PromptCapabilities",
+    "ProviderInfo",
+    "SessionCapabilities",
+]
+
+PROTOCOL_VERSION = 1
+
+
+class FileSystemCapabilities(WireModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ClientCapabilities(WireModel):
+    fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
+    terminal: bool = False
+
+
+class Implementation(WireModel):
+    name: str
+    version: str
+    title: str | None = None
+
+
+class InitializeParams(WireModel):
+    protocol_version: int
+    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    client_info: Implementation | None = None
+
+
+class PromptCapabilities(WireModel):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = True
+
+
+class McpCapabilities(WireModel):
+    http: bool = True
+    sse: bool = False
+
+
+class SessionCapabilities(WireModel):
+    list: dict[str, object] = Field(default_factory=dict)
+    resume: dict[str, object] = Field(default_factory=dict)
+    close: dict[str, object] = Field(default_factory=dict)
+    delete: dict[str, object] = Field(default_factory=dict)
+
+
+class AgentCapabilities(WireModel):
+    load_session: bool = True
+    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+
+
+class AuthMethod(WireModel):
+    """An agent-handled auth method: `authenticate {methodId}` checks its credentials."""
+
+    id: str
+    name: str
+    description: str | None = None
+
+
+class ProviderInfo(WireModel):
+    """A model provider the daemon knows, and whether it can be used now."""
+
+    id: str
+    name: str
+    wire_api: Literal["responses", "chat", "anthropic", "offline"]
+    default_model: str
+    available: bool
+    """True when credentials are present (always true for `offline`)."""
+    credentials: str
+    """Where credentials come from, e.g. `env OPENAI_API_KEY` (never the secret)."""
+
+
+class CodyInitializeMeta(WireModel):
+    version: str
+    extensions: list[str]
+    providers: list[ProviderInfo]
+    default_provider: str
+    """The provider `model_provider = "auto"` resolves to right now."""
+    data_dir: str
+    config_file: str
+
+
+class InitializeMeta(WireModel):
+    cody: CodyInitializeMeta
+
+
+class InitializeResult(WireModel):
+    protocol_version: int = PROTOCOL_VERSION
+    agent_capabilities: AgentCapabilities = Field(default_factory=AgentCapabilities)
+    auth_methods: list[AuthMethod] = Field(default_factory=list)
+    agent_info: Implementation
+    meta: InitializeMeta = Field(alias="_meta")
+
+
+class AuthenticateParams(WireModel):
+    method_id: str

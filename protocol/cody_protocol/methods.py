@@ -1,0 +1,49 @@
+"""Method names on the wire."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AUTHENTICATE",
+    "CANCEL_REQUEST_ACP",
+    "CANCEL_REQUEST_LSP",
+    "CODY_MODELS_LIST",
+    "CODY_SESSION_FORK",
+    "CODY_TOOLS_LIST",
+    "EXIT",
+    "INITIALIZE",
+    "SESSION_CANCEL",
+    "SESSION_CLOSE",
+    "SESSION_DELETE",
+    "SESSION_LIST",
+    "SESSION_LOAD",
+    "SESSION_NEW",
+    "SESSION_PROMPT",
+    "SESSION_REQUEST_PERMISSION",
+    "SESSION_RESUME",
+    "SESSION_SET_CONFIG_OPTION",
+    "SESSION_SET_MODE",
+    "SESSION_UPDATE",
+    "SHUTDOWN",
+]
+
+INITIALIZE = "initialize"
+AUTHENTICATE = "authenticate"
+SHUTDOWN = "shutdown"
+EXIT = "exit"
+SESSION_NEW = "session/new"
+SESSION_LOAD = "session/load"
+SESSION_RESUME = "session/resume"
+SESSION_LIST = "session/list"
+SESSION_CLOSE = "session/close"
+SESSION_DELETE = "session/delete"
+SESSION_PROMPT = "session/prompt"
+SESSION_CANCEL = "session/cancel"
+SESSION_SET_MODE = "session/set_mode"
+SESSION_SET_CONFIG_OPTION = "session/set_config_option"
+SESSION_UPDATE = "session/update"
+SESSION_REQUEST_PERMISSION = "session/request_permission"
+CANCEL_REQUEST_LSP = "$/cancelRequest"
+CANCEL_REQUEST_ACP = "$/cancel_request"
+CODY_SESSION_FORK = "_cody/session/fork"
+CODY_TOOLS_LIST = "_cody/tools/list"
+CODY_MODELS_LIST = "_cody/models/list"

@@ -1,0 +1,88 @@
+"""`session/request_permission` (PROTOCOL.md "Approvals"), sent by the daemon to the client."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ._base import WireModel
+from .content import ToolCallContent
+from .updates import ToolCallStatus, ToolKind
+
+__all__ = [
+    "PERMISSION_OPTIONS",
+    "CancelledOutcome",
+    "CodyPermissionMeta",
+    "PermissionMeta",
+    "PermissionOption",
+    "PermissionOptionId",
+    "PermissionOutcome",
+    "PermissionToolCall",
+    "RequestPermissionParams",
+    "RequestPermissionResult",
+    "SelectedOutcome",
+]
+
+PermissionOptionId = Literal["allow_once", "allow_session", "reject_once", "reject_session"]
+
+
+class PermissionOption(WireModel):
+    option_id: str
+    name: str
+    kind: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+PERMISSION_OPTIONS: tuple[PermissionOption, ...] = (
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="allow_session", name="Allow for this session", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    PermissionOption(
+        option_id="reject_session", name="Reject for this session", kind="reject_always"
+    ),
+)
+
+
+class PermissionToolCall(WireModel):
+    tool_call_id: str
+    title: str
+    kind: ToolKind
+    status: ToolCallStatus = "pending"
+    raw_input: Any = None
+    content: list[ToolCallContent] = Field(default_factory=list)
+
+
+class CodyPermissionMeta(WireModel):
+    request_id: str | int
+    """Repeats the JSON-RPC id, for clients (Neovim) that never see ids."""
+    grant_key: str | None = None
+    """What `allow_session`/`reject_session` would remember, in words."""
+    sandboxed: bool | None = None
+    """For `exec`: whether the command would run inside the sandbox."""
+
+
+class PermissionMeta(WireModel):
+    cody: CodyPermissionMeta
+
+
+class RequestPermissionParams(WireModel):
+    session_id: str
+    tool_call: PermissionToolCall
+    options: list[PermissionOption]
+    meta: PermissionMeta | None = Field(default=None, alias="_meta")
+
+
+class SelectedOutcome(WireModel):
+    outcome: Literal["selected"] = "selected"
+    option_id: str
+
+
+class CancelledOutcome(WireModel):
+    outcome: Literal["cancelled"] = "cancelled"
+
+
+PermissionOutcome = Annotated[SelectedOutcome | CancelledOutcome, Field(discriminator="outcome")]
+
+
+class RequestPermissionResult(WireModel):
+    outcome: PermissionOutcome

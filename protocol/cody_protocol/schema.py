@@ -1,0 +1,86 @@
+"""Generate the checked-in JSON Schema of Cody's wire models.
+
+Run `python -m cody_protocol.schema --write` after changing a model; a test fails when the
+checked-in file (`protocol/schema/cody-protocol.schema.json`) differs from what this produces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from . import errors, extensions, initialize, permission, prompt, session, updates
+
+__all__ = ["SCHEMA_PATH", "TOP_LEVEL_MODELS", "generate", "main"]
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cody-protocol.schema.json"
+
+TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
+    initialize.InitializeParams,
+    initialize.InitializeResult,
+    initialize.AuthenticateParams,
+    session.NewSessionParams,
+    session.NewSessionResult,
+    session.LoadSessionParams,
+    session.SessionStateResult,
+    session.ListSessionsParams,
+    session.ListSessionsResult,
+    session.SessionIdParams,
+    session.SetModeParams,
+    session.SetConfigOptionParams,
+    session.SetConfigOptionResult,
+    session.ForkSessionParams,
+    session.ForkSessionResult,
+    prompt.PromptParams,
+    prompt.PromptResult,
+    prompt.CancelParams,
+    updates.SessionNotification,
+    permission.RequestPermissionParams,
+    permission.RequestPermissionResult,
+    extensions.ToolsListParams,
+    extensions.ToolsListResult,
+    extensions.ModelsListResult,
+    errors.RpcError,
+    errors.InvalidParamsData,
+    errors.ProviderErrorData,
+    errors.AuthRequiredData,
+)
+
+
+def generate() -> dict[str, Any]:
+    """Return the schema: one `$defs` entry per model, plus the top-level model names."""
+    _, schema = models_json_schema(
+        [(model, "validation") for model in TOP_LEVEL_MODELS],
+        title="Cody protocol",
+        ref_template="#/$defs/{model}",
+    )
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["x-top-level"] = [model.__name__ for model in TOP_LEVEL_MODELS]
+    return schema
+
+
+def render() -> str:
+    return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH}")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.write:
+        SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
+        SCHEMA_PATH.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

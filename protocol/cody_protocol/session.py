@@ -1,0 +1,227 @@
+"""Session lifecycle: new, load, resume, list, close, delete, modes, config options, fork."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from ._base import WireModel
+from .settings import ApprovalPolicy, Backend, Phase, ReasoningEffort, ReasoningSummary, SandboxMode
+
+__all__ = [
+    "CloseSessionParams",
+    "CodySessionMeta",
+    "CodySessionResultMeta",
+    "ConfigOptionValue",
+    "DeleteSessionParams",
+    "EnvVariable",
+    "ForkSessionParams",
+    "ForkSessionResult",
+    "HttpHeader",
+    "ListSessionsParams",
+    "ListSessionsResult",
+    "LoadSessionParams",
+    "McpServer",
+    "McpServerHttp",
+    "McpServerSse",
+    "McpServerStdio",
+    "NewSessionMeta",
+    "NewSessionParams",
+    "NewSessionResult",
+    "SessionConfigOption",
+    "SessionIdParams",
+    "SessionInfo",
+    "SessionMode",
+    "SessionModeState",
+    "SessionResultMeta",
+    "SessionStateResult",
+    "SetConfigOptionParams",
+    "SetConfigOptionResult",
+    "SetModeParams",
+]
+
+
+class EnvVariable(WireModel):
+    name: str
+    value: str
+
+
+class HttpHeader(WireModel):
+    name: str
+    value: str
+
+
+class McpServerStdio(WireModel):
+    name: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: list[EnvVariable] = Field(default_factory=list)
+
+
+class McpServerHttp(WireModel):
+    type: Literal["http"]
+    name: str
+    url: str
+    headers: list[HttpHeader] = Field(default_factory=list)
+
+
+class McpServerSse(WireModel):
+    type: Literal["sse"]
+    name: str
+    url: str
+    headers: list[HttpHeader] = Field(default_factory=list)
+
+
+McpServer = McpServerHttp | McpServerSse | McpServerStdio
+
+
+def _absolute(value: str) -> str:
+    if not os.path.isabs(value):
+        raise ValueError(f"cwd must be an absolute path, got {value!r}")
+    return value
+
+
+class CodySessionMeta(WireModel):
+    """Per-session overrides in `session/new` `_meta.cody` (PROTOCOL.md settings table)."""
+
+    provider: str | None = None
+    model: str | None = None
+    approval_policy: ApprovalPolicy | None = None
+    sandbox_mode: SandboxMode | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    reasoning_summary: ReasoningSummary | None = None
+    allowed_tools: list[str] | None = None
+    phase: Phase | None = None
+    backend: Backend | None = None
+
+
+class NewSessionMeta(WireModel):
+    cody: CodySessionMeta | None = None
+
+
+class NewSessionParams(WireModel):
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    meta: NewSessionMeta | None = Field(default=None, alias="_meta")
+
+    _check_cwd = field_validator("cwd")(_absolute)
+
+
+class SessionMode(WireModel):
+    id: str
+    name: str
+    description: str | None = None
+
+
+class SessionModeState(WireModel):
+    current_mode_id: str
+    available_modes: list[SessionMode]
+
+
+class ConfigOptionValue(WireModel):
+    value: str
+    name: str
+    description: str | None = None
+
+
+class SessionConfigOption(WireModel):
+    """A select-type config option (ACP `SessionConfigOption`)."""
+
+    id: str
+    name: str
+    description: str | None = None
+    category: str | None = None
+    type: Literal["select"] = "select"
+    current_value: str
+    options: list[ConfigOptionValue]
+
+
+class CodySessionResultMeta(WireModel):
+    provider: str
+    model: str
+    session_file: str
+    warnings: list[str] = Field(default_factory=list)
+    """Configuration that was ignored, e.g. an untrusted project's `approval_policy`."""
+
+
+class SessionResultMeta(WireModel):
+    cody: CodySessionResultMeta
+
+
+class NewSessionResult(WireModel):
+    session_id: str
+    modes: SessionModeState
+    config_options: list[SessionConfigOption]
+    meta: SessionResultMeta | None = Field(default=None, alias="_meta")
+
+
+class LoadSessionParams(WireModel):
+    session_id: str
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+
+    _check_cwd = field_validator("cwd")(_absolute)
+
+
+class SessionStateResult(WireModel):
+    """Result of `session/load` and `session/resume`."""
+
+    modes: SessionModeState
+    config_options: list[SessionConfigOption]
+    meta: SessionResultMeta | None = Field(default=None, alias="_meta")
+
+
+class ListSessionsParams(WireModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class SessionInfo(WireModel):
+    session_id: str
+    cwd: str
+    title: str | None = None
+    updated_at: str | None = None
+
+
+class ListSessionsResult(WireModel):
+    sessions: list[SessionInfo]
+    next_cursor: str | None = None
+
+
+class SessionIdParams(WireModel):
+    session_id: str
+
+
+CloseSessionParams = SessionIdParams
+DeleteSessionParams = SessionIdParams
+
+
+class SetModeParams(WireModel):
+    session_id: str
+    mode_id: str
+
+
+class SetConfigOptionParams(WireModel):
+    session_id: str
+    config_id: str
+    value: Any
+
+
+class SetConfigOptionResult(WireModel):
+    config_options: list[SessionConfigOption]
+
+
+class ForkSessionParams(WireModel):
+    session_id: str
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    at_message: int | None = None
+    """Keep the history up to and including this user message (0-based); default all."""
+
+    _check_cwd = field_validator("cwd")(_absolute)
+
+
+class ForkSessionResult(NewSessionResult):
+    pass

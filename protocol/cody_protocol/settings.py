@@ -1,0 +1,38 @@
+"""Value sets shared by the wire contract and the daemon's configuration.
+
+These literals are the single definition of each setting's valid values; config
+validation and `_meta.cody` validation both name them in their errors.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "APPROVAL_POLICIES",
+    "REASONING_EFFORTS",
+    "REASONING_SUMMARIES",
+    "SANDBOX_MODES",
+    "ApprovalPolicy",
+    "Backend",
+    "Phase",
+    "ReasoningEffort",
+    "ReasoningSummary",
+    "SandboxMode",
+    "SandboxUnavailable",
+    "WireApi",
+]
+
+ApprovalPolicy = Literal["untrusted", "on-request", "on-failure", "never"]
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+SandboxUnavailable = Literal["ask", "refuse", "allow"]
+ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+ReasoningSummary = Literal["auto", "concise", "detailed", "none"]
+WireApi = Literal["responses", "chat", "anthropic"]
+Phase = Literal["research", "plan", "implement"]
+Backend = Literal["native", "codex", "claude"]
+
+APPROVAL_POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
+REASONING_EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
+REASONING_SUMMARIES: tuple[str, ...] = get_args(ReasoningSummary)

@@ -1,0 +1,143 @@
+"""`session/update` notifications (ACP `SessionUpdate` variants that Cody sends)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ._base import WireModel
+from .content import ContentBlock, ToolCallContent
+from .session import SessionConfigOption
+
+__all__ = [
+    "AgentMessageChunk",
+    "AgentThoughtChunk",
+    "ConfigOptionUpdate",
+    "Cost",
+    "CurrentModeUpdate",
+    "PlanEntry",
+    "PlanUpdate",
+    "SessionInfoUpdate",
+    "SessionNotification",
+    "SessionUpdate",
+    "ToolCallLocation",
+    "ToolCallStart",
+    "ToolCallStatus",
+    "ToolCallUpdate",
+    "ToolKind",
+    "UsageUpdate",
+    "UserMessageChunk",
+]
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class UserMessageChunk(WireModel):
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    content: ContentBlock
+
+
+class AgentMessageChunk(WireModel):
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    content: ContentBlock
+
+
+class AgentThoughtChunk(WireModel):
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    content: ContentBlock
+
+
+class ToolCallLocation(WireModel):
+    path: str
+    line: int | None = None
+
+
+class ToolCallStart(WireModel):
+    """`tool_call`: the model asked for a tool (or, on replay, the call's final state)."""
+
+    session_update: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    title: str
+    kind: ToolKind = "other"
+    status: ToolCallStatus = "pending"
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class ToolCallUpdate(WireModel):
+    """`tool_call_update`: only the fields that changed."""
+
+    session_update: Literal["tool_call_update"] = "tool_call_update"
+    tool_call_id: str
+    status: ToolCallStatus | None = None
+    title: str | None = None
+    kind: ToolKind | None = None
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class PlanEntry(WireModel):
+    content: str
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class PlanUpdate(WireModel):
+    session_update: Literal["plan"] = "plan"
+    entries: list[PlanEntry]
+
+
+class Cost(WireModel):
+    amount: float
+    currency: str
+
+
+class UsageUpdate(WireModel):
+    session_update: Literal["usage_update"] = "usage_update"
+    used: int
+    """Tokens in the context window after the last model call."""
+    size: int
+    """The model's context window."""
+    cost: Cost | None = None
+
+
+class ConfigOptionUpdate(WireModel):
+    session_update: Literal["config_option_update"] = "config_option_update"
+    config_options: list[SessionConfigOption]
+
+
+class CurrentModeUpdate(WireModel):
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+    current_mode_id: str
+
+
+class SessionInfoUpdate(WireModel):
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+
+
+SessionUpdate = Annotated[
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallUpdate
+    | PlanUpdate
+    | UsageUpdate
+    | ConfigOptionUpdate
+    | CurrentModeUpdate
+    | SessionInfoUpdate,
+    Field(discriminator="session_update"),
+]
+
+
+class SessionNotification(WireModel):
+    session_id: str
+    update: SessionUpdate

@@ -1,0 +1,580 @@
+"""A scripted mock of the OpenAI Responses API, for unit and end-to-end tests.
+
+Event sequence and shapes follow https://platform.openai.com/docs/api-reference/responses-streaming
+and error bodies follow https://platform.openai.com/docs/guides/error-codes
+(`{"error": {"message", "type", "param", "code"}}`).
+
+A real HTTP/1.1 server on 127.0.0.1 (OS-assigned port), plain asyncio. Every answer carries
+`Connection: close`; event streams use chunked transfer encoding, so a scripted cut is a
+really truncated body. Run it in the test's loop (`async with MockResponsesServer() as srv`)
+or on its own loop in a thread (`with MockResponsesServer.in_thread() as srv`) when the code
+under test is driven from another loop or process. It stops on exit; nothing outlives it.
+
+Scripting is a FIFO queue, one entry per expected request:
+
+    srv.enqueue(reasoning("thinking", encrypted="enc-1"), text("Hello world", chunks=3),
+                tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1"),
+                usage=Usage(input=100, output=20, cached=10, reasoning=5))
+    srv.enqueue_error(429, headers={"Retry-After": "1"})
+    srv.enqueue(text("slow", chunks=4), delay_s=0.05, cut_after=5)
+
+Every request is recorded in `srv.requests` (path, lower-cased headers, parsed JSON body).
+A request with nothing left in the queue gets HTTP 500 "mock: no scripted response left".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Literal
+
+__all__ = [
+    "End",
+    "MockResponsesServer",
+    "Output",
+    "RecordedRequest",
+    "Usage",
+    "completed",
+    "failed",
+    "incomplete",
+    "no_terminal",
+    "reasoning",
+    "refusal",
+    "text",
+    "tool_call",
+]
+
+# -- scripted output -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    reasoning: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input,
+            "input_tokens_details": {"cached_tokens": self.cached},
+            "output_tokens": self.output,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning},
+            "total_tokens": self.input + self.output,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One output item: `kind` message/refusal/reasoning/function_call."""
+
+    kind: Literal["message", "refusal", "reasoning", "function_call"]
+    text: str
+    chunks: int = 1
+    id: str | None = None
+    encrypted: str | None = None
+    name: str = ""
+    call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """How the stream ends; `kind="none"` ends the HTTP body cleanly with no terminal event."""
+
+    kind: Literal["completed", "incomplete", "failed", "none"] = "completed"
+    reason: str = "max_output_tokens"
+    code: str = "server_error"
+    message: str = "The server had an error while processing your request."
+
+
+def text(value: str, *, chunks: int = 1, id: str | None = None) -> Output:
+    return Output("message", value, chunks, id)
+
+
+def refusal(value: str, *, chunks: int = 1, id: str | None = None) -> Output:
+    return Output("refusal", value, chunks, id)
+
+
+def reasoning(
+    summary: str, *, encrypted: str | None = None, chunks: int = 1, id: str | None = None
+) -> Output:
+    return Output("reasoning", summary, chunks, id, encrypted=encrypted)
+
+
+def tool_call(
+    name: str,
+    arguments: Mapping[str, Any] | str,
+    *,
+    call_id: str = "",
+    chunks: int = 1,
+    id: str | None = None,
+) -> Output:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Output("function_call", args, chunks, id, name=name, call_id=call_id)
+
+
+def completed() -> End:
+    return End("completed")
+
+
+def incomplete(reason: str = "max_output_tokens") -> End:
+    return End("incomplete", reason=reason)
+
+
+def failed(code: str = "server_error", message: str | None = None) -> End:
+    return End("failed", code=code, message=message or End().message)
+
+
+def no_terminal() -> End:
+    return End("none")
+
+
+def _split(value: str, n: int) -> list[str]:
+    n = max(1, min(n, len(value))) if value else 1
+    size, extra = divmod(len(value), n)
+    pieces, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(value[start:end])
+        start = end
+    return pieces
+
+
+def _item_events(out: Output, index: int, item_id: str, ev: _Emit) -> dict[str, Any]:
+    """Emit the events of one output item; return the finished item."""
+    where = {"item_id": item_id, "output_index": index}
+    if out.kind in ("message", "refusal"):
+        # Text parts are `output_text` with `text`; refusals are `refusal` parts with `refusal`.
+        kind, key = ("output_text", "text") if out.kind == "message" else ("refusal", "refusal")
+        extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
+        item = {"id": item_id, "type": "message", "role": "assistant"}
+        ev(
+            "response.output_item.added",
+            output_index=index,
+            item={**item, "status": "in_progress", "content": []},
+        )
+        where |= {"content_index": 0}
+        empty: dict[str, Any] = {"type": kind, key: ""}
+        if kind == "output_text":
+            empty["annotations"] = []
+        ev("response.content_part.added", **where, part=empty)
+        for piece in _split(out.text, out.chunks):
+            ev(f"response.{kind}.delta", **where, delta=piece, **extra)
+        ev(f"response.{kind}.done", **where, **{key: out.text}, **extra)
+        part = {**empty, key: out.text}
+        ev("response.content_part.done", **where, part=part)
+        done = {**item, "status": "completed", "content": [part]}
+    elif out.kind == "reasoning":
+        ev(
+            "response.output_item.added",
+            output_index=index,
+            item={"id": item_id, "type": "reasoning", "summary": []},
+        )
+        summary = []
+        if out.text:
+            where |= {"summary_index": 0}
+            ev(
+                "response.reasoning_summary_part.added",
+                **where,
+                part={"type": "summary_text", "text": ""},
+            )
+            for piece in _split(out.text, out.chunks):
+                ev("response.reasoning_summary_text.delta", **where, delta=piece)
+            ev("response.reasoning_summary_text.done", **where, text=out.text)
+            summary = [{"type": "summary_text", "text": out.text}]
+            ev("response.reasoning_summary_part.done", **where, part=summary[0])
+        done = {"id": item_id, "type": "reasoning", "summary": summary}
+        if out.encrypted is not None:
+            done["encrypted_content"] = out.encrypted
+    else:
+        call = {
+            "id": item_id,
+            "type": "function_call",
+            "call_id": out.call_id or f"call_{item_id}",
+            "name": out.name,
+        }
+        ev(
+            "response.output_item.added",
+            output_index=index,
+            item={**call, "status": "in_progress", "arguments": ""},
+        )
+        for piece in _split(out.text, out.chunks):
+            ev("response.function_call_arguments.delta", **where, delta=piece)
+        ev("response.function_call_arguments.done", **where, name=out.name, arguments=out.text)
+        done = {**call, "status": "completed", "arguments": out.text}
+    ev("response.output_item.done", output_index=index, item=done)
+    return done
+
+
+_Emit = Callable[..., None]
+
+
+def build_events(
+    outputs: tuple[Output, ...], *, usage: Usage, end: End, response_id: str, model: str
+) -> list[dict[str, Any]]:
+    """The full official event sequence for one scripted response."""
+    events: list[dict[str, Any]] = []
+    seq = itertools.count()
+
+    def ev(etype: str, **fields: Any) -> None:
+        events.append({"type": etype, "sequence_number": next(seq), **fields})
+
+    base = {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "error": None,
+        "incomplete_details": None,
+    }
+    start = {**base, "status": "in_progress", "output": [], "usage": None}
+    ev("response.created", response=start)
+    ev("response.in_progress", response=start)
+    prefix = {"message": "msg", "refusal": "msg", "reasoning": "rs", "function_call": "fc"}
+    done = [
+        _item_events(o, i, o.id or f"{prefix[o.kind]}_mock_{i}", ev) for i, o in enumerate(outputs)
+    ]
+    final = {**base, "output": done, "usage": usage.to_json()}
+    terminal: dict[str, dict[str, Any]] = {
+        "completed": {"status": "completed"},
+        "incomplete": {"status": "incomplete", "incomplete_details": {"reason": end.reason}},
+        "failed": {
+            "status": "failed",
+            "usage": None,
+            "error": {"code": end.code, "message": end.message},
+        },
+    }
+    if end.kind != "none":
+        ev(f"response.{end.kind}", response={**final, **terminal[end.kind]})
+    return events
+
+
+# -- server ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    body: Any
+    """Parsed JSON (None when the body was empty or not JSON)."""
+    raw_body: bytes
+    client_disconnected: bool = False
+    """The client closed the connection before the scripted response was fully sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    outputs: tuple[Output, ...] = ()
+    usage: Usage = Usage()
+    end: End = End()
+    events: list[dict[str, Any]] | None = None
+    delay_s: float = 0.0
+    pauses: Mapping[int, float] = field(default_factory=dict)
+    cut_after: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    headers_delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Error:
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+    headers_delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Disconnect:
+    pass
+
+
+_DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {  # (message, type, code)
+    400: ("Invalid request.", "invalid_request_error", None),
+    401: (
+        "Incorrect API key provided: sk-mock-****1234.",
+        "invalid_request_error",
+        "invalid_api_key",
+    ),
+    403: ("You are not allowed to use this model.", "invalid_request_error", None),
+    429: ("Rate limit reached. Please try again in 1s.", "requests", "rate_limit_exceeded"),
+    500: ("The server had an error while processing your request.", "server_error", None),
+    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
+}
+
+
+def _error_body(message: str, type: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+class MockResponsesServer:
+    """See the module docstring. `base_url` is what a provider's `base_url` should be."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._script: deque[_Stream | _Error | _Disconnect] = deque()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ids = itertools.count(1)
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pending(self) -> int:
+        """Scripted responses not yet consumed."""
+        return len(self._script)
+
+    # scripting (thread-safe: deque appends are atomic)
+
+    def enqueue(
+        self,
+        *outputs: Output,
+        usage: Usage | None = None,
+        end: End | None = None,
+        delay_s: float = 0.0,
+        pauses: Mapping[int, float] | None = None,
+        cut_after: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        headers_delay_s: float = 0.0,
+    ) -> None:
+        """Script one streamed response. `delay_s` is slept before every event but the first,
+        `pauses[i]` additionally before event i; `cut_after=n` drops the connection after n
+        events (no terminal event, truncated chunked body)."""
+        self._script.append(
+            _Stream(
+                outputs=outputs,
+                usage=usage or Usage(),
+                end=end or End(),
+                delay_s=delay_s,
+                pauses=pauses or {},
+                cut_after=cut_after,
+                headers=headers or {},
+                headers_delay_s=headers_delay_s,
+            )
+        )
+
+    def enqueue_events(
+        self,
+        events: list[dict[str, Any]],
+        *,
+        delay_s: float = 0.0,
+        cut_after: int | None = None,
+    ) -> None:
+        """Script a stream of exactly these events (`sequence_number` added when missing)."""
+        numbered = [
+            {**e, "sequence_number": e.get("sequence_number", i)} for i, e in enumerate(events)
+        ]
+        self._script.append(_Stream(events=numbered, delay_s=delay_s, cut_after=cut_after))
+
+    def enqueue_error(
+        self,
+        status: int,
+        body: Mapping[str, Any] | str | bytes | None = None,
+        *,
+        message: str | None = None,
+        code: str | None = None,
+        type: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        headers_delay_s: float = 0.0,
+    ) -> None:
+        """Script an HTTP error; without `body`, an OpenAI-style error body is built."""
+        if body is None:
+            d_msg, d_type, d_code = _DEFAULT_ERRORS.get(status, ("Mock error.", "api_error", None))
+            body = _error_body(message or d_msg, type or d_type, code or d_code)
+        raw = body.encode() if isinstance(body, str) else body
+        if not isinstance(raw, bytes):
+            raw = json.dumps(raw).encode()
+        self._script.append(_Error(status, raw, headers or {}, headers_delay_s))
+
+    def enqueue_disconnect(self) -> None:
+        """Script a connection closed right after the request, before any response byte."""
+        self._script.append(_Disconnect())
+
+    async def wait_disconnected(self, index: int = -1, timeout_s: float = 2.0) -> bool:
+        """Poll until request `index` saw the client hang up early; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.requests and self.requests[index].client_disconnected:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    # lifecycle
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    async def __aenter__(self) -> MockResponsesServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @classmethod
+    @contextmanager
+    def in_thread(cls) -> Iterator[MockResponsesServer]:
+        """Run a server on its own event loop in a daemon thread for the `with` block."""
+        server = cls()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="mock-responses", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=5)
+            yield server
+        finally:
+            with suppress(Exception):
+                asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=5)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
+
+    # HTTP
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            request = await _read_request(reader)
+            if request is not None:
+                self.requests.append(request)
+                await self._respond(request, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+            with suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _respond(
+        self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        if request.method != "POST" or not request.path.split("?")[0].endswith("/responses"):
+            missing = f"mock: no route {request.method} {request.path}"
+            body = _error_body(missing, "invalid_request_error", None)
+            return await _send(writer, 404, json.dumps(body).encode(), {})
+        script = self._script.popleft() if self._script else None
+        if script is None:
+            body = _error_body("mock: no scripted response left", "server_error", "mock_empty")
+            return await _send(writer, 500, json.dumps(body).encode(), {})
+        if isinstance(script, _Disconnect):
+            return
+        await asyncio.sleep(script.headers_delay_s)
+        if isinstance(script, _Error):
+            return await _send(writer, script.status, script.body, script.headers)
+        events = script.events
+        if events is None:
+            model = request.body.get("model", "mock") if isinstance(request.body, dict) else "mock"
+            events = build_events(
+                script.outputs,
+                usage=script.usage,
+                end=script.end,
+                response_id=f"resp_mock_{next(self._ids)}",
+                model=str(model),
+            )
+        await self._stream(request, script, events, reader, writer)
+
+    async def _stream(
+        self,
+        request: RecordedRequest,
+        script: _Stream,
+        events: list[dict[str, Any]],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+            "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+        )
+        head += "".join(f"{k}: {v}\r\n" for k, v in script.headers.items()) + "\r\n"
+        hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
+        try:
+            writer.write(head.encode())
+            for i, event in enumerate(events):
+                if script.cut_after is not None and i >= script.cut_after:
+                    return
+                wait = (script.delay_s if i else 0.0) + script.pauses.get(i, 0.0)
+                if wait:
+                    await asyncio.wait({hangup}, timeout=wait)
+                if hangup.done():
+                    request.client_disconnected = True
+                    return
+                frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                await writer.drain()
+            if script.cut_after is None or script.cut_after > len(events):  # else: cut
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except ConnectionError:
+            request.client_disconnected = True
+        finally:
+            hangup.cancel()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _version = lines[0].split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    raw = b""
+    if "content-length" in headers:
+        raw = await reader.readexactly(int(headers["content-length"]))
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            raw += await reader.readexactly(size)
+            await reader.readexactly(2)
+        await reader.readuntil(b"\r\n")
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = None
+    return RecordedRequest(method, path, headers, body, raw)
+
+
+async def _send(
+    writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]
+) -> None:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    head = (
+        f"HTTP/1.1 {status} {phrase}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+    )
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    writer.write(head.encode() + body)
+    await writer.drain()

@@ -1,0 +1,297 @@
+"""Command normalisation (grant keys) and the known-safe list used by policy `untrusted`."""
+
+from __future__ import annotations
+
+import pytest
+from cody_daemon.policy.commands import UNPARSABLE, is_known_safe, normalize_command
+
+GIT_STATUS = ("git", "status")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git status", GIT_STATUS),
+        (["git", "status"], GIT_STATUS),
+        (["bash", "-lc", "git status"], GIT_STATUS),
+        (["bash", "-c", "git status"], GIT_STATUS),
+        (["/bin/bash", "-lc", "git status"], GIT_STATUS),
+        (["sh", "-c", "git status"], GIT_STATUS),
+        (["zsh", "-ic", "git status"], GIT_STATUS),
+        (["/usr/bin/dash", "-c", "git status"], GIT_STATUS),
+        ("bash -lc 'git status'", GIT_STATUS),
+        ("FOO=1 git status", GIT_STATUS),
+        ("FOO=1 BAR='a b' git status", GIT_STATUS),
+        ("env FOO=1 git status", GIT_STATUS),
+        ("env git status", GIT_STATUS),
+        (["env", "FOO=1", "git", "status"], GIT_STATUS),
+        ("/usr/bin/env FOO=1 git status", GIT_STATUS),
+        ("env FOO=1 git push", ("git", "push")),
+        ("  git   status  ", GIT_STATUS),
+        # recursive unwrapping, prefixes inside the script
+        (["bash", "-lc", "sh -c 'FOO=1 git status'"], GIT_STATUS),
+        ('env A=1 bash -c "env B=2 git status"', GIT_STATUS),
+        # different commands keep their differences
+        ("git status --short", ("git", "status", "--short")),
+        ("git status && rm -rf /", ("git", "status", "&&", "rm", "-rf", "/")),
+        # not unwrapped: extra positional args after the script, unknown shell flags
+        (["bash", "-c", "git status", "x"], ("bash", "-c", "git status", "x")),
+        (["bash", "-e", "git status"], ("bash", "-e", "git status")),
+        (["python", "-c", "print(1)"], ("python", "-c", "print(1)")),
+        # env with options is kept as is; env or an assignment alone is never emptied
+        ("env -i git status", ("env", "-i", "git", "status")),
+        ("env", ("env",)),
+        ("FOO=1", ("FOO=1",)),
+        # unparsable strings only match themselves
+        ("echo 'unbalanced", (UNPARSABLE, "echo 'unbalanced")),
+        (["bash", "-c", 'echo "open'], (UNPARSABLE, 'echo "open')),
+    ],
+)
+def test_normalize_command(command: list[str] | str, expected: tuple[str, ...]) -> None:
+    assert normalize_command(command) == expected
+
+
+def test_unparsable_strings_do_not_collide() -> None:
+    assert normalize_command("echo 'a") != normalize_command("echo 'b")
+
+
+SAFE = [
+    "ls",
+    "ls -la src",
+    ["ls", "-la"],
+    "cat README.md",
+    "cat *.py",
+    "pwd",
+    "echo hello world",
+    "echo $HOME",
+    'echo "a;b > c"',
+    "head -n 20 file.txt",
+    "tail -n 5 log.txt",
+    "wc -l *.py",
+    "nl file",
+    "grep -rn 'TODO' src",
+    "grep -c foo$ file",
+    "rg -n pattern",
+    "rg --pretty foo",
+    "ec'ho' hi",
+    "find . -name '*.py'",
+    "find . -type f -print",
+    "which python",
+    "whoami",
+    "id",
+    "uname -a",
+    "date",
+    "date -u +%Y-%m-%d",
+    "date -d yesterday",
+    "stat file",
+    "file README.md",
+    "true",
+    "false",
+    "tr a-z A-Z",
+    "uniq -c",
+    "uniq file",
+    "cut -d: -f1 /etc/passwd",
+    "sort -n file",
+    "sort -t o file",
+    "diff a b",
+    "tree -L 2",
+    "du -sh .",
+    "df -h",
+    "basename /a/b",
+    "dirname /a/b",
+    "realpath .",
+    "readlink -f x",
+    "printenv PATH",
+    "env",
+    ["env"],
+    "sed -n 5p file.txt",
+    "sed -n 10,20p file.txt",
+    "git status",
+    "git status --short",
+    "git log --oneline -n 5",
+    "git diff HEAD~1",
+    "git show HEAD",
+    "git branch",
+    "git branch -a",
+    "git branch --show-current",
+    "git branch --list 'feat*'",
+    "git branch --contains HEAD",
+    "git rev-parse HEAD",
+    "git ls-files",
+    "git blame README.md",
+    "git remote -v",
+    "git describe --tags",
+    "git tag",
+    "git tag -l 'v1*'",
+    "git -C sub status",
+    "git --no-pager log",
+    "/usr/bin/git status",
+    # sequences whose every part is safe
+    "git status && git diff",
+    "ls || pwd",
+    "ls; pwd",
+    "ls\npwd\n",
+    "cat file | grep foo | wc -l",
+    "ls # a comment; rm -rf /",
+    # shell wrappers around safe commands
+    ["bash", "-lc", "git status"],
+    "bash -lc 'ls -la'",
+]
+
+UNSAFE = [
+    # redirections
+    "cat x > y",
+    "echo hi >> y",
+    "cat < x",
+    "cat <<EOF\nx\nEOF",
+    "ls &> out",
+    "ls 2>&1",
+    "ls >| out",
+    # sequences with an unsafe part
+    "ls; rm -rf /",
+    "ls && rm x",
+    "ls || rm x",
+    "cat x | tee y",
+    "ls\nrm -rf /",
+    "git status && git push",
+    # substitutions, subshells, background jobs
+    "echo $(rm x)",
+    'echo "$(rm x)"',
+    "echo `rm x`",
+    'echo "`rm x`"',
+    "echo $((1+1))",
+    "echo ${X:=1}",
+    "(rm x)",
+    "ls &",
+    "sleep 1 & ls",
+    "cat <(rm x)",
+    "{ ls; }",
+    # assignments and prefixes that change behaviour
+    "FOO=1 ls",
+    "GIT_EXTERNAL_DIFF=rm git diff",
+    "PAGER='rm -rf .' git log",
+    "env FOO=1 ls",
+    "env rm x",
+    "env -i rm x",
+    "X=1",
+    # commands not on the list
+    "rm -rf /",
+    "touch x",
+    "mkdir x",
+    "python -c 'print(1)'",
+    "curl example.com",
+    "xargs rm",
+    "./ls",
+    "/tmp/evil/ls",
+    "bash script.sh",
+    "bash -c 'rm x'",
+    ["bash", "-lc", "rm x"],
+    ["rm", "-rf", "/"],
+    "",
+    "   ",
+    # find that deletes or runs programs
+    "find . -delete",
+    "find . -name x -delete",
+    "find . -exec rm {} \\;",
+    "find . -execdir rm {} +",
+    "find . -ok rm {} \\;",
+    "find . -okdir rm {} \\;",
+    "find . -fprint out",
+    "find . -fprintf out %p",
+    "find . -fls out",
+    "find * -name x",  # a file named -delete would become an option
+    "find . $X",
+    "find . {-delete,-print}",
+    "find . $'-delete'",
+    # rg that runs programs
+    "rg --pre cat foo",
+    "rg --pre=./evil foo",
+    "rg --pre-glob '*' --pre x foo",
+    "rg -z foo",
+    "rg --search-zip foo",
+    "rg -iz foo",
+    "rg foo *",
+    # sort / tree / file / date / uniq that write
+    "sort -o out in",
+    "sort -ro out in",
+    "sort --output=out in",
+    "sort --out=out in",
+    "sort --compress-program=sh in",
+    "tree -o out",
+    "tree -ao out",
+    "tree -R",
+    "file -C",
+    "file --compile",
+    "date -s 2020-01-01",
+    "date --set=2020-01-01",
+    "date --se=2020-01-01",
+    "date 010100002030",
+    "uniq in out",
+    # sed beyond printing a range
+    "sed -i s/a/b/ file",
+    "sed -n 1p",
+    "sed 's/a/b/' file",
+    "sed -n '1p;w out' file",
+    "sed -n 1w/tmp/x file",
+    "sed -n 1p file other",
+    # git that mutates or runs programs
+    "git branch -D x",
+    "git branch -d x",
+    "git branch -m a b",
+    "git branch -f main HEAD",
+    "git branch --delete x",
+    "git branch new-branch",
+    "git branch -u origin/main",
+    "git tag v1",
+    "git tag -d v1",
+    "git tag -a v1 -m msg",
+    "git tag -l -d v1",
+    "git remote add x url",
+    "git remote remove origin",
+    "git push",
+    "git commit -m x",
+    "git checkout .",
+    "git reset --hard",
+    "git stash",
+    "git -c core.pager=rm log",
+    "git --exec-path=/tmp log",
+    "git diff --output=out",
+    "git log --output out",
+    "git log --outp=out",
+    "git diff --ext-diff",
+    "git",
+    # quoting tricks
+    "echo 'unbalanced",
+    'ls "unterminated',
+    "ec'ho' hi; rm x",
+    "cat x#; rm y",
+]
+
+
+@pytest.mark.parametrize("command", SAFE, ids=repr)
+def test_known_safe(command: list[str] | str) -> None:
+    assert is_known_safe(command)
+
+
+@pytest.mark.parametrize("command", UNSAFE, ids=repr)
+def test_not_known_safe(command: list[str] | str) -> None:
+    assert not is_known_safe(command)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ls", ">", "out"],  # no shell: `>` and `out` are just names for ls to list
+        ["echo", "$(rm x)"],
+        ["cat", "a;b"],
+    ],
+)
+def test_argv_lists_are_taken_literally(argv: list[str]) -> None:
+    assert is_known_safe(argv)
+
+
+def test_deeply_nested_shells_are_not_trusted() -> None:
+    command = "ls"
+    for _ in range(10):
+        command = f"bash -c {command!r}"
+    assert not is_known_safe(command)

@@ -1,0 +1,534 @@
+"""The Responses API provider against a real HTTP mock on 127.0.0.1 (no patching)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cody_daemon.engine.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+    SummaryPart,
+    TextPart,
+    user_message,
+)
+from cody_daemon.providers.base import (
+    ModelEvent,
+    ModelRequest,
+    ProviderError,
+    ReasoningDelta,
+    ReasoningDone,
+    StreamEnd,
+    TextDelta,
+    ToolCallRequested,
+    ToolSpec,
+    UsageReport,
+)
+from cody_daemon.providers.openai_responses import OpenAIResponsesProvider
+
+from tests.support.mock_responses import (
+    MockResponsesServer,
+    Usage,
+    failed,
+    incomplete,
+    no_terminal,
+    reasoning,
+    refusal,
+    text,
+    tool_call,
+)
+
+CODEX_REQUEST = (
+    Path(__file__).parents[1] / "fixtures" / "providers" / "responses_request_codex.json"
+)
+API_KEY = "sk-test-secret-0123456789abcdef"
+
+
+class Sleeps:
+    """Injected sleep: records the requested delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[MockResponsesServer]:
+    async with MockResponsesServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+async def provider(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> AsyncIterator[OpenAIResponsesProvider]:
+    p = make_provider(server, sleeps)
+    yield p
+    await p.aclose()
+
+
+def make_provider(
+    server: MockResponsesServer, sleeps: Sleeps, **kw: Any
+) -> OpenAIResponsesProvider:
+    options: dict[str, Any] = {
+        "provider_id": "openai",
+        "base_url": server.base_url,
+        "api_key": API_KEY,
+        "env_key": "OPENAI_API_KEY",
+        "headers": {"OpenAI-Beta": "test"},
+        "sleep": sleeps,
+    }
+    options.update(kw)
+    return OpenAIResponsesProvider(**options)
+
+
+def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
+    options: dict[str, Any] = {
+        "model": "gpt-4.1",
+        "instructions": "You are Cody.",
+        "history": history or [user_message("u1", "hi")],
+        "tools": [],
+        "session_id": "session-1",
+    }
+    options.update(kw)
+    return ModelRequest(**options)
+
+
+async def collect(p: OpenAIResponsesProvider, req: ModelRequest | None = None) -> list[ModelEvent]:
+    return [event async for event in p.stream(req or request())]
+
+
+async def collect_error(
+    p: OpenAIResponsesProvider, req: ModelRequest | None = None
+) -> tuple[list[ModelEvent], ProviderError]:
+    events: list[ModelEvent] = []
+    with pytest.raises(ProviderError) as caught:
+        async for event in p.stream(req or request()):
+            events.append(event)
+    return events, caught.value
+
+
+def texts(events: list[ModelEvent]) -> list[str]:
+    return [e.text for e in events if isinstance(e, TextDelta)]
+
+
+# -- streaming ------------------------------------------------------------------------------
+
+
+async def test_text_arrives_as_ordered_deltas_then_end_turn(server, provider) -> None:
+    server.enqueue(text("Hello world", chunks=3))
+    events = await collect(provider)
+    assert len(texts(events)) == 3
+    assert "".join(texts(events)) == "Hello world"
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "end_turn"
+    assert end.response_id == "resp_mock_1"
+    assert sum(isinstance(e, StreamEnd) for e in events) == 1
+
+
+async def test_reasoning_streams_then_completes_with_encrypted_content(server, provider) -> None:
+    server.enqueue(reasoning("thinking hard", encrypted="enc-1", chunks=2), text("Done."))
+    events = await collect(provider)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[:4] == ["ReasoningDelta", "ReasoningDelta", "ReasoningDone", "TextDelta"]
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "thinking hard"
+    done = next(e for e in events if isinstance(e, ReasoningDone)).item
+    assert done.id == "rs_mock_0"
+    assert done.text == "thinking hard"
+    assert done.encrypted_content == "enc-1"
+    assert done.provider == "openai"
+
+
+async def test_two_tool_calls_in_one_response(server, provider) -> None:
+    server.enqueue(
+        text("Running both."),
+        tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1", chunks=4),
+        tool_call("readFile", {"filePath": "a.txt"}, call_id="call_2"),
+    )
+    events = await collect(provider)
+    calls = [e for e in events if isinstance(e, ToolCallRequested)]
+    assert [(c.call_id, c.name) for c in calls] == [("call_1", "exec"), ("call_2", "readFile")]
+    assert json.loads(calls[0].arguments) == {"command": ["echo", "hi"]}
+    assert json.loads(calls[1].arguments) == {"filePath": "a.txt"}
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "tool_use"
+
+
+async def test_usage_reports_what_the_server_sent(server, provider) -> None:
+    server.enqueue(text("ok"), usage=Usage(input=100, output=20, cached=10, reasoning=5))
+    events = await collect(provider)
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    assert usage == [
+        UsageReport(input_tokens=100, cached_input_tokens=10, output_tokens=20, reasoning_tokens=5)
+    ]
+    assert events[-2] == usage[0]  # usage comes right before the end
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop"), [("max_output_tokens", "max_tokens"), ("content_filter", "refusal")]
+)
+async def test_incomplete_response_stops_with_reason(server, provider, reason, stop) -> None:
+    server.enqueue(text("partial answ"), end=incomplete(reason), usage=Usage(input=5, output=7))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "partial answ"
+    assert isinstance(events[-2], UsageReport)
+    assert events[-2].output_tokens == 7
+    assert events[-1] == StreamEnd(stop=stop, response_id="resp_mock_1")
+
+
+async def test_refusal_is_shown_and_stops_as_refusal(server, provider) -> None:
+    server.enqueue(refusal("I can't help with that.", chunks=2))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "I can't help with that."
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "refusal"
+
+
+# -- request shape --------------------------------------------------------------------------
+
+
+async def test_request_body_has_the_codex_shape(server, provider) -> None:
+    codex = json.loads(CODEX_REQUEST.read_text())["body"]
+    history: list[HistoryItem] = [
+        MessageItem(id="d1", role="developer", content=[TextPart(type="input_text", text="rules")]),
+        user_message("u1", "run echo hello"),
+        ReasoningItem(
+            id="rs_1",
+            summary=[SummaryPart(text="plan")],
+            encrypted_content="enc",
+            provider="openai",
+        ),
+        MessageItem(
+            id="a1", role="assistant", content=[TextPart(type="output_text", text="On it.")]
+        ),
+        FunctionCallItem(call_id="call_1", name="exec", arguments='{"command": "echo hello"}'),
+        FunctionCallOutputItem(call_id="call_1", output="hello\n"),
+    ]
+    tool = ToolSpec(name="exec", description="Run a command.", parameters={"type": "object"})
+    server.enqueue(text("ok"))
+    await collect(
+        provider, request(history, model="gpt-5", tools=[tool], reasoning_effort="medium")
+    )
+
+    recorded = server.requests[0]
+    body = recorded.body
+    assert recorded.path == "/v1/responses"
+    # Same top-level keys as Codex, except Codex-only `text`/`client_metadata`; Cody sends the
+    # system prompt as `instructions` instead of a developer message.
+    assert set(body) == (set(codex) - {"text", "client_metadata"}) | {"instructions"}
+    for key in ("tool_choice", "parallel_tool_calls", "store", "stream", "include"):
+        assert body[key] == codex[key], key
+    assert body["prompt_cache_key"] == "session-1"
+    assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert body["instructions"] == "You are Cody."
+
+    # Item shapes match Codex's, minus Codex's optional item `id`/`status`.
+    ours = {(i["type"], i.get("role")): i for i in body["input"]}
+    for theirs in codex["input"]:
+        mine = ours[(theirs["type"], theirs.get("role"))]
+        assert set(mine) == set(theirs) - {"id", "status"}, theirs["type"]
+        for mine_part, their_part in zip(
+            mine.get("content", []), theirs.get("content", []), strict=False
+        ):
+            assert mine_part.keys() == their_part.keys()
+    assert ours[("message", "assistant")]["content"] == [{"type": "output_text", "text": "On it."}]
+    assert ours[("reasoning", None)] == {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "plan"}],
+        "encrypted_content": "enc",
+    }
+    assert [i["type"] for i in body["input"]] == [
+        "message",
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
+    assert body["tools"][0].keys() == codex["tools"][0].keys()
+    assert body["tools"][0]["strict"] is False
+
+    headers = recorded.headers
+    assert headers["authorization"] == f"Bearer {API_KEY}"
+    assert headers["accept"] == "text/event-stream"
+    assert headers["content-type"] == "application/json"
+    assert headers["openai-beta"] == "test"
+
+
+async def test_non_reasoning_model_gets_no_reasoning_params(server, provider) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider, request(model="gpt-4.1", max_output_tokens=256))
+    body = server.requests[0].body
+    assert "reasoning" not in body
+    assert "include" not in body
+    assert body["max_output_tokens"] == 256
+
+
+async def test_summary_none_omits_summary(server, provider) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider, request(model="o3", reasoning_effort="high", reasoning_summary="none"))
+    assert server.requests[0].body["reasoning"] == {"effort": "high"}
+
+
+async def test_reasoning_from_another_provider_is_not_sent(server, provider) -> None:
+    history: list[HistoryItem] = [
+        user_message("u1", "hi"),
+        ReasoningItem(
+            id="th_1", summary=[SummaryPart(text="a")], signature="sig", provider="anthropic"
+        ),
+        ReasoningItem(id="rs_x", encrypted_content="enc-other", provider="openrouter"),
+        ReasoningItem(id="rs_y", summary=[SummaryPart(text="b")], provider="openai"),
+        ReasoningItem(id="rs_z", encrypted_content="enc-mine", provider="openai"),
+        user_message("u2", "again"),
+    ]
+    server.enqueue(text("ok"))
+    await collect(provider, request(history, model="gpt-5"))
+    sent = server.requests[0].body["input"]
+    assert [i.get("id") for i in sent if i["type"] == "reasoning"] == ["rs_z"]
+    assert "enc-other" not in json.dumps(sent)
+
+
+# -- errors and retries ---------------------------------------------------------------------
+
+
+async def test_429_with_retry_after_is_retried_then_succeeds(server, provider, sleeps) -> None:
+    server.enqueue_error(429, headers={"Retry-After": "7"})
+    server.enqueue(text("made it"))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "made it"
+    assert sleeps.calls == [7.0]
+    assert len(server.requests) == 2
+
+
+async def test_retry_after_ms_wins_over_retry_after(server, provider, sleeps) -> None:
+    server.enqueue_error(429, headers={"retry-after-ms": "1500", "Retry-After": "9"})
+    server.enqueue(text("ok"))
+    await collect(provider)
+    assert sleeps.calls == [1.5]
+
+
+async def test_401_is_auth_error_naming_env_var_without_the_key(server, provider) -> None:
+    server.enqueue_error(401)  # the mock's body echoes a masked key, like OpenAI's does
+    _, error = await collect_error(provider)
+    assert error.kind == "auth"
+    assert error.http_status == 401
+    assert error.retryable is False
+    assert "OPENAI_API_KEY" in error.message
+    assert "model_providers.openai.env_key" in error.message
+    assert API_KEY not in error.message
+    assert "sk-" not in error.message
+    assert len(server.requests) == 1  # never retried
+
+
+async def test_context_length_exceeded_is_context_window(server, provider) -> None:
+    server.enqueue_error(
+        400,
+        code="context_length_exceeded",
+        message="Your input exceeds the context window of this model.",
+    )
+    _, error = await collect_error(provider)
+    assert error.kind == "context_window"
+    assert "new session" in error.message
+    assert len(server.requests) == 1
+
+
+async def test_500_after_max_retries_is_retryable_provider_error(server, sleeps) -> None:
+    p = make_provider(server, sleeps, max_retries=2)
+    for _ in range(3):
+        server.enqueue_error(500)
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "provider"
+    assert error.retryable is True
+    assert error.http_status == 500
+    assert len(server.requests) == 3
+    assert len(sleeps.calls) == 2
+    assert all(0 <= delay <= 0.5 * 2**i for i, delay in enumerate(sleeps.calls))
+
+
+async def test_connection_dropped_before_first_byte_is_retried(server, provider, sleeps) -> None:
+    server.enqueue_disconnect()
+    server.enqueue(text("second try"))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "second try"
+    assert len(server.requests) == 2
+    assert len(sleeps.calls) == 1
+
+
+async def test_unreachable_server_is_network_error(sleeps) -> None:
+    async with MockResponsesServer() as gone:
+        base_url = gone.base_url  # a port nobody listens on once the server stopped
+    p = OpenAIResponsesProvider(
+        provider_id="local", base_url=base_url, api_key=None, max_retries=1, sleep=sleeps
+    )
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "network"
+    assert error.retryable is True
+    assert "model_providers.local.base_url" in error.message
+    assert len(sleeps.calls) == 1
+
+
+@pytest.mark.parametrize("how", ["cut", "clean end without terminal event"])
+async def test_stream_cut_mid_response_raises_instead_of_ending(server, provider, how) -> None:
+    if how == "cut":
+        server.enqueue(text("Hello world", chunks=5), cut_after=6)
+    else:
+        server.enqueue(text("Hello world", chunks=5), end=no_terminal())
+    events, error = await collect_error(provider)
+    assert texts(events)  # some text had arrived...
+    assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
+    assert error.kind == "network"
+    assert error.retryable is True
+    assert "cut off" in error.message
+    assert len(server.requests) == 1  # not retried after deltas were streamed
+
+
+async def test_failed_response_is_classified(server, provider) -> None:
+    server.enqueue(text("so far"), end=failed("rate_limit_exceeded", "Please try again in 2.5s."))
+    server.enqueue(end=failed("context_length_exceeded", "Too long."))
+    server.enqueue(end=failed("server_error"))
+    errors = [(await collect_error(provider))[1] for _ in range(3)]
+    assert [e.kind for e in errors] == ["rate_limit", "context_window", "provider"]
+    assert errors[0].retry_after_s == 2.5
+    assert errors[2].retryable is True
+    assert len(server.requests) == 3  # in-stream failures are reported, not retried
+
+
+async def test_error_event_is_raised(server, provider) -> None:
+    server.enqueue_events(
+        [
+            {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+            {"type": "error", "code": "invalid_prompt", "message": "Bad prompt.", "param": None},
+        ]
+    )
+    _, error = await collect_error(provider)
+    assert error.kind == "provider"
+    assert "Bad prompt." in error.message
+
+
+async def test_empty_mock_queue_fails_loudly(server, sleeps) -> None:
+    p = make_provider(server, sleeps, max_retries=0)
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.http_status == 500
+    assert "mock: no scripted response left" in error.message
+    assert len(server.requests) == 1
+
+
+# -- timeouts and cancellation --------------------------------------------------------------
+
+
+async def test_idle_stream_times_out_naming_the_config_key(server, sleeps) -> None:
+    p = make_provider(server, sleeps, stream_idle_timeout_s=0.1)
+    server.enqueue(text("ab", chunks=2), pauses={5: 2.0})  # stall after the first delta
+    try:
+        events, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert texts(events) == ["a"]
+    assert error.kind == "network"
+    assert "model_providers.openai.stream_idle_timeout_ms" in error.message
+    assert await server.wait_disconnected(0)  # the stalled connection was dropped
+
+
+async def test_slow_consumer_does_not_trip_the_idle_timeout(server, sleeps) -> None:
+    p = make_provider(server, sleeps, stream_idle_timeout_s=0.1)
+    server.enqueue(text("abc", chunks=3))
+    received: list[str] = []
+    try:
+        async for event in p.stream(request()):
+            if isinstance(event, TextDelta):
+                received.append(event.text)
+                await asyncio.sleep(0.15)  # the consumer is slow, the server is not
+    finally:
+        await p.aclose()
+    assert received == ["a", "b", "c"]
+
+
+async def test_no_first_byte_in_time_is_retried(server, sleeps) -> None:
+    p = make_provider(server, sleeps, first_byte_timeout_s=0.1)
+    server.enqueue(text("late"), headers_delay_s=2.0)
+    server.enqueue(text("on time"))
+    try:
+        events = await collect(p)
+    finally:
+        await p.aclose()
+    assert "".join(texts(events)) == "on time"
+    assert len(sleeps.calls) == 1
+
+
+async def test_cancelling_the_consumer_closes_the_connection(server, provider) -> None:
+    server.enqueue(text("x" * 50, chunks=50), delay_s=0.05)
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in provider.stream(request()):
+            if isinstance(event, TextDelta):
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await server.wait_disconnected(0)
+
+
+async def test_closing_the_iterator_early_closes_the_connection(server, provider) -> None:
+    server.enqueue(text("x" * 50, chunks=50), delay_s=0.05)
+    async with aclosing(provider.stream(request())) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                break
+    assert await server.wait_disconnected(0)
+
+
+# -- client ownership and the threaded mock -------------------------------------------------
+
+
+async def test_aclose_leaves_a_passed_in_client_open(server, sleeps) -> None:
+    async with httpx.AsyncClient() as client:
+        p = make_provider(server, sleeps, client=client)
+        server.enqueue(text("ok"))
+        await collect(p)
+        await p.aclose()
+        assert not client.is_closed
+
+
+async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps) -> None:
+    with MockResponsesServer.in_thread() as srv:
+        srv.enqueue(text("from the thread", chunks=2))
+        p = make_provider(srv, sleeps)
+        try:
+            events = await collect(p)
+        finally:
+            await p.aclose()
+        assert "".join(texts(events)) == "from the thread"
+        assert srv.requests[0].body["model"] == "gpt-4.1"
