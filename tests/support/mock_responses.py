@@ -42,6 +42,7 @@ __all__ = [
     "Output",
     "RecordedRequest",
     "Usage",
+    "build_events",
     "completed",
     "failed",
     "incomplete",

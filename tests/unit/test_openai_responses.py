@@ -27,6 +27,7 @@ from cody_daemon.providers.base import (
     ProviderError,
     ReasoningDelta,
     ReasoningDone,
+    StopKind,
     StreamEnd,
     TextDelta,
     ToolCallRequested,
@@ -131,7 +132,9 @@ def texts(events: list[ModelEvent]) -> list[str]:
 # -- streaming ------------------------------------------------------------------------------
 
 
-async def test_text_arrives_as_ordered_deltas_then_end_turn(server, provider) -> None:
+async def test_text_arrives_as_ordered_deltas_then_end_turn(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("Hello world", chunks=3))
     events = await collect(provider)
     assert len(texts(events)) == 3
@@ -143,7 +146,9 @@ async def test_text_arrives_as_ordered_deltas_then_end_turn(server, provider) ->
     assert sum(isinstance(e, StreamEnd) for e in events) == 1
 
 
-async def test_reasoning_streams_then_completes_with_encrypted_content(server, provider) -> None:
+async def test_reasoning_streams_then_completes_with_encrypted_content(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(reasoning("thinking hard", encrypted="enc-1", chunks=2), text("Done."))
     events = await collect(provider)
     kinds = [type(e).__name__ for e in events]
@@ -156,7 +161,9 @@ async def test_reasoning_streams_then_completes_with_encrypted_content(server, p
     assert done.provider == "openai"
 
 
-async def test_two_tool_calls_in_one_response(server, provider) -> None:
+async def test_two_tool_calls_in_one_response(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(
         text("Running both."),
         tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1", chunks=4),
@@ -172,7 +179,95 @@ async def test_two_tool_calls_in_one_response(server, provider) -> None:
     assert end.stop == "tool_use"
 
 
-async def test_usage_reports_what_the_server_sent(server, provider) -> None:
+def _created() -> dict[str, Any]:
+    return {"type": "response.created", "response": {"id": "resp_raw", "status": "in_progress"}}
+
+
+def _completed(output: list[dict[str, Any]]) -> dict[str, Any]:
+    response = {"id": "resp_raw", "status": "completed", "output": output, "usage": None}
+    return {"type": "response.completed", "response": response}
+
+
+async def test_tool_arguments_assembled_from_deltas_and_final_item_wins(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
+    where = {"item_id": "fc_1", "output_index": 0}
+    call = {"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "exec"}
+    server.enqueue_events(
+        [
+            _created(),
+            {"type": "response.function_call_arguments.delta", **where, "delta": '{"command":'},
+            {"type": "response.function_call_arguments.delta", **where, "delta": ' "ls"}'},
+            {"type": "response.output_item.done", "output_index": 0, "item": call},
+            _completed([call]),
+        ]
+    )
+    fixed = {**call, "id": "fc_2", "call_id": "call_b", "arguments": '{"command": "pwd"}'}
+    server.enqueue_events(
+        [
+            _created(),
+            {
+                "type": "response.function_call_arguments.delta",
+                **where,
+                "delta": '{"command": "ls"}',
+            },
+            {"type": "response.output_item.done", "output_index": 0, "item": fixed},
+            _completed([fixed]),
+        ]
+    )
+    first = [e for e in await collect(provider) if isinstance(e, ToolCallRequested)]
+    second = [e for e in await collect(provider) if isinstance(e, ToolCallRequested)]
+    assert first == [
+        ToolCallRequested(call_id="call_a", name="exec", arguments='{"command": "ls"}')
+    ]
+    assert second == [
+        ToolCallRequested(call_id="call_b", name="exec", arguments='{"command": "pwd"}')
+    ]
+
+
+async def test_reasoning_summary_parts_are_separated(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
+    where = {"item_id": "rs_1", "output_index": 0}
+    part = {"type": "summary_text", "text": ""}
+    server.enqueue_events(
+        [
+            _created(),
+            {
+                "type": "response.reasoning_summary_part.added",
+                **where,
+                "summary_index": 0,
+                "part": part,
+            },
+            {
+                "type": "response.reasoning_summary_text.delta",
+                **where,
+                "summary_index": 0,
+                "delta": "**Plan**",
+            },
+            {
+                "type": "response.reasoning_summary_part.added",
+                **where,
+                "summary_index": 1,
+                "part": part,
+            },
+            {
+                "type": "response.reasoning_summary_text.delta",
+                **where,
+                "summary_index": 1,
+                "delta": "**Check**",
+            },
+            _completed([]),
+        ]
+    )
+    events = await collect(provider)
+    thought = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    assert thought == "**Plan**\n\n**Check**"
+
+
+async def test_usage_reports_what_the_server_sent(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("ok"), usage=Usage(input=100, output=20, cached=10, reasoning=5))
     events = await collect(provider)
     usage = [e for e in events if isinstance(e, UsageReport)]
@@ -185,7 +280,9 @@ async def test_usage_reports_what_the_server_sent(server, provider) -> None:
 @pytest.mark.parametrize(
     ("reason", "stop"), [("max_output_tokens", "max_tokens"), ("content_filter", "refusal")]
 )
-async def test_incomplete_response_stops_with_reason(server, provider, reason, stop) -> None:
+async def test_incomplete_response_stops_with_reason(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider, reason: str, stop: StopKind
+) -> None:
     server.enqueue(text("partial answ"), end=incomplete(reason), usage=Usage(input=5, output=7))
     events = await collect(provider)
     assert "".join(texts(events)) == "partial answ"
@@ -194,7 +291,9 @@ async def test_incomplete_response_stops_with_reason(server, provider, reason, s
     assert events[-1] == StreamEnd(stop=stop, response_id="resp_mock_1")
 
 
-async def test_refusal_is_shown_and_stops_as_refusal(server, provider) -> None:
+async def test_refusal_is_shown_and_stops_as_refusal(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(refusal("I can't help with that.", chunks=2))
     events = await collect(provider)
     assert "".join(texts(events)) == "I can't help with that."
@@ -206,7 +305,9 @@ async def test_refusal_is_shown_and_stops_as_refusal(server, provider) -> None:
 # -- request shape --------------------------------------------------------------------------
 
 
-async def test_request_body_has_the_codex_shape(server, provider) -> None:
+async def test_request_body_has_the_codex_shape(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     codex = json.loads(CODEX_REQUEST.read_text())["body"]
     history: list[HistoryItem] = [
         MessageItem(id="d1", role="developer", content=[TextPart(type="input_text", text="rules")]),
@@ -275,7 +376,9 @@ async def test_request_body_has_the_codex_shape(server, provider) -> None:
     assert headers["openai-beta"] == "test"
 
 
-async def test_non_reasoning_model_gets_no_reasoning_params(server, provider) -> None:
+async def test_non_reasoning_model_gets_no_reasoning_params(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("ok"))
     await collect(provider, request(model="gpt-4.1", max_output_tokens=256))
     body = server.requests[0].body
@@ -284,13 +387,17 @@ async def test_non_reasoning_model_gets_no_reasoning_params(server, provider) ->
     assert body["max_output_tokens"] == 256
 
 
-async def test_summary_none_omits_summary(server, provider) -> None:
+async def test_summary_none_omits_summary(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("ok"))
     await collect(provider, request(model="o3", reasoning_effort="high", reasoning_summary="none"))
     assert server.requests[0].body["reasoning"] == {"effort": "high"}
 
 
-async def test_reasoning_from_another_provider_is_not_sent(server, provider) -> None:
+async def test_reasoning_from_another_provider_is_not_sent(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     history: list[HistoryItem] = [
         user_message("u1", "hi"),
         ReasoningItem(
@@ -311,7 +418,9 @@ async def test_reasoning_from_another_provider_is_not_sent(server, provider) -> 
 # -- errors and retries ---------------------------------------------------------------------
 
 
-async def test_429_with_retry_after_is_retried_then_succeeds(server, provider, sleeps) -> None:
+async def test_429_with_retry_after_is_retried_then_succeeds(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
+) -> None:
     server.enqueue_error(429, headers={"Retry-After": "7"})
     server.enqueue(text("made it"))
     events = await collect(provider)
@@ -320,14 +429,18 @@ async def test_429_with_retry_after_is_retried_then_succeeds(server, provider, s
     assert len(server.requests) == 2
 
 
-async def test_retry_after_ms_wins_over_retry_after(server, provider, sleeps) -> None:
+async def test_retry_after_ms_wins_over_retry_after(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
+) -> None:
     server.enqueue_error(429, headers={"retry-after-ms": "1500", "Retry-After": "9"})
     server.enqueue(text("ok"))
     await collect(provider)
     assert sleeps.calls == [1.5]
 
 
-async def test_401_is_auth_error_naming_env_var_without_the_key(server, provider) -> None:
+async def test_401_is_auth_error_naming_env_var_without_the_key(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue_error(401)  # the mock's body echoes a masked key, like OpenAI's does
     _, error = await collect_error(provider)
     assert error.kind == "auth"
@@ -340,7 +453,9 @@ async def test_401_is_auth_error_naming_env_var_without_the_key(server, provider
     assert len(server.requests) == 1  # never retried
 
 
-async def test_context_length_exceeded_is_context_window(server, provider) -> None:
+async def test_context_length_exceeded_is_context_window(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue_error(
         400,
         code="context_length_exceeded",
@@ -352,7 +467,9 @@ async def test_context_length_exceeded_is_context_window(server, provider) -> No
     assert len(server.requests) == 1
 
 
-async def test_500_after_max_retries_is_retryable_provider_error(server, sleeps) -> None:
+async def test_500_after_max_retries_is_retryable_provider_error(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
     p = make_provider(server, sleeps, max_retries=2)
     for _ in range(3):
         server.enqueue_error(500)
@@ -368,7 +485,9 @@ async def test_500_after_max_retries_is_retryable_provider_error(server, sleeps)
     assert all(0 <= delay <= 0.5 * 2**i for i, delay in enumerate(sleeps.calls))
 
 
-async def test_connection_dropped_before_first_byte_is_retried(server, provider, sleeps) -> None:
+async def test_connection_dropped_before_first_byte_is_retried(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
+) -> None:
     server.enqueue_disconnect()
     server.enqueue(text("second try"))
     events = await collect(provider)
@@ -377,7 +496,7 @@ async def test_connection_dropped_before_first_byte_is_retried(server, provider,
     assert len(sleeps.calls) == 1
 
 
-async def test_unreachable_server_is_network_error(sleeps) -> None:
+async def test_unreachable_server_is_network_error(sleeps: Sleeps) -> None:
     async with MockResponsesServer() as gone:
         base_url = gone.base_url  # a port nobody listens on once the server stopped
     p = OpenAIResponsesProvider(
@@ -394,7 +513,9 @@ async def test_unreachable_server_is_network_error(sleeps) -> None:
 
 
 @pytest.mark.parametrize("how", ["cut", "clean end without terminal event"])
-async def test_stream_cut_mid_response_raises_instead_of_ending(server, provider, how) -> None:
+async def test_stream_cut_mid_response_raises_instead_of_ending(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider, how: str
+) -> None:
     if how == "cut":
         server.enqueue(text("Hello world", chunks=5), cut_after=6)
     else:
@@ -408,7 +529,9 @@ async def test_stream_cut_mid_response_raises_instead_of_ending(server, provider
     assert len(server.requests) == 1  # not retried after deltas were streamed
 
 
-async def test_failed_response_is_classified(server, provider) -> None:
+async def test_failed_response_is_classified(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("so far"), end=failed("rate_limit_exceeded", "Please try again in 2.5s."))
     server.enqueue(end=failed("context_length_exceeded", "Too long."))
     server.enqueue(end=failed("server_error"))
@@ -419,7 +542,9 @@ async def test_failed_response_is_classified(server, provider) -> None:
     assert len(server.requests) == 3  # in-stream failures are reported, not retried
 
 
-async def test_error_event_is_raised(server, provider) -> None:
+async def test_error_event_is_raised(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue_events(
         [
             {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
@@ -431,7 +556,7 @@ async def test_error_event_is_raised(server, provider) -> None:
     assert "Bad prompt." in error.message
 
 
-async def test_empty_mock_queue_fails_loudly(server, sleeps) -> None:
+async def test_empty_mock_queue_fails_loudly(server: MockResponsesServer, sleeps: Sleeps) -> None:
     p = make_provider(server, sleeps, max_retries=0)
     try:
         _, error = await collect_error(p)
@@ -445,7 +570,9 @@ async def test_empty_mock_queue_fails_loudly(server, sleeps) -> None:
 # -- timeouts and cancellation --------------------------------------------------------------
 
 
-async def test_idle_stream_times_out_naming_the_config_key(server, sleeps) -> None:
+async def test_idle_stream_times_out_naming_the_config_key(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
     p = make_provider(server, sleeps, stream_idle_timeout_s=0.1)
     server.enqueue(text("ab", chunks=2), pauses={5: 2.0})  # stall after the first delta
     try:
@@ -458,7 +585,9 @@ async def test_idle_stream_times_out_naming_the_config_key(server, sleeps) -> No
     assert await server.wait_disconnected(0)  # the stalled connection was dropped
 
 
-async def test_slow_consumer_does_not_trip_the_idle_timeout(server, sleeps) -> None:
+async def test_slow_consumer_does_not_trip_the_idle_timeout(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
     p = make_provider(server, sleeps, stream_idle_timeout_s=0.1)
     server.enqueue(text("abc", chunks=3))
     received: list[str] = []
@@ -472,8 +601,10 @@ async def test_slow_consumer_does_not_trip_the_idle_timeout(server, sleeps) -> N
     assert received == ["a", "b", "c"]
 
 
-async def test_no_first_byte_in_time_is_retried(server, sleeps) -> None:
-    p = make_provider(server, sleeps, first_byte_timeout_s=0.1)
+async def test_no_first_byte_in_time_is_retried(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    p = make_provider(server, sleeps, first_byte_timeout_s=0.3)
     server.enqueue(text("late"), headers_delay_s=2.0)
     server.enqueue(text("on time"))
     try:
@@ -484,7 +615,9 @@ async def test_no_first_byte_in_time_is_retried(server, sleeps) -> None:
     assert len(sleeps.calls) == 1
 
 
-async def test_cancelling_the_consumer_closes_the_connection(server, provider) -> None:
+async def test_cancelling_the_consumer_closes_the_connection(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("x" * 50, chunks=50), delay_s=0.05)
     first = asyncio.Event()
 
@@ -501,7 +634,9 @@ async def test_cancelling_the_consumer_closes_the_connection(server, provider) -
     assert await server.wait_disconnected(0)
 
 
-async def test_closing_the_iterator_early_closes_the_connection(server, provider) -> None:
+async def test_closing_the_iterator_early_closes_the_connection(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
     server.enqueue(text("x" * 50, chunks=50), delay_s=0.05)
     async with aclosing(provider.stream(request())) as events:
         async for event in events:
@@ -513,7 +648,9 @@ async def test_closing_the_iterator_early_closes_the_connection(server, provider
 # -- client ownership and the threaded mock -------------------------------------------------
 
 
-async def test_aclose_leaves_a_passed_in_client_open(server, sleeps) -> None:
+async def test_aclose_leaves_a_passed_in_client_open(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
     async with httpx.AsyncClient() as client:
         p = make_provider(server, sleeps, client=client)
         server.enqueue(text("ok"))
@@ -522,7 +659,7 @@ async def test_aclose_leaves_a_passed_in_client_open(server, sleeps) -> None:
         assert not client.is_closed
 
 
-async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps) -> None:
+async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps: Sleeps) -> None:
     with MockResponsesServer.in_thread() as srv:
         srv.enqueue(text("from the thread", chunks=2))
         p = make_provider(srv, sleeps)

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -189,28 +190,29 @@ class TurnRunner:
         end = "end_turn"
         usage: UsageReport | None = None
         try:
-            async for event in self.env.provider.stream(request):
-                if isinstance(event, TextDelta):
-                    message.add(event.text)
-                    self._emit(AgentText(event.text))
-                elif isinstance(event, ReasoningDelta):
-                    thought.add(event.text)
-                    self._emit(AgentThought(event.text))
-                elif isinstance(event, ReasoningDone):
-                    if not thought.started and event.item.text:
-                        thought.add(event.item.text)
-                        self._emit(AgentThought(event.item.text))
-                    thought.set_opaque(
-                        encrypted_content=event.item.encrypted_content,
-                        signature=event.item.signature,
-                        provider=event.item.provider,
-                    )
-                elif isinstance(event, ToolCallRequested):
-                    calls.append(event)
-                elif isinstance(event, UsageReport):
-                    usage = event
-                elif isinstance(event, StreamEnd):
-                    end = event.stop
+            async with contextlib.aclosing(self.env.provider.stream(request)) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        message.add(event.text)
+                        self._emit(AgentText(event.text))
+                    elif isinstance(event, ReasoningDelta):
+                        thought.add(event.text)
+                        self._emit(AgentThought(event.text))
+                    elif isinstance(event, ReasoningDone):
+                        if not thought.started and event.item.text:
+                            thought.add(event.item.text)
+                            self._emit(AgentThought(event.item.text))
+                        thought.set_opaque(
+                            encrypted_content=event.item.encrypted_content,
+                            signature=event.item.signature,
+                            provider=event.item.provider,
+                        )
+                    elif isinstance(event, ToolCallRequested):
+                        calls.append(event)
+                    elif isinstance(event, UsageReport):
+                        usage = event
+                    elif isinstance(event, StreamEnd):
+                        end = event.stop
         finally:
             thought.finish()
             message.finish()

@@ -1,6 +1,7 @@
 """Sandbox modes (PRODUCT.md section 6): what file tools may write, and how `exec` is isolated.
 
-- `read-only`: nothing is written; `exec` sees the file system read-only (a private /tmp).
+- `read-only`: nothing is written; `exec` sees the file system read-only (with a private,
+  throw-away /tmp and temp dir).
 - `workspace-write` (default): the session cwd and the temp dir (`$TMPDIR`, else /tmp) are
   writable, except `.git` metadata; `exec` runs under bubblewrap with the same view and no
   network.

@@ -11,7 +11,7 @@ Providers never touch the session, the client or the file system.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -133,7 +133,7 @@ class ModelProvider(Protocol):
     @property
     def id(self) -> str: ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one model call. Cancelling the consumer closes the connection."""
         ...
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from ..engine.history import (
@@ -60,10 +60,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def _chunks(text: str, words: int = 3) -> list[str]:
-    """Split text into deltas of a few words, keeping every character."""
+def _chunks(text: str, words: int = 2, minimum: int = 3) -> list[str]:
+    """Split text into deltas of a few words (at least `minimum` when the text allows),
+    keeping every character."""
     pieces = re.findall(r"\S+\s*|\s+", text)
-    return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)] or [text]
+    chunks = ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)]
+    if len(chunks) < minimum and len(text) >= minimum:
+        size = -(-len(text) // minimum)
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    return chunks or [text]
 
 
 def plan_reply(history: list[HistoryItem]) -> tuple[str, str, dict[str, Any] | None, str | None]:
@@ -148,7 +153,11 @@ def summarize(tool: str, output: FunctionCallOutputItem) -> str:
         verdict = "succeeded" if code == "0" else f"exited with code {code}"
         return f"The command {verdict}." + (f" Its output:\n\n```\n{shown}\n```" if shown else "")
     if tool == "listDir":
-        entries = [line.strip() for line in lines[1:] if line.strip()]
+        entries = [
+            line.strip()
+            for line in lines[1:]
+            if line.strip() and line.strip() != "(empty)" and not line.strip().startswith("[")
+        ]
         listed = ", ".join(entries[:12]) + (", …" if len(entries) > 12 else "")
         return (
             f"I found {len(entries)} entries: {listed}." if entries else "The directory is empty."
@@ -189,7 +198,7 @@ class OfflineProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         history = list(request.history)
         reasoning, text, arguments, tool = plan_reply(history)
         yield ReasoningDelta(reasoning)

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import orjson
 
+from .. import __version__
 from ..engine.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -79,14 +80,18 @@ class OpenAIResponsesProvider:
         self._url = base_url.rstrip("/") + "/responses"
         self._env_key = env_key
         extra = dict(headers or {})
-        self._headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        self._headers = {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            "User-Agent": f"cody/{__version__}",
+        }
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._headers.update(extra)
         self._settings = StreamSettings(
             provider=provider_id,
             base_url=base_url,
-            api_name="the Responses API (POST {base_url}/responses)",
+            api_name="the Responses API (POST <base_url>/responses)",
             env_key=env_key,
             # Everything that could be a credential is scrubbed from error messages.
             secrets=tuple(v for v in (api_key, *extra.values()) if v and len(v) >= 8),
@@ -237,7 +242,7 @@ class _StreamState:
         self._provider = provider
         self._secrets = secrets
         self._env_key = env_key
-        self._args: dict[str, str] = {}
+        self._args: dict[str, list[str]] = {}
         self._emitted: set[str] = set()
         self.response_id: str | None = None
         self.tool_calls = 0
@@ -246,11 +251,13 @@ class _StreamState:
 
     def handle(self, etype: str, data: dict[str, Any]) -> list[ModelEvent]:
         if etype == "response.function_call_arguments.delta":
-            key = str(data.get("item_id"))
-            self._args[key] = self._args.get(key, "") + str(data.get("delta") or "")
+            self._args.setdefault(str(data.get("item_id")), []).append(str(data.get("delta") or ""))
         elif etype == "response.function_call_arguments.done":
             if isinstance(data.get("arguments"), str):
-                self._args[str(data.get("item_id"))] = data["arguments"]
+                self._args[str(data.get("item_id"))] = [data["arguments"]]
+        elif etype == "response.reasoning_summary_part.added":
+            if data.get("summary_index"):  # later parts start a new paragraph
+                return [ReasoningDelta("\n\n")]
         elif etype == "response.output_item.done":
             return self._item_done(data.get("item"))
         elif etype == "response.refusal.delta":
@@ -279,7 +286,7 @@ class _StreamState:
             self.tool_calls += 1
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
-                arguments = self._args.get(str(item.get("id")), "")
+                arguments = "".join(self._args.get(str(item.get("id")), ()))
             return [ToolCallRequested(call_id=key, name=str(item.get("name")), arguments=arguments)]
         if kind == "reasoning":
             self._emitted.add(key)

@@ -96,6 +96,7 @@ async def _attempt(
 ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
     loop = asyncio.get_running_loop()
     response: httpx.Response | None = None
+    events: AsyncGenerator[ServerSentEvent, None] | None = None
     try:
         try:
             async with asyncio.timeout(settings.first_byte_timeout_s):
@@ -134,6 +135,8 @@ async def _attempt(
         finally:
             watchdog.close()
     finally:
+        if events is not None:
+            await events.aclose()
         if response is not None:
             await response.aclose()
 

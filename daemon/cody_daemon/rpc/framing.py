@@ -65,21 +65,29 @@ class FrameReader:
 
     async def _read_lsp(self, first_header: bytes) -> bytes | FrameError | None:
         length: int | None = None
+        problem: str | None = None
         line = first_header
         while True:
             match = _CONTENT_LENGTH.match(line)
             if match:
                 length = int(match.group(1))
-            line = await self._reader.readline()
+            try:
+                line = await self._reader.readline()
+            except ValueError:
+                problem = "header line too long"  # skipped; its frame is reported below
+                line = b"X-Skipped: overlong\r\n"
+                continue
+            except (ConnectionError, OSError):
+                return None
             if not line:
                 return None
             if not line.strip():
                 break
         if length is None:
-            return FrameError("missing Content-Length header")
-        if length > MAX_FRAME_BYTES:
+            return FrameError(problem or "missing Content-Length header")
+        if length > MAX_FRAME_BYTES or problem is not None:
             await self._discard(length)
-            return FrameError(f"message of {length} bytes exceeds the limit")
+            return FrameError(problem or f"message of {length} bytes exceeds the limit")
         try:
             return await self._reader.readexactly(length)
         except asyncio.IncompleteReadError:

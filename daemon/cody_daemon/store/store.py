@@ -20,6 +20,8 @@ from .session_file import SessionFile
 __all__ = ["SessionStore", "SessionSummary"]
 
 _HEAD_LINES = 12
+_STAMP_GLOB = "rollout-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+"""The fixed-width timestamp prefix, so an id never matches the tail of a longer id."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +68,7 @@ class SessionStore:
         known = self._paths.get(session_id)
         if known is not None and known.exists():
             return known
-        matches = sorted(self.sessions_dir.glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
+        matches = sorted(self.sessions_dir.glob(f"*/*/*/{_STAMP_GLOB}-{session_id}.jsonl"))
         if not matches:
             raise NotFound(
                 f"Session {session_id} not found under {self.sessions_dir}. "

@@ -178,7 +178,7 @@ async def _pump(reader: asyncio.StreamReader | None, sink: Callable[[bytes], Non
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pgid, sig)
+        os.killpg(pgid, sig)
 
 
 async def _wait_exit(
@@ -256,9 +256,10 @@ class ExecTool(Tool[ExecArgs]):
     description = (
         "Run a command and return its exit code and combined stdout/stderr. Pass an array "
         "to run a program directly, or a string to run it through bash. Commands run in the "
-        "session's working directory inside the sandbox (files outside the workspace and the "
-        "temp dir are read-only; no network), with no stdin, and are killed after timeoutMs. "
-        "Long output is cut in the middle: the first and last 32 KiB are kept."
+        "session's working directory with no stdin, inside the session's sandbox (depending "
+        "on the sandbox mode, writes outside the workspace and network access fail), and are "
+        "killed after timeoutMs, together with anything they started. Long output is cut in "
+        "the middle: the first and last 32 KiB are kept."
     )
     kind = "execute"
     requires_approval = True

@@ -1,0 +1,243 @@
+"""The async Python client for Cody: spawn (or attach to) a daemon, drive sessions.
+
+    async with CodyClient.spawn() as client:
+        client.on_permission = my_async_callback      # returns an option id or "cancelled"
+        session = await client.new_session(cwd="/path/to/repo")
+        result = await session.prompt("list files", on_update=print)
+
+Updates and approval requests arrive as the protocol's pydantic models. An approval with no
+callback is answered `reject_once` (never left hanging).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cody_protocol.initialize import InitializeResult
+from cody_protocol.permission import RequestPermissionParams
+from cody_protocol.prompt import PromptResult
+from cody_protocol.session import (
+    ListSessionsResult,
+    NewSessionResult,
+    SessionConfigOption,
+    SessionInfo,
+    SessionStateResult,
+)
+from cody_protocol.updates import SessionNotification, SessionUpdate
+
+from . import __version__
+from .connection import Connection, Framing, RemoteError
+from .process import DaemonProcess
+
+__all__ = ["ClientSession", "CodyClient", "PermissionCallback", "RemoteError", "UpdateCallback"]
+
+PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
+"""Returns an option id (`allow_once`, `allow_session`, `reject_once`, `reject_session`) or
+`cancelled` to stop the turn."""
+UpdateCallback = Callable[[SessionUpdate], None]
+
+
+@dataclass(eq=False)
+class ClientSession:
+    client: CodyClient
+    id: str
+    cwd: str
+    config_options: list[SessionConfigOption] = field(default_factory=list)
+    mode_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, option_id: str) -> str | None:
+        for option in self.config_options:
+            if option.id == option_id:
+                return option.current_value
+        return None
+
+    async def prompt(self, text: str, *, on_update: UpdateCallback | None = None) -> PromptResult:
+        """Run one turn; `on_update` sees every `session/update` of this session meanwhile."""
+        listeners = self.client._listeners.setdefault(self.id, [])
+        if on_update is not None:
+            listeners.append(on_update)
+        try:
+            raw = await self.client.connection.request(
+                "session/prompt",
+                {"sessionId": self.id, "prompt": [{"type": "text", "text": text}]},
+            )
+        finally:
+            if on_update is not None:
+                listeners.remove(on_update)
+        return PromptResult.model_validate(raw)
+
+    def cancel(self) -> None:
+        self.client.connection.notify("session/cancel", {"sessionId": self.id})
+
+    async def set_config_option(self, config_id: str, value: str) -> list[SessionConfigOption]:
+        raw = await self.client.connection.request(
+            "session/set_config_option",
+            {"sessionId": self.id, "configId": config_id, "value": value},
+        )
+        self.config_options = [
+            SessionConfigOption.model_validate(option) for option in raw["configOptions"]
+        ]
+        return self.config_options
+
+    async def close(self) -> None:
+        await self.client.connection.request("session/close", {"sessionId": self.id})
+
+
+class CodyClient:
+    def __init__(self, connection: Connection, process: DaemonProcess | None = None) -> None:
+        self.connection = connection
+        self.process = process
+        self.on_permission: PermissionCallback | None = None
+        self.initialize_result: InitializeResult | None = None
+        self._listeners: dict[str, list[UpdateCallback]] = {}
+        connection.on_notification("session/update", self._on_update)
+        connection.on_request("session/request_permission", self._on_permission)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def spawn(
+        cls,
+        command: Sequence[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        framing: Framing = "lsp",
+        on_stderr: Callable[[str], None] | None = None,
+        initialize: bool = True,
+    ) -> AsyncIterator[CodyClient]:
+        process = await DaemonProcess.spawn(
+            command,
+            env=env if env is not None else os.environ,
+            cwd=cwd,
+            framing=framing,
+            on_stderr=on_stderr,
+        )
+        client = cls(process.connection, process)
+        try:
+            if initialize:
+                await client.initialize()
+            yield client
+        finally:
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.connection.request("shutdown"), 5)
+            await self.process.close()
+        else:
+            await self.connection.aclose()
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def _on_update(self, params: Any) -> None:
+        try:
+            notification = SessionNotification.model_validate(params)
+        except Exception:
+            return  # an update kind this client does not know: ignore it
+        for listener in list(self._listeners.get(notification.session_id, [])):
+            listener(notification.update)
+
+    async def _on_permission(self, params: Any) -> Any:
+        request = RequestPermissionParams.model_validate(params)
+        decision = "reject_once"
+        if self.on_permission is not None:
+            decision = await self.on_permission(request)
+        if decision == "cancelled":
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": decision}}
+
+    def listen(self, session_id: str, callback: UpdateCallback) -> Callable[[], None]:
+        """Receive a session's updates outside prompts (e.g. the replay of session/load)."""
+        listeners = self._listeners.setdefault(session_id, [])
+        listeners.append(callback)
+        return lambda: listeners.remove(callback)
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def initialize(self) -> InitializeResult:
+        raw = await self.connection.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+                "clientInfo": {
+                    "name": "cody-client",
+                    "title": "Cody client",
+                    "version": __version__,
+                },
+            },
+        )
+        self.initialize_result = InitializeResult.model_validate(raw)
+        return self.initialize_result
+
+    async def new_session(self, cwd: str, **cody_meta: Any) -> ClientSession:
+        params: dict[str, Any] = {"cwd": os.path.abspath(cwd), "mcpServers": []}
+        meta = {key: value for key, value in cody_meta.items() if value is not None}
+        if meta:
+            params["_meta"] = {"cody": meta}
+        result = NewSessionResult.model_validate(
+            await self.connection.request("session/new", params)
+        )
+        return self._session(result.session_id, params["cwd"], result)
+
+    async def load_session(
+        self, session_id: str, cwd: str, *, on_update: UpdateCallback | None = None
+    ) -> ClientSession:
+        """`session/load`: the history is replayed to `on_update` before this returns."""
+        stop = self.listen(session_id, on_update) if on_update is not None else None
+        try:
+            raw = await self.connection.request(
+                "session/load",
+                {"sessionId": session_id, "cwd": os.path.abspath(cwd), "mcpServers": []},
+            )
+        finally:
+            if stop is not None:
+                stop()
+        return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
+
+    async def resume_session(self, session_id: str, cwd: str) -> ClientSession:
+        raw = await self.connection.request(
+            "session/resume",
+            {"sessionId": session_id, "cwd": os.path.abspath(cwd), "mcpServers": []},
+        )
+        return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
+
+    def _session(
+        self, session_id: str, cwd: str, result: NewSessionResult | SessionStateResult
+    ) -> ClientSession:
+        meta = result.meta.cody.model_dump() if result.meta is not None else {}
+        return ClientSession(
+            client=self,
+            id=session_id,
+            cwd=cwd,
+            config_options=list(result.config_options),
+            mode_id=result.modes.current_mode_id,
+            meta=meta,
+        )
+
+    async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        sessions: list[SessionInfo] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {}
+            if cwd is not None:
+                params["cwd"] = os.path.abspath(cwd)
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = ListSessionsResult.model_validate(
+                await self.connection.request("session/list", params)
+            )
+            sessions.extend(page.sessions)
+            if page.next_cursor is None:
+                return sessions
+            cursor = page.next_cursor
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.connection.request("session/delete", {"sessionId": session_id})

@@ -1,0 +1,350 @@
+"""The JSON-RPC layer through the real daemon: framings, the error table, cancels, exit.
+
+Each pygls pitfall from PYGLS_NOTES.md section 2 that applies has a regression test here,
+named after what broke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+import pytest
+
+from tests.support.daemon import DAEMON_COMMAND, CodyEnv, Daemon, expect_error
+from tests.support.mock_responses import MockResponsesServer, text
+
+
+async def _raw_roundtrip(daemon: Daemon, frame: bytes) -> dict:
+    """Send raw bytes and return the next message the daemon sends."""
+    before = len(daemon.conn.received)
+    daemon.conn.send_raw(frame)
+    await daemon.wait_for(lambda: len(daemon.conn.received) > before)
+    return daemon.conn.received[before]
+
+
+def lsp(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_malformed_json_gets_parse_error_and_the_connection_keeps_working(
+    offline_daemon: Daemon,
+) -> None:
+    reply = await _raw_roundtrip(offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 7, "method": '))
+    assert reply == {"jsonrpc": "2.0", "id": None, "error": reply["error"]}
+    assert reply["error"]["code"] == -32700
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_batch_is_answered_once_with_invalid_request(offline_daemon: Daemon) -> None:
+    batch = json.dumps(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "session/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/list"},
+        ]
+    ).encode()
+    reply = await _raw_roundtrip(offline_daemon, lsp(batch))
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    await asyncio.sleep(0.2)
+    assert offline_daemon.conn.received[-1] == reply, "answered once"
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_non_request_objects_get_invalid_request(offline_daemon: Daemon) -> None:
+    for body in (
+        b'"just a string"',
+        b'{"id": 3, "method": "session/list"}',
+        b'{"jsonrpc": "2.0", "id": 4}',
+    ):
+        reply = await _raw_roundtrip(offline_daemon, lsp(body))
+        assert reply["error"]["code"] == -32600, body
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_unknown_method_is_method_not_found(offline_daemon: Daemon) -> None:
+    await expect_error(offline_daemon.request("session/teleport", {}), -32601)
+    offline_daemon.conn.notify("some/unknown_notification", {"x": 1})
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_invalid_params_name_the_field(offline_daemon: Daemon) -> None:
+    error = await expect_error(
+        offline_daemon.request("session/new", {"cwd": "relative/path", "mcpServers": []}), -32602
+    )
+    assert error.data["errors"][0]["key"] == "cwd"
+    error = await expect_error(
+        offline_daemon.request("session/new", ["not", "an", "object"]), -32602
+    )
+    error = await expect_error(
+        offline_daemon.request(
+            "session/new",
+            {
+                "cwd": str(offline_daemon.env.workspace),
+                "_meta": {"cody": {"approvalPolicy": "sometimes"}},
+            },
+        ),
+        -32602,
+    )
+    [issue] = error.data["errors"]
+    assert issue["key"] == "_meta.cody.approvalPolicy"
+    assert issue["value"] == "sometimes"
+    assert issue["valid"] == ["untrusted", "on-request", "on-failure", "never"]
+    assert "traceback" not in json.dumps(error.data).lower()
+
+
+async def test_request_without_params_gets_an_answer_not_a_hang(offline_daemon: Daemon) -> None:
+    """PYGLS_NOTES 2.1: pygls dropped requests without `params`; the client hung."""
+    reply = await _raw_roundtrip(
+        offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 41, "method": "session/list"}')
+    )
+    assert reply["id"] == 41 and reply["result"] == {"sessions": []}
+    reply = await _raw_roundtrip(
+        offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 42, "method": "session/new"}')
+    )
+    assert reply["id"] == 42 and reply["error"]["code"] == -32602
+
+
+async def test_params_with_odd_keys_reach_the_handler_intact(offline_daemon: Daemon) -> None:
+    """PYGLS_NOTES 2.2: the default converter turned params into namedtuples (`class` -> `_1`)."""
+    result = await offline_daemon.request(
+        "session/new",
+        {
+            "cwd": str(offline_daemon.env.workspace),
+            "mcpServers": [],
+            "class": 1,
+            "type_name": "x",
+            "foo-bar": True,
+        },
+    )
+    assert result["sessionId"]
+
+
+async def test_request_before_initialize_is_invalid_request(cody_env: CodyEnv) -> None:
+    daemon = await Daemon.start(cody_env)
+    try:
+        await expect_error(daemon.request("session/list", {}), -32600)
+        await daemon.initialize()
+        assert (await daemon.request("session/list", {}))["sessions"] == []
+    finally:
+        await daemon.close()
+
+
+async def test_unknown_session_is_not_found(offline_daemon: Daemon) -> None:
+    error = await expect_error(
+        offline_daemon.request("session/set_mode", {"sessionId": "01a2-nope", "modeId": "auto"}),
+        -32002,
+    )
+    assert "01a2-nope" in error.message
+    offline_daemon.conn.notify("session/cancel", {"sessionId": "01a2-nope"})
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_ndjson_framing_is_detected_and_used_for_replies(cody_env: CodyEnv) -> None:
+    daemon = await Daemon.start(cody_env, framing="ndjson")
+    try:
+        daemon.conn.send_raw(b"\r\n\n")
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        daemon.conn.send_raw(
+            b'{"jsonrpc":"2.0","id":"crlf","method":"session/list","params":{}}\r\n'
+        )
+        await daemon.wait_for(lambda: any(m.get("id") == "crlf" for m in daemon.conn.received))
+        result = await daemon.prompt(sid, "list files")
+        assert result["stopReason"] == "end_turn"
+        assert daemon.agent_text(sid)
+    finally:
+        await daemon.close()
+
+
+async def test_lsp_cancel_request_with_dict_params_cancels_the_prompt(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.3: `$/cancelRequest` was silently lost with dict params.
+
+    A cancelled prompt answers `{stopReason: "cancelled"}` (LSP allows a result or -32800;
+    the result keeps the turn's usage), promptly, like `session/cancel`.
+    """
+    model.enqueue(text("slow " * 50, chunks=50), delay_s=0.05)
+    sid = await daemon.new_session()
+    task = asyncio.create_task(
+        daemon.conn.request(
+            "session/prompt",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+            msg_id="prompt-1",
+        )
+    )
+    await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+    started = time.monotonic()
+    daemon.conn.notify("$/cancelRequest", {"id": "prompt-1"})
+    result = await task
+    assert result["stopReason"] == "cancelled", "the cancel was not lost"
+    assert time.monotonic() - started < 2.5, "liveness: the bar is 1 s"
+    model.enqueue(text("next"))
+    assert (await daemon.prompt(sid, "again"))["stopReason"] == "end_turn"
+
+
+async def test_acp_cancel_request_form_is_accepted(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env, framing="ndjson")
+    try:
+        await daemon.initialize()
+        model.enqueue(text("slow " * 50, chunks=50), delay_s=0.05)
+        sid = await daemon.new_session()
+        task = asyncio.create_task(
+            daemon.conn.request(
+                "session/prompt",
+                {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+                msg_id=99,
+            )
+        )
+        await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+        daemon.conn.notify("$/cancel_request", {"requestId": 99})
+        assert (await task)["stopReason"] == "cancelled"
+    finally:
+        await daemon.close()
+
+
+async def test_withdrawn_approval_uses_the_acp_cancel_form_under_ndjson(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    from tests.support.mock_responses import tool_call
+
+    cody_env.use_mock_provider(model.base_url, extra="approval_timeout_s = 0.3")
+    daemon = await Daemon.start(cody_env, framing="ndjson")
+    try:
+        await daemon.initialize()
+        model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+        model.enqueue(text("ok"))
+        sid = await daemon.new_session()
+        daemon.answer("hang")
+        await daemon.prompt(sid, "x")
+        request_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
+        cancels = [m for m in daemon.conn.received if m.get("method", "").startswith("$/cancel")]
+        assert cancels == [
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": request_id}}
+        ]
+    finally:
+        await daemon.close()
+
+
+async def test_a_late_answer_to_a_withdrawn_approval_is_harmless(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.9: a withdrawn server->client request stayed pending; a late answer broke."""
+    from tests.support.mock_responses import tool_call
+
+    cody_env.use_mock_provider(model.base_url, extra="approval_timeout_s = 0.3")
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+        model.enqueue(text("ok"))
+        sid = await daemon.new_session()
+        gate = asyncio.Event()
+        daemon.permission_gate = gate
+        prompt = asyncio.create_task(daemon.prompt(sid, "x"))
+        await daemon.wait_for(lambda: bool(daemon.permission_requests))
+        await asyncio.sleep(0.5)
+        assert (await prompt)["stopReason"] == "end_turn"
+        request_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
+        daemon.conn.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
+            }
+        )
+        model.enqueue(text("still fine"))
+        assert (await daemon.prompt(sid, "y"))["stopReason"] == "end_turn"
+        assert not any("InvalidStateError" in line for line in daemon.process.stderr_lines)
+    finally:
+        daemon.permission_gate = None
+        await daemon.close()
+
+
+async def test_shutdown_then_exit_ends_the_process_with_code_0(offline_daemon: Daemon) -> None:
+    assert await offline_daemon.request("shutdown") is None
+    await expect_error(offline_daemon.request("session/list", {}), -32600)
+    offline_daemon.conn.notify("exit")
+    assert await asyncio.wait_for(offline_daemon.process.process.wait(), 5) == 0
+
+
+async def test_stdin_eof_ends_the_process_cleanly_mid_turn(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(text("long " * 100, chunks=100), delay_s=0.05)
+    sid = await daemon.new_session()
+    asyncio.create_task(daemon.prompt(sid, "long"))  # noqa: RUF006 - ends with the process
+    await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+    daemon.process.process.stdin.close()
+    assert await asyncio.wait_for(daemon.process.process.wait(), 5) == 0
+    [path] = sorted((daemon.env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["payload"]["kind"] == "turn_end"
+    assert lines[-1]["payload"]["stopReason"] == "cancelled"
+
+
+async def test_stray_prints_never_reach_the_protocol_stream(tmp_path) -> None:
+    """PYGLS_NOTES 2.5: stdout pollution broke framing for vscode-jsonrpc."""
+    script = (
+        "import os, sys\n"
+        "from cody_daemon.rpc.transport import guard_stdio\n"
+        "channel = guard_stdio()\n"
+        "print('stray print')\n"
+        "os.write(1, b'stray fd write\\n')\n"
+        "os.system('echo child output')\n"
+        "os.write(channel.write_fd, b'FRAME')\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate(b"")
+    assert out == b"FRAME"
+    assert b"stray print" in err and b"stray fd write" in err and b"child output" in err
+
+
+async def test_logs_do_not_contain_prompts_or_keys(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.6: pygls logs every message body at INFO."""
+    cody_env.use_mock_provider(model.base_url)
+    from cody_client.process import DaemonProcess
+
+    process = await DaemonProcess.spawn([*DAEMON_COMMAND, "-vv"], env=cody_env.env)
+    daemon = Daemon(process, cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(text("SECRET-ANSWER-TEXT"))
+        await daemon.prompt(sid, "SECRET-PROMPT-TEXT")
+        await daemon.request("session/list", {})
+    finally:
+        await daemon.close()
+    log = "\n".join(process.stderr_lines)
+    for secret in ("SECRET-PROMPT-TEXT", "SECRET-ANSWER-TEXT", "test-key-not-secret"):
+        assert secret not in log
+
+
+@pytest.mark.parametrize("framing", ["lsp", "ndjson"])
+async def test_a_chatty_daemon_does_not_block_on_stderr(cody_env: CodyEnv, framing: str) -> None:
+    """PYGLS_NOTES 2.6: an undrained stderr pipe blocks the server once 64 KiB fill."""
+    from cody_client.process import DaemonProcess
+
+    process = await DaemonProcess.spawn([*DAEMON_COMMAND, "-vv"], env=cody_env.env, framing=framing)  # type: ignore[arg-type]
+    daemon = Daemon(process, cody_env)
+    try:
+        await daemon.initialize()
+        for _ in range(200):
+            await daemon.request("session/list", {})
+        assert sum(len(line) for line in process.stderr_lines) > 0
+    finally:
+        await daemon.close()

@@ -1,0 +1,41 @@
+"""Reading what the daemon sent to the mock model (Responses API `input` items)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .mock_responses import RecordedRequest
+
+
+def input_items(request: RecordedRequest) -> list[dict[str, Any]]:
+    body = request.body
+    assert isinstance(body, dict)
+    items: list[dict[str, Any]] = body["input"]
+    return items
+
+
+def tool_outputs(request: RecordedRequest) -> dict[str, str]:
+    """call_id -> output of every function_call_output in the request."""
+    return {
+        item["call_id"]: item["output"]
+        for item in input_items(request)
+        if item.get("type") == "function_call_output"
+    }
+
+
+def user_texts(request: RecordedRequest) -> list[str]:
+    return [
+        part["text"]
+        for item in input_items(request)
+        if item.get("type") == "message" and item.get("role") == "user"
+        for part in item["content"]
+    ]
+
+
+def assistant_texts(request: RecordedRequest) -> list[str]:
+    return [
+        part["text"]
+        for item in input_items(request)
+        if item.get("type") == "message" and item.get("role") == "assistant"
+        for part in item["content"]
+    ]

@@ -1,0 +1,247 @@
+"""Engine events -> `session/update` payloads, checked against ACP's schema and our models."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import pytest
+from cody_daemon.engine.events import (
+    AgentText,
+    AgentThought,
+    ConfigChanged,
+    EngineEvent,
+    PlanChanged,
+    TitleChanged,
+    ToolCallOpened,
+    ToolCallProgress,
+    UsageChanged,
+    UserText,
+)
+from cody_daemon.rpc.updates import chunk_update, event_updates
+from cody_protocol.content import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TextContent,
+    ToolCallContent,
+)
+from cody_protocol.session import ConfigOptionValue, SessionConfigOption
+from cody_protocol.updates import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    SessionUpdate,
+    UserMessageChunk,
+)
+from pydantic import TypeAdapter
+
+from tests.support.acp_schema import acp_errors
+
+UPDATE: TypeAdapter[Any] = TypeAdapter(SessionUpdate)
+
+OPTIONS = [
+    SessionConfigOption(
+        id="approval_policy",
+        name="Approval policy",
+        current_value="on-request",
+        options=[
+            ConfigOptionValue(value=v, name=v)
+            for v in ("untrusted", "on-request", "on-failure", "never")
+        ],
+    ),
+    SessionConfigOption(
+        id="model",
+        name="Model",
+        description="The model for the next turn",
+        category="model",
+        current_value="gpt-5",
+        options=[ConfigOptionValue(value="gpt-5", name="GPT-5", description="default")],
+    ),
+]
+
+OUTPUT: list[ToolCallContent] = [ContentToolCallContent(content=TextContent(text="a.txt\nb.txt\n"))]
+DIFF: list[ToolCallContent] = [
+    DiffToolCallContent(path="/w/a.py", old_text="x = 1\n", new_text="x = 2\n")
+]
+NEW_FILE: list[ToolCallContent] = [DiffToolCallContent(path="/w/new.py", new_text="print('hi')\n")]
+
+# (event, expected sessionUpdate kinds, fields every update must carry)
+EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
+    ("agent text", AgentText("Hello ✓"), ["agent_message_chunk"], {}),
+    ("agent thought", AgentThought("hmm\n"), ["agent_thought_chunk"], {}),
+    ("user text (replay)", UserText("list files"), ["user_message_chunk"], {}),
+    (
+        "tool call pending",
+        ToolCallOpened(
+            call_id="call_1", title="Run ls -la", kind="execute", raw_input={"command": "ls -la"}
+        ),
+        ["tool_call"],
+        {"toolCallId": "call_1", "status": "pending", "rawInput": {"command": "ls -la"}},
+    ),
+    (
+        "tool call replayed completed",
+        ToolCallOpened(
+            call_id="call_2",
+            title="List .",
+            kind="read",
+            raw_input={"dirPath": "."},
+            status="completed",
+            content=list(OUTPUT),
+            raw_output={"entries": 2, "truncated": False},
+        ),
+        ["tool_call"],
+        {"status": "completed", "rawOutput": {"entries": 2, "truncated": False}},
+    ),
+    (
+        "tool call replayed failed with a diff",
+        ToolCallOpened(
+            call_id="call_3",
+            title="Write a.py",
+            kind="edit",
+            raw_input={"filePath": "a.py", "content": "x = 2\n"},
+            status="failed",
+            content=[*DIFF, *NEW_FILE],
+        ),
+        ["tool_call"],
+        {"status": "failed", "kind": "edit"},
+    ),
+    (
+        "tool call with a string raw input",
+        ToolCallOpened(call_id="call_4", title="t", kind="other", raw_input="not json {"),
+        ["tool_call"],
+        {"rawInput": "not json {"},
+    ),
+    (
+        "progress in_progress",
+        ToolCallProgress(call_id="call_1", status="in_progress"),
+        ["tool_call_update"],
+        {"toolCallId": "call_1", "status": "in_progress"},
+    ),
+    (
+        "progress with live output only",
+        ToolCallProgress(call_id="call_1", content=list(OUTPUT)),
+        ["tool_call_update"],
+        {"toolCallId": "call_1"},
+    ),
+    (
+        "progress completed",
+        ToolCallProgress(
+            call_id="call_1",
+            status="completed",
+            content=list(OUTPUT),
+            raw_output={"exitCode": 0, "durationMs": 12},
+        ),
+        ["tool_call_update"],
+        {"status": "completed", "rawOutput": {"exitCode": 0, "durationMs": 12}},
+    ),
+    (
+        "progress failed with an edit diff",
+        ToolCallProgress(call_id="call_3", status="failed", content=list(DIFF)),
+        ["tool_call_update"],
+        {"status": "failed"},
+    ),
+    (
+        "plan",
+        PlanChanged(
+            (("Read the code", "completed"), ("Fix it", "in_progress"), ("Test", "pending"))
+        ),
+        ["plan"],
+        {},
+    ),
+    ("empty plan", PlanChanged(()), ["plan"], {"entries": []}),
+    (
+        "usage without cost",
+        UsageChanged(used=1200, size=272_000),
+        ["usage_update"],
+        {"used": 1200, "size": 272_000},
+    ),
+    (
+        "usage with cost",
+        UsageChanged(used=1200, size=272_000, cost_usd=0.0123),
+        ["usage_update"],
+        {"cost": {"amount": 0.0123, "currency": "USD"}},
+    ),
+    (
+        "usage with zero cost",
+        UsageChanged(used=0, size=8192, cost_usd=0.0),
+        ["usage_update"],
+        {"cost": {"amount": 0.0, "currency": "USD"}},
+    ),
+    (
+        "config change",
+        ConfigChanged(options=list(OPTIONS), mode_id="auto", mode_changed=False),
+        ["config_option_update"],
+        {},
+    ),
+    (
+        "config change with a mode change",
+        ConfigChanged(options=list(OPTIONS), mode_id="full-access", mode_changed=True),
+        ["config_option_update", "current_mode_update"],
+        {},
+    ),
+    ("title", TitleChanged("Fix the build"), ["session_info_update"], {"title": "Fix the build"}),
+]
+
+
+@pytest.mark.parametrize(("name", "event", "kinds", "fields"), EVENTS, ids=[e[0] for e in EVENTS])
+def test_event_maps_to_valid_updates(
+    name: str, event: EngineEvent, kinds: list[str], fields: dict[str, Any]
+) -> None:
+    updates = event_updates(event)
+    assert [u["sessionUpdate"] for u in updates] == kinds
+    for update in updates:
+        assert acp_errors("SessionUpdate", update) == [], update
+        model = UPDATE.validate_python(update)
+        assert model.wire() == update, "the dict and the protocol model must agree"
+        assert not any(value is None for value in update.values()), "no null fields on the wire"
+    for key, value in fields.items():
+        assert updates[0][key] == value, key
+
+
+def test_every_engine_event_type_is_covered() -> None:
+    covered = {type(event) for _, event, _, _ in EVENTS}
+    assert covered == set(typing.get_args(EngineEvent))
+
+
+def test_text_chunks_carry_the_text_exactly() -> None:
+    text = "  two  spaces\n\ttab ünï 🎉 "
+    assert event_updates(AgentText(text))[0]["content"] == {"type": "text", "text": text}
+
+
+def test_plan_keeps_steps_in_order_with_medium_priority() -> None:
+    (update,) = event_updates(PlanChanged((("b", "pending"), ("a", "completed"))))
+    assert update["entries"] == [
+        {"content": "b", "priority": "medium", "status": "pending"},
+        {"content": "a", "priority": "medium", "status": "completed"},
+    ]
+
+
+def test_config_update_lists_every_option_and_the_new_mode() -> None:
+    updates = event_updates(ConfigChanged(options=OPTIONS, mode_id="read-only", mode_changed=True))
+    assert [o["id"] for o in updates[0]["configOptions"]] == ["approval_policy", "model"]
+    assert updates[0]["configOptions"][0]["currentValue"] == "on-request"
+    assert updates[1] == {"sessionUpdate": "current_mode_update", "currentModeId": "read-only"}
+
+
+def test_diff_for_a_new_file_has_no_old_text() -> None:
+    (update,) = event_updates(ToolCallProgress(call_id="c", status="completed", content=NEW_FILE))
+    assert update["content"] == [{"type": "diff", "path": "/w/new.py", "newText": "print('hi')\n"}]
+
+
+def test_unknown_event_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="unknown engine event"):
+        event_updates(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kind", "model"),
+    [
+        ("agent_message_chunk", AgentMessageChunk),
+        ("agent_thought_chunk", AgentThoughtChunk),
+        ("user_message_chunk", UserMessageChunk),
+    ],
+)
+@pytest.mark.parametrize("text", ["", "hi", "multi\nline\r\n", "ünï 🎉", '{"json": true}'])
+def test_chunk_fast_path_equals_the_model(kind: str, model: type[Any], text: str) -> None:
+    fast = chunk_update(kind, text)
+    assert fast == model(content=TextContent(text=text)).wire()
+    assert acp_errors("SessionUpdate", fast) == []
