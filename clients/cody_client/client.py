@@ -22,6 +22,7 @@ from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 from cody_protocol.session import (
+    CodySessionResultMeta,
     ListSessionsResult,
     NewSessionResult,
     SessionConfigOption,
@@ -49,7 +50,8 @@ class ClientSession:
     cwd: str
     config_options: list[SessionConfigOption] = field(default_factory=list)
     mode_id: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: CodySessionResultMeta | None = None
+    """Provider, model, session file and configuration warnings, as the daemon reported."""
 
     def option(self, option_id: str) -> str | None:
         for option in self.config_options:
@@ -87,6 +89,10 @@ class ClientSession:
 
     async def close(self) -> None:
         await self.client.connection.request("session/close", {"sessionId": self.id})
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(path)
 
 
 class CodyClient:
@@ -178,7 +184,7 @@ class CodyClient:
         return self.initialize_result
 
     async def new_session(self, cwd: str, **cody_meta: Any) -> ClientSession:
-        params: dict[str, Any] = {"cwd": os.path.abspath(cwd), "mcpServers": []}
+        params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": []}
         meta = {key: value for key, value in cody_meta.items() if value is not None}
         if meta:
             params["_meta"] = {"cody": meta}
@@ -195,7 +201,7 @@ class CodyClient:
         try:
             raw = await self.connection.request(
                 "session/load",
-                {"sessionId": session_id, "cwd": os.path.abspath(cwd), "mcpServers": []},
+                {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []},
             )
         finally:
             if stop is not None:
@@ -205,14 +211,14 @@ class CodyClient:
     async def resume_session(self, session_id: str, cwd: str) -> ClientSession:
         raw = await self.connection.request(
             "session/resume",
-            {"sessionId": session_id, "cwd": os.path.abspath(cwd), "mcpServers": []},
+            {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []},
         )
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
     def _session(
         self, session_id: str, cwd: str, result: NewSessionResult | SessionStateResult
     ) -> ClientSession:
-        meta = result.meta.cody.model_dump() if result.meta is not None else {}
+        meta = result.meta.cody if result.meta is not None else None
         return ClientSession(
             client=self,
             id=session_id,
@@ -228,7 +234,7 @@ class CodyClient:
         while True:
             params: dict[str, Any] = {}
             if cwd is not None:
-                params["cwd"] = os.path.abspath(cwd)
+                params["cwd"] = _absolute(cwd)
             if cursor is not None:
                 params["cursor"] = cursor
             page = ListSessionsResult.model_validate(

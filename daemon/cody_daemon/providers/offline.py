@@ -164,7 +164,8 @@ def summarize(tool: str, output: FunctionCallOutputItem) -> str:
         )
     if tool == "readFile":
         preview = "\n".join(line.split("\t", 1)[-1] for line in lines[:5])
-        return f"The file has {len(lines)} lines shown. It starts with:\n\n```\n{preview}\n```"
+        count = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")
+        return f"I read {count}. It starts with:\n\n```\n{preview}\n```"
     return f"Done: {lines[0] if lines else 'the tool finished'}."
 
 

@@ -1,0 +1,74 @@
+"""Answering approval requests in a terminal, or by a fixed rule when there is none."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Literal
+
+from cody_protocol.permission import RequestPermissionParams
+
+from .terminal import Renderer
+
+__all__ = ["CHOICES", "ApprovalMode", "TerminalApprover", "parse_choice"]
+
+ApprovalMode = Literal["ask", "allow", "deny"]
+
+CHOICES: dict[str, str] = {
+    "y": "allow_once",
+    "yes": "allow_once",
+    "a": "allow_session",
+    "n": "reject_once",
+    "no": "reject_once",
+    "r": "reject_session",
+    "c": "cancelled",
+}
+
+
+def parse_choice(text: str) -> str | None:
+    return CHOICES.get(text.strip().lower())
+
+
+class TerminalApprover:
+    """Shows each request once, then asks (TTY) or answers by `mode` (no TTY / headless)."""
+
+    def __init__(
+        self, renderer: Renderer, mode: ApprovalMode, *, auto_note: str | None = None
+    ) -> None:
+        self.renderer = renderer
+        self.mode = mode
+        self.auto_note = auto_note
+        self.interactive = mode == "ask" and sys.stdin.isatty()
+
+    async def __call__(self, request: RequestPermissionParams) -> str:
+        self.renderer.show_approval(request)
+        if self.mode == "allow":
+            if self.auto_note:
+                self.renderer.line(self.auto_note)
+            return "allow_once"
+        if self.mode == "deny" or not self.interactive:
+            self.renderer.line(
+                "(no terminal to ask: rejected)"
+                if self.mode == "ask"
+                else "(rejected by --approve deny)"
+            )
+            return "reject_once"
+        return await self._ask()
+
+    async def _ask(self) -> str:
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession()
+        while True:
+            try:
+                answer = await session.prompt_async("  choice [y/a/n/r/c]: ")
+            except (KeyboardInterrupt, EOFError):
+                return "cancelled"
+            choice = parse_choice(answer)
+            if choice is not None:
+                return choice
+            self.renderer.line("  please answer y, a, n, r or c")
+
+
+async def wait_forever() -> None:
+    await asyncio.Event().wait()

@@ -1,0 +1,89 @@
+"""`cody-client demo`: a whole agent session on the built-in offline model.
+
+It needs no key and no network. It shows streaming text and thoughts, tool calls, an
+approval prompt (answered by you in a terminal; without one, the demo answers "allow once"
+itself and says so) and persistence: a second daemon resumes the saved session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .approvals import TerminalApprover
+from .client import ClientSession, CodyClient
+from .terminal import Renderer, Style, use_color
+
+__all__ = ["run_demo"]
+
+AUTO_NOTE = '(no terminal: the demo answers "allow once" itself)'
+
+
+def _workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="cody-demo-"))
+    (root / "README.md").write_text("# Demo project\n\nA tiny project for Cody's demo.\n")
+    (root / "hello.py").write_text('print("Hello from the Cody demo!")\n')
+    return root
+
+
+async def _say(session: ClientSession, renderer: Renderer, prompt: str) -> None:
+    renderer.line(renderer.style.bold(f"› {prompt}"))
+    result = await session.prompt(prompt, on_update=renderer.on_update)
+    renderer.turn_finished(result, model=session.option("model"))
+
+
+async def run_demo() -> int:
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    renderer = Renderer(out=sys.stdout, info=sys.stdout, style=Style(use_color(sys.stdout)))
+    workspace = _workspace()
+    run_command = (
+        "python3 hello.py" if shutil.which("python3") else "echo Hello from the Cody demo!"
+    )
+    sandbox = (
+        "bubblewrap sandbox"
+        if shutil.which("bwrap")
+        else "no bubblewrap: commands ask before running unsandboxed"
+    )
+    renderer.line(
+        renderer.style.bold("Cody demo")
+        + renderer.style.dim(" · built-in offline model (no key, no network)")
+    )
+    renderer.line(renderer.style.dim(f"workspace {workspace} · {sandbox}"))
+    if not interactive:
+        renderer.line(
+            renderer.style.dim(
+                'No terminal: approval requests are shown and answered "allow once" automatically.'
+            )
+        )
+
+    async with CodyClient.spawn(env=os.environ) as client:
+        client.on_permission = TerminalApprover(
+            renderer,
+            "ask" if interactive else "allow",
+            auto_note=None if interactive else AUTO_NOTE,
+        )
+        session = await client.new_session(str(workspace), provider="offline", model="offline")
+        for prompt in ("list files", f"run {run_command}", "write NOTES.md: Cody was here."):
+            await _say(session, renderer, prompt)
+        session_file = session.meta.session_file if session.meta is not None else "(unknown)"
+        session_id = session.id
+
+    renderer.line("")
+    renderer.line(renderer.style.bold("The session is saved:") + f" {session_file}")
+    renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
+    async with CodyClient.spawn(env=os.environ) as client:
+        client.on_permission = TerminalApprover(
+            renderer, "ask" if interactive else "allow", auto_note=AUTO_NOTE
+        )
+        saved = [info for info in await client.list_sessions() if info.session_id == session_id]
+        if saved:
+            renderer.line(f"session/list shows it: {saved[0].session_id} · {saved[0].title}")
+        resumed = await client.resume_session(session_id, str(workspace))
+        await _say(resumed, renderer, "read NOTES.md")
+    renderer.line("")
+    renderer.line(f"Resume it yourself: cody-client --resume {session_id}")
+    renderer.line(f"Replay it:          cody-client sessions show {session_id}")
+    return 0

@@ -1,0 +1,256 @@
+"""Rendering a session in a terminal: streamed text, thoughts, each tool call shown once.
+
+Writes plain text when the stream is not a TTY (or NO_COLOR is set), ANSI colours otherwise.
+Agent text goes to `out`; everything else (thoughts, tool calls, status) to `info`, which is
+the same stream in chat mode and stderr in `exec` mode.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from cody_protocol.content import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TextContent,
+    ToolCallContent,
+)
+from cody_protocol.permission import RequestPermissionParams
+from cody_protocol.prompt import PromptResult
+from cody_protocol.updates import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    SessionUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+__all__ = ["Renderer", "Style", "use_color"]
+
+DENIED_MARKER = "User denied approval"
+
+
+def use_color(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+@dataclass(frozen=True)
+class Style:
+    color: bool
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+
+@dataclass
+class _Call:
+    title: str
+    kind: str
+    finished: bool = False
+
+
+@dataclass
+class Renderer:
+    out: TextIO
+    info: TextIO
+    style: Style
+    show_thoughts: bool = True
+    calls: dict[str, _Call] = field(default_factory=dict)
+    denied: bool = False
+    _mode: str = "idle"
+    _out_at_line_start: bool = True
+    _info_at_line_start: bool = True
+    _used: int | None = None
+    _size: int | None = None
+
+    # -- streams --------------------------------------------------------------------------
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        if not text:
+            return
+        stream.write(text)
+        stream.flush()
+        at_start = text.endswith("\n")
+        if stream is self.out:
+            self._out_at_line_start = at_start
+        if stream is self.info:
+            self._info_at_line_start = at_start
+        if stream is self.out and stream is self.info:
+            self._out_at_line_start = self._info_at_line_start = at_start
+
+    def _newline(self) -> None:
+        if not self._out_at_line_start:
+            self._write(self.out, "\n")
+        if self.info is not self.out and not self._info_at_line_start:
+            self._write(self.info, "\n")
+
+    def line(self, text: str) -> None:
+        """A line of client information (banner, hints), on the info stream."""
+        self._newline()
+        self._write(self.info, text + "\n")
+        self._mode = "idle"
+
+    # -- updates --------------------------------------------------------------------------
+
+    def on_update(self, update: SessionUpdate) -> None:
+        if isinstance(update, AgentMessageChunk):
+            if self._mode != "text":
+                self._newline()
+                self._mode = "text"
+            self._write(self.out, _text_of(update.content))
+        elif isinstance(update, AgentThoughtChunk):
+            if not self.show_thoughts:
+                return
+            if self._mode != "thought":
+                self._newline()
+                self._write(self.info, self.style.dim("thinking: "))
+                self._mode = "thought"
+            self._write(self.info, self.style.dim(_text_of(update.content)))
+        elif isinstance(update, UserMessageChunk):
+            self._newline()
+            self._write(self.info, self.style.bold("› ") + _text_of(update.content) + "\n")
+            self._mode = "idle"
+        elif isinstance(update, ToolCallStart):
+            self._tool_started(update)
+        elif isinstance(update, ToolCallUpdate):
+            if update.status in ("completed", "failed"):
+                self._tool_finished(update.tool_call_id, update.status, update.content or [])
+        elif isinstance(update, UsageUpdate):
+            self._used, self._size = update.used, update.size
+
+    def _tool_started(self, update: ToolCallStart) -> None:
+        call = self.calls.get(update.tool_call_id)
+        if call is None:
+            call = _Call(title=update.title, kind=update.kind)
+            self.calls[update.tool_call_id] = call
+            self._newline()
+            self._write(
+                self.info,
+                self.style.cyan("▸ ")
+                + self.style.bold(update.title)
+                + self.style.dim(f"  [{update.kind}]")
+                + "\n",
+            )
+            self._mode = "tool"
+        if update.status in ("completed", "failed"):
+            self._tool_finished(update.tool_call_id, update.status, update.content or [])
+
+    def _tool_finished(self, call_id: str, status: str, content: Sequence[ToolCallContent]) -> None:
+        call = self.calls.get(call_id)
+        if call is None or call.finished:
+            return
+        call.finished = True
+        text = "\n".join(
+            _text_of(item.content) for item in content if isinstance(item, ContentToolCallContent)
+        )
+        if DENIED_MARKER in text:
+            self.denied = True
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        preview = lines[:6]
+        mark = self.style.green("  ✓ ") if status == "completed" else self.style.red("  ✗ ")
+        self._newline()
+        if not preview:
+            self._write(self.info, mark + self.style.dim(status) + "\n")
+        else:
+            self._write(self.info, mark + self.style.dim(preview[0]) + "\n")
+            for line in preview[1:]:
+                self._write(self.info, "    " + self.style.dim(line) + "\n")
+            if len(lines) > len(preview):
+                self._write(
+                    self.info,
+                    "    " + self.style.dim(f"… {len(lines) - len(preview)} more lines") + "\n",
+                )
+        self._mode = "tool"
+
+    # -- turn end -------------------------------------------------------------------------
+
+    def turn_finished(self, result: PromptResult, *, model: str | None = None) -> None:
+        self._newline()
+        parts = [f"stop: {result.stop_reason}"]
+        if model:
+            parts.insert(0, model)
+        if result.meta is not None:
+            usage = result.meta.cody.usage
+            parts.append(f"tokens in {usage.turn.input_tokens} / out {usage.turn.output_tokens}")
+            parts.append(f"session total {usage.total.total_tokens}")
+        if self._used is not None and self._size:
+            parts.append(f"context {self._used}/{self._size} ({100 * self._used // self._size}%)")
+        self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")
+        self._mode = "idle"
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def approval_text(self, request: RequestPermissionParams) -> str:
+        call = request.tool_call
+        head = (
+            self.style.yellow("╭─ Approval needed: ")
+            + self.style.bold(call.title)
+            + self.style.dim(f"  [{call.kind}]")
+        )
+        body: list[str] = []
+        for item in call.content:
+            if isinstance(item, DiffToolCallContent):
+                body.extend(self._diff_lines(item))
+            elif isinstance(item, ContentToolCallContent):
+                for line in _text_of(item.content).splitlines():
+                    body.append(self.style.yellow(line) if line.startswith("WARNING") else line)
+        meta = request.meta.cody if request.meta is not None else None
+        if meta is not None and meta.grant_key:
+            body.append(self.style.dim(f'("for this session" applies to {meta.grant_key})'))
+        lines = [head, *(self.style.yellow("│ ") + line for line in body)]
+        lines.append(
+            self.style.yellow("╰─ ")
+            + "[y] allow once  [a] allow for this session  [n] reject  [r] reject for this session  [c] cancel the turn"
+        )
+        return "\n".join(lines)
+
+    def _diff_lines(self, diff: DiffToolCallContent) -> list[str]:
+        old = (diff.old_text or "").splitlines()
+        new = diff.new_text.splitlines()
+        label = "new file " if diff.old_text is None else ""
+        lines = [self.style.bold(f"{label}{diff.path}")]
+        for line in difflib.unified_diff(old, new, lineterm="", n=2):
+            if line.startswith(("---", "+++")):
+                continue
+            if line.startswith("+"):
+                lines.append(self.style.green(line))
+            elif line.startswith("-"):
+                lines.append(self.style.red(line))
+            elif line.startswith("@@"):
+                lines.append(self.style.cyan(line))
+            else:
+                lines.append(line)
+        return lines
+
+    def show_approval(self, request: RequestPermissionParams) -> None:
+        self._newline()
+        self._write(self.info, self.approval_text(request) + "\n")
+        self._mode = "idle"
+
+
+def _text_of(block: object) -> str:
+    return block.text if isinstance(block, TextContent) else ""

@@ -1,0 +1,199 @@
+"""`cody-client` as a user runs it: a real process, with and without a terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.daemon import CodyEnv
+from tests.support.mock_responses import MockResponsesServer, text, tool_call
+
+CLIENT = [sys.executable, "-m", "cody_client"]
+
+
+async def run_client(
+    env: CodyEnv,
+    *args: str,
+    stdin: bytes = b"",
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *CLIENT,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env.env, **(extra_env or {})},
+        cwd=env.workspace,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_demo_without_a_terminal_shows_the_whole_flow(cody_env: CodyEnv) -> None:
+    code, out, err = await run_client(cody_env, "demo")
+    assert code == 0, err
+    assert "list the files" in out and "hello.py" in out
+    assert "thinking:" in out
+    assert "Approval needed: python3 hello.py" in out
+    assert "[y] allow once" in out and "[r] reject for this session" in out
+    assert 'answers "allow once" itself' in out
+    assert "Hello from the Cody demo!" in out
+    assert "+Cody was here." in out, "the write approval shows the diff"
+    assert "session/list shows it" in out
+    assert "Cody was here." in out.split("Starting a fresh daemon")[1]
+    sessions = list((cody_env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
+    assert len(sessions) == 1
+
+
+async def test_demo_without_bubblewrap_says_commands_run_unsandboxed(cody_env: CodyEnv) -> None:
+    code, out, err = await run_client(cody_env, "demo", extra_env={"CODY_BWRAP": "none"})
+    assert code == 0, err
+    assert "WITHOUT a sandbox" in out
+    assert "Hello from the Cody demo!" in out
+
+
+@pytest.mark.skipif(
+    shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="tmux is not installed"
+)
+async def test_demo_in_a_terminal_asks_and_echoes_each_answer_once(cody_env: CodyEnv) -> None:
+    name = f"cody-test-{uuid.uuid4().hex[:8]}"
+    env_args = [f"{key}={value}" for key, value in cody_env.env.items()]
+    command = ["env", "-i", *env_args, "TERM=xterm-256color", *CLIENT, "demo"]
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "160",
+            "-y",
+            "60",
+            "-c",
+            str(cody_env.workspace),
+            subprocess.list2cmdline(command) + "; sleep 30",
+        ],
+        check=True,
+    )
+    try:
+
+        async def pane() -> str:
+            result = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", name, "-S", "-200"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            return result.stdout
+
+        async def wait_for(needle: str, count: int = 1) -> str:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                screen = await pane()
+                if screen.count(needle) >= count:
+                    return screen
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"{needle!r} did not appear:\n{await pane()}")
+
+        await wait_for("choice [y/a/n/r/c]:")
+        subprocess.run(["tmux", "send-keys", "-t", name, "y", "Enter"], check=True)
+        await wait_for("Hello from the Cody demo!", 2)
+        await wait_for("choice [y/a/n/r/c]:", 2)
+        subprocess.run(["tmux", "send-keys", "-t", name, "n", "Enter"], check=True)
+        screen = await wait_for("Resume it yourself")
+        assert "choice [y/a/n/r/c]: y\n" in screen + "\n" and "choice [y/a/n/r/c]: yy" not in screen
+        assert "User denied approval" in screen
+        assert not (Path(cody_env.workspace) / "NOTES.md").exists()
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], check=False)
+
+
+async def test_exec_streams_the_answer_and_exits_0(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "echo from-tool"}, call_id="c1"))
+    model.enqueue(text("All done."))
+    code, out, err = await run_client(cody_env, "exec", "--approve", "allow", "do the thing")
+    assert code == 0, err
+    assert out.strip() == "All done."
+    assert "echo from-tool" in err and "Approval needed" in err
+
+
+async def test_exec_exit_codes(cody_env: CodyEnv, model: MockResponsesServer) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "touch denied.txt"}, call_id="c1"))
+    model.enqueue(text("could not"))
+    code, _, err = await run_client(cody_env, "exec", "touch it")
+    assert code == 4, err
+    assert "no terminal to ask" in err
+    assert not (cody_env.workspace / "denied.txt").exists()
+
+    model.enqueue_error(401)
+    code, _, err = await run_client(cody_env, "exec", "hello")
+    assert code == 5 and "MOCK_API_KEY" in err
+
+    code, _, err = await run_client(cody_env, "exec", "-", stdin=b"   ")
+    assert code == 2 and "empty" in err
+
+    code, _, err = await run_client(cody_env, "exec", "--approval-policy", "sometimes", "x")
+    assert code == 2
+
+    model.enqueue(text("read from stdin"))
+    code, out, _ = await run_client(cody_env, "exec", "-", stdin=b"a prompt on stdin")
+    assert code == 0 and "read from stdin" in out
+    assert model.requests[-1].body["input"][-1]["content"][0]["text"] == "a prompt on stdin"
+
+
+async def test_exec_max_turn_requests_exits_6(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="max_tool_iterations = 1")
+    model.enqueue(tool_call("listDir", {"dirPath": "."}, call_id="l1"))
+    code, _, err = await run_client(cody_env, "exec", "loop")
+    assert code == 6, err
+
+
+async def test_sessions_list_show_delete(cody_env: CodyEnv) -> None:
+    code, out, err = await run_client(cody_env, "exec", "--provider", "offline", "list files")
+    assert code == 0, err
+    code, out, _ = await run_client(cody_env, "sessions", "list")
+    [line] = out.strip().splitlines()
+    session_id = line.split()[0]
+    assert "list files" in line and str(cody_env.workspace) in line
+    code, out, _ = await run_client(cody_env, "sessions", "show", session_id)
+    assert code == 0 and "› list files" in out and "List ." in out
+    code, out, _ = await run_client(cody_env, "sessions", "delete", session_id)
+    assert code == 0
+    code, out, _ = await run_client(cody_env, "sessions", "list")
+    assert "No saved sessions." in out
+    code, _, err = await run_client(cody_env, "sessions", "show", session_id)
+    assert code == 2 and "not found" in err
+
+
+async def test_a_prompt_equal_to_a_subcommand_follows_double_dash(cody_env: CodyEnv) -> None:
+    code, out, err = await run_client(cody_env, "--", "demo", stdin=b"")
+    assert code == 0, err
+    assert "offline model" in out, "the offline model answered the prompt 'demo' with its help"
+    assert "Cody demo" not in out
+
+
+async def test_chat_without_a_terminal_reads_prompts_from_stdin(cody_env: CodyEnv) -> None:
+    code, out, err = await run_client(
+        cody_env, "--provider", "offline", stdin=b"list files\nread missing.txt\n"
+    )
+    assert code == 0, err
+    assert "List ." in out and "missing.txt" in out
+    assert "Resume with: cody-client --resume" in out

@@ -1,0 +1,213 @@
+"""Configuration files, `_meta.cody`, modes and config options through the real daemon."""
+
+from __future__ import annotations
+
+from tests.support.daemon import CodyEnv, Daemon, expect_error
+from tests.support.mock_responses import MockResponsesServer, text, tool_call
+
+
+async def test_an_invalid_config_value_fails_session_new_naming_key_value_and_valid_values(
+    cody_env: CodyEnv,
+) -> None:
+    cody_env.write_config('approval_policy = "sometimes"\n')
+    daemon = await Daemon.start(cody_env)
+    try:
+        result = await daemon.initialize()
+        assert result["_meta"]["cody"]["defaultProvider"] == "offline", "the daemon still starts"
+        error = await expect_error(daemon.new_session(), -32602)
+        [issue] = error.data["errors"]
+        assert issue["key"] == "approval_policy"
+        assert issue["value"] == "sometimes"
+        assert issue["valid"] == ["untrusted", "on-request", "on-failure", "never"]
+        assert issue["source"].endswith("config.toml")
+        assert "sometimes" in error.message and "on-request" in error.message
+    finally:
+        await daemon.close()
+
+
+async def test_unknown_keys_and_toml_errors_are_reported_with_their_file(cody_env: CodyEnv) -> None:
+    cody_env.write_config("aproval_policy = 'never'\n")
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        error = await expect_error(daemon.new_session(), -32602)
+        assert error.data["errors"][0]["key"] == "aproval_policy"
+        assert "approval_policy" in error.data["errors"][0]["valid"]
+        cody_env.write_config("model = [unterminated\n")
+        error = await expect_error(daemon.new_session(), -32602)
+        assert "config.toml" in error.message
+        cody_env.write_config("")
+        assert await daemon.new_session()
+    finally:
+        await daemon.close()
+
+
+async def test_an_untrusted_project_cannot_lift_the_sandbox_but_a_trusted_one_can(
+    cody_env: CodyEnv,
+) -> None:
+    project = cody_env.workspace / ".cody"
+    project.mkdir()
+    (project / "config.toml").write_text(
+        'approval_policy = "never"\nsandbox_mode = "danger-full-access"\nmodel = "offline"\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        result = await daemon.request("session/new", {"cwd": str(cody_env.workspace)})
+        values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+        assert values["approval_policy"] == "on-request"
+        assert values["sandbox_mode"] == "workspace-write"
+        [warning] = result["_meta"]["cody"]["warnings"]
+        assert "approval_policy" in warning and "trusted_projects" in warning
+
+        cody_env.write_config(f'trusted_projects = ["{cody_env.workspace}"]\n')
+        result = await daemon.request("session/new", {"cwd": str(cody_env.workspace)})
+        values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+        assert values["approval_policy"] == "never"
+        assert result["modes"]["currentModeId"] == "full-access"
+    finally:
+        await daemon.close()
+
+
+async def test_meta_overrides_config_and_set_config_option_overrides_meta(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    sid = await daemon.new_session(approvalPolicy="never")
+    result = await daemon.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "approval_policy", "value": "on-request"},
+    )
+    values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+    assert values["approval_policy"] == "on-request"
+    updates = daemon.session_updates(sid)
+    assert updates[-2]["sessionUpdate"] == "config_option_update"
+    assert updates[-1] == {"sessionUpdate": "current_mode_update", "currentModeId": "auto"}
+
+    model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+    model.enqueue(text("ok"))
+    daemon.answer("allow_once")
+    await daemon.prompt(sid, "run true")
+    assert len(daemon.permission_requests) == 1, "the changed policy applies from the next turn"
+
+
+async def test_set_mode_applies_the_preset(daemon: Daemon) -> None:
+    sid = await daemon.new_session()
+    assert await daemon.request("session/set_mode", {"sessionId": sid, "modeId": "read-only"}) == {}
+    [options, mode] = daemon.session_updates(sid)[-2:]
+    values = {o["id"]: o["currentValue"] for o in options["configOptions"]}
+    assert (values["approval_policy"], values["sandbox_mode"]) == ("on-request", "read-only")
+    assert mode["currentModeId"] == "read-only"
+    error = await expect_error(
+        daemon.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"}), -32602
+    )
+    assert error.data["errors"][0]["valid"] == ["read-only", "auto", "full-access"]
+
+
+async def test_invalid_config_option_values_name_the_valid_ones(daemon: Daemon) -> None:
+    sid = await daemon.new_session()
+    error = await expect_error(
+        daemon.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "sandbox_mode", "value": "wide-open"},
+        ),
+        -32602,
+    )
+    assert error.data["errors"][0]["valid"] == [
+        "read-only",
+        "workspace-write",
+        "danger-full-access",
+    ]
+    error = await expect_error(
+        daemon.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "colour", "value": "x"}
+        ),
+        -32602,
+    )
+    assert "approval_policy" in error.data["errors"][0]["valid"]
+
+
+async def test_switching_provider_resets_the_model_and_survives_resume(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        await daemon.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "model", "value": "custom-1"},
+        )
+        result = await daemon.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "provider", "value": "offline"},
+        )
+        values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+        assert (values["provider"], values["model"]) == ("offline", "offline")
+        result = await daemon.prompt(sid, "list files")
+        assert result["stopReason"] == "end_turn"
+        assert model.requests == [], "the offline provider answered"
+    finally:
+        await daemon.close()
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        result = await daemon.request(
+            "session/resume", {"sessionId": sid, "cwd": str(cody_env.workspace)}
+        )
+        values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+        assert values["provider"] == "offline"
+    finally:
+        await daemon.close()
+
+
+async def test_initialize_reports_providers_auth_methods_and_extensions(
+    offline_daemon: Daemon,
+) -> None:
+    result = await offline_daemon.initialize()
+    assert result["protocolVersion"] == 1
+    assert result["agentInfo"]["name"] == "cody"
+    assert {m["id"] for m in result["authMethods"]} >= {"openai-api-key", "anthropic-api-key"}
+    cody = result["_meta"]["cody"]
+    assert cody["defaultProvider"] == "offline"
+    assert "_cody/tools/list" in cody["extensions"]
+    await expect_error(
+        offline_daemon.request("authenticate", {"methodId": "openai-api-key"}), -32000
+    )
+    assert await offline_daemon.request("authenticate", {"methodId": "offline-api-key"}) == {}
+
+
+async def test_tools_and_models_lists(offline_daemon: Daemon) -> None:
+    tools = (await offline_daemon.request("_cody/tools/list", {}))["tools"]
+    by_name = {tool["name"]: tool for tool in tools}
+    assert {"exec", "readFile", "writeFile", "listDir"} <= set(by_name)
+    assert by_name["exec"]["requiresApproval"] is True
+    assert by_name["readFile"]["requiresApproval"] is False
+    assert "command" in by_name["exec"]["schema"]["properties"]
+    sid = await offline_daemon.new_session(allowedTools=["readFile"])
+    tools = (await offline_daemon.request("_cody/tools/list", {"sessionId": sid}))["tools"]
+    assert [tool["name"] for tool in tools] == ["readFile"]
+    providers = (await offline_daemon.request("_cody/models/list", {}))["providers"]
+    offline = next(p for p in providers if p["id"] == "offline")
+    assert offline["available"] is True and offline["models"][0]["id"] == "offline"
+
+
+async def test_fork_copies_history_up_to_a_message(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    sid = await daemon.new_session()
+    model.enqueue(text("answer one"))
+    await daemon.prompt(sid, "question one")
+    model.enqueue(text("answer two"))
+    await daemon.prompt(sid, "question two")
+
+    fork = await daemon.request(
+        "_cody/session/fork", {"sessionId": sid, "cwd": str(daemon.env.workspace), "atMessage": 0}
+    )
+    model.enqueue(text("forked"))
+    await daemon.prompt(fork["sessionId"], "question three")
+
+    from tests.support.model_inputs import user_texts
+
+    assert user_texts(model.requests[-1]) == ["question one", "question three"]
+    assert fork["sessionId"] != sid
