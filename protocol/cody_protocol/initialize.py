@@ -46,7 +46,8 @@ class Implementation(WireModel):
 
 
 class InitializeParams(WireModel):
-    protocol_version: int
+    protocol_version: int | str = PROTOCOL_VERSION
+    """The client's latest version; Cody always answers 1 and the client decides."""
     client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
     client_info: Implementation | None = None
 

@@ -250,3 +250,53 @@ async def test_session_files_hold_the_documented_line_types(
         }
     ]
     assert "test-key-not-secret" not in path.read_text()
+
+
+async def test_sigterm_mid_turn_persists_and_exits_0(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(text("long " * 100, chunks=100), delay_s=0.05)
+    sid = await daemon.new_session()
+    asyncio.create_task(daemon.prompt(sid, "long"))  # noqa: RUF006 - ends with the process
+    await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+    daemon.process.process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(daemon.process.process.wait(), 5) == 0
+    [path] = session_files(daemon.env)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["payload"] == {
+        "kind": "turn_end", "turnId": lines[-1]["payload"]["turnId"], "stopReason": "cancelled"
+    }
+    streamed = "".join(
+        ln["payload"]["content"][0]["text"]
+        for ln in lines
+        if ln["type"] == "response_item" and ln["payload"].get("role") == "assistant"
+    )
+    assert streamed.startswith("long "), "the partial answer was saved"
+
+
+async def test_session_grants_survive_a_restart(cody_env: CodyEnv, model: MockResponsesServer) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    first = await Daemon.start(cody_env)
+    await first.initialize()
+    sid = await first.new_session()
+    model.enqueue(tool_call("exec", {"command": "echo granted"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c2"))
+    model.enqueue(text("done"))
+    first.answer("allow_session", "reject_session")
+    await first.prompt(sid, "one")
+    await first.close()
+
+    second = await Daemon.start(cody_env)
+    try:
+        await second.initialize()
+        await second.request("session/resume", {"sessionId": sid, "cwd": str(cody_env.workspace)})
+        model.enqueue(tool_call("exec", {"command": ["echo", "granted"]}, call_id="c3"))
+        model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c4"))
+        model.enqueue(text("done again"))
+        await second.prompt(sid, "two")
+        assert second.permission_requests == [], "both answers were remembered for the session"
+        outputs = tool_outputs(model.requests[-1])
+        assert "granted" in outputs["c3"]
+        assert json.loads(outputs["c4"]) == {"error": "User denied approval"}
+    finally:
+        await second.close()

@@ -348,3 +348,13 @@ async def test_a_chatty_daemon_does_not_block_on_stderr(cody_env: CodyEnv, frami
         assert sum(len(line) for line in process.stderr_lines) > 0
     finally:
         await daemon.close()
+
+
+async def test_initialize_accepts_any_protocol_version_and_answers_1(cody_env: CodyEnv) -> None:
+    daemon = await Daemon.start(cody_env)
+    try:
+        for version in (2, "2025-06-18"):
+            result = await daemon.request("initialize", {"protocolVersion": version})
+            assert result["protocolVersion"] == 1
+    finally:
+        await daemon.close()

@@ -60,7 +60,9 @@ def _is_partial(info: ValidationInfo) -> bool:
 
 
 class _ConfigModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, populate_by_name=True, defer_build=True
+    )
 
 
 def _check_url(value: str | None) -> str | None:

@@ -30,7 +30,7 @@ __all__ = [
 
 
 class _Item(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=False)
+    model_config = ConfigDict(extra="ignore", frozen=False, defer_build=True)
 
     def payload(self) -> dict[str, Any]:
         """The JSON-ready dict written to the session file."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cody_protocol.content import ContentBlock
+from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta, SessionConfigOption, SessionInfo
 from cody_protocol.settings import (
     APPROVAL_POLICIES,
@@ -26,6 +27,7 @@ from ..config.loader import load_effective_config
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, SessionBusy
 from ..ids import new_id
 from ..policy.allowlist import allowed_tools
+from ..policy.approval import Grants
 from ..policy.sandbox import SandboxPolicy
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
@@ -215,8 +217,6 @@ class SessionManager:
         except BaseException:
             handle.close()
             raise
-        from cody_protocol.prompt import TokenUsage
-
         session = Session(
             id=record.session_id or session_id,
             cwd=cwd_path,
@@ -226,6 +226,7 @@ class SessionManager:
             history=record.items,
             usage_total=TokenUsage.model_validate(record.usage_total or {}),
             title=record.title,
+            grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
         )
         self._register(session, catalog)
         return session

@@ -5,14 +5,16 @@ JSON (-32700), batches and non-requests (-32600, id null), requests before `init
 (-32600), both cancel forms, and `exit`. Everything that passes goes to pygls' dispatcher,
 which runs the async handlers as tasks and answers unknown methods with -32601.
 
-Exit: on stdin EOF or `exit`, running turns are cancelled, session files are synced and
+Exit: on stdin EOF, `exit`, or SIGTERM/SIGINT/SIGHUP, running turns are cancelled, session files are synced and
 closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -167,6 +169,10 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
     server = app.server
     reader, sink = await open_channel(channel)
     server.protocol.attach(sink)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, reader.feed_eof)
     frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     while not dispatcher.exit_requested:

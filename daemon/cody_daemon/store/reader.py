@@ -48,6 +48,10 @@ class SessionRecord:
     """The session's settings: those of `session_meta`, updated by `config` events."""
     items: list[HistoryItem] = field(default_factory=list)
     usage_total: dict[str, int] = field(default_factory=dict)
+    granted: set[tuple[str, ...]] = field(default_factory=set)
+    """Grant keys answered `allow_session` (session grants survive a restart)."""
+    rejected: set[tuple[str, ...]] = field(default_factory=set)
+    """Grant keys answered `reject_session`."""
     title: str | None = None
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
@@ -96,6 +100,12 @@ class _Folder:
                 for key, value in payload["total"].items()
                 if isinstance(value, int | float)
             }
+        elif kind == "approval" and isinstance(payload.get("grantKey"), list):
+            key = tuple(str(part) for part in payload["grantKey"])
+            if payload.get("decision") == "allow_session":
+                self.record.granted.add(key)
+            elif payload.get("decision") == "reject_session":
+                self.record.rejected.add(key)
         elif kind == "title" and isinstance(payload.get("title"), str):
             self.record.title = payload["title"]
 

@@ -64,7 +64,9 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class ExecArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     command: list[str] | str = Field(
         description=(

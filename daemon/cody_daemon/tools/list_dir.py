@@ -29,7 +29,9 @@ VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", "CVS"})
 
 
 class ListDirArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     dir_path: str = Field(
         alias="dirPath",

@@ -29,7 +29,9 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 class ReadFileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     file_path: str = Field(
         alias="filePath",

@@ -30,7 +30,9 @@ _PREVIEW_MAX_BYTES = 10 * 1024 * 1024
 
 
 class WriteFileArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     file_path: str = Field(
         alias="filePath",

@@ -1,0 +1,347 @@
+"""Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
+
+    uv run python bench/run.py [startup|stream|turn|memory|resume|all] [--runs 9]
+
+Each scenario spawns `python -m cody_daemon` with temp HOME/CODY_HOME and no keys, talks
+to it with the project's client library, and points it at `bench/sse_server.py` (a canned
+Responses-API server in its own process) where a model is needed. Daemon CPU comes from
+/proc/<pid>/task/*/schedstat (ns resolution); memory from /proc/<pid>/status VmRSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cody_client.process import DaemonProcess  # noqa: E402
+
+DAEMON = [sys.executable, "-m", "cody_daemon"]
+
+
+def cpu_ns(pid: int) -> int:
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Env:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        for name in ("home", "cody", "ws", "tmp"):
+            (root / name).mkdir(parents=True, exist_ok=True)
+        self.workspace = root / "ws"
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "LANG": "C.UTF-8",
+            "HOME": str(root / "home"),
+            "CODY_HOME": str(root / "cody"),
+            "CODEX_HOME": str(root / "home" / ".codex"),
+            "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
+            "TMPDIR": str(root / "tmp"),
+            "BENCH_KEY": "bench",
+        }
+
+    def use_server(self, port: int) -> None:
+        (self.root / "cody" / "config.toml").write_text(
+            'model_provider = "bench"\napproval_policy = "never"\n'
+            "[model_providers.bench]\n"
+            f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
+            'env_key = "BENCH_KEY"\ndefault_model = "bench-model"\nrequest_max_retries = 0\n'
+        )
+
+
+@contextlib.asynccontextmanager
+async def sse_server(scenario: str) -> AsyncIterator[int]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "bench" / "sse_server.py"),
+        scenario,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    port = int((await process.stdout.readline()).decode())
+    try:
+        yield port
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def daemon(env: Env) -> AsyncIterator[DaemonProcess]:
+    process = await DaemonProcess.spawn(DAEMON, env=env.env)
+    try:
+        await process.connection.request(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": {}}
+        )
+        yield process
+    finally:
+        await process.close()
+
+
+async def new_session(process: DaemonProcess, env: Env, **meta: Any) -> str:
+    params: dict[str, Any] = {"cwd": str(env.workspace), "mcpServers": []}
+    if meta:
+        params["_meta"] = {"cody": meta}
+    result = await process.connection.request("session/new", params)
+    return str(result["sessionId"])
+
+
+async def prompt(process: DaemonProcess, session_id: str, text: str) -> dict[str, Any]:
+    result: dict[str, Any] = await process.connection.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
+    return result
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+async def bench_startup(runs: int) -> dict[str, Any]:
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        for index in range(runs + 1):
+            started = time.perf_counter()
+            process = await DaemonProcess.spawn(DAEMON, env=env.env)
+            await process.connection.request("initialize", {"protocolVersion": 1})
+            elapsed = time.perf_counter() - started
+            await process.close()
+            if index:
+                times.append(elapsed * 1000)
+    return {"spawn_to_initialize_ms": summary(times)}
+
+
+async def bench_stream(runs: int) -> dict[str, Any]:
+    deltas = 20_000
+    rates, cpu_per_delta, notifications = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        async with sse_server("stream") as port:
+            env.use_server(port)
+            async with daemon(env) as process:
+                received: list[int] = []
+                process.connection.on_notification("session/update", lambda _p: received.append(1))
+                for index in range(runs + 1):
+                    sid = await new_session(process, env)
+                    received.clear()
+                    cpu_before = cpu_ns(process.process.pid)
+                    started = time.perf_counter()
+                    await prompt(process, sid, "stream")
+                    elapsed = time.perf_counter() - started
+                    cpu = cpu_ns(process.process.pid) - cpu_before
+                    if index:
+                        rates.append(deltas / elapsed)
+                        cpu_per_delta.append(cpu / deltas / 1000)
+                        notifications.append(len(received))
+    return {
+        "deltas": deltas,
+        "deltas_per_s": summary(rates),
+        "daemon_cpu_us_per_delta": summary(cpu_per_delta),
+        "notifications_sent": summary([float(n) for n in notifications]),
+    }
+
+
+async def bench_turn(runs: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for sandbox in ("danger-full-access", "workspace-write"):
+        times = []
+        with tempfile.TemporaryDirectory() as tmp:
+            env = Env(Path(tmp))
+            async with sse_server("tool-turn") as port:
+                env.use_server(port)
+                async with daemon(env) as process:
+                    sid = await new_session(process, env, sandboxMode=sandbox)
+                    for index in range(runs + 1):
+                        started = time.perf_counter()
+                        result = await prompt(process, sid, "run echo")
+                        elapsed = time.perf_counter() - started
+                        assert result["stopReason"] == "end_turn", result
+                        if index:
+                            times.append(elapsed * 1000)
+        results[f"tool_turn_ms[{sandbox}]"] = summary(times)
+    return results
+
+
+async def bench_memory(runs: int) -> dict[str, Any]:
+    idle, ten = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = Env(Path(tmp))
+            async with sse_server("short") as port:
+                env.use_server(port)
+                async with daemon(env) as process:
+                    idle.append(rss_mb(process.process.pid))
+                    for _ in range(10):
+                        sid = await new_session(process, env)
+                        await prompt(process, sid, "hi")
+                    ten.append(rss_mb(process.process.pid))
+    return {"rss_mb_after_initialize": summary(idle), "rss_mb_10_idle_sessions": summary(ten)}
+
+
+def write_big_session(env: Env, items: int) -> str:
+    session_id = "01a20000-0000-7000-8000-00000000b16b"
+    path = env.root / "cody" / "sessions" / "2026" / "11" / "22"
+    path.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {
+            "type": "session_meta",
+            "payload": {
+                "id": session_id,
+                "cwd": str(env.workspace),
+                "created": "2026-11-22T00:00:00Z",
+                "settings": {"model_provider": "offline", "model": "offline"},
+            },
+        }
+    ]
+    count = 0
+    turn = 0
+    while count < items:
+        turn += 1
+        lines.append({"type": "turn_context", "payload": {"turnId": f"t{turn}"}})
+        batch = [
+            {
+                "type": "message",
+                "id": f"m{turn}",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": f"question {turn}: please look at the code"}
+                ],
+            },
+            {
+                "type": "function_call",
+                "call_id": f"c{turn}",
+                "name": "exec",
+                "arguments": json.dumps({"command": ["rg", "-n", "TODO", "src"]}),
+            },
+            {
+                "type": "function_call_output",
+                "call_id": f"c{turn}",
+                "status": "completed",
+                "output": "Exit code: 0\nWall time: 0.01 s\nOutput:\n" + "src/a.py:1: TODO\n" * 5,
+            },
+            {
+                "type": "message",
+                "id": f"a{turn}",
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": "I found five TODO markers in src/a.py. " * 3}
+                ],
+            },
+        ]
+        for item in batch:
+            lines.append({"type": "response_item", "payload": item})
+        count += len(batch)
+    stamp = "2026-11-22T00:00:00.000Z"
+    with open(path / f"rollout-2026-11-22T00-00-00-{session_id}.jsonl", "w") as handle:
+        for line in lines:
+            handle.write(json.dumps({"timestamp": stamp, **line}) + "\n")
+    return session_id
+
+
+async def bench_resume(runs: int) -> dict[str, Any]:
+    resume_ms, load_ms, rss_growth, size_mb = [], [], [], 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        session_id = write_big_session(env, 10_000)
+        size_mb = sum(p.stat().st_size for p in (env.root / "cody").rglob("*.jsonl")) / 2**20
+        for index in range(runs + 1):
+            for method, bucket in (("session/resume", resume_ms), ("session/load", load_ms)):
+                async with daemon(env) as process:
+                    before = rss_mb(process.process.pid)
+                    started = time.perf_counter()
+                    await process.connection.request(
+                        method,
+                        {"sessionId": session_id, "cwd": str(env.workspace), "mcpServers": []},
+                    )
+                    elapsed = time.perf_counter() - started
+                    if index:
+                        bucket.append(elapsed * 1000)
+                        if method == "session/resume":
+                            rss_growth.append(rss_mb(process.process.pid) - before)
+    return {
+        "items": 10_000,
+        "file_mb": round(size_mb, 2),
+        "resume_ms": summary(resume_ms),
+        "load_with_replay_ms": summary(load_ms),
+        "rss_growth_mb_on_resume": summary(rss_growth),
+    }
+
+
+SCENARIOS: dict[str, Callable[[int], Any]] = {
+    "startup": bench_startup,
+    "stream": bench_stream,
+    "turn": bench_turn,
+    "memory": bench_memory,
+    "resume": bench_resume,
+}
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "bwrap": subprocess.run(
+            ["sh", "-c", "command -v bwrap"], check=False, capture_output=True, text=True
+        ).stdout.strip()
+        or "none",
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("scenario", nargs="?", default="all", choices=[*SCENARIOS, "all"])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "latest.json")
+    args = parser.parse_args()
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    report: dict[str, Any] = {"machine": machine(), "runs": args.runs, "results": {}}
+    for name in names:
+        report["results"][name] = await SCENARIOS[name](args.runs)
+        print(name, json.dumps(report["results"][name], indent=1), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.scenario == "all":
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,174 @@
+"""A canned Responses-API server for benchmarks, in its own process.
+
+`python bench/sse_server.py SCENARIO` prints its port on stdout, then serves POST
+/v1/responses forever, cycling through the scenario's prebuilt bodies (built once, so the
+server costs almost nothing per event). Event shapes follow
+https://platform.openai.com/docs/api-reference/responses-streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+def sse(events: list[dict[str, object]]) -> bytes:
+    out = []
+    for number, event in enumerate(events):
+        numbered = {**event, "sequence_number": number}
+        out.append(f"event: {numbered['type']}\ndata: {json.dumps(numbered)}\n\n")
+    return "".join(out).encode()
+
+
+def _response(output: list[dict[str, object]], usage_in: int = 100) -> dict[str, object]:
+    return {
+        "id": "resp_bench",
+        "object": "response",
+        "status": "completed",
+        "output": output,
+        "usage": {
+            "input_tokens": usage_in,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage_in + 10,
+        },
+    }
+
+
+def text_body(deltas: int, piece: str = "tok ") -> bytes:
+    events: list[dict[str, object]] = [
+        {
+            "type": "response.created",
+            "response": {"id": "resp_bench", "status": "in_progress", "output": []},
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            },
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+    ]
+    events += [
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": piece,
+        }
+        for _ in range(deltas)
+    ]
+    full = piece * deltas
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": full}],
+    }
+    events += [
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "text": full,
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": _response([item])},
+    ]
+    return sse(events)
+
+
+def tool_body(command: list[str]) -> bytes:
+    args = json.dumps({"command": command})
+    item = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_bench",
+        "name": "exec",
+        "arguments": args,
+    }
+    return sse(
+        [
+            {
+                "type": "response.created",
+                "response": {"id": "resp_bench", "status": "in_progress", "output": []},
+            },
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "arguments": ""},
+            },
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": "fc_1",
+                "output_index": 0,
+                "delta": args,
+            },
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": "fc_1",
+                "output_index": 0,
+                "arguments": args,
+            },
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": _response([item])},
+        ]
+    )
+
+
+SCENARIOS = {
+    "stream": lambda: [text_body(20_000)],
+    "tool-turn": lambda: [tool_body(["echo", "bench"]), text_body(5, "done ")],
+    "short": lambda: [text_body(3, "ok ")],
+}
+
+
+async def main(scenario: str) -> None:
+    bodies = SCENARIOS[scenario]()
+    counter = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal counter
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.decode("latin-1").split("\r\n"):
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                await reader.readexactly(length)
+                body = bodies[counter % len(bodies)]
+                counter += 1
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
