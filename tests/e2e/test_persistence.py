@@ -264,7 +264,9 @@ async def test_sigterm_mid_turn_persists_and_exits_0(
     [path] = session_files(daemon.env)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[-1]["payload"] == {
-        "kind": "turn_end", "turnId": lines[-1]["payload"]["turnId"], "stopReason": "cancelled"
+        "kind": "turn_end",
+        "turnId": lines[-1]["payload"]["turnId"],
+        "stopReason": "cancelled",
     }
     streamed = "".join(
         ln["payload"]["content"][0]["text"]
@@ -274,7 +276,9 @@ async def test_sigterm_mid_turn_persists_and_exits_0(
     assert streamed.startswith("long "), "the partial answer was saved"
 
 
-async def test_session_grants_survive_a_restart(cody_env: CodyEnv, model: MockResponsesServer) -> None:
+async def test_session_grants_survive_a_restart(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
     cody_env.use_mock_provider(model.base_url)
     first = await Daemon.start(cody_env)
     await first.initialize()

@@ -358,3 +358,62 @@ async def test_initialize_accepts_any_protocol_version_and_answers_1(cody_env: C
             assert result["protocolVersion"] == 1
     finally:
         await daemon.close()
+
+
+async def test_other_requests_are_answered_while_a_prompt_waits_for_approval(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.7: a blocking handler stalled everything, including cancels."""
+    from tests.support.mock_responses import tool_call
+
+    model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+    model.enqueue(text("ok"))
+    sid = await daemon.new_session()
+    gate = asyncio.Event()
+    daemon.permission_gate = gate
+    prompt = asyncio.create_task(daemon.prompt(sid, "x"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+
+    other = await daemon.new_session()
+    assert (await daemon.request("session/list", {}))["sessions"]
+    offline_prompt = await daemon.request(
+        "session/set_config_option",
+        {"sessionId": other, "configId": "provider", "value": "offline"},
+    )
+    assert offline_prompt["configOptions"]
+    assert (await daemon.prompt(other, "list files"))["stopReason"] == "end_turn"
+    assert not prompt.done()
+
+    gate.set()
+    assert (await prompt)["stopReason"] == "end_turn"
+    daemon.permission_gate = None
+
+
+async def test_a_slow_reader_gets_every_delta_in_order(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.8: with a slow client, writes piled up or blocked the server."""
+    words = [f"w{index} " for index in range(3000)]
+    model.enqueue(text("".join(words), chunks=3000))
+    sid = await daemon.new_session()
+    reader = daemon.process.process.stdout
+    assert reader is not None
+    reader_transport = daemon.process.process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+    reader_transport.pause_reading()
+    prompt = asyncio.create_task(daemon.prompt(sid, "flood"))
+    await asyncio.sleep(0.5)
+    reader_transport.resume_reading()
+    assert (await prompt)["stopReason"] == "end_turn"
+    assert daemon.agent_text(sid) == "".join(words)
+
+
+async def test_non_ascii_text_keeps_byte_exact_content_length(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """PYGLS_NOTES 2.11: pygls' Content-Length counts characters, right only for ASCII."""
+    reply = "Grüße, 世界! 🚀 ünïcödé ✓"
+    model.enqueue(text(reply, chunks=4))
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "héllo wörld 你好")
+    assert daemon.agent_text(sid) == reply
+    assert model.requests[0].body["input"][0]["content"][0]["text"] == "héllo wörld 你好"

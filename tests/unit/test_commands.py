@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cody_daemon.policy.commands import UNPARSABLE, is_known_safe, normalize_command
+from cody_daemon.policy.commands import UNPARSABLE, normalize_command
+from cody_daemon.policy.safe_commands import is_known_safe
 
 GIT_STATUS = ("git", "status")
 

@@ -9,37 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from cody_protocol.content import ContentBlock
-from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta, SessionConfigOption, SessionInfo
-from cody_protocol.settings import (
-    APPROVAL_POLICIES,
-    REASONING_EFFORTS,
-    REASONING_SUMMARIES,
-    SANDBOX_MODES,
-)
 
-from ..config.loader import load_effective_config
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, SessionBusy
-from ..ids import new_id
 from ..policy.allowlist import allowed_tools
-from ..policy.approval import Grants
 from ..policy.sandbox import SandboxPolicy
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..store.reader import read_session
-from ..store.session_file import SessionFile
 from .deps import EngineDeps
 from .events import ConfigChanged
-from .history import FunctionCallOutputItem
+from .loading import SessionLoader
 from .ports import ClientLink
 from .replay import prompt_to_text, replay_events
 from .session import Session, TurnOutcome
-from .settings import MODES, SessionSettings, build_config_options, mode_of
+from .settings import (
+    SessionSettings,
+    apply_config_option,
+    apply_mode,
+    build_config_options,
+    mode_of,
+)
 from .turn import TurnEnv, TurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "SessionManager"]
@@ -48,123 +41,20 @@ logger = logging.getLogger(__name__)
 
 LIST_PAGE_SIZE = 100
 
-_META_TO_CONFIG = {
-    "provider": "model_provider",
-    "model": "model",
-    "approval_policy": "approval_policy",
-    "sandbox_mode": "sandbox_mode",
-    "reasoning_effort": "model_reasoning_effort",
-    "reasoning_summary": "model_reasoning_summary",
-}
-
-
-def _check_cwd(cwd: str) -> Path:
-    path = Path(cwd)
-    if not path.is_dir():
-        raise InvalidParams(
-            f"cwd {cwd} is not an existing directory.",
-            [Issue(key="cwd", message="not an existing directory", value=cwd, source="params")],
-        )
-    return path
-
 
 class SessionManager:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
         self._live: dict[str, Session] = {}
         self._catalogs: dict[str, ProviderCatalog] = {}
+        self._loader = SessionLoader(deps)
 
     # -- creating and opening ---------------------------------------------------------------
 
     def new_session(self, cwd: str, meta: CodySessionMeta | None) -> Session:
-        cwd_path = _check_cwd(cwd)
-        overrides = {}
-        if meta is not None:
-            for field_name, key in _META_TO_CONFIG.items():
-                value = getattr(meta, field_name)
-                if value is not None:
-                    overrides[key] = value
-        settings, catalog = self._settings_for(cwd_path, overrides, "_meta.cody")
-        if meta is not None:
-            settings.allowed_tools = (
-                list(meta.allowed_tools) if meta.allowed_tools is not None else None
-            )
-            settings.phase = meta.phase
-        self._check_allowlist(settings)
-        created = datetime.now(UTC)
-        session_id = new_id()
-        handle = self.deps.store.create(session_id, created)
-        handle.append(
-            "session_meta",
-            {
-                "id": session_id,
-                "cwd": str(cwd_path),
-                "created": created.isoformat().replace("+00:00", "Z"),
-                "cliVersion": self.deps.version,
-                "originator": "cody-daemon",
-                "settings": settings.persisted(),
-            },
-        )
-        session = Session(
-            id=session_id,
-            cwd=cwd_path,
-            created=created.isoformat(),
-            settings=settings,
-            file=handle,
-        )
+        session, catalog = self._loader.create(cwd, meta)
         self._register(session, catalog)
         return session
-
-    def _settings_for(
-        self, cwd: Path, overrides: dict[str, Any], source: str
-    ) -> tuple[SessionSettings, ProviderCatalog]:
-        loaded = load_effective_config(
-            cwd=cwd,
-            paths=self.deps.paths,
-            session_overrides=overrides,
-            session_overrides_source=source,
-        )
-        config = loaded.config
-        catalog = ProviderCatalog.from_config(
-            config,
-            env=self.deps.env,
-            codex_home=self.deps.codex_home,
-            claude_dir=self.deps.claude_dir,
-        )
-        spec = catalog.resolve(config.model_provider)
-        settings = SessionSettings(
-            provider=spec.id,
-            model=config.model or spec.default_model,
-            approval_policy=config.approval_policy,
-            sandbox_mode=config.sandbox_mode,
-            reasoning_effort=config.model_reasoning_effort,
-            reasoning_summary=config.model_reasoning_summary,
-            max_tool_iterations=config.max_tool_iterations,
-            approval_timeout_s=config.approval_timeout_s,
-            sandbox_unavailable=config.sandbox_unavailable,
-            warnings=list(loaded.warnings),
-        )
-        return settings, catalog
-
-    def _check_allowlist(self, settings: SessionSettings) -> None:
-        if settings.allowed_tools is None:
-            return
-        known = set(self.deps.tools.names())
-        unknown = [name for name in settings.allowed_tools if name not in known]
-        if unknown:
-            raise InvalidParams(
-                f"Unknown tool(s) in allowedTools: {', '.join(unknown)}.",
-                [
-                    Issue(
-                        key="_meta.cody.allowedTools",
-                        message="unknown tool",
-                        value=name,
-                        valid=tuple(sorted(known)),
-                        source="_meta.cody",
-                    )
-                    for name in unknown
-                ],
-            )
 
     def _register(self, session: Session, catalog: ProviderCatalog) -> None:
         self._live[session.id] = session
@@ -187,47 +77,7 @@ class SessionManager:
         return live
 
     def _open_from_disk(self, session_id: str) -> Session:
-        path = self.deps.store.find(session_id)
-        record = read_session(path)
-        cwd_path = _check_cwd(record.cwd)
-        persisted = dict(record.settings)
-        config_overrides = {
-            key: persisted[key]
-            for key in _META_TO_CONFIG.values()
-            if persisted.get(key) is not None
-        }
-        settings, catalog = self._settings_for(
-            cwd_path, config_overrides, f"session file {path.name}"
-        )
-        allowed = persisted.get("allowed_tools")
-        settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
-        phase = persisted.get("phase")
-        settings.phase = phase if phase in ("research", "plan", "implement") else None
-        handle = SessionFile.open_existing(path)
-        try:
-            handle.ensure_newline()
-            for item in record.items:
-                if (
-                    isinstance(item, FunctionCallOutputItem)
-                    and item.call_id in record.interrupted_calls
-                ):
-                    handle.append("response_item", item.payload())
-            if record.interrupted_calls:
-                handle.append("event", {"kind": "interrupted", "callIds": record.interrupted_calls})
-        except BaseException:
-            handle.close()
-            raise
-        session = Session(
-            id=record.session_id or session_id,
-            cwd=cwd_path,
-            created=record.created,
-            settings=settings,
-            file=handle,
-            history=record.items,
-            usage_total=TokenUsage.model_validate(record.usage_total or {}),
-            title=record.title,
-            grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
-        )
+        session, catalog = self._loader.open(session_id)
         self._register(session, catalog)
         return session
 
@@ -320,90 +170,20 @@ class SessionManager:
         self, session_id: str, config_id: str, value: Any, link: ClientLink | None
     ) -> list[SessionConfigOption]:
         session = self.get(session_id)
-        before_mode = mode_of(session.settings)
-        settings = session.settings.copy()
         catalog = self._catalogs[session.id]
-        text = value if isinstance(value, str) else None
-
-        def bad(valid: tuple[str, ...] | None, message: str = "invalid value") -> InvalidParams:
-            return InvalidParams(
-                f"Invalid value {value!r} for config option {config_id}"
-                + (f"; valid values: {', '.join(valid)}" if valid else ""),
-                [Issue(key=config_id, message=message, value=value, valid=valid, source="params")],
-            )
-
-        if config_id == "provider":
-            ids = tuple(spec.id for spec in catalog.all())
-            if text not in ids:
-                raise bad(ids)
-            assert text is not None
-            settings.provider = text
-            settings.model = catalog.get(text).default_model
-        elif config_id == "model":
-            if not text or not text.strip():
-                raise bad(None, "a model name is required")
-            settings.model = text.strip()
-        elif config_id == "approval_policy":
-            if text not in APPROVAL_POLICIES:
-                raise bad(APPROVAL_POLICIES)
-            settings.approval_policy = text  # type: ignore[assignment]
-        elif config_id == "sandbox_mode":
-            if text not in SANDBOX_MODES:
-                raise bad(SANDBOX_MODES)
-            settings.sandbox_mode = text  # type: ignore[assignment]
-        elif config_id == "reasoning_effort":
-            if text not in ("default", *REASONING_EFFORTS):
-                raise bad(("default", *REASONING_EFFORTS))
-            settings.reasoning_effort = None if text == "default" else text  # type: ignore[assignment]
-        elif config_id == "reasoning_summary":
-            if text not in REASONING_SUMMARIES:
-                raise bad(REASONING_SUMMARIES)
-            settings.reasoning_summary = text  # type: ignore[assignment]
-        else:
-            ids = (
-                "provider",
-                "model",
-                "approval_policy",
-                "sandbox_mode",
-                "reasoning_effort",
-                "reasoning_summary",
-            )
-            raise InvalidParams(
-                f"Unknown config option {config_id!r}; valid ids: {', '.join(ids)}",
-                [
-                    Issue(
-                        key="configId",
-                        message="unknown config option",
-                        value=config_id,
-                        valid=ids,
-                        source="params",
-                    )
-                ],
-            )
-        self._apply_settings(session, settings, before_mode, link)
+        changed = apply_config_option(
+            session.settings,
+            config_id,
+            value,
+            providers={s.id: s.default_model for s in catalog.all()},
+        )
+        self._apply_settings(session, changed, mode_of(session.settings), link)
         return self.config_options(session)
 
     def set_mode(self, session_id: str, mode_id: str, link: ClientLink | None) -> None:
         session = self.get(session_id)
-        preset = MODES.get(mode_id)
-        if preset is None:
-            valid = tuple(MODES)
-            raise InvalidParams(
-                f"Unknown mode {mode_id!r}; valid modes: {', '.join(valid)}",
-                [
-                    Issue(
-                        key="modeId",
-                        message="unknown mode",
-                        value=mode_id,
-                        valid=valid,
-                        source="params",
-                    )
-                ],
-            )
-        before_mode = mode_of(session.settings)
-        settings = session.settings.copy()
-        settings.approval_policy, settings.sandbox_mode = preset[2], preset[3]
-        self._apply_settings(session, settings, before_mode, link)
+        changed = apply_mode(session.settings, mode_id)
+        self._apply_settings(session, changed, mode_of(session.settings), link)
 
     def _apply_settings(
         self, session: Session, settings: SessionSettings, before_mode: str, link: ClientLink | None

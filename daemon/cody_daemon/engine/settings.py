@@ -8,6 +8,7 @@ read from the configuration files each time the session becomes live.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,10 +31,14 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
+from ..errors import InvalidParams, Issue
+
 __all__ = [
     "CONFIG_KEYS",
     "MODES",
     "SessionSettings",
+    "apply_config_option",
+    "apply_mode",
     "build_config_options",
     "build_modes",
     "mode_of",
@@ -184,3 +189,87 @@ def build_config_options(
             category="thought_level",
         ),
     ]
+
+
+def _invalid(
+    config_id: str, value: Any, valid: tuple[str, ...] | None, message: str
+) -> InvalidParams:
+    return InvalidParams(
+        f"Invalid value {value!r} for config option {config_id}"
+        + (f"; valid values: {', '.join(valid)}" if valid else f": {message}"),
+        [Issue(key=config_id, message=message, value=value, valid=valid, source="params")],
+    )
+
+
+def apply_config_option(
+    settings: SessionSettings, config_id: str, value: Any, *, providers: Mapping[str, str]
+) -> SessionSettings:
+    """A copy of `settings` with one config option changed (`providers`: id -> default model).
+
+    Changing the provider resets the model to that provider's default. Raises InvalidParams
+    naming the valid values.
+    """
+    changed = settings.copy()
+    text = value if isinstance(value, str) else None
+    choices: dict[str, tuple[str, ...]] = {
+        "approval_policy": APPROVAL_POLICIES,
+        "sandbox_mode": SANDBOX_MODES,
+        "reasoning_effort": ("default", *REASONING_EFFORTS),
+        "reasoning_summary": REASONING_SUMMARIES,
+        "provider": tuple(providers),
+    }
+    if config_id == "model":
+        if not text or not text.strip():
+            raise _invalid(config_id, value, None, "a model name is required")
+        changed.model = text.strip()
+        return changed
+    if config_id not in choices:
+        valid = ("provider", "model", *[key for key in choices if key != "provider"])
+        raise InvalidParams(
+            f"Unknown config option {config_id!r}; valid ids: {', '.join(valid)}",
+            [
+                Issue(
+                    key="configId",
+                    message="unknown config option",
+                    value=config_id,
+                    valid=valid,
+                    source="params",
+                )
+            ],
+        )
+    if text not in choices[config_id]:
+        raise _invalid(config_id, value, choices[config_id], "invalid value")
+    if config_id == "provider":
+        changed.provider = text
+        changed.model = providers[text]
+    elif config_id == "approval_policy":
+        changed.approval_policy = text  # type: ignore[assignment]
+    elif config_id == "sandbox_mode":
+        changed.sandbox_mode = text  # type: ignore[assignment]
+    elif config_id == "reasoning_effort":
+        changed.reasoning_effort = None if text == "default" else text  # type: ignore[assignment]
+    else:
+        changed.reasoning_summary = text  # type: ignore[assignment]
+    return changed
+
+
+def apply_mode(settings: SessionSettings, mode_id: str) -> SessionSettings:
+    """A copy of `settings` with a mode preset's approval policy and sandbox mode."""
+    preset = MODES.get(mode_id)
+    if preset is None:
+        valid = tuple(MODES)
+        raise InvalidParams(
+            f"Unknown mode {mode_id!r}; valid modes: {', '.join(valid)}",
+            [
+                Issue(
+                    key="modeId",
+                    message="unknown mode",
+                    value=mode_id,
+                    valid=valid,
+                    source="params",
+                )
+            ],
+        )
+    changed = settings.copy()
+    changed.approval_policy, changed.sandbox_mode = preset[2], preset[3]
+    return changed

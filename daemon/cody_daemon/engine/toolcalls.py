@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,10 +12,21 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from cody_protocol.updates import ToolKind
 from pydantic import BaseModel
 
-from ..tools.base import Tool, ToolArgumentError
+from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolResult
 from ..tools.registry import ToolRegistry
 
-__all__ = ["DescribedCall", "describe_call", "text_content"]
+__all__ = [
+    "LiveOutput",
+    "DescribedCall",
+    "describe_call",
+    "describe_grant",
+    "error_result",
+    "text_content",
+    "wire_raw_output",
+]
+
+_LIVE_OUTPUT_TAIL = 8192
+_LIVE_OUTPUT_INTERVAL_S = 0.1
 
 
 @dataclass(slots=True, kw_only=True)
@@ -63,3 +76,52 @@ def describe_call(registry: ToolRegistry, name: str, arguments: str) -> Describe
     return DescribedCall(
         tool=tool, title=tool.title(args), kind=tool.kind, raw_input=raw, args=args, error=None
     )
+
+
+def error_result(message: str, raw_output: dict[str, Any] | None = None) -> ToolResult:
+    return ToolResult(
+        output=json.dumps({"error": message}),
+        success=False,
+        raw_output=raw_output,
+        content=text_content(message),
+    )
+
+
+def wire_raw_output(output: str, raw_output: dict[str, Any] | None) -> dict[str, Any]:
+    """`rawOutput` for clients: the tool's metadata plus the text the model received."""
+    return {**(raw_output or {}), "output": output}
+
+
+def describe_grant(key: GrantKey) -> str:
+    if key and key[0] == "exec":
+        return "the command `" + " ".join(key[1:]) + "`"
+    if key and key[0] == "paths":
+        return "changes to " + ", ".join(key[1:])
+    if len(key) >= 2:
+        return f"{key[1]} with these exact arguments"
+    return "this call"
+
+
+class LiveOutput:
+    """Throttles a running tool's output into `tool_call_update`s (the tail, every 100 ms)."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        self._send = send
+        self._tail = ""
+        self._last = 0.0
+        self._dirty = False
+        self._closed = False
+
+    def add(self, chunk: str) -> None:
+        if self._closed:
+            return
+        self._tail = (self._tail + chunk)[-_LIVE_OUTPUT_TAIL:]
+        self._dirty = True
+        now = time.monotonic()
+        if now - self._last >= _LIVE_OUTPUT_INTERVAL_S:
+            self._last = now
+            self._dirty = False
+            self._send(self._tail)
+
+    def close(self) -> None:
+        self._closed = True

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,7 +24,7 @@ from cody_protocol.prompt import TokenUsage
 
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.commands import is_known_safe
+from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import SandboxPolicy
 from ..providers.base import (
     ModelProvider,
@@ -55,7 +52,15 @@ from .instructions import build_instructions
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
 from .streamed import StreamedItem
-from .toolcalls import DescribedCall, describe_call, text_content
+from .toolcalls import (
+    DescribedCall,
+    LiveOutput,
+    describe_call,
+    describe_grant,
+    error_result,
+    text_content,
+    wire_raw_output,
+)
 from .usage import add_usage, usage_from_report
 
 __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
@@ -63,8 +68,6 @@ __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 logger = logging.getLogger(__name__)
 
 DENIED = "User denied approval"
-_LIVE_OUTPUT_TAIL = 8192
-_LIVE_OUTPUT_INTERVAL_S = 0.1
 
 
 class TurnCancelled(Exception):
@@ -258,11 +261,11 @@ class TurnRunner:
 
     async def _run_call(self, call: ToolCallRequested, info: DescribedCall) -> None:
         if info.error is not None or info.tool is None or info.args is None:
-            self._finish_call(call.call_id, _error_result(info.error or "invalid call"))
+            self._finish_call(call.call_id, error_result(info.error or "invalid call"))
             self.state.failure_seen = True
             return
         tool, args = info.tool, info.args
-        live = _LiveOutput(lambda text: self._emit_live_output(call.call_id, text))
+        live = LiveOutput(lambda text: self._emit_live_output(call.call_id, text))
         ctx = ToolContext(
             session_id=self.session.id,
             call_id=call.call_id,
@@ -296,11 +299,11 @@ class TurnRunner:
                 ctx=ctx,
             )
             if not allowed:
-                self._finish_call(call.call_id, _error_result(DENIED))
+                self._finish_call(call.call_id, error_result(DENIED))
                 return
         elif isinstance(verdict, Deny):
             self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
-            self._finish_call(call.call_id, _error_result(verdict.message))
+            self._finish_call(call.call_id, error_result(verdict.message))
             if verdict.reason == "sandbox":
                 self.state.failure_seen = True
             return
@@ -311,14 +314,12 @@ class TurnRunner:
         try:
             result = await tool.run(args, ctx)
         except ToolError as exc:
-            result = _error_result(exc.message, exc.raw_output)
+            result = error_result(exc.message, exc.raw_output)
         except (asyncio.CancelledError, TurnCancelled):
             raise
         except Exception as exc:
             logger.exception("tool %s raised", tool.name)
-            result = _error_result(
-                f"internal error in {tool.name}: {exc.__class__.__name__}: {exc}"
-            )
+            result = error_result(f"internal error in {tool.name}: {exc.__class__.__name__}: {exc}")
         live.close()
         if not result.success:
             self.state.failure_seen = True
@@ -404,59 +405,10 @@ class TurnRunner:
 
     def _close_open_calls(self, why: str) -> None:
         for call_id in list(self.state.open_calls):
-            self._finish_call(call_id, _error_result(why))
+            self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
         self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
 
     def _emit(self, event: Any) -> None:
         self.env.link.emit(self.session.id, event)
-
-
-def _error_result(message: str, raw_output: dict[str, Any] | None = None) -> ToolResult:
-    return ToolResult(
-        output=json.dumps({"error": message}),
-        success=False,
-        raw_output=raw_output,
-        content=text_content(message),
-    )
-
-
-def wire_raw_output(output: str, raw_output: dict[str, Any] | None) -> dict[str, Any]:
-    """`rawOutput` for clients: the tool's metadata plus the text the model received."""
-    return {**(raw_output or {}), "output": output}
-
-
-def describe_grant(key: GrantKey) -> str:
-    if key and key[0] == "exec":
-        return "the command `" + " ".join(key[1:]) + "`"
-    if key and key[0] == "paths":
-        return "changes to " + ", ".join(key[1:])
-    if len(key) >= 2:
-        return f"{key[1]} with these exact arguments"
-    return "this call"
-
-
-class _LiveOutput:
-    """Throttles a running tool's output into `tool_call_update`s (the tail, every 100 ms)."""
-
-    def __init__(self, send: Callable[[str], None]) -> None:
-        self._send = send
-        self._tail = ""
-        self._last = 0.0
-        self._dirty = False
-        self._closed = False
-
-    def add(self, chunk: str) -> None:
-        if self._closed:
-            return
-        self._tail = (self._tail + chunk)[-_LIVE_OUTPUT_TAIL:]
-        self._dirty = True
-        now = time.monotonic()
-        if now - self._last >= _LIVE_OUTPUT_INTERVAL_S:
-            self._last = now
-            self._dirty = False
-            self._send(self._tail)
-
-    def close(self) -> None:
-        self._closed = True

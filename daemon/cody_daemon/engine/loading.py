@@ -1,0 +1,187 @@
+"""Creating sessions and making stored ones live again (config -> settings -> locked file).
+
+Invariants: a stored session keeps its own settings (they override the config files); its
+interrupted tool calls are closed in the file before it runs again; session grants and
+rejections recorded in the file are restored.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cody_protocol.prompt import TokenUsage
+from cody_protocol.session import CodySessionMeta
+
+from ..config.loader import load_effective_config
+from ..errors import InvalidParams, Issue
+from ..ids import new_id
+from ..policy.approval import Grants
+from ..providers.catalog import ProviderCatalog
+from ..store.reader import read_session
+from ..store.session_file import SessionFile
+from .deps import EngineDeps
+from .history import FunctionCallOutputItem
+from .session import Session
+from .settings import SessionSettings
+
+__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd"]
+
+META_TO_CONFIG = {
+    "provider": "model_provider",
+    "model": "model",
+    "approval_policy": "approval_policy",
+    "sandbox_mode": "sandbox_mode",
+    "reasoning_effort": "model_reasoning_effort",
+    "reasoning_summary": "model_reasoning_summary",
+}
+"""`_meta.cody` field -> config key (PROTOCOL.md settings table)."""
+
+
+def check_cwd(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_dir():
+        raise InvalidParams(
+            f"cwd {cwd} is not an existing directory.",
+            [Issue(key="cwd", message="not an existing directory", value=cwd, source="params")],
+        )
+    return path
+
+
+class SessionLoader:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+
+    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
+        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+        cwd_path = check_cwd(cwd)
+        overrides = {}
+        if meta is not None:
+            for field_name, key in META_TO_CONFIG.items():
+                value = getattr(meta, field_name)
+                if value is not None:
+                    overrides[key] = value
+        settings, catalog = self.settings_for(cwd_path, overrides, "_meta.cody")
+        if meta is not None:
+            settings.allowed_tools = (
+                list(meta.allowed_tools) if meta.allowed_tools is not None else None
+            )
+            settings.phase = meta.phase
+        self._check_allowlist(settings)
+        created = datetime.now(UTC)
+        session_id = new_id()
+        handle = self.deps.store.create(session_id, created)
+        handle.append(
+            "session_meta",
+            {
+                "id": session_id,
+                "cwd": str(cwd_path),
+                "created": created.isoformat().replace("+00:00", "Z"),
+                "cliVersion": self.deps.version,
+                "originator": "cody-daemon",
+                "settings": settings.persisted(),
+            },
+        )
+        session = Session(
+            id=session_id,
+            cwd=cwd_path,
+            created=created.isoformat(),
+            settings=settings,
+            file=handle,
+        )
+        return session, catalog
+
+    def settings_for(
+        self, cwd: Path, overrides: dict[str, Any], source: str
+    ) -> tuple[SessionSettings, ProviderCatalog]:
+        loaded = load_effective_config(
+            cwd=cwd,
+            paths=self.deps.paths,
+            session_overrides=overrides,
+            session_overrides_source=source,
+        )
+        config = loaded.config
+        catalog = ProviderCatalog.from_config(
+            config,
+            env=self.deps.env,
+            codex_home=self.deps.codex_home,
+            claude_dir=self.deps.claude_dir,
+        )
+        spec = catalog.resolve(config.model_provider)
+        settings = SessionSettings(
+            provider=spec.id,
+            model=config.model or spec.default_model,
+            approval_policy=config.approval_policy,
+            sandbox_mode=config.sandbox_mode,
+            reasoning_effort=config.model_reasoning_effort,
+            reasoning_summary=config.model_reasoning_summary,
+            max_tool_iterations=config.max_tool_iterations,
+            approval_timeout_s=config.approval_timeout_s,
+            sandbox_unavailable=config.sandbox_unavailable,
+            warnings=list(loaded.warnings),
+        )
+        return settings, catalog
+
+    def _check_allowlist(self, settings: SessionSettings) -> None:
+        if settings.allowed_tools is None:
+            return
+        known = set(self.deps.tools.names())
+        unknown = [name for name in settings.allowed_tools if name not in known]
+        if unknown:
+            raise InvalidParams(
+                f"Unknown tool(s) in allowedTools: {', '.join(unknown)}.",
+                [
+                    Issue(
+                        key="_meta.cody.allowedTools",
+                        message="unknown tool",
+                        value=name,
+                        valid=tuple(sorted(known)),
+                        source="_meta.cody",
+                    )
+                    for name in unknown
+                ],
+            )
+
+    def open(self, session_id: str) -> tuple[Session, ProviderCatalog]:
+        """A stored session made live: locked, repaired (interrupted calls), settings restored."""
+        path = self.deps.store.find(session_id)
+        record = read_session(path)
+        cwd_path = check_cwd(record.cwd)
+        persisted = dict(record.settings)
+        config_overrides = {
+            key: persisted[key] for key in META_TO_CONFIG.values() if persisted.get(key) is not None
+        }
+        settings, catalog = self.settings_for(
+            cwd_path, config_overrides, f"session file {path.name}"
+        )
+        allowed = persisted.get("allowed_tools")
+        settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
+        phase = persisted.get("phase")
+        settings.phase = phase if phase in ("research", "plan", "implement") else None
+        handle = SessionFile.open_existing(path)
+        try:
+            handle.ensure_newline()
+            for item in record.items:
+                if (
+                    isinstance(item, FunctionCallOutputItem)
+                    and item.call_id in record.interrupted_calls
+                ):
+                    handle.append("response_item", item.payload())
+            if record.interrupted_calls:
+                handle.append("event", {"kind": "interrupted", "callIds": record.interrupted_calls})
+        except BaseException:
+            handle.close()
+            raise
+        session = Session(
+            id=record.session_id or session_id,
+            cwd=cwd_path,
+            created=record.created,
+            settings=settings,
+            file=handle,
+            history=record.items,
+            usage_total=TokenUsage.model_validate(record.usage_total or {}),
+            title=record.title,
+            grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
+        )
+        return session, catalog

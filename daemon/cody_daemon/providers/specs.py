@@ -1,0 +1,147 @@
+"""Provider and model specs, credentials, and the built-in providers' data.
+
+Invariants: a spec's `default_model` is one of its `models`; secrets live only in
+`Credentials` fields that are excluded from repr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "OPENROUTER_BASE_URL",
+    "CredentialKind",
+    "Credentials",
+    "ModelSpec",
+    "ProviderSpec",
+    "ProviderWireApi",
+    "builtin_providers",
+]
+
+ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
+CredentialKind = Literal["api_key", "chatgpt", "claude_oauth", "none"]
+
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL: Final = "https://api.anthropic.com"
+OPENROUTER_BASE_URL: Final = "https://openrouter.ai/api/v1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A model a provider offers; `context_window` is None when unknown (configured models)."""
+
+    id: str
+    context_window: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderSpec:
+    """Everything a provider implementation needs except the credentials."""
+
+    id: str
+    name: str
+    wire_api: ProviderWireApi
+    base_url: str | None
+    """None only for `offline`."""
+    env_key: str | None
+    """Environment variable holding the API key; None when no key is needed."""
+    headers: dict[str, str] = field(default_factory=dict, repr=False, hash=False)
+    """Extra request headers from config (may hold secrets: not in repr)."""
+    default_model: str
+    models: tuple[ModelSpec, ...]
+    max_retries: int = 4
+    stream_idle_timeout_s: float = 300.0
+    builtin: bool = False
+
+    @property
+    def model_ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.models)
+
+    def context_window(self, model: str) -> int | None:
+        """The context window of `model` when this provider knows it."""
+        for spec in self.models:
+            if spec.id == model:
+                return spec.context_window
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    """Where a provider's credentials come from; the secret values never appear in a repr.
+
+    `kind`: `api_key` (sent as the provider's API key), `chatgpt` (a Codex CLI ChatGPT login:
+    `secret` is the access token, `account_id` the ChatGPT account), `claude_oauth` (a Claude
+    Code login: `secret` is the access token), `none` (nothing to send).
+    `source` is safe to show: e.g. `env OPENAI_API_KEY` or `~/.codex/auth.json`.
+    """
+
+    kind: CredentialKind
+    source: str
+    secret: str | None = field(default=None, repr=False)
+    refresh_token: str | None = field(default=None, repr=False)
+    account_id: str | None = field(default=None, repr=False)
+    expires_at: float | None = None
+    """Access-token expiry (epoch seconds) when the login file records it."""
+
+
+def builtin_providers() -> tuple[ProviderSpec, ...]:
+    """The built-in providers, in `BUILTIN_PROVIDER_IDS` order (fresh objects each call)."""
+    return (
+        ProviderSpec(
+            id="openai",
+            name="OpenAI",
+            wire_api="responses",
+            base_url=OPENAI_BASE_URL,
+            env_key="OPENAI_API_KEY",
+            default_model="gpt-5.5",
+            models=(
+                ModelSpec(id="gpt-5.5", context_window=400_000),
+                ModelSpec(id="gpt-5.4", context_window=400_000),
+                ModelSpec(id="gpt-5.4-mini", context_window=400_000),
+                ModelSpec(id="gpt-5.3-codex", context_window=272_000),
+                ModelSpec(id="gpt-5.2", context_window=272_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="anthropic",
+            name="Anthropic",
+            wire_api="anthropic",
+            base_url=ANTHROPIC_BASE_URL,
+            env_key="ANTHROPIC_API_KEY",
+            default_model="claude-opus-4-8",
+            models=(
+                ModelSpec(id="claude-opus-4-8", context_window=200_000),
+                ModelSpec(id="claude-sonnet-4-6", context_window=200_000),
+                ModelSpec(id="claude-haiku-4-5", context_window=200_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="openrouter",
+            name="OpenRouter",
+            wire_api="chat",
+            base_url=OPENROUTER_BASE_URL,
+            env_key="OPENROUTER_API_KEY",
+            default_model="openai/gpt-5.5",
+            models=(
+                ModelSpec(id="openai/gpt-5.5", context_window=400_000),
+                ModelSpec(id="anthropic/claude-opus-4.8", context_window=200_000),
+            ),
+            builtin=True,
+        ),
+        ProviderSpec(
+            id="offline",
+            name="Offline (built-in demo)",
+            wire_api="offline",
+            base_url=None,
+            env_key=None,
+            default_model="offline",
+            models=(ModelSpec(id="offline", context_window=32_768),),
+            max_retries=0,
+            builtin=True,
+        ),
+    )
