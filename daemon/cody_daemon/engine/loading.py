@@ -119,6 +119,7 @@ class SessionLoader:
             max_tool_iterations=config.max_tool_iterations,
             approval_timeout_s=config.approval_timeout_s,
             sandbox_unavailable=config.sandbox_unavailable,
+            tool_config=dict(config.tools),
             warnings=list(loaded.warnings),
         )
         return settings, catalog

@@ -144,6 +144,7 @@ class SessionManager:
             sandbox=SandboxPolicy.create(
                 settings.sandbox_mode, session.cwd, settings.sandbox_unavailable
             ),
+            env=self.deps.env,
         )
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:

@@ -31,6 +31,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
+from ..config.model import ToolConfig
 from ..errors import InvalidParams, Issue
 
 __all__ = [
@@ -89,6 +90,8 @@ class SessionSettings:
     max_tool_iterations: int = 100
     approval_timeout_s: float = 300.0
     sandbox_unavailable: SandboxUnavailable = "ask"
+    tool_config: dict[str, ToolConfig] = field(default_factory=dict)
+    """`[tools.<name>]` from the configuration (not persisted: re-read on resume)."""
     warnings: list[str] = field(default_factory=list)
 
     def persisted(self) -> dict[str, Any]:
@@ -106,7 +109,9 @@ class SessionSettings:
 
     def copy(self) -> SessionSettings:
         return replace(
-            self, allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools)
+            self,
+            allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools),
+            tool_config=dict(self.tool_config),
         )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,6 +43,7 @@ from ..tools.registry import ToolRegistry
 from .events import (
     AgentText,
     AgentThought,
+    PlanChanged,
     TitleChanged,
     ToolCallOpened,
     ToolCallProgress,
@@ -82,6 +84,7 @@ class TurnEnv:
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -272,6 +275,9 @@ class TurnRunner:
             cwd=self.session.cwd,
             sandbox=self.env.sandbox,
             on_output=live.add,
+            env=self.env.env,
+            tool_config=self.session.settings.tool_config,
+            on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
         )
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)

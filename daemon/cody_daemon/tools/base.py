@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolKind
 from pydantic import BaseModel, ValidationError
 
+from ..config.model import ToolConfig
 from ..policy.sandbox import SandboxPolicy
 from ..providers.base import ToolSpec
 
 __all__ = [
     "GrantKey",
+    "PlanStatus",
     "Tool",
     "ToolArgumentError",
     "ToolContext",
@@ -52,6 +54,9 @@ class ToolArgumentError(ToolError):
     """The model's arguments did not match the tool's schema."""
 
 
+PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
 @dataclass(kw_only=True)
 class ToolContext:
     session_id: str
@@ -61,6 +66,12 @@ class ToolContext:
     sandbox: SandboxPolicy
     on_output: Callable[[str], None] | None = None
     """Receives output chunks while the tool runs (shown live in `tool_call_update`)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The daemon's environment (web tools read their API keys from it via `env_key`)."""
+    tool_config: Mapping[str, ToolConfig] = field(default_factory=dict)
+    """`[tools.<name>]` from the session's configuration."""
+    on_plan: Callable[[list[tuple[str, PlanStatus]]], None] | None = None
+    """Publishes the agent's plan (`updatePlan`): sent to the client as a `plan` update."""
 
 
 @dataclass(kw_only=True)
