@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cody_protocol.extensions import ModelsListResult
 from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
@@ -35,7 +36,14 @@ from . import __version__
 from .connection import Connection, Framing, RemoteError
 from .process import DaemonProcess
 
-__all__ = ["ClientSession", "CodyClient", "PermissionCallback", "RemoteError", "UpdateCallback"]
+__all__ = [
+    "ClientSession",
+    "CodyClient",
+    "PermissionCallback",
+    "PromptRun",
+    "RemoteError",
+    "UpdateCallback",
+]
 
 PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
 """Returns an option id (`allow_once`, `allow_session`, `reject_once`, `reject_session`) or
@@ -59,23 +67,28 @@ class ClientSession:
                 return option.current_value
         return None
 
-    async def prompt(self, text: str, *, on_update: UpdateCallback | None = None) -> PromptResult:
-        """Run one turn; `on_update` sees every `session/update` of this session meanwhile."""
-        listeners = self.client._listeners.setdefault(self.id, [])
-        if on_update is not None:
-            listeners.append(on_update)
-        try:
-            raw = await self.client.connection.request(
-                "session/prompt",
-                {"sessionId": self.id, "prompt": [{"type": "text", "text": text}]},
-            )
-        finally:
-            if on_update is not None:
-                listeners.remove(on_update)
-        return PromptResult.model_validate(raw)
+    def prompt(
+        self, prompt: str | list[dict[str, Any]], *, on_update: UpdateCallback | None = None
+    ) -> PromptRun:
+        """Run one turn. Await the result, or iterate the updates as they stream:
+
+        result = await session.prompt("fix the test")
+        async for update in (run := session.prompt("fix the test")):
+            ...
+        result = run.result
+        """
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
+        return PromptRun(self, blocks, on_update)
 
     def cancel(self) -> None:
         self.client.connection.notify("session/cancel", {"sessionId": self.id})
+
+    async def set_mode(self, mode_id: str) -> None:
+        """`session/set_mode`: `read-only`, `auto` or `full-access`."""
+        await self.client.connection.request(
+            "session/set_mode", {"sessionId": self.id, "modeId": mode_id}
+        )
+        self.mode_id = mode_id
 
     async def set_config_option(self, config_id: str, value: str) -> list[SessionConfigOption]:
         raw = await self.client.connection.request(
@@ -93,6 +106,64 @@ class ClientSession:
 
 def _absolute(path: str) -> str:
     return os.path.abspath(path)
+
+
+class PromptRun:
+    """One running turn: awaitable (-> PromptResult) and async-iterable (-> SessionUpdate)."""
+
+    def __init__(
+        self, session: ClientSession, blocks: list[dict[str, Any]], on_update: UpdateCallback | None
+    ) -> None:
+        self._session = session
+        self._blocks = blocks
+        self._on_update = on_update
+        self._queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue()
+        self._task: asyncio.Task[PromptResult] | None = None
+        self.result: PromptResult | None = None
+
+    def _start(self) -> asyncio.Task[PromptResult]:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+        return self._task
+
+    async def _run(self) -> PromptResult:
+        session = self._session
+
+        def deliver(update: SessionUpdate) -> None:
+            self._queue.put_nowait(update)
+            if self._on_update is not None:
+                self._on_update(update)
+
+        listeners = session.client._listeners.setdefault(session.id, [])
+        listeners.append(deliver)
+        try:
+            raw = await session.client.connection.request(
+                "session/prompt", {"sessionId": session.id, "prompt": self._blocks}
+            )
+        finally:
+            listeners.remove(deliver)
+            self._queue.put_nowait(None)
+        self.result = PromptResult.model_validate(raw)
+        return self.result
+
+    def __await__(self) -> Generator[Any, None, PromptResult]:
+        return self._start().__await__()
+
+    def __aiter__(self) -> AsyncIterator[SessionUpdate]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[SessionUpdate]:
+        task = self._start()
+        while True:
+            update = await self._queue.get()
+            if update is None:
+                break
+            yield update
+        await task  # re-raises RemoteError / ConnectionClosed
+
+    def cancel(self) -> None:
+        """Ask the daemon to stop the turn (`session/cancel`); the run then ends `cancelled`."""
+        self._session.cancel()
 
 
 class CodyClient:
@@ -125,6 +196,27 @@ class CodyClient:
             on_stderr=on_stderr,
         )
         client = cls(process.connection, process)
+        try:
+            if initialize:
+                await client.initialize()
+            yield client
+        finally:
+            await client.aclose()
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(
+        cls,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        framing: Framing = "lsp",
+        initialize: bool = True,
+    ) -> AsyncIterator[CodyClient]:
+        """Talk to a daemon over streams you already have (a socket, a pipe you spawned)."""
+        connection = Connection(reader, writer, framing=framing)
+        connection.start()
+        client = cls(connection)
         try:
             if initialize:
                 await client.initialize()
@@ -183,15 +275,56 @@ class CodyClient:
         self.initialize_result = InitializeResult.model_validate(raw)
         return self.initialize_result
 
-    async def new_session(self, cwd: str, **cody_meta: Any) -> ClientSession:
-        params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": []}
-        meta = {key: value for key, value in cody_meta.items() if value is not None}
-        if meta:
-            params["_meta"] = {"cody": meta}
+    async def new_session(
+        self,
+        cwd: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        approval_policy: str | None = None,
+        sandbox_mode: str | None = None,
+        reasoning_effort: str | None = None,
+        reasoning_summary: str | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        phase: str | None = None,
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
+    ) -> ClientSession:
+        """`session/new`; settings not given come from the daemon's configuration."""
+        meta = {
+            "provider": provider,
+            "model": model,
+            "approvalPolicy": approval_policy,
+            "sandboxMode": sandbox_mode,
+            "reasoningEffort": reasoning_effort,
+            "reasoningSummary": reasoning_summary,
+            "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
+            "phase": phase,
+        }
+        params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": list(mcp_servers)}
+        given = {key: value for key, value in meta.items() if value is not None}
+        if given:
+            params["_meta"] = {"cody": given}
         result = NewSessionResult.model_validate(
             await self.connection.request("session/new", params)
         )
         return self._session(result.session_id, params["cwd"], result)
+
+    async def fork_session(
+        self, session_id: str, cwd: str, *, at_message: int | None = None
+    ) -> ClientSession:
+        """`_cody/session/fork`: a new session with the history up to user message `at_message`."""
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []}
+        if at_message is not None:
+            params["atMessage"] = at_message
+        raw = await self.connection.request("_cody/session/fork", params)
+        result = NewSessionResult.model_validate(raw)
+        return self._session(result.session_id, params["cwd"], result)
+
+    async def models(self) -> ModelsListResult:
+        """`_cody/models/list`: every provider, whether it can be used, and its models."""
+        return ModelsListResult.model_validate(
+            await self.connection.request("_cody/models/list", {})
+        )
 
     async def load_session(
         self, session_id: str, cwd: str, *, on_update: UpdateCallback | None = None

@@ -31,6 +31,8 @@ from cody_protocol.updates import (
     UserMessageChunk,
 )
 
+from .markdown import MarkdownStream, render_diff
+
 __all__ = ["Renderer", "Style", "use_color"]
 
 DENIED_MARKER = "User denied approval"
@@ -79,6 +81,8 @@ class Renderer:
     info: TextIO
     style: Style
     show_thoughts: bool = True
+    markdown: bool = False
+    """Render agent text as markdown while it streams (interactive terminals only)."""
     calls: dict[str, _Call] = field(default_factory=dict)
     denied: bool = False
     _mode: str = "idle"
@@ -86,6 +90,8 @@ class Renderer:
     _info_at_line_start: bool = True
     _used: int | None = None
     _size: int | None = None
+    _md: MarkdownStream | None = None
+    total_tokens: int = 0
 
     # -- streams --------------------------------------------------------------------------
 
@@ -102,7 +108,13 @@ class Renderer:
         if stream is self.out and stream is self.info:
             self._out_at_line_start = self._info_at_line_start = at_start
 
+    def _end_markdown(self) -> None:
+        if self._md is not None:
+            self._md.end()
+            self._out_at_line_start = self._info_at_line_start = True
+
     def _newline(self) -> None:
+        self._end_markdown()
         if not self._out_at_line_start:
             self._write(self.out, "\n")
         if self.info is not self.out and not self._info_at_line_start:
@@ -121,7 +133,12 @@ class Renderer:
             if self._mode != "text":
                 self._newline()
                 self._mode = "text"
-            self._write(self.out, _text_of(update.content))
+            if self.markdown:
+                if self._md is None:
+                    self._md = MarkdownStream(self.out)
+                self._md.add(_text_of(update.content))
+            else:
+                self._write(self.out, _text_of(update.content))
         elif isinstance(update, AgentThoughtChunk):
             if not self.show_thoughts:
                 return
@@ -195,6 +212,7 @@ class Renderer:
             parts.insert(0, model)
         if result.meta is not None:
             usage = result.meta.cody.usage
+            self.total_tokens = usage.total.total_tokens
             parts.append(f"tokens in {usage.turn.input_tokens} / out {usage.turn.output_tokens}")
             parts.append(f"session total {usage.total.total_tokens}")
         if self._used is not None and self._size:
@@ -204,29 +222,56 @@ class Renderer:
 
     # -- approvals ------------------------------------------------------------------------
 
-    def approval_text(self, request: RequestPermissionParams) -> str:
+    def _approval_header(self, request: RequestPermissionParams) -> str:
         call = request.tool_call
-        head = (
+        return (
             self.style.yellow("╭─ Approval needed: ")
             + self.style.bold(call.title)
             + self.style.dim(f"  [{call.kind}]")
         )
-        body: list[str] = []
-        for item in call.content:
-            if isinstance(item, DiffToolCallContent):
-                body.extend(self._diff_lines(item))
-            elif isinstance(item, ContentToolCallContent):
-                for line in _text_of(item.content).splitlines():
-                    body.append(self.style.yellow(line) if line.startswith("WARNING") else line)
+
+    def _approval_footer(self, request: RequestPermissionParams) -> list[str]:
+        lines = []
         meta = request.meta.cody if request.meta is not None else None
         if meta is not None and meta.grant_key:
-            body.append(self.style.dim(f'("for this session" applies to {meta.grant_key})'))
-        lines = [head, *(self.style.yellow("│ ") + line for line in body)]
+            lines.append(
+                self.style.yellow("│ ")
+                + self.style.dim(f'("for this session" applies to {meta.grant_key})')
+            )
         lines.append(
-            self.style.yellow("╰─ ")
-            + "[y] allow once  [a] allow for this session  [n] reject  [r] reject for this session  [c] cancel the turn"
+            self.style.yellow("╰─ ") + "[y] allow once  [a] allow for this session  [n] reject  "
+            "[r] reject for this session  [c] cancel the turn"
         )
+        return lines
+
+    def _text_lines(self, item: ContentToolCallContent) -> list[str]:
+        return [
+            self.style.yellow("│ ")
+            + (self.style.yellow(line) if line.startswith("WARNING") else line)
+            for line in _text_of(item.content).splitlines()
+        ]
+
+    def approval_text(self, request: RequestPermissionParams) -> str:
+        """The request as plain (optionally coloured) lines: command and cwd, or the diff."""
+        lines = [self._approval_header(request)]
+        for item in request.tool_call.content:
+            if isinstance(item, DiffToolCallContent):
+                lines.extend(self.style.yellow("│ ") + line for line in self._diff_lines(item))
+            elif isinstance(item, ContentToolCallContent):
+                lines.extend(self._text_lines(item))
+        lines.extend(self._approval_footer(request))
         return "\n".join(lines)
+
+    def diff_text(self, diff: DiffToolCallContent) -> str:
+        """The edit as a unified diff (for highlighting)."""
+        old = (diff.old_text or "").splitlines()
+        new = diff.new_text.splitlines()
+        return "\n".join(
+            line
+            for line in difflib.unified_diff(
+                old, new, "a/" + diff.path, "b/" + diff.path, lineterm="", n=2
+            )
+        )
 
     def _diff_lines(self, diff: DiffToolCallContent) -> list[str]:
         old = (diff.old_text or "").splitlines()
@@ -248,8 +293,27 @@ class Renderer:
 
     def show_approval(self, request: RequestPermissionParams) -> None:
         self._newline()
-        self._write(self.info, self.approval_text(request) + "\n")
+        if not (self.markdown and self.style.color):
+            self._write(self.info, self.approval_text(request) + "\n")
+            self._mode = "idle"
+            return
+        self._write(self.info, self._approval_header(request) + "\n")
+        for item in request.tool_call.content:
+            if isinstance(item, DiffToolCallContent):
+                render_diff(self.info, self.diff_text(item))
+            elif isinstance(item, ContentToolCallContent):
+                self._write(self.info, "\n".join(self._text_lines(item)) + "\n")
+        self._write(self.info, "\n".join(self._approval_footer(request)) + "\n")
         self._mode = "idle"
+
+    def status(self) -> str:
+        """A short status for toolbars: context use and session tokens."""
+        parts = []
+        if self._used is not None and self._size:
+            parts.append(f"context {self._used}/{self._size} ({100 * self._used // self._size}%)")
+        if self.total_tokens:
+            parts.append(f"{self.total_tokens} tokens this session")
+        return " · ".join(parts)
 
 
 def _text_of(block: object) -> str:

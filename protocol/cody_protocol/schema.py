@@ -1,4 +1,4 @@
-"""Generate the checked-in JSON Schema of Cody's wire models.
+"""Generate the checked-in JSON Schemas: the wire models, and `cody-client exec --json` events.
 
 Run `python -m cody_protocol.schema --write` after changing a model; a test fails when the
 checked-in file (`protocol/schema/cody-protocol.schema.json`) differs from what this produces.
@@ -15,11 +15,19 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from . import errors, extensions, initialize, permission, prompt, session, updates
+from . import errors, exec_events, extensions, initialize, permission, prompt, session, updates
 
-__all__ = ["SCHEMA_PATH", "TOP_LEVEL_MODELS", "generate", "main"]
+__all__ = [
+    "EXEC_EVENTS_SCHEMA_PATH",
+    "SCHEMA_PATH",
+    "TOP_LEVEL_MODELS",
+    "generate",
+    "generate_exec_events",
+    "main",
+]
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cody-protocol.schema.json"
+EXEC_EVENTS_SCHEMA_PATH = SCHEMA_PATH.parent / "cody-exec-events.schema.json"
 
 TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     initialize.InitializeParams,
@@ -65,18 +73,35 @@ def generate() -> dict[str, Any]:
     return schema
 
 
+def generate_exec_events() -> dict[str, Any]:
+    """The schema of one `cody-client exec --json` line (a union discriminated by `type`)."""
+    schema = exec_events.EXEC_EVENT.json_schema(ref_template="#/$defs/{model}")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"cody-client exec --json event (version {exec_events.EXEC_EVENTS_VERSION})"
+    return schema
+
+
 def render() -> str:
     return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
 
 
+def render_exec_events() -> str:
+    return json.dumps(generate_exec_events(), indent=2, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"write {SCHEMA_PATH}")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help=f"write {SCHEMA_PATH.name} and {EXEC_EVENTS_SCHEMA_PATH.name}",
+    )
     args = parser.parse_args(argv)
     text = render()
     if args.write:
         SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
         SCHEMA_PATH.write_text(text, encoding="utf-8")
+        EXEC_EVENTS_SCHEMA_PATH.write_text(render_exec_events(), encoding="utf-8")
     else:
         sys.stdout.write(text)
     return 0

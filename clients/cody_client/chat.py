@@ -1,0 +1,220 @@
+"""Interactive chat: `cody-client [PROMPT]`.
+
+Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /help, /quit.
+Without a terminal, prompts are read line by line from stdin and approvals are rejected
+(there is nobody to ask), which is said on screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from cody_protocol.settings import APPROVAL_POLICIES
+
+from .approvals import TerminalApprover
+from .client import ClientSession, CodyClient, RemoteError
+from .headless import EXIT_CODES, run_turn, session_settings
+from .progress import Spinner
+from .terminal import Renderer, Style, use_color
+
+__all__ = ["HELP", "run_chat"]
+
+HELP = """Commands:
+  /model [MODEL | PROVIDER MODEL]  show providers and models, or switch (applies from the next turn)
+  /approvals [POLICY]              show or set the approval policy (untrusted, on-request, on-failure, never)
+  /sessions                        list saved sessions
+  /resume ID                       switch to a saved session (its history is replayed)
+  /fork [N]                        continue in a copy of this session (up to user message N)
+  /history                         replay this session's history
+  /help, /quit
+Keys: Enter sends · Ctrl-C interrupts a turn (twice quits) · Ctrl-D quits
+Approvals: y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
+
+
+class Chat:
+    def __init__(
+        self, client: CodyClient, session: ClientSession, renderer: Renderer, cwd: str
+    ) -> None:
+        self.client = client
+        self.session = session
+        self.renderer = renderer
+        self.cwd = cwd
+        self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        self.spinner = Spinner(sys.stdout) if self.interactive else None
+        self._prompt_session: Any = None
+
+    # -- input ----------------------------------------------------------------------------
+
+    def _toolbar(self) -> str:
+        parts = [
+            f"{self.session.option('provider')}/{self.session.option('model')}",
+            f"approvals {self.session.option('approval_policy')}",
+            f"sandbox {self.session.option('sandbox_mode')}",
+        ]
+        status = self.renderer.status()
+        if status:
+            parts.append(status)
+        return " · ".join(parts)
+
+    async def read(self) -> str | None:
+        if not self.interactive:
+            line = await asyncio.to_thread(sys.stdin.readline)
+            return line.rstrip("\n") if line else None
+        if self._prompt_session is None:
+            from prompt_toolkit import PromptSession
+
+            self._prompt_session = PromptSession(bottom_toolbar=self._toolbar)
+        while True:
+            try:
+                text: str = await self._prompt_session.prompt_async("› ")
+                return text
+            except KeyboardInterrupt:
+                self.renderer.line("(Ctrl-D or /quit to leave)")
+            except EOFError:
+                return None
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def banner(self) -> None:
+        style = self.renderer.style
+        self.renderer.line(style.dim(f"Cody · {self._toolbar()} · session {self.session.id}"))
+        self.renderer.line(style.dim("Ctrl-C interrupts a turn, Ctrl-D quits, /help for help."))
+
+    async def run(self, first_prompt: str | None) -> None:
+        pending = first_prompt
+        while True:
+            text = pending if pending is not None else await self.read()
+            pending = None
+            if text is None:
+                break
+            text = text.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not await self.command(text):
+                    break
+                continue
+            try:
+                result = await run_turn(self.session, text, self.renderer.on_update, self.spinner)
+            except RemoteError as exc:
+                self.renderer.line(self.renderer.style.red(f"error: {exc.message}"))
+                continue
+            self.renderer.turn_finished(result, model=self.session.option("model"))
+        self.renderer.line(
+            self.renderer.style.dim(
+                f"Session saved. Resume with: cody-client --resume {self.session.id}"
+            )
+        )
+
+    # -- slash commands -------------------------------------------------------------------
+
+    async def command(self, text: str) -> bool:
+        """Run a slash command; False means quit."""
+        name, _, rest = text.partition(" ")
+        words = rest.split()
+        try:
+            if name in ("/quit", "/exit"):
+                return False
+            if name == "/help":
+                self.renderer.line(HELP)
+            elif name == "/model":
+                await self._model(words)
+            elif name == "/approvals":
+                await self._approvals(words)
+            elif name == "/sessions":
+                await self._sessions()
+            elif name == "/resume" and words:
+                self.session = await self.client.load_session(
+                    words[0], self.cwd, on_update=self.renderer.on_update
+                )
+                self.renderer.line(f"Resumed session {self.session.id}.")
+            elif name == "/fork":
+                at = int(words[0]) if words else None
+                self.session = await self.client.fork_session(
+                    self.session.id, self.cwd, at_message=at
+                )
+                self.renderer.line(f"Forked into session {self.session.id}.")
+            elif name == "/history":
+                await self.client.load_session(
+                    self.session.id, self.cwd, on_update=self.renderer.on_update
+                )
+                self.renderer.line("")
+            else:
+                self.renderer.line(f"Unknown command {name}. /help lists the commands.")
+        except RemoteError as exc:
+            self.renderer.line(self.renderer.style.red(f"error: {exc.message}"))
+        except ValueError:
+            self.renderer.line("usage: /fork [N] where N is a user message number (0 = the first)")
+        return True
+
+    async def _model(self, words: list[str]) -> None:
+        if len(words) == 2:
+            await self.session.set_config_option("provider", words[0])
+            await self.session.set_config_option("model", words[1])
+        elif len(words) == 1:
+            await self.session.set_config_option("model", words[0])
+        else:
+            listing = await self.client.models()
+            current = (self.session.option("provider"), self.session.option("model"))
+            for provider in listing.providers:
+                mark = "✓" if provider.available else "✗ (no credentials)"
+                self.renderer.line(f"{provider.id} {mark}")
+                for model in provider.models:
+                    here = " ← current" if (provider.id, model.id) == current else ""
+                    self.renderer.line(f"    {model.id}{here}")
+            return
+        self.renderer.line(
+            f"Now using {self.session.option('provider')}/{self.session.option('model')}."
+        )
+
+    async def _approvals(self, words: list[str]) -> None:
+        if words:
+            await self.session.set_config_option("approval_policy", words[0])
+        self.renderer.line(
+            f"Approval policy: {self.session.option('approval_policy')} "
+            f"(one of {', '.join(APPROVAL_POLICIES)})"
+        )
+
+    async def _sessions(self) -> None:
+        sessions = await self.client.list_sessions()
+        if not sessions:
+            self.renderer.line("No saved sessions.")
+        for info in sessions:
+            here = "  ← this session" if info.session_id == self.session.id else ""
+            self.renderer.line(
+                f"{info.session_id}  {info.updated_at or ''}  {info.title or ''}{here}"
+            )
+
+
+async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    color = use_color(sys.stdout)
+    renderer = Renderer(
+        out=sys.stdout,
+        info=sys.stdout,
+        style=Style(color),
+        show_thoughts=not args.no_thoughts,
+        markdown=interactive and color,
+    )
+    cwd = args.cwd or os.getcwd()
+    try:
+        async with CodyClient.spawn(on_stderr=forward_stderr) as client:
+            client.on_permission = TerminalApprover(renderer, "ask")
+            if args.resume:
+                session = await client.load_session(args.resume, cwd, on_update=renderer.on_update)
+            else:
+                session = await client.new_session(cwd, **session_settings(args))
+            for warning in session.meta.warnings if session.meta else []:
+                renderer.line(renderer.style.yellow(f"warning: {warning}"))
+            chat = Chat(client, session, renderer, cwd)
+            chat.banner()
+            await chat.run(" ".join(args.prompt).strip() or None)
+    except RemoteError as exc:
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        return EXIT_CODES["usage"] if exc.code in (-32602, -32002) else EXIT_CODES["error"]
+    return 0

@@ -1,0 +1,203 @@
+"""`cody-client exec`: one turn, then exit; human output or `--json` event lines.
+
+Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled, 4 a call was denied, 5 provider or
+auth error, 6 max_turn_requests. Approvals follow `--approve`: `allow`, `deny`, or `ask`
+(a terminal prompt; without a terminal it denies and says so on stderr). Never hangs on an
+approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from cody_protocol.permission import RequestPermissionParams
+from cody_protocol.prompt import PromptResult
+
+from .approvals import TerminalApprover
+from .client import ClientSession, CodyClient, RemoteError
+from .json_events import JsonEvents
+from .progress import Spinner
+from .terminal import Renderer, Style, use_color
+
+__all__ = ["EXIT_CODES", "exit_code_for", "run_exec", "run_turn"]
+
+EXIT_CODES = {
+    "end_turn": 0,
+    "error": 1,
+    "usage": 2,
+    "cancelled": 3,
+    "denied": 4,
+    "provider": 5,
+    "max_turn_requests": 6,
+}
+
+
+def exit_code_for(result: PromptResult, denied: bool) -> int:
+    if result.stop_reason == "cancelled":
+        return EXIT_CODES["cancelled"]
+    if result.stop_reason == "max_turn_requests":
+        return EXIT_CODES["max_turn_requests"]
+    if denied:
+        return EXIT_CODES["denied"]
+    return 0 if result.stop_reason == "end_turn" else EXIT_CODES["error"]
+
+
+def error_exit_code(exc: RemoteError) -> int:
+    if exc.code in (-32010, -32000):
+        return EXIT_CODES["provider"]
+    if exc.code in (-32602, -32002):
+        return EXIT_CODES["usage"]
+    return EXIT_CODES["error"]
+
+
+def session_settings(args: argparse.Namespace) -> dict[str, Any]:
+    allowed = getattr(args, "allowed_tools", None)
+    return {
+        "provider": args.provider,
+        "model": args.model,
+        "approval_policy": args.approval_policy,
+        "sandbox_mode": args.sandbox,
+        "allowed_tools": [name.strip() for name in allowed.split(",") if name.strip()]
+        if allowed
+        else None,
+    }
+
+
+async def run_turn(
+    session: ClientSession, prompt: str, on_update: Any, spinner: Spinner | None = None
+) -> PromptResult:
+    """One prompt; the first Ctrl-C cancels the turn, a second one quits (KeyboardInterrupt)."""
+    loop = asyncio.get_running_loop()
+
+    def update(event: Any) -> None:
+        if spinner is not None:
+            spinner.stop()
+        on_update(event)
+        status = getattr(event, "status", None)
+        if spinner is not None and status in ("completed", "failed"):
+            spinner.start()
+
+    run = session.prompt(prompt, on_update=update)
+    task = asyncio.ensure_future(run)
+    presses = 0
+
+    def on_interrupt() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            session.cancel()
+            sys.stderr.write("\n^C cancelling the turn (press Ctrl-C again to quit)\n")
+        else:
+            task.cancel()
+
+    installed = True
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    except (NotImplementedError, RuntimeError):
+        installed = False
+    if spinner is not None:
+        spinner.start()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        if spinner is not None:
+            spinner.stop()
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+class _JsonApprover:
+    """Answers approvals by `--approve` and reports each decision as an event."""
+
+    def __init__(self, events: JsonEvents, terminal: TerminalApprover, mode: str) -> None:
+        self.events = events
+        self.terminal = terminal
+        self.mode = mode
+
+    async def __call__(self, request: RequestPermissionParams) -> str:
+        call = request.tool_call
+        if self.mode == "ask" and self.terminal.interactive:
+            decision, reason = await self.terminal(request), "asked on the terminal"
+        elif self.mode == "allow":
+            decision, reason = "allow_once", "--approve allow"
+        else:
+            decision = "reject_once"
+            reason = "--approve deny" if self.mode == "deny" else "no terminal to ask"
+        self.events.approval(call.tool_call_id, call.title, decision, reason)
+        return decision
+
+
+async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
+    prompt = " ".join(args.prompt)
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    json_mode = bool(args.json)
+    events = JsonEvents(sys.stdout) if json_mode else None
+    if not prompt.strip():
+        message = "cody-client exec: the prompt is empty"
+        if events is not None:
+            events.error(message, EXIT_CODES["usage"])
+        sys.stderr.write(message + "\n")
+        return EXIT_CODES["usage"]
+    renderer = Renderer(
+        out=sys.stderr if json_mode else sys.stdout,
+        info=sys.stderr,
+        style=Style(use_color(sys.stderr)),
+        show_thoughts=not args.no_thoughts,
+    )
+    if args.approve == "ask" and not sys.stdin.isatty():
+        sys.stderr.write(
+            "cody-client: no terminal to ask for approvals; they will be rejected "
+            "(use --approve allow to run them)\n"
+        )
+    terminal = TerminalApprover(renderer, args.approve)
+    cwd = args.cwd or os.getcwd()
+    spinner = None if json_mode else Spinner(sys.stderr)
+    try:
+        async with CodyClient.spawn(on_stderr=forward_stderr) as client:
+            client.on_permission = (
+                _JsonApprover(events, terminal, args.approve) if events else terminal
+            )
+            if args.resume:
+                session = await client.resume_session(args.resume, cwd)
+            else:
+                session = await client.new_session(cwd, **session_settings(args))
+            if events is not None:
+                meta = session.meta
+                events.session_started(
+                    session_id=session.id,
+                    cwd=cwd,
+                    provider=session.option("provider"),
+                    model=session.option("model"),
+                    resumed=bool(args.resume),
+                    session_file=meta.session_file if meta else None,
+                )
+                events.turn_started(prompt)
+            result = await run_turn(
+                session, prompt, events.on_update if events else renderer.on_update, spinner
+            )
+    except RemoteError as exc:
+        code = error_exit_code(exc)
+        if events is not None:
+            events.error(exc.message, code, exc.code, exc.data)
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        return code
+    except (OSError, ConnectionError) as exc:
+        if events is not None:
+            events.error(str(exc), EXIT_CODES["error"])
+        sys.stderr.write(f"cody-client: {exc}\n")
+        return EXIT_CODES["error"]
+    denied = events.denied if events is not None else renderer.denied
+    code = exit_code_for(result, denied)
+    if events is not None:
+        events.turn_completed(result, code)
+    else:
+        renderer.turn_finished(result, model=session.option("model"))
+    return code

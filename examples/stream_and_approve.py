@@ -1,0 +1,49 @@
+"""Iterate a turn's updates with `async for`, and decide approvals in code.
+
+The approval callback lets read-only commands run and rejects everything else; the model is
+told "User denied approval" for a rejected call and the turn goes on.
+
+    uv run python examples/stream_and_approve.py [DIR]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from cody_client.client import CodyClient
+from cody_protocol.permission import RequestPermissionParams
+from cody_protocol.updates import AgentMessageChunk, ToolCallStart, ToolCallUpdate
+
+SAFE = ("echo ", "ls", "cat ", "pwd")
+
+
+async def decide(request: RequestPermissionParams) -> str:
+    title = request.tool_call.title
+    decision = "allow_once" if title.startswith(SAFE) else "reject_once"
+    print(f"[approval] {title} -> {decision}")
+    return decision
+
+
+async def main(workspace: str) -> None:
+    async with CodyClient.spawn() as client:
+        client.on_permission = decide
+        session = await client.new_session(workspace, provider="offline")
+        for prompt in ("run echo hello from a script", "write notes.txt: not allowed"):
+            run = session.prompt(prompt)
+            async for update in run:
+                if isinstance(update, ToolCallStart):
+                    print(f"[tool] {update.title}")
+                elif isinstance(update, ToolCallUpdate) and update.status in (
+                    "completed",
+                    "failed",
+                ):
+                    print(f"[tool] {update.status}")
+                elif isinstance(update, AgentMessageChunk):
+                    print(update.content.text, end="")  # type: ignore[union-attr]
+            assert run.result is not None
+            print(f"\n[stop: {run.result.stop_reason}]")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "."))
