@@ -53,6 +53,9 @@ class DaemonProcess:
             env=dict(env) if env is not None else None,
             cwd=cwd,
             limit=256 * 1024 * 1024,
+            # Its own session: a terminal's Ctrl-C goes to the client (which cancels the turn),
+            # not to the daemon. The daemon still exits when the client goes away (stdin EOF).
+            start_new_session=True,
         )
         assert process.stdin is not None and process.stdout is not None
         connection = Connection(process.stdout, process.stdin, framing=framing)

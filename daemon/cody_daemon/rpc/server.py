@@ -169,22 +169,34 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
     server = app.server
     reader, sink = await open_channel(channel)
     server.protocol.attach(sink)
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, reader.feed_eof)
+            loop.add_signal_handler(signum, stop.set)
+    stopped = asyncio.ensure_future(stop.wait())
     frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
-    while not dispatcher.exit_requested:
-        frame = await frames.read()
-        if frame is None:
-            break
-        if frames.framing is not None:
-            server.protocol.framing = frames.framing
-        if isinstance(frame, FrameError):
-            server.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {frame.message}")
-            continue
-        dispatcher.dispatch(frame)
+    try:
+        while not dispatcher.exit_requested:
+            next_frame = asyncio.ensure_future(frames.read())
+            await asyncio.wait({next_frame, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not next_frame.done():
+                next_frame.cancel()
+                break
+            frame = next_frame.result()
+            if frame is None:
+                break
+            if frames.framing is not None:
+                server.protocol.framing = frames.framing
+            if isinstance(frame, FrameError):
+                server.protocol.send_error(
+                    None, ErrorCode.PARSE_ERROR, f"Parse error: {frame.message}"
+                )
+                continue
+            dispatcher.dispatch(frame)
+    finally:
+        stopped.cancel()
     await app.shutdown()
     await asyncio.sleep(0)
     await sink.close()

@@ -1,0 +1,111 @@
+"""The interactive chat in a real terminal (tmux): streaming, Ctrl-C interrupts, Ctrl-D quits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.support.daemon import CodyEnv
+from tests.support.mock_responses import MockResponsesServer, text, tool_call
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="tmux is not installed"
+)
+
+
+class Tmux:
+    def __init__(self, env: CodyEnv, *args: str) -> None:
+        self.name = f"cody-chat-{uuid.uuid4().hex[:8]}"
+        env_args = [f"{key}={value}" for key, value in env.env.items()]
+        command = [
+            "env",
+            "-i",
+            *env_args,
+            "TERM=xterm-256color",
+            sys.executable,
+            "-m",
+            "cody_client",
+            *args,
+        ]
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                "150",
+                "-y",
+                "50",
+                "-c",
+                str(env.workspace),
+                subprocess.list2cmdline(command) + "; echo EXITED=$?; sleep 30",
+            ],
+            check=True,
+        )
+
+    def screen(self) -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name, "-S", "-300"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    async def wait_for(self, needle: str, count: int = 1, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(needle) >= count:
+                return screen
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{needle!r} did not appear:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
+
+
+async def test_chat_streams_markdown_interrupts_and_quits(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(text("# Plan\n\n- **first** step\n- second step\n", chunks=6))
+    model.enqueue(text("word " * 200, chunks=200), delay_s=0.05)
+    model.enqueue(tool_call("exec", {"command": "echo ran-it"}, call_id="c1"))
+    model.enqueue(text("done"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("make a plan", "Enter")
+        screen = await tmux.wait_for("stop: end_turn")
+        assert "# Plan" not in screen and "**first**" not in screen, "markdown is rendered"
+        assert "first step" in screen and "Plan" in screen
+
+        tmux.keys("talk a lot", "Enter")
+        await tmux.wait_for("word word word")
+        tmux.keys("C-c")
+        screen = await tmux.wait_for("stop: cancelled")
+        assert "cancelling the turn" in screen
+
+        tmux.keys("run it", "Enter")
+        await tmux.wait_for("choice [y/a/n/r/c]:")
+        tmux.keys("y", "Enter")
+        screen = await tmux.wait_for("stop: end_turn", count=2)
+        assert "ran-it" in screen
+
+        tmux.keys("C-d")
+        screen = await tmux.wait_for("EXITED=0")
+        assert "Resume with: cody-client --resume" in screen
+    finally:
+        tmux.close()
