@@ -293,6 +293,7 @@ class SessionManager:
                 session.file.close()
         self._live.clear()
         await self.deps.providers.aclose()
+        await self.deps.tools.aclose()
 
     @property
     def live_count(self) -> int:

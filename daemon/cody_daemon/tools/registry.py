@@ -15,6 +15,7 @@ from .base import Tool
 from .exec import ExecTool
 from .list_dir import ListDirTool
 from .read_file import ReadFileTool
+from .web import FetchUrlTool, PerplexitySearchTool, WebSearchTool
 from .write_file import WriteFileTool
 
 __all__ = ["ToolRegistry"]
@@ -29,7 +30,17 @@ class ToolRegistry:
     @classmethod
     def builtin(cls) -> ToolRegistry:
         """The built-in tools."""
-        return cls([ExecTool(), ReadFileTool(), WriteFileTool(), ListDirTool()])
+        return cls(
+            [
+                ExecTool(),
+                ReadFileTool(),
+                WriteFileTool(),
+                ListDirTool(),
+                WebSearchTool(),
+                PerplexitySearchTool(),
+                FetchUrlTool(),
+            ]
+        )
 
     def register(self, tool: Tool[Any]) -> None:
         """Add `tool`; raises ValueError if a tool with the same name is registered."""
@@ -57,3 +68,10 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    async def aclose(self) -> None:
+        """Release what tools hold (HTTP clients); called at daemon shutdown."""
+        for tool in self._tools.values():
+            close = getattr(tool, "aclose", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,418 @@
+"""The OpenAI Chat Completions provider (`wire_api = "chat"`): POST `{base_url}/chat/completions`.
+
+For OpenAI and every OpenAI-compatible server (OpenRouter, vLLM, Ollama, LM Studio, ...).
+Request fields follow https://platform.openai.com/docs/api-reference/chat/create and stream
+chunks https://platform.openai.com/docs/api-reference/chat-streaming.
+
+Invariants:
+- a call yields model events and ends with exactly one `StreamEnd`, or raises
+  `ProviderError`. The stream is complete once it sent `data: [DONE]`, or a `finish_reason`
+  and then closed (some servers omit `[DONE]`; only usage can be missing then). A stream
+  that stops before either raises a retryable `network` error: never a silent truncation;
+- failures before the first SSE event are retried per `RetryPolicy` (`stream_json_events`);
+  a 401 before the first event calls `auth.refresh()` once and, if that returned True,
+  repeats the request with the new headers; after the first event nothing is retried;
+- the message list sent is always valid for the API: every assistant `tool_calls` message
+  is directly followed by one `tool` message per call (outputs recorded later in the history
+  are moved up; orphan outputs are dropped), whatever order the history holds them in;
+- reasoning is never sent back: Chat Completions has no portable field for it, so other
+  providers' opaque data (and our own reasoning text) stays out of the request;
+- `ReasoningDone` (summary text only, `provider` = this id) follows each run of reasoning
+  deltas; tool calls are assembled from fragments keyed by `index` and reported once each,
+  at the end; `UsageReport` only when the server sent usage (never invented zeros);
+- auth secrets and header values, prompts and model output are never logged and never put
+  in error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx
+import orjson
+
+from .. import __version__
+from ..engine.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+    SummaryPart,
+)
+from .auth import AuthSource
+from .base import (
+    ModelEvent,
+    ModelRequest,
+    ProviderError,
+    ReasoningDelta,
+    ReasoningDone,
+    StopKind,
+    StreamEnd,
+    TextDelta,
+    ToolCallRequested,
+    UsageReport,
+)
+from .http_errors import classify, error_info
+from .retry import RetryPolicy, Sleep
+from .sse import StreamSettings, stream_json_events
+
+__all__ = ["OpenAIChatProvider"]
+
+_NO_OUTPUT = "No output was recorded for this tool call."
+
+
+class OpenAIChatProvider:
+    """A `ModelProvider` for Chat Completions; one instance per configured provider id."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        base_url: str,
+        auth: AuthSource | None,
+        env_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 4,
+        connect_timeout_s: float = 10.0,
+        first_byte_timeout_s: float = 60.0,
+        stream_idle_timeout_s: float = 300.0,
+        client: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self._id = provider_id
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._env_key = env_key
+        self._auth = auth
+        self._extra = dict(headers or {})
+        self._headers = {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            "User-Agent": f"cody/{__version__}",
+        }
+        self._settings = StreamSettings(
+            provider=provider_id,
+            base_url=base_url,
+            api_name="the Chat Completions API (POST <base_url>/chat/completions)",
+            env_key=env_key,
+            first_byte_timeout_s=first_byte_timeout_s,
+            idle_timeout_s=stream_idle_timeout_s,
+            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+        )
+        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
+        )
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- request -------------------------------------------------------------------------
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for `request`.
+
+        `reasoning_effort` is OpenAI's Chat parameter (OpenRouter maps it onto its own
+        `reasoning.effort`); reasoning summary settings have no Chat equivalent and are
+        ignored. `tools`/`tool_choice`/`parallel_tool_calls` are only sent with tools
+        (OpenAI rejects `tool_choice` and an empty `tools` list otherwise).
+        """
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": self.messages(request.instructions, request.history),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            functions = [
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in request.tools
+            ]
+            body["tools"] = [{"type": "function", "function": f} for f in functions]
+            body["tool_choice"] = "auto"
+            body["parallel_tool_calls"] = True
+        if request.max_output_tokens is not None:
+            body["max_completion_tokens"] = request.max_output_tokens
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
+        return body
+
+    def messages(self, instructions: str, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
+        """System prompt + neutral history -> Chat `messages` (see the module invariants)."""
+        outputs: dict[str, list[str]] = {}
+        for item in history:
+            if isinstance(item, FunctionCallOutputItem):
+                outputs.setdefault(item.call_id, []).append(item.output)
+        messages: list[dict[str, Any]] = []
+        if instructions:
+            messages.append({"role": "system", "content": instructions})
+        open_calls: list[str] = []
+
+        def answer_open_calls() -> None:
+            for call_id in open_calls:
+                pending = outputs.get(call_id)
+                content = pending.pop(0) if pending else _NO_OUTPUT
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            open_calls.clear()
+
+        for item in history:
+            if isinstance(item, FunctionCallItem):
+                last = messages[-1] if messages else None
+                if last is None or last["role"] != "assistant":
+                    last = {"role": "assistant", "content": None}
+                    messages.append(last)
+                call = {"name": item.name, "arguments": item.arguments}
+                last.setdefault("tool_calls", []).append(
+                    {"id": item.call_id, "type": "function", "function": call}
+                )
+                open_calls.append(item.call_id)
+            elif isinstance(item, MessageItem):
+                answer_open_calls()
+                if item.text:
+                    role = "system" if item.role == "developer" else item.role
+                    messages.append({"role": role, "content": item.text})
+            elif isinstance(item, FunctionCallOutputItem):
+                answer_open_calls()  # its tool message is written there (or it answers nothing)
+            # ReasoningItem: no portable Chat field; not sent.
+        answer_open_calls()
+        return messages
+
+    # -- streaming -----------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Stream one model call (retrying only failures before the first event)."""
+        payload = orjson.dumps(self.request_body(request))
+        client = self._http()
+        refreshed = False
+        while True:
+            auth_headers = await self._auth.headers() if self._auth is not None else {}
+            headers = {**self._headers, **auth_headers, **self._extra}
+            settings = replace(self._settings, secrets=self._secrets(auth_headers))
+
+            def build(headers: dict[str, str] = headers) -> httpx.Request:
+                return client.build_request(
+                    "POST", self._url, content=payload, headers=headers, timeout=self._timeout
+                )
+
+            state = _StreamState(self._id, settings.secrets, self._env_key)
+            try:
+                async with aclosing(stream_json_events(client, build, settings)) as events:
+                    async for _name, data in events:
+                        state.received = True
+                        for event in state.handle(data):
+                            yield event
+                        if state.done:
+                            return
+                return  # unreachable: `stream_json_events` raises when a stream stops early
+            except ProviderError as error:
+                if (
+                    error.http_status == 401
+                    and not state.received
+                    and not refreshed
+                    and self._auth is not None
+                    and await self._auth.refresh()
+                ):
+                    refreshed = True
+                    continue
+                # `network` only comes from the transport (cut, idle): after a finish_reason
+                # the answer is complete, the server just never sent `[DONE]`.
+                if error.kind == "network" and state.finish_reason is not None:
+                    for event in state.end():
+                        yield event
+                    return
+                raise
+
+    def _secrets(self, auth_headers: dict[str, str]) -> tuple[str, ...]:
+        """Everything that could be a credential, scrubbed from error messages."""
+        auth = self._auth.secrets if self._auth is not None else ()
+        values = (*auth, *auth_headers.values(), *self._extra.values())
+        return tuple(v for v in values if v and len(v) >= 8)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _StreamState:
+    """Translates chunks into events; holds tool-call fragments, usage and the finish."""
+
+    _provider: str
+    _secrets: tuple[str, ...]
+    _env_key: str | None
+    _calls: list[_Call] = field(default_factory=list)
+    _slots: dict[int, _Call] = field(default_factory=dict)
+    """`index` -> the call its fragments currently extend."""
+    _reasoning: list[str] = field(default_factory=list)
+    _reasoning_runs: int = 0
+    _refused: bool = False
+    _usage: dict[str, Any] | None = None
+    received: bool = False
+    """Some SSE event arrived (so nothing may be retried any more)."""
+    done: bool = False
+    finish_reason: str | None = None
+    response_id: str | None = None
+
+    def handle(self, data: dict[str, Any]) -> list[ModelEvent]:
+        if data.get("type") == "done" and "choices" not in data:  # `data: [DONE]`
+            self.done = True
+            return self.end()
+        if data.get("error") is not None:
+            raise self._error(data)
+        if self.response_id is None and isinstance(data.get("id"), str):
+            self.response_id = data["id"]
+        if isinstance(data.get("usage"), dict):  # `null` on every chunk but the last
+            self._usage = data["usage"]
+        choices = data.get("choices")
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            return []
+        choice = choices[0]
+        events: list[ModelEvent] = []
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._delta(delta, events)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            if finish == "error":  # OpenRouter: the upstream provider failed mid-answer
+                raise self._error({"error": {"code": "server_error"}})
+            self.finish_reason = finish
+        return events
+
+    def _delta(self, delta: dict[str, Any], events: list[ModelEvent]) -> None:
+        # DeepSeek/vLLM stream `reasoning_content`, OpenRouter `reasoning`; some servers send
+        # both with the same text, so one is used per chunk.
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(thought, str) and thought:
+            self._reasoning.append(thought)
+            events.append(ReasoningDelta(thought))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._close_reasoning(events)
+            events.append(TextDelta(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._close_reasoning(events)
+            self._refused = True
+            events.append(TextDelta(refusal))
+        fragments = delta.get("tool_calls")
+        if isinstance(fragments, list) and fragments:
+            self._close_reasoning(events)
+            for position, fragment in enumerate(fragments):
+                if isinstance(fragment, dict):
+                    self._fragment(position, fragment)
+
+    def _fragment(self, position: int, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        key = index if isinstance(index, int) else position
+        call = self._slots.get(key)
+        call_id = fragment.get("id")
+        if call is None or (isinstance(call_id, str) and call_id and call.id not in ("", call_id)):
+            # A new call; also when a server reuses an index for a call with another id.
+            call = self._slots[key] = _Call()
+            self._calls.append(call)
+        if isinstance(call_id, str) and call_id and not call.id:
+            call.id = call_id
+        function = fragment.get("function")
+        if not isinstance(function, dict):
+            return
+        name = function.get("name")
+        if isinstance(name, str) and name and not call.name:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call.arguments.append(arguments)
+        elif isinstance(arguments, dict):  # a few servers send an object, not JSON text
+            call.arguments.append(orjson.dumps(arguments).decode())
+
+    def _close_reasoning(self, events: list[ModelEvent]) -> None:
+        if not self._reasoning:
+            return
+        self._reasoning_runs += 1
+        item = ReasoningItem(
+            id=f"rs_{self.response_id or 'chat'}_{self._reasoning_runs}",
+            summary=[SummaryPart(text="".join(self._reasoning))],
+            provider=self._provider,
+        )
+        self._reasoning.clear()
+        events.append(ReasoningDone(item))
+
+    def end(self) -> list[ModelEvent]:
+        """Everything held back until the stream ended, then the one `StreamEnd`."""
+        events: list[ModelEvent] = []
+        self._close_reasoning(events)
+        prefix = self.response_id or uuid.uuid4().hex
+        for n, call in enumerate(self._calls):
+            events.append(
+                ToolCallRequested(
+                    call_id=call.id or f"call_{prefix}_{n}",
+                    name=call.name,
+                    arguments="".join(call.arguments),
+                )
+            )
+        if self._usage is not None:
+            events.append(_usage(self._usage))
+        stop: StopKind
+        if self.finish_reason == "length":
+            stop = "max_tokens"
+        elif self.finish_reason == "content_filter" or self._refused:
+            stop = "refusal"
+        else:
+            stop = "tool_use" if self._calls else "end_turn"
+        events.append(StreamEnd(stop=stop, response_id=self.response_id))
+        return events
+
+    def _error(self, data: dict[str, Any]) -> ProviderError:
+        inner = data.get("error")
+        code = inner.get("code") if isinstance(inner, dict) else None
+        # OpenRouter's in-stream codes are HTTP statuses (e.g. 429, 502).
+        status = code if isinstance(code, int) and 400 <= code <= 599 else None
+        return classify(
+            provider=self._provider,
+            info=error_info(data),
+            http_status=status,
+            env_key=self._env_key,
+            secrets=self._secrets,
+        )
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _usage(usage: dict[str, Any]) -> UsageReport:
+    prompt_details = usage.get("prompt_tokens_details")
+    prompt = prompt_details if isinstance(prompt_details, dict) else {}
+    completion_details = usage.get("completion_tokens_details")
+    completion = completion_details if isinstance(completion_details, dict) else {}
+    return UsageReport(
+        input_tokens=_count(usage.get("prompt_tokens")),
+        # DeepSeek reports cache hits as a top-level `prompt_cache_hit_tokens`.
+        cached_input_tokens=_count(
+            prompt.get("cached_tokens") or usage.get("prompt_cache_hit_tokens")
+        ),
+        cache_write_tokens=_count(prompt.get("cache_write_tokens")),  # OpenRouter
+        output_tokens=_count(usage.get("completion_tokens")),
+        reasoning_tokens=_count(completion.get("reasoning_tokens")),
+    )

@@ -1,0 +1,631 @@
+"""The Chat Completions provider against a real HTTP mock on 127.0.0.1 (no patching)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from cody_daemon.engine.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+    SummaryPart,
+    TextPart,
+    user_message,
+)
+from cody_daemon.providers.auth import ApiKeyAuth
+from cody_daemon.providers.base import (
+    ModelEvent,
+    ModelRequest,
+    ProviderError,
+    ReasoningDelta,
+    ReasoningDone,
+    StopKind,
+    StreamEnd,
+    TextDelta,
+    ToolCallRequested,
+    ToolSpec,
+    UsageReport,
+)
+from cody_daemon.providers.openai_chat import OpenAIChatProvider
+
+from tests.support.mock_chat import (
+    MockChatServer,
+    Usage,
+    failed,
+    incomplete,
+    no_terminal,
+    reasoning,
+    refusal,
+    text,
+    tool_call,
+)
+
+API_KEY = "sk-test-secret-0123456789abcdef"
+
+
+class Sleeps:
+    """Injected sleep: records the requested delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+class TokenAuth:
+    """An OAuth-like source: `refresh()` moves on to the next token while there is one."""
+
+    def __init__(self, *tokens: str) -> None:
+        self.tokens = list(tokens)
+        self.refreshes = 0
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.tokens[0],)
+
+    async def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[0]}"}
+
+    async def refresh(self) -> bool:
+        self.refreshes += 1
+        if len(self.tokens) < 2:
+            return False
+        self.tokens.pop(0)
+        return True
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[MockChatServer]:
+    async with MockChatServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+async def provider(server: MockChatServer, sleeps: Sleeps) -> AsyncIterator[OpenAIChatProvider]:
+    p = make_provider(server, sleeps)
+    yield p
+    await p.aclose()
+
+
+def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAIChatProvider:
+    options: dict[str, Any] = {
+        "provider_id": "openrouter",
+        "base_url": server.base_url,
+        "auth": ApiKeyAuth(API_KEY),
+        "env_key": "OPENROUTER_API_KEY",
+        "headers": {"X-Title": "Cody"},
+        "sleep": sleeps,
+    }
+    options.update(kw)
+    return OpenAIChatProvider(**options)
+
+
+def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
+    options: dict[str, Any] = {
+        "model": "gpt-4.1",
+        "instructions": "You are Cody.",
+        "history": history or [user_message("u1", "hi")],
+        "tools": [],
+        "session_id": "session-1",
+    }
+    options.update(kw)
+    return ModelRequest(**options)
+
+
+async def collect(p: OpenAIChatProvider, req: ModelRequest | None = None) -> list[ModelEvent]:
+    return [event async for event in p.stream(req or request())]
+
+
+async def collect_error(
+    p: OpenAIChatProvider, req: ModelRequest | None = None
+) -> tuple[list[ModelEvent], ProviderError]:
+    events: list[ModelEvent] = []
+    with pytest.raises(ProviderError) as caught:
+        async for event in p.stream(req or request()):
+            events.append(event)
+    return events, caught.value
+
+
+def texts(events: list[ModelEvent]) -> list[str]:
+    return [e.text for e in events if isinstance(e, TextDelta)]
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """A raw `chat.completion.chunk` for `enqueue_events`."""
+    return {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+# -- streaming ------------------------------------------------------------------------------
+
+
+async def test_text_arrives_as_ordered_deltas_then_end_turn(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(text("Hello world", chunks=3))
+    events = await collect(provider)
+    assert texts(events) == ["Hell", "o wo", "rld"]  # the role chunk's "" adds nothing
+    assert events[-1] == StreamEnd(stop="end_turn", response_id="chatcmpl-mock-1")
+    assert sum(isinstance(e, StreamEnd) for e in events) == 1
+
+
+async def test_reasoning_content_streams_then_is_done_before_the_text(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(reasoning("thinking hard", chunks=2), text("Done."))
+    events = await collect(provider)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[:4] == ["ReasoningDelta", "ReasoningDelta", "ReasoningDone", "TextDelta"]
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "thinking hard"
+    done = next(e for e in events if isinstance(e, ReasoningDone)).item
+    assert done.text == "thinking hard"
+    assert done.provider == "openrouter"
+    assert done.encrypted_content is None
+    assert done.signature is None
+
+
+async def test_openrouter_reasoning_field_and_no_double_text_when_both_are_sent(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue_events(
+        [
+            chunk({"role": "assistant", "content": ""}),
+            chunk({"content": None, "reasoning": "Let me "}),
+            chunk({"reasoning": "see.", "reasoning_content": "see."}),  # newer vLLM sends both
+            chunk({"content": "Four."}),
+            chunk({}, "stop"),
+        ]
+    )
+    events = await collect(provider)
+    assert [e.text for e in events if isinstance(e, ReasoningDelta)] == ["Let me ", "see."]
+    assert texts(events) == ["Four."]
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "end_turn"
+
+
+async def test_parallel_tool_calls_assembled_from_interleaved_fragments(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    def frag(index: int, **fields: Any) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": index, **fields}]})
+
+    server.enqueue_events(
+        [
+            chunk({"role": "assistant", "content": None}),
+            frag(0, id="call_a", type="function", function={"name": "exec", "arguments": ""}),
+            frag(1, id="call_b", type="function", function={"name": "readFile", "arguments": ""}),
+            frag(0, function={"arguments": '{"command": '}),
+            frag(1, function={"arguments": '{"filePath"'}),
+            frag(0, function={"arguments": '["ls"]}'}),
+            frag(1, function={"arguments": ': "a.txt"}'}),
+            chunk({}, "tool_calls"),
+        ]
+    )
+    events = await collect(provider)
+    calls = [e for e in events if isinstance(e, ToolCallRequested)]
+    assert [(c.call_id, c.name) for c in calls] == [("call_a", "exec"), ("call_b", "readFile")]
+    assert json.loads(calls[0].arguments) == {"command": ["ls"]}
+    assert json.loads(calls[1].arguments) == {"filePath": "a.txt"}
+    assert events[-1] == StreamEnd(stop="tool_use", response_id="chatcmpl-raw")
+
+
+async def test_scripted_text_and_tool_calls_end_as_tool_use(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(
+        text("Running both."),
+        tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1", chunks=4),
+        tool_call("readFile", {"filePath": "a.txt"}),
+    )
+    events = await collect(provider)
+    assert texts(events) == ["Running both."]
+    calls = [e for e in events if isinstance(e, ToolCallRequested)]
+    assert [(c.call_id, c.name) for c in calls] == [
+        ("call_1", "exec"),
+        ("call_fc_mock_2", "readFile"),  # the mock's default id, as in the Responses mock
+    ]
+    assert json.loads(calls[0].arguments) == {"command": ["echo", "hi"]}
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "tool_use"
+
+
+async def test_usage_reports_what_the_server_sent(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(text("ok"), usage=Usage(input=100, output=20, cached=10, reasoning=5))
+    events = await collect(provider)
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    assert usage == [
+        UsageReport(input_tokens=100, cached_input_tokens=10, output_tokens=20, reasoning_tokens=5)
+    ]
+    assert events[-2] == usage[0]  # usage comes right before the end
+
+
+async def test_no_usage_chunk_means_no_usage_report(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue_events([chunk({"content": "ok"}), chunk({}, "stop")])
+    events = await collect(provider)
+    assert not any(isinstance(e, UsageReport) for e in events)
+    assert texts(events) == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop"), [("length", "max_tokens"), ("content_filter", "refusal")]
+)
+async def test_finish_reason_sets_the_stop(
+    server: MockChatServer, provider: OpenAIChatProvider, reason: str, stop: StopKind
+) -> None:
+    script = incomplete("content_filter" if reason == "content_filter" else "max_output_tokens")
+    server.enqueue(text("partial answ"), end=script, usage=Usage(input=5, output=7))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "partial answ"
+    assert isinstance(events[-2], UsageReport)
+    assert events[-2].output_tokens == 7
+    assert events[-1] == StreamEnd(stop=stop, response_id="chatcmpl-mock-1")
+
+
+async def test_refusal_is_shown_and_stops_as_refusal(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(refusal("I can't help with that.", chunks=2))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "I can't help with that."
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "refusal"
+
+
+# -- request shape --------------------------------------------------------------------------
+
+
+async def test_request_body_has_the_chat_shape(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    history: list[HistoryItem] = [
+        MessageItem(id="d1", role="developer", content=[TextPart(type="input_text", text="rules")]),
+        user_message("u1", "list and read"),
+        ReasoningItem(
+            id="th_1", summary=[SummaryPart(text="plan")], signature="sig-x", provider="anthropic"
+        ),
+        ReasoningItem(id="rs_1", encrypted_content="enc-other", provider="openai"),
+        MessageItem(
+            id="a1", role="assistant", content=[TextPart(type="output_text", text="On it.")]
+        ),
+        FunctionCallItem(call_id="call_1", name="exec", arguments='{"command": "ls"}'),
+        FunctionCallItem(call_id="call_2", name="readFile", arguments='{"filePath": "a"}'),
+        FunctionCallOutputItem(call_id="call_2", output="contents"),  # finished first
+        FunctionCallOutputItem(call_id="call_1", output="a\n"),
+        MessageItem(
+            id="a2", role="assistant", content=[TextPart(type="output_text", text="Done.")]
+        ),
+        user_message("u2", "thanks"),
+    ]
+    tool = ToolSpec(name="exec", description="Run a command.", parameters={"type": "object"})
+    server.enqueue(text("ok"))
+    req = request(
+        history,
+        model="deepseek-reasoner",
+        tools=[tool],
+        reasoning_effort="high",
+        reasoning_summary="detailed",
+        max_output_tokens=512,
+    )
+    await collect(provider, req)
+
+    recorded = server.requests[0]
+    body = recorded.body
+    assert recorded.path == "/v1/chat/completions"
+    assert body["messages"] == [
+        {"role": "system", "content": "You are Cody."},
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "list and read"},
+        {
+            "role": "assistant",
+            "content": "On it.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "exec", "arguments": '{"command": "ls"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "readFile", "arguments": '{"filePath": "a"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "a\n"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "contents"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "thanks"},
+    ]
+    sent = json.dumps(body)
+    assert "sig-x" not in sent
+    assert "enc-other" not in sent
+    assert "plan" not in sent
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "exec",
+                "description": "Run a command.",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
+    assert body["tool_choice"] == "auto"
+    assert body["parallel_tool_calls"] is True
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_completion_tokens"] == 512
+    assert body["reasoning_effort"] == "high"
+    assert "reasoning" not in body  # summary settings have no Chat equivalent
+
+    headers = recorded.headers
+    assert headers["authorization"] == f"Bearer {API_KEY}"
+    assert headers["accept"] == "text/event-stream"
+    assert headers["content-type"] == "application/json"
+    assert headers["x-title"] == "Cody"
+
+
+async def test_without_tools_no_tool_fields_are_sent(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider)
+    body = server.requests[0].body
+    assert not {"tools", "tool_choice", "parallel_tool_calls", "reasoning_effort"} & set(body)
+    assert "max_completion_tokens" not in body
+
+
+def test_tool_results_always_directly_follow_their_call(provider: OpenAIChatProvider) -> None:
+    history: list[HistoryItem] = [
+        user_message("u1", "go"),
+        FunctionCallItem(call_id="call_1", name="exec", arguments="{}"),
+        user_message("u2", "(typed while the tool ran)"),
+        FunctionCallOutputItem(call_id="call_1", output="late"),
+        FunctionCallOutputItem(call_id="call_orphan", output="nobody asked"),
+        FunctionCallItem(call_id="call_2", name="exec", arguments="{}"),  # never answered
+    ]
+    assert provider.messages("", history) == [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "exec", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "late"},
+        {"role": "user", "content": "(typed while the tool ran)"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "exec", "arguments": "{}"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_2",
+            "content": "No output was recorded for this tool call.",
+        },
+    ]
+
+
+# -- errors, retries and auth ---------------------------------------------------------------
+
+
+async def test_429_with_retry_after_is_retried_then_succeeds(
+    server: MockChatServer, provider: OpenAIChatProvider, sleeps: Sleeps
+) -> None:
+    server.enqueue_error(429, headers={"Retry-After": "7"})
+    server.enqueue(text("made it"))
+    events = await collect(provider)
+    assert "".join(texts(events)) == "made it"
+    assert sleeps.calls == [7.0]
+    assert len(server.requests) == 2
+
+
+async def test_401_is_auth_error_naming_env_var_without_the_key(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue_error(401)  # the mock's body echoes a masked key, like OpenAI's does
+    _, error = await collect_error(provider)
+    assert error.kind == "auth"
+    assert error.http_status == 401
+    assert error.retryable is False
+    assert "OPENROUTER_API_KEY" in error.message
+    assert API_KEY not in error.message
+    assert "sk-" not in error.message
+    assert len(server.requests) == 1  # an API key cannot refresh: never retried
+
+
+async def test_401_then_refreshed_credentials_retry_once(
+    server: MockChatServer, sleeps: Sleeps
+) -> None:
+    auth = TokenAuth("tok-old-00000000", "tok-new-11111111", "tok-newer-2222222")
+    p = make_provider(server, sleeps, auth=auth)
+    server.enqueue_error(401)
+    server.enqueue(text("hello again"))
+    server.enqueue_error(401)
+    server.enqueue_error(401)
+    try:
+        events = await collect(p)
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert "".join(texts(events)) == "hello again"
+    sent = [r.headers["authorization"] for r in server.requests]
+    assert sent == [
+        "Bearer tok-old-00000000",
+        "Bearer tok-new-11111111",
+        "Bearer tok-new-11111111",
+        "Bearer tok-newer-2222222",
+    ]
+    assert error.kind == "auth"  # the refreshed credentials were rejected too: no loop
+    assert auth.refreshes == 2
+    assert sleeps.calls == []
+
+
+async def test_context_length_exceeded_is_context_window(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue_error(
+        400,
+        code="context_length_exceeded",
+        message="This model's maximum context length is 128000 tokens.",
+    )
+    _, error = await collect_error(provider)
+    assert error.kind == "context_window"
+    assert "new session" in error.message
+    assert len(server.requests) == 1
+
+
+async def test_500_after_max_retries_is_retryable_provider_error(
+    server: MockChatServer, sleeps: Sleeps
+) -> None:
+    p = make_provider(server, sleeps, max_retries=2)
+    for _ in range(3):
+        server.enqueue_error(500)
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "provider"
+    assert error.retryable is True
+    assert error.http_status == 500
+    assert len(server.requests) == 3
+    assert len(sleeps.calls) == 2
+
+
+@pytest.mark.parametrize("how", ["cut", "clean end without finish_reason"])
+async def test_stream_cut_mid_response_raises_instead_of_ending(
+    server: MockChatServer, provider: OpenAIChatProvider, how: str
+) -> None:
+    if how == "cut":
+        server.enqueue(text("Hello world", chunks=5), cut_after=3)
+    else:
+        server.enqueue(text("Hello world", chunks=5), end=no_terminal())
+    events, error = await collect_error(provider)
+    assert texts(events)  # some text had arrived...
+    assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
+    assert error.kind == "network"
+    assert error.retryable is True
+    assert "cut off" in error.message
+    assert len(server.requests) == 1  # not retried after deltas were streamed
+
+
+async def test_finish_reason_without_done_marker_still_completes(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue_events([chunk({"content": "All of it."}), chunk({}, "stop")], done=False)
+    events = await collect(provider)
+    assert texts(events) == ["All of it."]
+    assert events[-1] == StreamEnd(stop="end_turn", response_id="chatcmpl-raw")
+
+
+async def test_error_object_in_the_stream_is_classified(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    server.enqueue(text("so far"), end=failed("rate_limit_exceeded", "Please try again in 2.5s."))
+    server.enqueue(end=failed("context_length_exceeded", "Too long."))
+    openrouter = {
+        **chunk({"content": ""}, "error"),
+        "error": {"code": 502, "message": "Provider disconnected unexpectedly"},
+    }
+    server.enqueue_events([chunk({"content": "partial"}), openrouter])
+    errors = [(await collect_error(provider))[1] for _ in range(3)]
+    assert [e.kind for e in errors] == ["rate_limit", "context_window", "provider"]
+    assert errors[0].retry_after_s == 2.5
+    assert errors[2].http_status == 502
+    assert errors[2].retryable is True
+    assert "Provider disconnected unexpectedly" in errors[2].message
+    assert len(server.requests) == 3  # in-stream failures are reported, not retried
+
+
+async def test_auth_secrets_are_scrubbed_from_in_stream_errors(
+    server: MockChatServer, sleeps: Sleeps
+) -> None:
+    token = "tok-plain-looking-42"  # not key-shaped: only `auth.secrets` can catch it
+    p = make_provider(server, sleeps, auth=TokenAuth(token))
+    server.enqueue_events([{"error": {"message": f"bad request for token {token}", "code": None}}])
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "provider"
+    assert token not in error.message
+    assert "[redacted]" in error.message
+
+
+async def test_no_auth_sends_no_authorization_header(sleeps: Sleeps) -> None:
+    with MockChatServer.in_thread() as srv:
+        srv.enqueue(text("local model", chunks=2))
+        p = make_provider(srv, sleeps, auth=None, headers=None, provider_id="ollama")
+        try:
+            events = await collect(p)
+        finally:
+            await p.aclose()
+        assert "".join(texts(events)) == "local model"
+        assert "authorization" not in srv.requests[0].headers
+
+
+def test_repeated_call_ids_get_their_own_outputs(provider: OpenAIChatProvider) -> None:
+    history: list[HistoryItem] = [
+        FunctionCallItem(call_id="call_0", name="exec", arguments='{"n": 1}'),
+        FunctionCallOutputItem(call_id="call_0", output="first"),
+        FunctionCallItem(call_id="call_0", name="exec", arguments='{"n": 2}'),  # id reused
+        FunctionCallOutputItem(call_id="call_0", output="second"),
+    ]
+    tool_messages = [m["content"] for m in provider.messages("", history) if m["role"] == "tool"]
+    assert tool_messages == ["first", "second"]
+
+
+async def test_calls_sent_whole_under_one_index_stay_separate(
+    server: MockChatServer, provider: OpenAIChatProvider
+) -> None:
+    def whole(call_id: str, args: str) -> dict[str, Any]:
+        call = {"index": 0, "id": call_id, "function": {"name": "exec", "arguments": args}}
+        return chunk({"tool_calls": [call]})
+
+    server.enqueue_events(
+        [whole("call_x", '{"a": 1}'), whole("call_y", '{"b": 2}'), chunk({}, "stop")]
+    )
+    events = await collect(provider)
+    calls = [e for e in events if isinstance(e, ToolCallRequested)]
+    assert [(c.call_id, c.arguments) for c in calls] == [
+        ("call_x", '{"a": 1}'),
+        ("call_y", '{"b": 2}'),
+    ]
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.stop == "tool_use"  # finish_reason "stop" with calls (Ollama, vLLM) is tool use
