@@ -37,7 +37,10 @@ async def _say(session: ClientSession, renderer: Renderer, prompt: str) -> None:
 
 async def run_demo() -> int:
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    renderer = Renderer(out=sys.stdout, info=sys.stdout, style=Style(use_color(sys.stdout)))
+    color = use_color(sys.stdout)
+    renderer = Renderer(
+        out=sys.stdout, info=sys.stdout, style=Style(color), markdown=interactive and color
+    )
     workspace = _workspace()
     run_command = (
         "python3 hello.py" if shutil.which("python3") else "echo Hello from the Cody demo!"

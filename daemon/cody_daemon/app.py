@@ -43,7 +43,7 @@ class DaemonApp:
             paths=paths,
             store=SessionStore(paths.sessions_dir),
             tools=ToolRegistry.builtin(),
-            providers=ProviderPool(),
+            providers=ProviderPool(env=self.env),
             env=self.env,
             codex_home=default_codex_home(self.env),
             claude_dir=default_claude_dir(self.env),

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 __all__ = [
     "End",
@@ -279,7 +279,8 @@ class _Stream:
     outputs: tuple[Output, ...] = ()
     usage: Usage = Usage()
     end: End = End()
-    events: list[dict[str, Any]] | None = None
+    events: list[Any] | None = None
+    """Exact events to send (whatever `_frame` of the server class accepts)."""
     delay_s: float = 0.0
     pauses: Mapping[int, float] = field(default_factory=dict)
     cut_after: int | None = None
@@ -319,7 +320,15 @@ def _error_body(message: str, type: str, code: str | None) -> dict[str, Any]:
 
 
 class MockResponsesServer:
-    """See the module docstring. `base_url` is what a provider's `base_url` should be."""
+    """See the module docstring. `base_url` is what a provider's `base_url` should be.
+
+    Subclasses for other APIs (tests/support/mock_chat.py, mock_anthropic.py) override
+    `ROUTE`, `_build_events`, `_frame` and `_error_json`; scripting, recording and the HTTP
+    plumbing are shared.
+    """
+
+    ROUTE: ClassVar[str] = "/responses"
+    """Path suffix of the one POST route served."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
@@ -391,10 +400,9 @@ class MockResponsesServer:
         headers: Mapping[str, str] | None = None,
         headers_delay_s: float = 0.0,
     ) -> None:
-        """Script an HTTP error; without `body`, an OpenAI-style error body is built."""
+        """Script an HTTP error; without `body`, one in the API's shape (`_error_json`) is built."""
         if body is None:
-            d_msg, d_type, d_code = _DEFAULT_ERRORS.get(status, ("Mock error.", "api_error", None))
-            body = _error_body(message or d_msg, type or d_type, code or d_code)
+            body = self._error_json(status, message, type, code)
         raw = body.encode() if isinstance(body, str) else body
         if not isinstance(raw, bytes):
             raw = json.dumps(raw).encode()
@@ -429,7 +437,7 @@ class MockResponsesServer:
         await self._server.wait_closed()
         self._server = None
 
-    async def __aenter__(self) -> MockResponsesServer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -438,11 +446,11 @@ class MockResponsesServer:
 
     @classmethod
     @contextmanager
-    def in_thread(cls) -> Iterator[MockResponsesServer]:
+    def in_thread(cls) -> Iterator[Self]:
         """Run a server on its own event loop in a daemon thread for the `with` block."""
         server = cls()
         loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="mock-responses", daemon=True)
+        thread = threading.Thread(target=loop.run_forever, name=f"mock-{cls.__name__}", daemon=True)
         thread.start()
         try:
             asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=5)
@@ -476,13 +484,14 @@ class MockResponsesServer:
     async def _respond(
         self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        if request.method != "POST" or not request.path.split("?")[0].endswith("/responses"):
+        if request.method != "POST" or not request.path.split("?")[0].endswith(self.ROUTE):
             missing = f"mock: no route {request.method} {request.path}"
-            body = _error_body(missing, "invalid_request_error", None)
+            body = self._error_json(404, missing, "invalid_request_error", None)
             return await _send(writer, 404, json.dumps(body).encode(), {})
         script = self._script.popleft() if self._script else None
         if script is None:
-            body = _error_body("mock: no scripted response left", "server_error", "mock_empty")
+            empty = "mock: no scripted response left"
+            body = self._error_json(500, empty, "server_error", "mock_empty")
             return await _send(writer, 500, json.dumps(body).encode(), {})
         if isinstance(script, _Disconnect):
             return
@@ -491,21 +500,36 @@ class MockResponsesServer:
             return await _send(writer, script.status, script.body, script.headers)
         events = script.events
         if events is None:
-            model = request.body.get("model", "mock") if isinstance(request.body, dict) else "mock"
-            events = build_events(
-                script.outputs,
-                usage=script.usage,
-                end=script.end,
-                response_id=f"resp_mock_{next(self._ids)}",
-                model=str(model),
-            )
+            events = self._build_events(script, request)
         await self._stream(request, script, events, reader, writer)
+
+    def _build_events(self, script: _Stream, request: RecordedRequest) -> list[Any]:
+        """The events of a scripted (not `enqueue_events`) response."""
+        model = request.body.get("model", "mock") if isinstance(request.body, dict) else "mock"
+        return build_events(
+            script.outputs,
+            usage=script.usage,
+            end=script.end,
+            response_id=f"resp_mock_{next(self._ids)}",
+            model=str(model),
+        )
+
+    def _error_json(
+        self, status: int, message: str | None, type: str | None, code: str | None
+    ) -> dict[str, Any]:
+        """An error body in this API's shape; what is None comes from the status defaults."""
+        d_msg, d_type, d_code = _DEFAULT_ERRORS.get(status, ("Mock error.", "api_error", None))
+        return _error_body(message or d_msg, type or d_type, code or d_code)
+
+    def _frame(self, event: Any) -> bytes:
+        """One SSE frame for `event`."""
+        return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
     async def _stream(
         self,
         request: RecordedRequest,
         script: _Stream,
-        events: list[dict[str, Any]],
+        events: list[Any],
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
@@ -526,7 +550,7 @@ class MockResponsesServer:
                 if hangup.done():
                     request.client_disconnected = True
                     return
-                frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                frame = self._frame(event)
                 writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 await writer.drain()
             if script.cut_after is None or script.cut_after > len(events):  # else: cut

@@ -453,6 +453,102 @@ async def test_401_is_auth_error_naming_env_var_without_the_key(
     assert len(server.requests) == 1  # never retried
 
 
+class RotatingAuth:
+    """An AuthSource whose refresh swaps in a new token (like an OAuth login)."""
+
+    def __init__(self, *, can_refresh: bool = True) -> None:
+        self.token = "oauth-token-old-0123456789"
+        self.old_tokens: list[str] = []
+        self.refreshes = 0
+        self.can_refresh = can_refresh
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (*self.old_tokens, self.token)
+
+    async def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def refresh(self) -> bool:
+        self.refreshes += 1
+        if not self.can_refresh:
+            return False
+        self.old_tokens.append(self.token)
+        self.token = f"oauth-token-new-{self.refreshes}-abcdefghij"
+        return True
+
+
+async def test_401_refreshes_the_auth_once_and_retries_with_new_headers(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    auth = RotatingAuth()
+    p = make_provider(server, sleeps, api_key=None, auth=auth)
+    server.enqueue_error(401)
+    server.enqueue(text("refreshed"))
+    try:
+        events = await collect(p)
+    finally:
+        await p.aclose()
+    assert "".join(texts(events)) == "refreshed"
+    assert auth.refreshes == 1
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer oauth-token-old-0123456789",
+        "Bearer oauth-token-new-1-abcdefghij",
+    ]
+    assert sleeps.calls == []  # a refresh is not a backoff retry
+
+
+async def test_401_after_a_refresh_is_not_retried_again_and_hides_both_tokens(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    auth = RotatingAuth()
+    p = make_provider(server, sleeps, api_key=None, auth=auth)
+    server.enqueue_error(401)
+    echo = "Token oauth-token-new-1-abcdefghij and oauth-token-old-0123456789 are invalid."
+    server.enqueue_error(401, message=echo)
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "auth"
+    assert error.http_status == 401
+    assert auth.refreshes == 1
+    assert len(server.requests) == 2
+    assert "oauth-token" not in error.message
+
+
+async def test_error_after_refresh_scrubs_the_new_secret(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    auth = RotatingAuth()
+    p = make_provider(server, sleeps, api_key=None, auth=auth)
+    server.enqueue_error(401)
+    server.enqueue_error(400, message="bad header oauth-token-new-1-abcdefghij given")
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "provider"
+    assert "oauth-token-new-1-abcdefghij" not in error.message
+    assert "[redacted]" in error.message
+
+
+async def test_401_with_an_auth_that_cannot_refresh_is_not_retried(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    auth = RotatingAuth(can_refresh=False)
+    p = make_provider(server, sleeps, api_key=None, auth=auth)
+    server.enqueue_error(401)
+    try:
+        _, error = await collect_error(p)
+    finally:
+        await p.aclose()
+    assert error.kind == "auth"
+    assert "OPENAI_API_KEY" in error.message
+    assert auth.refreshes == 1
+    assert len(server.requests) == 1
+
+
 async def test_context_length_exceeded_is_context_window(
     server: MockResponsesServer, provider: OpenAIResponsesProvider
 ) -> None:

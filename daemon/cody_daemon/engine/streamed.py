@@ -37,6 +37,7 @@ class StreamedItem:
         self._written: list[str] = []
         self._pending: list[str] = []
         self._last_write = 0.0
+        self._finished = False
         self.opaque: dict[str, str] = {}
 
     @property
@@ -67,9 +68,10 @@ class StreamedItem:
             self._start()
 
     def finish(self) -> None:
-        """Write the rest; afterwards history holds the complete item."""
-        if self._item is None:
+        """Write the rest; afterwards history holds the complete item. Idempotent."""
+        if self._item is None or self._finished:
             return
+        self._finished = True
         if self._pending or self.opaque or not self._written:
             self._write_segment(time.monotonic(), final=True)
 

@@ -213,6 +213,9 @@ class TurnRunner:
                             signature=event.item.signature,
                             provider=event.item.provider,
                         )
+                        # One reasoning item per block: each carries its own signature.
+                        thought.finish()
+                        thought = StreamedItem("reasoning", session.history, session.file)
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, UsageReport):

@@ -13,7 +13,11 @@ Invariants:
 - the HTTP response is closed when the stream ends, fails, is cancelled or is closed by the
   consumer (use `contextlib.aclosing` so an abandoned iterator is closed promptly);
 - reasoning `encrypted_content` is only sent back to the provider id that produced it;
-- the API key, prompts and model output are never logged, and never put in error messages.
+- credentials come from an `AuthSource`, asked for headers before each call; a 401 before the
+  first event makes the provider call `auth.refresh()` once and, when it returns True, send the
+  request once more with the new headers (OAuth logins; an API key cannot refresh);
+- the API key/tokens (every string in `auth.secrets`, read again after a refresh), prompts and
+  model output are never logged, and never put in error messages.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -35,6 +40,7 @@ from ..engine.history import (
     ReasoningItem,
     SummaryPart,
 )
+from .auth import ApiKeyAuth, AuthSource, NoAuth
 from .base import (
     ModelEvent,
     ModelRequest,
@@ -59,14 +65,19 @@ _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasonin
 
 
 class OpenAIResponsesProvider:
-    """A `ModelProvider` for the Responses API; one instance per configured provider id."""
+    """A `ModelProvider` for the Responses API; one instance per configured provider id.
+
+    `auth` supplies the credentials; `api_key` is a shortcut for `ApiKeyAuth(api_key)` (used
+    only when `auth` is None); with neither, requests carry no credentials.
+    """
 
     def __init__(
         self,
         *,
         provider_id: str,
         base_url: str,
-        api_key: str | None,
+        auth: AuthSource | None = None,
+        api_key: str | None = None,
         env_key: str | None = None,
         headers: dict[str, str] | None = None,
         max_retries: int = 4,
@@ -79,22 +90,23 @@ class OpenAIResponsesProvider:
         self._id = provider_id
         self._url = base_url.rstrip("/") + "/responses"
         self._env_key = env_key
-        extra = dict(headers or {})
-        self._headers = {
+        if auth is None:
+            auth = ApiKeyAuth(api_key) if api_key else NoAuth()
+        self._auth = auth
+        self._extra_headers = dict(headers or {})
+        self._base_headers = {
             "Accept": "text/event-stream",
             "Content-Type": "application/json",
             "User-Agent": f"cody/{__version__}",
         }
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._headers.update(extra)
+        # Configured header values could be credentials too: scrubbed like the auth secrets.
+        self._static_secrets = tuple(v for v in self._extra_headers.values() if v and len(v) >= 8)
         self._settings = StreamSettings(
             provider=provider_id,
             base_url=base_url,
             api_name="the Responses API (POST <base_url>/responses)",
             env_key=env_key,
-            # Everything that could be a credential is scrubbed from error messages.
-            secrets=tuple(v for v in (api_key, *extra.values()) if v and len(v) >= 8),
+            secrets=self._static_secrets,
             first_byte_timeout_s=first_byte_timeout_s,
             idle_timeout_s=stream_idle_timeout_s,
             retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
@@ -194,28 +206,59 @@ class OpenAIResponsesProvider:
     # -- streaming -----------------------------------------------------------------------
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream one model call (retrying only failures before the first event)."""
+        """Stream one model call (retrying only failures before the first event, and a 401
+        once after the auth source refreshed its credentials)."""
         payload = orjson.dumps(self.request_body(request))
         client = self._http()
+        refreshed = False
+        while True:
+            headers = {**self._base_headers, **await self._auth.headers(), **self._extra_headers}
+            settings = replace(self._settings, secrets=self._secrets())
 
-        def build() -> httpx.Request:
-            return client.build_request(
-                "POST", self._url, content=payload, headers=self._headers, timeout=self._timeout
-            )
+            def build(headers: dict[str, str] = headers) -> httpx.Request:
+                return client.build_request(
+                    "POST", self._url, content=payload, headers=headers, timeout=self._timeout
+                )
 
-        state = _StreamState(self._id, self._settings.secrets, self._env_key)
-        async with aclosing(stream_json_events(client, build, self._settings)) as events:
-            async for name, data in events:
-                etype = data.get("type") or name
-                if etype == _TEXT_DELTA:
-                    yield TextDelta(str(data.get("delta") or ""))
-                elif etype in _REASONING_DELTAS:
-                    yield ReasoningDelta(str(data.get("delta") or ""))
-                else:
-                    for event in state.handle(etype, data):
-                        yield event
-                    if state.finished:
-                        return
+            state = _StreamState(self._id, settings.secrets, self._env_key)
+            started = False
+            try:
+                async with aclosing(stream_json_events(client, build, settings)) as events:
+                    async for name, data in events:
+                        started = True
+                        etype = data.get("type") or name
+                        if etype == _TEXT_DELTA:
+                            yield TextDelta(str(data.get("delta") or ""))
+                        elif etype in _REASONING_DELTAS:
+                            yield ReasoningDelta(str(data.get("delta") or ""))
+                        else:
+                            for event in state.handle(etype, data):
+                                yield event
+                            if state.finished:
+                                return
+                return
+            except ProviderError as error:
+                if started or error.http_status != 401:
+                    raise
+                rejected = error
+            if refreshed:
+                raise self._still_rejected(rejected)
+            if not await self._auth.refresh():
+                raise rejected
+            refreshed = True
+
+    def _secrets(self) -> tuple[str, ...]:
+        """Everything to scrub from messages now (the auth secrets change on refresh)."""
+        return (*self._static_secrets, *(s for s in self._auth.secrets if s and len(s) >= 8))
+
+    def _still_rejected(self, error: ProviderError) -> ProviderError:
+        """A 401 right after a successful refresh: say how to log in again when the auth
+        source knows (OAuth logins have a `login_hint`), else keep the API-key advice."""
+        hint = getattr(self._auth, "login_hint", None)
+        if not isinstance(hint, str):
+            return error
+        error.message = f"'{self._id}' rejected the login even after renewing it (HTTP 401). {hint}"
+        return error
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:

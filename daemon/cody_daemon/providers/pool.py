@@ -1,14 +1,18 @@
-"""One provider instance per configured provider, created on first use.
+"""One provider instance per configured provider (and login), created on first use.
 
 HTTP adapters (and httpx) are imported only when a session first uses them, so a daemon on
-the offline provider never pays for them.
+the offline provider never pays for them. Instances are keyed by where their credentials come
+from (not by the secret itself: an OAuth token changes on every refresh, and one login must
+share one refreshing auth source).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .base import ModelProvider
-from .catalog import Credentials, ProviderSpec
 from .offline import OfflineProvider
+from .specs import Credentials, ProviderSpec
 
 __all__ = ["ProviderPool", "UnsupportedWireApi"]
 
@@ -16,14 +20,15 @@ __all__ = ["ProviderPool", "UnsupportedWireApi"]
 class UnsupportedWireApi(Exception):
     def __init__(self, spec: ProviderSpec) -> None:
         super().__init__(
-            f"Provider '{spec.id}' uses wire_api = \"{spec.wire_api}\", which this build of Cody "
-            'cannot talk to yet; use a provider with wire_api = "responses" or the offline provider.'
+            f"Provider '{spec.id}' uses wire_api = \"{spec.wire_api}\", which Cody cannot talk to; "
+            'use "responses", "chat" or "anthropic".'
         )
         self.spec = spec
 
 
 class ProviderPool:
-    def __init__(self, *, offline_delay_s: float = 0.015) -> None:
+    def __init__(self, *, env: Mapping[str, str] | None = None, offline_delay_s: float = 0.015) -> None:
+        self._env = dict(env or {})
         self._instances: dict[tuple[object, ...], ModelProvider] = {}
         self._offline_delay_s = offline_delay_s
 
@@ -33,7 +38,11 @@ class ProviderPool:
             spec.wire_api,
             spec.base_url,
             tuple(sorted(spec.headers.items())),
-            credentials.secret if credentials else None,
+            spec.max_retries,
+            spec.stream_idle_timeout_s,
+            credentials.kind if credentials else None,
+            credentials.source if credentials else None,
+            credentials.secret if credentials and credentials.kind == "api_key" else None,
         )
         instance = self._instances.get(key)
         if instance is None:
@@ -44,19 +53,32 @@ class ProviderPool:
     def _create(self, spec: ProviderSpec, credentials: Credentials | None) -> ModelProvider:
         if spec.wire_api == "offline":
             return OfflineProvider(provider_id=spec.id, delay_s=self._offline_delay_s)
+        if spec.wire_api not in ("responses", "chat", "anthropic"):
+            raise UnsupportedWireApi(spec)
+        from .auth import NoAuth
+        from .auth_sources import auth_for, base_url_for
+
+        auth = auth_for(spec, credentials, env=self._env) if credentials is not None else NoAuth()
+        common = {
+            "provider_id": spec.id,
+            "base_url": base_url_for(spec, credentials),
+            "auth": auth,
+            "env_key": spec.env_key,
+            "headers": dict(spec.headers),
+            "max_retries": spec.max_retries,
+            "stream_idle_timeout_s": spec.stream_idle_timeout_s,
+        }
         if spec.wire_api == "responses":
             from .openai_responses import OpenAIResponsesProvider
 
-            return OpenAIResponsesProvider(
-                provider_id=spec.id,
-                base_url=spec.base_url or "",
-                api_key=credentials.secret if credentials else None,
-                env_key=spec.env_key,
-                headers=dict(spec.headers),
-                max_retries=spec.max_retries,
-                stream_idle_timeout_s=spec.stream_idle_timeout_s,
-            )
-        raise UnsupportedWireApi(spec)
+            return OpenAIResponsesProvider(**common)  # type: ignore[arg-type]
+        if spec.wire_api == "chat":
+            from .openai_chat import OpenAIChatProvider
+
+            return OpenAIChatProvider(**common)  # type: ignore[arg-type]
+        from .anthropic_messages import AnthropicMessagesProvider
+
+        return AnthropicMessagesProvider(**common)  # type: ignore[arg-type]
 
     async def aclose(self) -> None:
         instances = list(self._instances.values())

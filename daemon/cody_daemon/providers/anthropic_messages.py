@@ -1,0 +1,359 @@
+"""The Anthropic Messages API provider (`wire_api = "anthropic"`): POST `{base_url}/v1/messages`.
+
+Request shape follows what Claude Code sends (system prompt and the conversation tail marked
+for prompt caching; https://docs.anthropic.com/en/api/messages). Thinking follows
+https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking; stream events are
+translated by `anthropic_stream.MessagesStreamState`.
+
+`model_reasoning_effort` -> `thinking: {"type": "enabled", "budget_tokens": N}`: low 4,000,
+medium 10,000, high 24,000 tokens (Claude Code's "think"/"megathink" budgets; high is below
+its 31,999 "ultrathink" so a 32,000 `max_tokens` leaves room for the answer), never more
+than 3/4 of `max_tokens`; `minimal`, unset, or a budget under the API's 1,024 minimum -> no
+`thinking`. `model_reasoning_summary` has no Messages API equivalent and is ignored.
+
+Invariants:
+- a call yields model events and ends with exactly one `StreamEnd`, or raises
+  `ProviderError`; a stream that stops before `message_stop` raises a retryable `network`
+  error (via `stream_json_events`), it never ends silently;
+- failures before the first SSE event are retried per `RetryPolicy` (in `sse.py`); failures
+  after it (an `error` event such as `overloaded_error`, a cut) are retried too as long as
+  no model event has been yielded yet, since nothing can be duplicated; after the first
+  yielded event nothing is retried;
+- a 401 before any output makes the `AuthSource` refresh once; the call is retried if it did
+  (a second 401 is reported, with the source's `login_hint` when it has one);
+- `messages` always alternates user/assistant and starts with a user message; tool results
+  come first in their user message; thinking comes first in its assistant message;
+- thinking (`signature`) and redacted thinking (`encrypted_content`) are only sent back to
+  the provider id that produced them, and only with their opaque data;
+- `anthropic-beta` values from the auth source, the config headers and this provider are
+  merged into one header; credentials (`AuthSource.secrets`, config header values) never
+  appear in errors, and prompts and model output are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import httpx
+import orjson
+from cody_protocol.settings import ReasoningEffort
+
+from .. import __version__
+from ..engine.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    MessageItem,
+    ReasoningItem,
+)
+from .anthropic_stream import MessagesStreamState
+from .auth import AuthSource
+from .base import ModelEvent, ModelRequest, ProviderError, TextDelta
+from .retry import RetryPolicy, Sleep
+from .sse import StreamSettings, stream_json_events
+
+__all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicMessagesProvider", "thinking_budget"]
+
+log = logging.getLogger(__name__)
+
+ANTHROPIC_VERSION = "2023-06-01"
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+"""Lets Claude think between tool calls; sent only with `thinking` and tools."""
+THINKING_BUDGETS: Mapping[str, int] = {"low": 4_000, "medium": 10_000, "high": 24_000}
+MIN_THINKING_BUDGET = 1_024
+EMPTY_TOOL_OUTPUT = "(no output)"
+"""Sent for an empty tool output: the API rejects an empty error result."""
+HISTORY_START = "(continuing an earlier conversation)"
+"""A user turn put first when a history starts with the assistant (the API requires user)."""
+
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_LEADING_BLOCKS = {"assistant": _THINKING_BLOCKS, "user": frozenset({"tool_result"})}
+_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def thinking_budget(effort: ReasoningEffort | None, max_tokens: int) -> int | None:
+    """`budget_tokens` for `effort` under `max_tokens`, or None for no thinking."""
+    wanted = THINKING_BUDGETS.get(effort or "")
+    if wanted is None:
+        return None
+    budget = min(wanted, max_tokens * 3 // 4)
+    return budget if budget >= MIN_THINKING_BUDGET else None
+
+
+class AnthropicMessagesProvider:
+    """A `ModelProvider` for the Messages API; one instance per configured provider id."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        base_url: str,
+        auth: AuthSource | None,
+        env_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_retries: int = 4,
+        connect_timeout_s: float = 10.0,
+        first_byte_timeout_s: float = 60.0,
+        stream_idle_timeout_s: float = 300.0,
+        client: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+        default_max_tokens: int = 32_000,
+    ) -> None:
+        self._id = provider_id
+        self._url = _messages_url(base_url)
+        self._auth = auth
+        self._env_key = env_key
+        self._default_max_tokens = default_max_tokens
+        self._headers = {
+            "accept": "text/event-stream",
+            "content-type": "application/json",
+            "user-agent": f"cody/{__version__}",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        self._betas: list[str] = []
+        self._config_headers: dict[str, str] = {}
+        for name, value in (headers or {}).items():
+            if name.lower() == "anthropic-beta":
+                self._betas.extend(_split_betas(value))
+            else:
+                self._config_headers[name.lower()] = value
+        # Config header values could be credentials: scrubbed from error messages too.
+        self._header_secrets = tuple(v for v in self._config_headers.values() if len(v) >= 8)
+        self._settings = StreamSettings(
+            provider=provider_id,
+            base_url=base_url,
+            api_name="the Anthropic Messages API (POST <base_url>/v1/messages)",
+            env_key=env_key,
+            first_byte_timeout_s=first_byte_timeout_s,
+            idle_timeout_s=stream_idle_timeout_s,
+            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+        )
+        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
+        )
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- request -------------------------------------------------------------------------
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for `request` (key order and block shapes as Claude Code sends)."""
+        max_tokens = request.max_output_tokens or self._default_max_tokens
+        body: dict[str, Any] = {"model": request.model, "messages": self.messages(request.history)}
+        if request.instructions:
+            body["system"] = [
+                {"type": "text", "text": request.instructions, "cache_control": _ephemeral()}
+            ]
+        if request.tools:  # the API rejects `tools: []`
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        body["max_tokens"] = max_tokens
+        budget = thinking_budget(request.reasoning_effort, max_tokens)
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        body["stream"] = True
+        return body
+
+    def messages(self, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
+        """Neutral history -> alternating `messages`; see the module invariants."""
+        out: list[dict[str, Any]] = []
+
+        def add(role: str, block: dict[str, Any]) -> None:
+            if out and out[-1]["role"] == role:
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": role, "content": [block]})
+
+        for item in history:
+            if isinstance(item, MessageItem):
+                role = "assistant" if item.role == "assistant" else "user"  # developer -> user
+                for part in item.content:
+                    if part.text.strip():  # the API rejects blank text blocks
+                        add(role, {"type": "text", "text": part.text})
+            elif isinstance(item, ReasoningItem):
+                if item.provider != self._id:
+                    continue
+                if item.signature:
+                    thinking = {"type": "thinking", "thinking": item.text}
+                    add("assistant", thinking | {"signature": item.signature})
+                if item.encrypted_content:
+                    add("assistant", {"type": "redacted_thinking", "data": item.encrypted_content})
+            elif isinstance(item, FunctionCallItem):
+                add(
+                    "assistant",
+                    {
+                        "type": "tool_use",
+                        "id": _tool_id(item.call_id),
+                        "name": item.name,
+                        "input": _json_object(item.arguments),
+                    },
+                )
+            elif isinstance(item, FunctionCallOutputItem):
+                add(
+                    "user",
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": _tool_id(item.call_id),
+                        "content": item.output or EMPTY_TOOL_OUTPUT,
+                        "is_error": item.status == "failed",
+                    },
+                )
+        for message in out:
+            content, leading = message["content"], _LEADING_BLOCKS[message["role"]]
+            message["content"] = [b for b in content if b["type"] in leading] + [
+                b for b in content if b["type"] not in leading
+            ]
+        if not out or out[0]["role"] != "user":
+            out.insert(0, {"role": "user", "content": [{"type": "text", "text": HISTORY_START}]})
+        # Cache the whole conversation so far: the next call reads it back (thinking blocks
+        # cannot carry `cache_control`).
+        for block in reversed(out[-1]["content"]):
+            if block["type"] not in _THINKING_BLOCKS:
+                block["cache_control"] = _ephemeral()
+                break
+        return out
+
+    async def _request_headers(self, body: Mapping[str, Any]) -> dict[str, str]:
+        """Defaults < auth < config headers (as in the Responses provider); betas merged."""
+        headers = dict(self._headers)
+        betas: list[str] = []
+        for name, value in (await self._auth.headers() if self._auth else {}).items():
+            if name.lower() == "anthropic-beta":
+                betas.extend(_split_betas(value))
+            else:
+                headers[name.lower()] = value
+        headers.update(self._config_headers)
+        betas.extend(self._betas)
+        if "thinking" in body and "tools" in body:
+            betas.append(INTERLEAVED_THINKING_BETA)
+        if betas:
+            headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+        return headers
+
+    # -- streaming -----------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Stream one model call (retrying only while nothing has been yielded)."""
+        body = self.request_body(request)
+        payload = orjson.dumps(body)
+        client = self._http()
+        refreshed = False
+        failures = 0
+        while True:
+            headers = await self._request_headers(body)
+            settings = replace(self._settings, secrets=self._secrets())
+            build = partial(
+                client.build_request,
+                "POST",
+                self._url,
+                content=payload,
+                headers=headers,
+                timeout=self._timeout,
+            )
+            state = MessagesStreamState(settings)
+            yielded = False
+            try:
+                async with aclosing(stream_json_events(client, build, settings)) as events:
+                    async for _name, data in events:
+                        delta = data.get("delta")
+                        if type(delta) is dict and delta.get("type") == "text_delta":  # hot path
+                            yielded = True
+                            yield TextDelta(delta.get("text") or "")
+                            continue
+                        for event in state.handle(data):
+                            yielded = True
+                            yield event
+                        if state.finished:
+                            return
+            except ProviderError as error:
+                if yielded:
+                    raise
+                if error.http_status == 401 and self._auth is not None:
+                    if refreshed:
+                        raise self._still_rejected(error) from None
+                    if not await self._auth.refresh():
+                        raise
+                    refreshed = True
+                    log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
+                    continue
+                if not state.started:
+                    raise  # failed before the first event: `stream_json_events` retried it
+                failures += 1
+                delay = settings.retry.delay_before_retry(failures, error)
+                if delay is None:
+                    raise
+                log.warning(
+                    "%s: stream failed before any output (%s); retrying in %.2f s",
+                    self._id,
+                    error.kind,
+                    delay,
+                )
+                await settings.retry.sleep(delay)
+
+    def _secrets(self) -> tuple[str, ...]:
+        """Everything to scrub from messages now (the auth secrets change on refresh)."""
+        from_auth = self._auth.secrets if self._auth else ()
+        return (*self._header_secrets, *(s for s in from_auth if s and len(s) >= 8))
+
+    def _still_rejected(self, error: ProviderError) -> ProviderError:
+        """A 401 right after a successful refresh: say how to log in again when the auth
+        source knows (OAuth logins have a `login_hint`), else keep the API-key advice."""
+        hint = getattr(self._auth, "login_hint", None)
+        if isinstance(hint, str):
+            error.message = (
+                f"'{self._id}' rejected the login even after renewing it (HTTP 401). {hint}"
+            )
+        return error
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+
+def _messages_url(base_url: str) -> str:
+    """`{base_url}/v1/messages`; a base URL that already ends in `/v1` is accepted too."""
+    root = base_url.rstrip("/")
+    return root + ("/messages" if root.endswith("/v1") else "/v1/messages")
+
+
+def _split_betas(value: str) -> list[str]:
+    return [beta.strip() for beta in value.split(",") if beta.strip()]
+
+
+def _ephemeral() -> dict[str, str]:
+    return {"type": "ephemeral"}
+
+
+def _tool_id(call_id: str) -> str:
+    """Tool ids must match `^[a-zA-Z0-9_-]+$`; other providers' call ids may not."""
+    return _BAD_ID_CHARS.sub("_", call_id) or "toolu_unknown"
+
+
+def _json_object(arguments: str) -> dict[str, Any]:
+    """The tool input as an object; `{}` for invalid JSON (the model sees its own error)."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,252 @@
+"""A scripted mock of the Anthropic Messages API, for unit and end-to-end tests.
+
+Event sequence and shapes follow https://docs.anthropic.com/en/api/messages-streaming (and
+https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking for thinking blocks);
+error bodies follow https://docs.anthropic.com/en/api/errors (`{"type": "error", "error":
+{"type", "message"}, "request_id"}`, `overloaded_error` being HTTP 529).
+
+Same scripting API, builders and HTTP plumbing as `mock_responses` (imported, not copied), so
+a test can run one script against any of the three APIs by swapping the module:
+
+    srv.enqueue(reasoning("thinking", signature="sig-1"), text("Hello world", chunks=3),
+                tool_call("exec", {"command": ["echo", "hi"]}, call_id="toolu_1"),
+                usage=Usage(input=100, output=20, cached=10, cache_write=5))
+    srv.enqueue_error(529)
+    srv.enqueue(text("slow", chunks=4), delay_s=0.05, cut_after=5)
+
+`base_url` is the server root: the provider appends `/v1/messages`.
+
+How the shared builders map onto Messages: every output is one content block at its index
+(`content_block_start`, deltas, `content_block_stop`): `text` -> a `text` block
+(`text_delta`); `reasoning(summary, signature=...)` -> a `thinking` block (`thinking_delta`,
+then one `signature_delta` when a signature is given; the Responses builder's `encrypted`
+keyword is taken as the signature); `tool_call` -> a `tool_use` block whose input arrives as
+`input_json_delta` pieces (an empty one first, as the reference shows; the default id is
+`toolu_mock_<index>`); `refusal` -> a `text` block and stop reason `refusal`. Stop reason:
+`tool_use` when there were tool calls, else `end_turn`; `incomplete()` -> `max_tokens` (any
+other reason is sent as given, e.g. `incomplete("pause_turn")`); `failed(type, message)` -> an
+`error` event, then the body ends; `no_terminal()` -> the body ends after the last block (no
+`message_delta`, no `message_stop`).
+
+`Usage.input` counts ALL input tokens, as in the other mocks; the mock sends
+`input_tokens = input - cached - cache_write`, `cache_read_input_tokens = cached` and
+`cache_creation_input_tokens = cache_write` in `message_start` (with `output_tokens: 1`), and
+the cumulative `output_tokens` in `message_delta`. `cut_after=n` counts events:
+`message_start`, `ping`, each block's start, deltas and stop, `message_delta`, `message_stop`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .mock_responses import (
+    End,
+    MockResponsesServer,
+    Output,
+    RecordedRequest,
+    _split,
+    _Stream,
+    completed,
+    no_terminal,
+    refusal,
+    text,
+    tool_call,
+)
+from .mock_responses import Usage as _ResponsesUsage
+
+__all__ = [
+    "End",
+    "MockAnthropicServer",
+    "Output",
+    "RecordedRequest",
+    "Usage",
+    "build_events",
+    "completed",
+    "failed",
+    "incomplete",
+    "no_terminal",
+    "reasoning",
+    "refusal",
+    "text",
+    "tool_call",
+]
+
+ERROR_TYPES: dict[int, tuple[str, str]] = {  # status -> (type, message), per the errors page
+    400: ("invalid_request_error", "Invalid request."),
+    401: ("authentication_error", "invalid x-api-key"),
+    402: ("billing_error", "Your credit balance is too low to access the Anthropic API."),
+    403: ("permission_error", "Your API key does not have permission to use this resource."),
+    404: ("not_found_error", "The requested resource could not be found."),
+    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+    429: (
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit. Please try again later.",
+    ),
+    500: ("api_error", "Internal server error"),
+    504: ("timeout_error", "Request timed out"),
+    529: ("overloaded_error", "Overloaded"),
+}
+_KNOWN_TYPES = frozenset(t for t, _ in ERROR_TYPES.values())
+_OPENAI_CODES = {  # so a `failed(...)` scripted for the other mocks means the same here
+    "server_error": "api_error",
+    "rate_limit_exceeded": "rate_limit_error",
+    "context_length_exceeded": "invalid_request_error",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage(_ResponsesUsage):
+    """`input` counts all input tokens (cached ones included); see the module docstring."""
+
+    cache_write: int = 0
+
+
+def reasoning(
+    summary: str,
+    *,
+    signature: str | None = None,
+    encrypted: str | None = None,
+    chunks: int = 1,
+    id: str | None = None,
+) -> Output:
+    """A `thinking` block; `encrypted` (the Responses keyword) is an alias of `signature`."""
+    return Output("reasoning", summary, chunks, id, encrypted=signature or encrypted)
+
+
+def incomplete(reason: str = "max_tokens") -> End:
+    return End("incomplete", reason=reason)
+
+
+def failed(code: str = "api_error", message: str | None = None) -> End:
+    """An `error` event of type `code` (the other mocks' codes are translated)."""
+    kind = _OPENAI_CODES.get(code, code)
+    default = next((m for t, m in ERROR_TYPES.values() if t == kind), "Mock error.")
+    return End("failed", code=kind, message=message or default)
+
+
+def _stop_reason(outputs: tuple[Output, ...], end: End) -> str:
+    if end.kind == "incomplete":
+        return {"max_output_tokens": "max_tokens", "content_filter": "refusal"}.get(
+            end.reason, end.reason
+        )
+    kinds = {o.kind for o in outputs}
+    if "refusal" in kinds:
+        return "refusal"
+    return "tool_use" if "function_call" in kinds else "end_turn"
+
+
+def _block_events(out: Output, index: int) -> list[dict[str, Any]]:
+    pieces = _split(out.text, out.chunks)
+    block: dict[str, Any]
+    deltas: list[dict[str, Any]]
+    if out.kind in ("message", "refusal"):
+        block = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in pieces]
+    elif out.kind == "reasoning":
+        block = {"type": "thinking", "thinking": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces]
+        if out.encrypted is not None:
+            deltas.append({"type": "signature_delta", "signature": out.encrypted})
+    else:
+        call_id = out.call_id or f"toolu_{out.id or f'mock_{index}'}"
+        block = {"type": "tool_use", "id": call_id, "name": out.name, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in ["", *pieces]]
+    return [
+        {"type": "content_block_start", "index": index, "content_block": block},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def build_events(
+    outputs: tuple[Output, ...],
+    *,
+    usage: _ResponsesUsage,
+    end: End,
+    message_id: str,
+    model: str,
+) -> list[dict[str, Any]]:
+    """The full official event sequence for one scripted response."""
+    cache_write = usage.cache_write if isinstance(usage, Usage) else 0
+    start_usage = {
+        "input_tokens": max(0, usage.input - usage.cached - cache_write),
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": usage.cached,
+        "output_tokens": 1,
+    }
+    message: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": start_usage,
+    }
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    events.append({"type": "ping"})
+    for index, out in enumerate(outputs):
+        events.extend(_block_events(out, index))
+    if end.kind == "failed":
+        events.append({"type": "error", "error": {"type": end.code, "message": end.message}})
+    if end.kind in ("failed", "none"):
+        return events
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": _stop_reason(outputs, end), "stop_sequence": None},
+            "usage": {"output_tokens": usage.output},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+class MockAnthropicServer(MockResponsesServer):
+    """Serves `POST /v1/messages`; see the module docstring."""
+
+    ROUTE: ClassVar[str] = "/v1/messages"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._request_ids = itertools.count(1)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def enqueue_events(
+        self,
+        events: list[dict[str, Any]],
+        *,
+        delay_s: float = 0.0,
+        cut_after: int | None = None,
+    ) -> None:
+        """Script a stream of exactly these events (each needs its `type`)."""
+        self._script.append(_Stream(events=list(events), delay_s=delay_s, cut_after=cut_after))
+
+    def _build_events(self, script: _Stream, request: RecordedRequest) -> list[Any]:
+        body = request.body if isinstance(request.body, dict) else {}
+        return build_events(
+            script.outputs,
+            usage=script.usage,
+            end=script.end,
+            message_id=f"msg_mock_{next(self._ids)}",
+            model=str(body.get("model", "mock")),
+        )
+
+    def _error_json(
+        self, status: int, message: str | None, type: str | None, code: str | None
+    ) -> dict[str, Any]:
+        default_type, default_message = ERROR_TYPES.get(
+            status, ("api_error" if status >= 500 else "invalid_request_error", "Mock error.")
+        )
+        kind = next((t for t in (type, code) if t in _KNOWN_TYPES), default_type)
+        return {
+            "type": "error",
+            "error": {"type": kind, "message": message or default_message},
+            "request_id": f"req_mock_{next(self._request_ids)}",
+        }
