@@ -139,6 +139,7 @@ class JsonEvents:
                 exit_code=exit_code,
                 turn_id=meta.turn_id if meta else None,
                 usage=meta.usage if meta else None,
+                cost=meta.cost if meta else None,
                 denied=self.denied,
             )
         )

@@ -215,6 +215,9 @@ class Renderer:
             self.total_tokens = usage.total.total_tokens
             parts.append(f"tokens in {usage.turn.input_tokens} / out {usage.turn.output_tokens}")
             parts.append(f"session total {usage.total.total_tokens}")
+            cost = result.meta.cody.cost
+            if cost is not None:
+                parts.append(f"${cost.turn:.4f} this turn, ${cost.total:.4f} in total")
         if self._used is not None and self._size:
             parts.append(f"context {self._used}/{self._size} ({100 * self._used // self._size}%)")
         self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")

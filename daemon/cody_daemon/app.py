@@ -52,6 +52,7 @@ class DaemonApp:
         self.manager = SessionManager(self.deps)
         self.server = CodyServer()
         self.link = RpcClientLink(self.server.protocol)
+        self.manager.link = self.link
         self.client_capabilities = ClientCapabilities()
         self._shutdown_started = False
         register_handlers(self.server, self)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from ._base import WireModel
-from .prompt import StopReason, TurnUsage
+from .prompt import StopReason, TurnCost, TurnUsage
 from .updates import PlanEntry, ToolCallStatus, ToolKind
 
 __all__ = [
@@ -111,6 +111,7 @@ class TurnCompleted(WireModel):
     exit_code: int
     turn_id: str | None = None
     usage: TurnUsage | None = None
+    cost: TurnCost | None = None
     denied: bool = False
     """A tool call of this turn was denied (exit code 4 when nothing else failed)."""
 

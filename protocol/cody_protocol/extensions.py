@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ._base import WireModel
 
 __all__ = [
+    "McpServerStatus",
+    "McpStatusNotification",
     "ModelInfo",
     "ModelsListResult",
     "ProviderModels",
@@ -30,8 +32,25 @@ class ToolInfo(WireModel):
     """The JSON schema of the tool's arguments, as advertised to the model."""
 
 
+class McpServerStatus(WireModel):
+    """One MCP server of a session: `starting`, `ready` (with its tool count) or `failed`."""
+
+    server: str
+    state: Literal["starting", "ready", "failed"]
+    reason: str | None = None
+    """Why it failed, in words a user can act on."""
+    tools: int = 0
+
+
+class McpStatusNotification(McpServerStatus):
+    """`_cody/mcp/status`: sent for every state change of a session's MCP server."""
+
+    session_id: str
+
+
 class ToolsListResult(WireModel):
     tools: list[ToolInfo]
+    mcp_servers: list[McpServerStatus] = Field(default_factory=list)
 
 
 class ModelInfo(WireModel):

@@ -6,6 +6,7 @@ __all__ = [
     "AUTHENTICATE",
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
+    "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_SESSION_FORK",
     "CODY_TOOLS_LIST",
@@ -47,3 +48,4 @@ CANCEL_REQUEST_ACP = "$/cancel_request"
 CODY_SESSION_FORK = "_cody/session/fork"
 CODY_TOOLS_LIST = "_cody/tools/list"
 CODY_MODELS_LIST = "_cody/models/list"
+CODY_MCP_STATUS = "_cody/mcp/status"

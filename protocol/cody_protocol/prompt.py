@@ -17,6 +17,7 @@ __all__ = [
     "PromptResult",
     "StopReason",
     "TokenUsage",
+    "TurnCost",
     "TurnUsage",
 ]
 
@@ -46,9 +47,20 @@ class TurnUsage(WireModel):
     """All model calls of the session, across restarts."""
 
 
+class TurnCost(WireModel):
+    """Cost in USD from the shipped price table; absent when the model has no known price
+    or the calls are not billed per token (a ChatGPT or Claude subscription login)."""
+
+    last: float
+    turn: float
+    total: float
+    currency: str = "USD"
+
+
 class CodyPromptMeta(WireModel):
     turn_id: str
     usage: TurnUsage
+    cost: TurnCost | None = None
 
 
 class PromptMeta(WireModel):

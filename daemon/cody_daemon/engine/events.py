@@ -19,6 +19,7 @@ __all__ = [
     "AgentThought",
     "ConfigChanged",
     "EngineEvent",
+    "McpStatusChanged",
     "PlanChanged",
     "TitleChanged",
     "ToolCallOpened",
@@ -90,6 +91,16 @@ class TitleChanged:
     title: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpStatusChanged:
+    """An MCP server of the session changed state (sent as `_cody/mcp/status`)."""
+
+    server: str
+    state: Literal["starting", "ready", "failed"]
+    reason: str | None = None
+    tools: int = 0
+
+
 EngineEvent = (
     AgentText
     | AgentThought
@@ -100,4 +111,5 @@ EngineEvent = (
     | UsageChanged
     | ConfigChanged
     | TitleChanged
+    | McpStatusChanged
 )

@@ -120,6 +120,7 @@ class SessionLoader:
             approval_timeout_s=config.approval_timeout_s,
             sandbox_unavailable=config.sandbox_unavailable,
             tool_config=dict(config.tools),
+            mcp_config=dict(config.mcp_servers),
             warnings=list(loaded.warnings),
         )
         return settings, catalog
@@ -128,7 +129,11 @@ class SessionLoader:
         if settings.allowed_tools is None:
             return
         known = set(self.deps.tools.names())
-        unknown = [name for name in settings.allowed_tools if name not in known]
+        unknown = [
+            name
+            for name in settings.allowed_tools
+            if name not in known and not name.startswith("mcp__") and name != "readMcpResource"
+        ]
         if unknown:
             raise InvalidParams(
                 f"Unknown tool(s) in allowedTools: {', '.join(unknown)}.",
@@ -182,6 +187,7 @@ class SessionLoader:
             file=handle,
             history=record.items,
             usage_total=TokenUsage.model_validate(record.usage_total or {}),
+            cost_total_usd=record.cost_total_usd,
             title=record.title,
             grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
         )

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from cody_protocol.content import ContentBlock
-from cody_protocol.session import CodySessionMeta, SessionConfigOption, SessionInfo
+from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
+from ..providers.pricing import billable_price
 from ..store.reader import read_session
+from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
+from ..tools.registry import ToolRegistry
 from .deps import EngineDeps
-from .events import ConfigChanged
+from .events import ConfigChanged, McpStatusChanged
 from .loading import SessionLoader
 from .ports import ClientLink
 from .replay import prompt_to_text, replay_events
@@ -48,20 +52,63 @@ class SessionManager:
         self._live: dict[str, Session] = {}
         self._catalogs: dict[str, ProviderCatalog] = {}
         self._loader = SessionLoader(deps)
+        self.link: ClientLink | None = None
+        """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
 
     # -- creating and opening ---------------------------------------------------------------
 
-    def new_session(self, cwd: str, meta: CodySessionMeta | None) -> Session:
+    def new_session(
+        self, cwd: str, meta: CodySessionMeta | None, mcp_servers: Sequence[McpServer] = ()
+    ) -> Session:
         session, catalog = self._loader.create(cwd, meta)
+        try:
+            self._attach_mcp(session, mcp_servers)
+        except BaseException:
+            session.file.close()
+            raise
         self._register(session, catalog)
         return session
+
+    def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
+        """Give the session its MCP servers and start them in the background (lazily, once)."""
+        try:
+            specs = build_specs(
+                session.settings.mcp_config, list(servers), env=self.deps.env, cwd=str(session.cwd)
+            )
+        except McpSpecError as exc:
+            raise InvalidParams(
+                str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
+            ) from None
+        if not specs:
+            return
+        session_id = session.id
+
+        def report(status: McpStatus) -> None:
+            if self.link is not None:
+                self.link.emit(
+                    session_id,
+                    McpStatusChanged(
+                        server=status.server,
+                        state=status.state,
+                        reason=status.reason,
+                        tools=status.tools,
+                    ),
+                )
+
+        session.mcp = McpSessionManager(specs, on_status=report)
+        session.mcp_warmup = asyncio.get_running_loop().create_task(session.mcp.session_tools())
 
     def _register(self, session: Session, catalog: ProviderCatalog) -> None:
         self._live[session.id] = session
         self._catalogs[session.id] = catalog
 
     async def open_session(
-        self, session_id: str, link: ClientLink | None, *, replay: bool
+        self,
+        session_id: str,
+        link: ClientLink | None,
+        *,
+        replay: bool,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> Session:
         """Make a stored session live (`session/load` replays it to `link`, resume does not)."""
         live = self._live.get(session_id)
@@ -69,15 +116,20 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn.")
         else:
-            live = self._open_from_disk(session_id)
+            live = self._open_from_disk(session_id, mcp_servers)
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
             await link.flush(live.id)
         return live
 
-    def _open_from_disk(self, session_id: str) -> Session:
+    def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
         session, catalog = self._loader.open(session_id)
+        try:
+            self._attach_mcp(session, mcp_servers)
+        except BaseException:
+            session.file.close()
+            raise
         self._register(session, catalog)
         return session
 
@@ -99,6 +151,9 @@ class SessionManager:
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
         env = self._turn_env(session, link)
+        if session.mcp is not None:
+            extra = await session.mcp.session_tools()
+            env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
         runner = TurnRunner(session, env)
         task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
         session.turn = task
@@ -129,7 +184,7 @@ class SessionManager:
                         key=f"model_providers.{spec.id}.wire_api",
                         message="not supported yet",
                         value=spec.wire_api,
-                        valid=("responses",),
+                        valid=("responses", "chat", "anthropic"),
                     )
                 ],
             ) from None
@@ -145,6 +200,7 @@ class SessionManager:
                 settings.sandbox_mode, session.cwd, settings.sandbox_unavailable
             ),
             env=self.deps.env,
+            price=billable_price(spec, credentials, settings.model),
         )
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:
@@ -237,6 +293,7 @@ class SessionManager:
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
+        await _close_mcp(session)
         await session.file.sync()
         session.file.close()
 
@@ -248,7 +305,13 @@ class SessionManager:
             await self._close(live)
         self.deps.store.delete(session_id)
 
-    def fork(self, session_id: str, cwd: str, at_message: int | None) -> Session:
+    def fork(
+        self,
+        session_id: str,
+        cwd: str,
+        at_message: int | None,
+        mcp_servers: Sequence[McpServer] = (),
+    ) -> Session:
         """A new session with the history of `session_id` up to user message `at_message`."""
         live = self._live.get(session_id)
         source_items = (
@@ -258,7 +321,7 @@ class SessionManager:
         )
         settings_source = live.settings.persisted() if live is not None else None
         items = _cut_history(source_items, at_message)
-        session = self.new_session(cwd, None)
+        session = self.new_session(cwd, None, mcp_servers)
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
         session.file.append(
@@ -288,6 +351,7 @@ class SessionManager:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):
             try:
+                await _close_mcp(session)
                 await session.file.sync()
             finally:
                 session.file.close()
@@ -298,6 +362,13 @@ class SessionManager:
     @property
     def live_count(self) -> int:
         return len(self._live)
+
+
+async def _close_mcp(session: Session) -> None:
+    if session.mcp_warmup is not None:
+        session.mcp_warmup.cancel()
+    if session.mcp is not None:
+        await session.mcp.aclose()
 
 
 def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:

@@ -15,6 +15,7 @@ from cody_protocol.prompt import TokenUsage
 
 from ..policy.approval import Grants
 from ..store.session_file import SessionFile
+from ..tools.mcp import McpSessionManager
 from .history import HistoryItem
 from .settings import SessionSettings
 
@@ -28,6 +29,8 @@ class TurnOutcome:
     last: TokenUsage
     turn: TokenUsage
     total: TokenUsage
+    cost: tuple[float, float, float] | None = None
+    """(last call, this turn, session total) in USD, when the model has a known price."""
 
 
 @dataclass(kw_only=True, eq=False)
@@ -40,8 +43,12 @@ class Session:
     history: list[HistoryItem] = field(default_factory=list)
     grants: Grants = field(default_factory=Grants)
     usage_total: TokenUsage = field(default_factory=TokenUsage)
+    cost_total_usd: float = 0.0
     title: str | None = None
     turn: asyncio.Task[TurnOutcome] | None = None
+    mcp: McpSessionManager | None = None
+    """The session's MCP servers (None when it has none)."""
+    mcp_warmup: asyncio.Task[object] | None = None
 
     @property
     def busy(self) -> bool:

@@ -31,7 +31,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
-from ..config.model import ToolConfig
+from ..config.model import McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 
 __all__ = [
@@ -91,6 +91,8 @@ class SessionSettings:
     approval_timeout_s: float = 300.0
     sandbox_unavailable: SandboxUnavailable = "ask"
     tool_config: dict[str, ToolConfig] = field(default_factory=dict)
+    mcp_config: dict[str, McpServerConfig] = field(default_factory=dict)
+    """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
     """`[tools.<name>]` from the configuration (not persisted: re-read on resume)."""
     warnings: list[str] = field(default_factory=list)
 
@@ -112,6 +114,7 @@ class SessionSettings:
             self,
             allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools),
             tool_config=dict(self.tool_config),
+            mcp_config=dict(self.mcp_config),
         )
 
 

@@ -37,6 +37,7 @@ from ..providers.base import (
     ToolCallRequested,
     UsageReport,
 )
+from ..providers.pricing import Price, cost_usd
 from ..store.reader import make_title
 from ..tools.base import GrantKey, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
@@ -85,6 +86,8 @@ class TurnEnv:
     link: ClientLink
     sandbox: SandboxPolicy
     env: Mapping[str, str] = field(default_factory=dict)
+    price: Price | None = None
+    """The model's price, only when its calls are billed per token (else no cost is shown)."""
 
 
 @dataclass(slots=True)
@@ -99,6 +102,8 @@ class _TurnState:
     usage_turn: TokenUsage = field(default_factory=TokenUsage)
     usage_last: TokenUsage = field(default_factory=TokenUsage)
     failure_seen: bool = False
+    cost_last: float = 0.0
+    cost_turn: float = 0.0
     open_calls: dict[str, _OpenCall] = field(default_factory=dict)
 
 
@@ -157,6 +162,11 @@ class TurnRunner:
             last=self.state.usage_last,
             turn=self.state.usage_turn,
             total=session.usage_total,
+            cost=(
+                (self.state.cost_last, self.state.cost_turn, session.cost_total_usd)
+                if self.env.price is not None
+                else None
+            ),
         )
 
     # -- the loop -------------------------------------------------------------------------
@@ -239,17 +249,22 @@ class TurnRunner:
         self.state.usage_last = last
         self.state.usage_turn = add_usage(self.state.usage_turn, last)
         session.usage_total = add_usage(session.usage_total, last)
-        session.file.append(
-            "event",
-            {
-                "kind": "usage",
-                "turnId": self.state.turn_id,
-                "last": last.model_dump(),
-                "total": session.usage_total.model_dump(),
-            },
-        )
+        event: dict[str, Any] = {
+            "kind": "usage",
+            "turnId": self.state.turn_id,
+            "last": last.model_dump(),
+            "total": session.usage_total.model_dump(),
+        }
+        cost_total: float | None = None
+        if self.env.price is not None:
+            self.state.cost_last = cost_usd(self.env.price, last)
+            self.state.cost_turn += self.state.cost_last
+            session.cost_total_usd += self.state.cost_last
+            cost_total = session.cost_total_usd
+            event["costUsd"] = {"last": self.state.cost_last, "total": cost_total}
+        session.file.append("event", event)
         used = report.input_tokens + report.output_tokens
-        self._emit(UsageChanged(used=used, size=self.env.context_window))
+        self._emit(UsageChanged(used=used, size=self.env.context_window, cost_usd=cost_total))
 
     # -- tool calls -----------------------------------------------------------------------
 

@@ -38,12 +38,13 @@ from typing import Any, Final
 
 from cody_protocol.prompt import TokenUsage
 
-from .specs import CredentialKind
+from .specs import CredentialKind, Credentials, ProviderSpec, builtin_providers
 
 __all__ = [
     "LongContextPrice",
     "Price",
     "PriceTable",
+    "billable_price",
     "billed_per_token",
     "cost_usd",
     "price_for",
@@ -226,3 +227,19 @@ def _rate(name: str, table: Mapping[str, Any], key: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
         raise ValueError(f"prices: `{name}.{key}` must be a number >= 0 (USD per 1M tokens)")
     return float(value)
+
+
+def billable_price(spec: ProviderSpec, credentials: Credentials | None, model: str) -> Price | None:
+    """The price to charge a turn with, or None when no honest cost can be shown.
+
+    Only calls billed per token (an API key, or the offline model) at the provider's official
+    base URL are priced: a subscription login has no per-token cost, and a custom endpoint may
+    bill anything.
+    """
+    if credentials is None or not billed_per_token(credentials.kind):
+        return None
+    if spec.wire_api != "offline":
+        official = next((b for b in builtin_providers() if b.id == spec.id), None)
+        if official is None or official.base_url != spec.base_url:
+            return None
+    return price_for(spec.id, model)

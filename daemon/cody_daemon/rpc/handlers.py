@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
 from cody_protocol.extensions import (
+    McpServerStatus,
     ModelInfo,
     ModelsListResult,
     ProviderModels,
@@ -27,6 +28,7 @@ from cody_protocol.prompt import (
     PromptMeta,
     PromptParams,
     PromptResult,
+    TurnCost,
     TurnUsage,
 )
 from cody_protocol.session import (
@@ -147,19 +149,23 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def session_new(params: Any) -> Any:
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
-        session = manager.new_session(parsed.cwd, meta)
+        session = manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
 
     async def session_load(params: Any) -> Any:
         parsed = parse(LoadSessionParams, params)
-        session = await manager.open_session(parsed.session_id, link, replay=True)
+        session = await manager.open_session(
+            parsed.session_id, link, replay=True, mcp_servers=parsed.mcp_servers
+        )
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
         parsed = parse(LoadSessionParams, params)
-        session = await manager.open_session(parsed.session_id, None, replay=False)
+        session = await manager.open_session(
+            parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
+        )
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
@@ -186,6 +192,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                 cody=CodyPromptMeta(
                     turn_id=outcome.turn_id,
                     usage=TurnUsage(last=outcome.last, turn=outcome.turn, total=outcome.total),
+                    cost=(
+                        TurnCost(last=outcome.cost[0], turn=outcome.cost[1], total=outcome.cost[2])
+                        if outcome.cost is not None
+                        else None
+                    ),
                 )
             ),
         )
@@ -210,7 +221,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def session_fork(params: Any) -> Any:
         parsed = parse(ForkSessionParams, params)
-        session = manager.fork(parsed.session_id, parsed.cwd, parsed.at_message)
+        session = manager.fork(parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers)
         return ForkSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
@@ -218,9 +229,18 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def tools_list(params: Any) -> Any:
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
+        available = app.deps.tools.tools()
+        statuses: list[McpServerStatus] = []
         if parsed.session_id is not None:
+            session = manager.get(parsed.session_id)
             allowed = manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
+            if session.mcp is not None:
+                available = [*available, *await session.mcp.session_tools()]
+                statuses = [
+                    McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
+                    for s in session.mcp.statuses()
+                ]
         tools = [
             ToolInfo(
                 name=tool.name,
@@ -228,9 +248,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                 requires_approval=tool.requires_approval,
                 json_schema=tool.spec().parameters,
             )
-            for tool in app.deps.tools.tools(names)
+            for tool in available
+            if names is None or tool.name in names
         ]
-        return ToolsListResult(tools=tools)
+        return ToolsListResult(tools=tools, mcp_servers=statuses)
 
     async def models_list(params: Any) -> Any:
         catalog = app.user_catalog()

@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cody_protocol.methods import SESSION_REQUEST_PERMISSION, SESSION_UPDATE
+from cody_protocol.extensions import McpStatusNotification
+from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
 from cody_protocol.permission import (
     PERMISSION_OPTIONS,
     CancelledOutcome,
@@ -33,7 +34,7 @@ from cody_protocol.permission import (
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
-from ..engine.events import AgentText, AgentThought, EngineEvent
+from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
 from ..engine.ports import ApprovalAnswer, ApprovalRequest
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates
@@ -67,6 +68,19 @@ class RpcClientLink:
         if isinstance(event, AgentText | AgentThought):
             kind = "agent_message_chunk" if isinstance(event, AgentText) else "agent_thought_chunk"
             self._chunk(session_id, kind, event.text)
+            return
+        if isinstance(event, McpStatusChanged):
+            self._flush_pending(session_id)
+            self._protocol.notify(
+                CODY_MCP_STATUS,
+                McpStatusNotification(
+                    session_id=session_id,
+                    server=event.server,
+                    state=event.state,
+                    reason=event.reason,
+                    tools=event.tools,
+                ).wire(),
+            )
             return
         self._flush_pending(session_id)
         for update in event_updates(event):

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from ..providers.base import ToolSpec
+from .apply_patch import ApplyPatchTool
 from .base import Tool
 from .exec import ExecTool
 from .list_dir import ListDirTool
@@ -35,6 +36,7 @@ class ToolRegistry:
                 ExecTool(),
                 ReadFileTool(),
                 WriteFileTool(),
+                ApplyPatchTool(),
                 ListDirTool(),
                 WebSearchTool(),
                 PerplexitySearchTool(),

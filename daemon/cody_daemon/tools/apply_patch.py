@@ -1,0 +1,195 @@
+"""`applyPatch`: add, delete, update and move files with one Codex `*** Begin Patch` patch.
+
+Invariants:
+- The patch applies as a whole or not at all: every file's new content is computed in
+  memory first (`plan_changes`); any hunk that does not match fails the call with an error
+  naming the file and hunk, and no file changes; a write failure midway rolls back the files
+  already written (`commit_changes`).
+- The grant key is `("paths", *sorted real paths)` of every path the patch touches, move
+  targets included (PROTOCOL.md "Grant keys"); a patch that does not parse falls back to
+  the canonical-arguments key, which can never match a valid patch.
+- Every touched real path (move targets too) must pass `SandboxPolicy.check_write`, both
+  before approval (`sandbox_check`) and again in `run`, right before anything is written.
+- The approval preview is computed by the same in-memory application as `run`: one diff per
+  file (old text None for an added file, new text "" for a deleted one, the move target's
+  path for a move), or the error text when the patch would not apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from cody_protocol.content import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TextContent,
+    ToolCallContent,
+)
+from pydantic import BaseModel, ConfigDict, Field
+
+from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult, canonical_grant_key
+from .patch import (
+    FileChange,
+    FileOp,
+    PatchError,
+    PatchParseError,
+    UpdateFile,
+    commit_changes,
+    op_paths,
+    parse_patch,
+    plan_changes,
+)
+
+__all__ = ["ApplyPatchArgs", "ApplyPatchTool"]
+
+_DESCRIPTION = """\
+Edit files with a patch: add, delete, update or rename several files at once. The patch is \
+applied entirely or not at all; if any hunk does not match, nothing changes and the error \
+names the hunk. Format:
+
+*** Begin Patch
+*** Add File: path/new.py
++every line of the new file, each prefixed with +
+*** Delete File: path/old.py
+*** Update File: path/app.py
+*** Move to: path/main.py
+@@ def greet():
+ context line (starts with a space)
+-removed line
++added line
+*** End Patch
+
+Rules: paths are relative to the working directory. "*** Move to:" is optional. Each hunk \
+of an Update File starts with "@@", optionally followed by a line of the file (such as a \
+class or function definition) that appears before the change, to say where it is; use \
+several "@@ <line>" lines in a row to narrow it down. Show about 3 lines of unchanged \
+context before and after each change, copied exactly from the file; hunks must follow the \
+order of the file. End a hunk with "*** End of File" when it must match the end of the \
+file. Re-read a file before patching it again."""
+
+
+class ApplyPatchArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    patch: str = Field(
+        description="The whole patch, from '*** Begin Patch' to '*** End Patch'.",
+    )
+
+
+class ApplyPatchTool(Tool[ApplyPatchArgs]):
+    name = "applyPatch"
+    description = _DESCRIPTION
+    kind = "edit"
+    requires_approval = True
+    args_model = ApplyPatchArgs
+
+    def title(self, args: ApplyPatchArgs) -> str:
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return "Apply patch"
+        if not ops:
+            return "Apply patch"
+        names = [
+            f"{op.path} → {op.move_to}"
+            if isinstance(op, UpdateFile) and op.move_to is not None
+            else op.path
+            for op in ops
+        ]
+        shown = ", ".join(names[:3])
+        if len(names) > 3:
+            shown += f" and {len(names) - 3} more"
+        return f"Patch {shown}"
+
+    def grant_key(self, args: ApplyPatchArgs, ctx: ToolContext) -> GrantKey:
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return canonical_grant_key(self.name, args)
+        paths = {str(path) for op in ops for path in op_paths(op, ctx.cwd)}
+        return ("paths", *sorted(paths))
+
+    def sandbox_check(self, args: ApplyPatchArgs, ctx: ToolContext) -> str | None:
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return None  # not a sandbox matter: `run` reports the parse error
+        refusal = _sandbox_refusal(ops, ctx)
+        return refusal[1] if refusal is not None else None
+
+    def preview(self, args: ApplyPatchArgs, ctx: ToolContext) -> list[ToolCallContent]:
+        try:
+            changes = plan_changes(parse_patch(args.patch), ctx.cwd)
+        except (PatchParseError, PatchError) as exc:
+            text = f"This patch cannot be applied; nothing would change.\n{exc.message}"
+            return [ContentToolCallContent(content=TextContent(text=text))]
+        return _diffs(changes)
+
+    async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._apply, args, ctx)
+
+    def _apply(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError as exc:
+            raise ToolError(exc.message) from None
+        refusal = _sandbox_refusal(ops, ctx)
+        if refusal is not None:
+            path, reason = refusal
+            raise ToolError(f"the sandbox does not allow writing {path}: {reason}")
+        try:
+            changes = plan_changes(ops, ctx.cwd)
+            commit_changes(changes)
+        except PatchError as exc:
+            raise ToolError(exc.message) from None
+        return ToolResult(
+            output=_summary(changes, ctx.cwd),
+            raw_output={"files": [_raw_entry(change) for change in changes]},
+            content=_diffs(changes),
+        )
+
+
+def _sandbox_refusal(ops: Sequence[FileOp], ctx: ToolContext) -> tuple[Path, str] | None:
+    """The first touched path the sandbox refuses, with its reason."""
+    for op in ops:
+        for path in op_paths(op, ctx.cwd):
+            reason = ctx.sandbox.check_write(path)
+            if reason is not None:
+                return path, reason
+    return None
+
+
+def _diffs(changes: Sequence[FileChange]) -> list[ToolCallContent]:
+    return [
+        DiffToolCallContent(
+            path=str(change.target), old_text=change.old_text, new_text=change.new_text
+        )
+        for change in changes
+    ]
+
+
+_LETTERS = {"add": "A", "update": "M", "move": "M", "delete": "D"}
+
+
+def _summary(changes: Sequence[FileChange], cwd: Path) -> str:
+    """Codex's summary: one `A|M|D path` line per file (a moved file under its new path)."""
+    lines = ["Success. Updated the following files:"]
+    lines += [f"{_LETTERS[change.kind]} {_shown(change.target, cwd)}" for change in changes]
+    return "\n".join(lines)
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """`path` relative to the working directory when it is inside it, else absolute."""
+    if path == cwd or cwd in path.parents:
+        return os.path.relpath(path, cwd)
+    return str(path)
+
+
+def _raw_entry(change: FileChange) -> dict[str, str]:
+    entry = {"path": str(change.target), "op": change.kind}
+    if change.kind == "move":
+        entry["from"] = str(change.path)
+    return entry

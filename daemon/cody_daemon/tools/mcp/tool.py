@@ -1,0 +1,212 @@
+"""`mcp__<server>__<tool>`: one tool of an MCP server, as a Cody tool.
+
+Invariants:
+- The advertised name matches `[A-Za-z0-9_-]{1,64}` (what the model APIs accept) and is unique
+  within a session (`tool_name` takes the names already used).
+- The advertised parameters are the server's `inputSchema` (forced to an object schema with
+  `properties`); Cody only checks that the arguments are a JSON object: the server validates.
+- The grant key is the default one: `("tool", name, canonical JSON of the arguments)`.
+- An `isError` result is a failed ToolResult with the server's text; a call that times out or
+  cannot reach the server raises ToolError naming the server (the caller does that, see
+  `McpToolCaller`). Output is capped at `MAX_OUTPUT_CHARS`.
+
+This module does not import the `mcp` SDK at import time (it is heavy).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent, ToolCallContent
+from pydantic import BaseModel, ConfigDict
+
+from ...providers.base import ToolSpec
+from ..base import Tool, ToolArgumentError, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_OUTPUT_CHARS",
+    "McpTool",
+    "McpToolArgs",
+    "McpToolCaller",
+    "render_result",
+    "tool_name",
+]
+
+MAX_NAME_CHARS = 64
+MAX_OUTPUT_CHARS = 100_000
+MAX_DESCRIPTION_CHARS = 8_000
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class McpToolArgs(BaseModel):
+    """Any JSON object; the fields are the tool's arguments (`model_extra`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def arguments(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class McpToolCaller(Protocol):
+    """Calls one tool on a running server; raises ToolError (timeout, server gone, ...)."""
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult: ...
+
+
+def tool_name(server: str, tool: str, taken: set[str]) -> str:
+    """`mcp__<server>__<tool>`, made safe for model APIs and unique among `taken` (updated)."""
+    full = f"mcp__{server}__{tool}"
+    name = _UNSAFE.sub("_", full)
+    if len(name) > MAX_NAME_CHARS or name in taken:
+        digest = hashlib.sha256(full.encode()).hexdigest()
+        for attempt in range(1000):
+            suffix = "_" + (digest[:8] if attempt == 0 else f"{digest[:6]}{attempt}")
+            candidate = name[: MAX_NAME_CHARS - len(suffix)] + suffix
+            if candidate not in taken:
+                name = candidate
+                break
+    taken.add(name)
+    return name
+
+
+class McpTool(Tool[McpToolArgs]):
+    """A server's tool; built by the session's McpSessionManager once the server is ready."""
+
+    kind = "other"
+    args_model = McpToolArgs
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        server: str,
+        remote_name: str,
+        description: str | None,
+        input_schema: Mapping[str, Any],
+        requires_approval: bool,
+        caller: McpToolCaller,
+        title: str | None = None,
+    ) -> None:
+        self.name = name
+        self.server = server
+        self.remote_name = remote_name
+        text = (description or title or "").strip() or f"The {remote_name} tool"
+        if len(text) > MAX_DESCRIPTION_CHARS:
+            text = text[:MAX_DESCRIPTION_CHARS] + "..."
+        self.description = f"{text}\n\n(Tool {remote_name!r} of the MCP server {server!r}.)"
+        self.requires_approval = requires_approval
+        self._schema = _object_schema(input_schema)
+        self._caller = caller
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, parameters=copy.deepcopy(self._schema)
+        )
+
+    def parse(self, raw: Any) -> McpToolArgs:
+        if raw is None or raw == "":
+            raw = {}
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                raise ToolArgumentError(
+                    f"invalid arguments for {self.name}: not a JSON object"
+                ) from None
+        if not isinstance(raw, dict):
+            raise ToolArgumentError(
+                f"invalid arguments for {self.name}: expected a JSON object, "
+                f"got {type(raw).__name__}"
+            )
+        return McpToolArgs.model_validate(raw)
+
+    def title(self, args: McpToolArgs) -> str:
+        return f"{self.server}: {self.remote_name}"
+
+    async def run(self, args: McpToolArgs, ctx: ToolContext) -> ToolResult:
+        result = await self._caller.call_tool(self.remote_name, args.arguments())
+        output, content = render_result(result)
+        return ToolResult(
+            output=output,
+            success=not result.is_error,
+            raw_output={
+                "server": self.server,
+                "tool": self.remote_name,
+                "isError": result.is_error,
+            },
+            content=content,
+        )
+
+
+def render_result(result: CallToolResult) -> tuple[str, list[ToolCallContent]]:
+    """The model's text for a tool result, and what clients show (the text plus images)."""
+    from mcp_types import AudioContent as McpAudio
+    from mcp_types import EmbeddedResource, ResourceLink, TextResourceContents
+    from mcp_types import ImageContent as McpImage
+    from mcp_types import TextContent as McpText
+
+    parts: list[str] = []
+    images: list[ToolCallContent] = []
+    has_text = False
+    for block in result.content:
+        if isinstance(block, McpText):
+            has_text = True
+            parts.append(block.text)
+        elif isinstance(block, McpImage):
+            parts.append(f"[image: {block.mime_type}, {_b64_size(block.data)} bytes]")
+            images.append(
+                ContentToolCallContent(
+                    content=ImageContent(data=block.data, mime_type=block.mime_type)
+                )
+            )
+        elif isinstance(block, McpAudio):
+            parts.append(f"[audio: {block.mime_type}, {_b64_size(block.data)} bytes]")
+        elif isinstance(block, ResourceLink):
+            about = f" ({block.description})" if block.description else ""
+            parts.append(f"[resource link: {block.uri} {block.name}{about}]")
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                has_text = True
+                parts.append(f"[resource {resource.uri}]\n{resource.text}")
+            else:
+                mime = resource.mime_type or "binary"
+                parts.append(f"[resource {resource.uri}: {mime}, {_b64_size(resource.blob)} bytes]")
+    if not has_text and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
+    text = "\n".join(parts)
+    if not text:
+        text = (
+            "(the tool reported an error without a message)" if result.is_error else "(no output)"
+        )
+    if len(text) > MAX_OUTPUT_CHARS:
+        cut = len(text) - MAX_OUTPUT_CHARS
+        text = f"{text[:MAX_OUTPUT_CHARS]}\n[output cut: {cut} more characters]"
+    content: list[ToolCallContent] = []
+    if images:
+        content = [ContentToolCallContent(content=TextContent(text=text)), *images]
+    return text, content
+
+
+def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's schema as an object schema (model APIs require one at the root)."""
+    result = copy.deepcopy(dict(schema))
+    result.pop("title", None)
+    if result.get("type", "object") != "object":
+        result = {}  # a non-object root (allowed from MCP 2026-07-28): accept any object
+    result["type"] = "object"
+    result.setdefault("properties", {})
+    return result
+
+
+def _b64_size(data: str) -> int:
+    return len(data) * 3 // 4 - data[-2:].count("=")

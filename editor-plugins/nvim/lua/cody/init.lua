@@ -1,0 +1,457 @@
+--- cody.nvim: chat with the Cody daemon from Neovim.
+---
+--- One daemon per Neovim instance, started on first use: `initialize`, then `session/new`
+--- (with the `_meta.cody` settings from `setup()`). `session/update` notifications are drawn in
+--- the chat buffer, `session/request_permission` requests are answered through `vim.ui.select`,
+--- and `VimLeavePre` shuts the daemon down (`shutdown`, then `exit`).
+local approval = require("cody.approval")
+local chat = require("cody.chat")
+local config = require("cody.config")
+local rpc = require("cody.rpc")
+
+local M = {}
+
+M.version = "0.1.0"
+
+---@class cody.Turn
+---@field cancel_requested boolean `:CodyCancel` came before the prompt was sent.
+---@field sent boolean
+
+---@class cody.State
+---@field conn cody.Connection?
+---@field init_result table? The `initialize` answer.
+---@field init_waiters fun(err: cody.RpcError?, conn: cody.Connection?)[]?
+---@field session_id string?
+---@field session_waiters fun(err: cody.RpcError?, session_id: string?)[]?
+---@field loading_id string? Session being replayed by `session/load`.
+---@field title string?
+---@field turn cody.Turn?
+---@field last_exit {code: integer, signal: integer}?
+
+---@type cody.State
+local state = {}
+
+local augroup = vim.api.nvim_create_augroup("cody", { clear = true })
+
+---@param message string
+---@param level integer?
+local function notify(message, level)
+  vim.notify("Cody: " .. message, level or vim.log.levels.INFO)
+end
+
+--- Shows a daemon error: its message says what to do.
+---@param err cody.RpcError|table
+---@param context string?
+---@return string message
+local function report(err, context)
+  local message = (type(err) == "table" and err.message) or tostring(err)
+  notify(context and (context .. ": " .. message) or message, vim.log.levels.ERROR)
+  return message
+end
+
+---@param opts cody.UserConfig?
+function M.setup(opts)
+  config.setup(opts)
+end
+
+-- Daemon -------------------------------------------------------------------------------------
+
+---@param params table
+local function on_session_update(params)
+  local sid = params.sessionId
+  if sid ~= state.session_id and sid ~= state.loading_id then
+    return
+  end
+  local update = params.update or {}
+  local kind = update.sessionUpdate
+  local text = vim.tbl_get(update, "content", "text")
+  if kind == "agent_message_chunk" and text then
+    chat.message(text)
+  elseif kind == "agent_thought_chunk" and text then
+    chat.thought(text)
+  elseif kind == "user_message_chunk" and text then
+    chat.user(text)
+  elseif kind == "tool_call" then
+    chat.tool_call(update)
+  elseif kind == "tool_call_update" then
+    chat.tool_call_update(update)
+  elseif kind == "plan" then
+    chat.plan(update.entries)
+  elseif kind == "session_info_update" then
+    state.title = update.title
+  end
+end
+
+---@param conn cody.Connection
+---@param code integer
+---@param signal integer
+local function on_exit(conn, code, signal)
+  state.last_exit = { code = code, signal = signal }
+  if state.conn ~= conn then
+    return
+  end
+  approval.cancel_all("daemon exited")
+  local was_running = state.turn ~= nil
+  state.conn, state.init_result, state.session_id, state.loading_id, state.turn = nil, nil, nil, nil, nil
+  if not conn:is_stopping() then
+    local log = vim.lsp.log.get_filename()
+    notify(
+      ("the daemon exited (code %d). Its stderr is in %s. The next :Cody starts a new one; :CodyResume continues a saved session."):format(
+        code,
+        log
+      ),
+      vim.log.levels.ERROR
+    )
+    if was_running then
+      chat.error("the daemon exited during the turn")
+    end
+  end
+end
+
+---@param conn cody.Connection
+local function register_handlers(conn)
+  conn:on_notification("session/update", on_session_update)
+  -- The daemon withdraws an approval request (turn cancelled, timeout): LSP and ACP spellings.
+  conn:on_notification("$/cancelRequest", function(params)
+    approval.cancel(params.id, "$/cancelRequest")
+  end)
+  conn:on_notification("$/cancel_request", function(params)
+    approval.cancel(params.requestId, "$/cancel_request")
+  end)
+  conn:on_request("session/request_permission", approval.request)
+  conn:on_exit(function(code, signal)
+    on_exit(conn, code, signal)
+  end)
+end
+
+--- Calls `callback(err, conn)` once the daemon is running and initialized (starting it if needed).
+---@param callback fun(err: cody.RpcError?, conn: cody.Connection?)
+function M.connect(callback)
+  if state.conn and state.init_result then
+    callback(nil, state.conn)
+    return
+  end
+  if state.init_waiters then
+    table.insert(state.init_waiters, callback)
+    return
+  end
+
+  local cmd = config.cmd()
+  local conn, start_err = rpc.start({ cmd = cmd, cwd = config.cwd(), env = config.options.env })
+  if not conn then
+    local err = {
+      code = vim.lsp.protocol.ErrorCodes.InternalError,
+      message = ("could not start the daemon %s: %s. Set `cmd` in require('cody').setup{} (:help cody-cmd) and check :checkhealth cody"):format(
+        table.concat(cmd, " "),
+        start_err
+      ),
+    }
+    report(err)
+    callback(err, nil)
+    return
+  end
+  state.conn = conn
+  state.init_waiters = { callback }
+  register_handlers(conn)
+
+  conn:request("initialize", {
+    protocolVersion = 1,
+    clientCapabilities = { fs = { readTextFile = false, writeTextFile = false }, terminal = false },
+    clientInfo = { name = "cody.nvim", title = "Cody for Neovim", version = M.version },
+  }, function(err, result)
+    local waiters = state.init_waiters or {}
+    state.init_waiters = nil
+    if err then
+      report(err, "initialize failed")
+      if state.conn == conn then
+        conn:stop(config.options.shutdown_timeout_ms)
+      end
+    else
+      state.init_result = result
+    end
+    for _, waiter in ipairs(waiters) do
+      waiter(err, not err and conn or nil)
+    end
+  end)
+end
+
+--- Calls `callback(err, session_id)` once a session exists (creating one if needed).
+---@param callback fun(err: cody.RpcError?, session_id: string?)
+local function ensure_session(callback)
+  if state.session_id then
+    callback(nil, state.session_id)
+    return
+  end
+  if state.session_waiters then
+    table.insert(state.session_waiters, callback)
+    return
+  end
+  state.session_waiters = { callback }
+  local function done(err, session_id)
+    local waiters = state.session_waiters or {}
+    state.session_waiters = nil
+    for _, waiter in ipairs(waiters) do
+      waiter(err, session_id)
+    end
+  end
+  M.connect(function(conn_err, conn)
+    if conn_err or not conn then
+      done(conn_err, nil)
+      return
+    end
+    local params = { cwd = config.cwd(), mcpServers = {} }
+    local meta = config.session_meta()
+    if meta then
+      params._meta = { cody = meta }
+    end
+    conn:request("session/new", params, function(err, result)
+      if err then
+        report(err)
+        done(err, nil)
+        return
+      end
+      state.session_id, state.title = result.sessionId, nil
+      done(nil, result.sessionId)
+    end)
+  end)
+end
+
+-- Commands -----------------------------------------------------------------------------------
+
+--- Opens (or focuses) the chat window.
+function M.open()
+  chat.open()
+end
+
+--- Sends a prompt: shows it in the chat, then streams the reply.
+---@param text string
+function M.prompt(text)
+  if state.turn then
+    notify("a turn is still running; wait for it or :CodyCancel", vim.log.levels.WARN)
+    return
+  end
+  chat.open()
+  chat.user(text)
+  ---@type cody.Turn
+  local turn = { cancel_requested = false, sent = false }
+  state.turn = turn
+  local function finish()
+    if state.turn == turn then
+      state.turn = nil
+    end
+  end
+
+  ensure_session(function(session_err, session_id)
+    if session_err or not session_id then
+      chat.error(session_err and session_err.message or "no session")
+      finish()
+      return
+    end
+    if turn.cancel_requested then
+      chat.turn_end({ stopReason = "cancelled" })
+      finish()
+      return
+    end
+    local conn = assert(state.conn)
+    turn.sent = true
+    conn:request("session/prompt", {
+      sessionId = session_id,
+      prompt = { { type = "text", text = text } },
+    }, function(err, result)
+      finish()
+      if conn:is_stopping() then
+        return
+      end
+      if err then
+        chat.error(report(err))
+      else
+        chat.turn_end(result)
+      end
+      vim.api.nvim_exec_autocmds("User", {
+        pattern = "CodyTurnDone",
+        modeline = false,
+        data = { sessionId = session_id, stopReason = result and result.stopReason, error = err },
+      })
+    end)
+  end)
+end
+
+--- Asks for a prompt with `vim.ui.input`, then sends it.
+function M.ask()
+  chat.open()
+  vim.ui.input({ prompt = "Cody> " }, function(text)
+    if text and vim.trim(text) ~= "" then
+      M.prompt(text)
+    end
+  end)
+end
+
+--- Cancels the running turn (`session/cancel`); the turn ends with stop reason `cancelled`.
+function M.cancel()
+  local turn = state.turn
+  if not turn then
+    notify("no turn is running")
+    return
+  end
+  if not turn.sent or not state.conn then
+    turn.cancel_requested = true
+    return
+  end
+  state.conn:notify("session/cancel", { sessionId = state.session_id })
+end
+
+--- Starts a fresh session on the next prompt, with an empty chat.
+function M.new_session()
+  if state.turn then
+    notify("a turn is still running; :CodyCancel it first", vim.log.levels.WARN)
+    return
+  end
+  if state.conn and state.session_id then
+    state.conn:request("session/close", { sessionId = state.session_id }, function() end)
+  end
+  state.session_id, state.title = nil, nil
+  chat.clear()
+end
+
+--- All saved sessions, newest first (following `nextCursor`).
+---@param callback fun(err: cody.RpcError?, sessions: table[]?)
+function M.list_sessions(callback)
+  M.connect(function(conn_err, conn)
+    if conn_err or not conn then
+      callback(conn_err, nil)
+      return
+    end
+    local sessions = {}
+    local function page(cursor, remaining)
+      conn:request("session/list", cursor and { cursor = cursor } or vim.empty_dict(), function(err, result)
+        if err then
+          callback(err, nil)
+          return
+        end
+        vim.list_extend(sessions, result.sessions or {})
+        if result.nextCursor and remaining > 1 then
+          page(result.nextCursor, remaining - 1)
+        else
+          callback(nil, sessions)
+        end
+      end)
+    end
+    page(nil, 20)
+  end)
+end
+
+--- `:CodySessions`: pick a saved session with `vim.ui.select`, then resume it.
+function M.sessions()
+  M.list_sessions(function(err, sessions)
+    if err then
+      report(err, "session/list failed")
+      return
+    end
+    if not sessions or #sessions == 0 then
+      notify("no saved sessions yet")
+      return
+    end
+    vim.ui.select(sessions, {
+      prompt = "Resume a Cody session",
+      kind = "cody.session",
+      format_item = function(session)
+        return ("%s  %s  (%s)"):format(session.updatedAt or "", session.title or "(untitled)", session.cwd or "")
+      end,
+    }, function(session)
+      if session then
+        M.resume(session.sessionId, session.cwd)
+      end
+    end)
+  end)
+end
+
+--- Resumes a saved session with `session/load`; its history is replayed into the chat.
+--- Without an id, asks which one (`:CodySessions`).
+---@param session_id string?
+---@param cwd string? The session's workspace (looked up with `session/list` when nil).
+function M.resume(session_id, cwd)
+  if not session_id or session_id == "" then
+    M.sessions()
+    return
+  end
+  if state.turn then
+    notify("a turn is still running; :CodyCancel it first", vim.log.levels.WARN)
+    return
+  end
+  if not cwd then
+    M.list_sessions(function(_, sessions)
+      local found = vim.iter(sessions or {}):find(function(s)
+        return s.sessionId == session_id
+      end)
+      M.resume(session_id, found and found.cwd or config.cwd())
+    end)
+    return
+  end
+  M.connect(function(conn_err, conn)
+    if conn_err or not conn then
+      return
+    end
+    local previous = state.session_id
+    if previous and previous ~= session_id then
+      conn:request("session/close", { sessionId = previous }, function() end)
+    end
+    state.session_id, state.title = nil, nil
+    state.loading_id = session_id
+    chat.clear()
+    chat.open()
+    conn:request("session/load", { sessionId = session_id, cwd = cwd, mcpServers = {} }, function(err)
+      state.loading_id = nil
+      if err then
+        chat.error(report(err))
+        return
+      end
+      state.session_id = session_id
+      chat.note(("resumed session %s"):format(session_id))
+    end)
+  end)
+end
+
+--- Shuts the daemon down (`shutdown`, then `exit`); the next command starts a new one.
+---@return integer? exit_code nil when the daemon had to be killed or was not running
+function M.stop()
+  local conn = state.conn
+  if not conn then
+    return nil
+  end
+  approval.cancel_all("stop")
+  conn:stop(config.options.shutdown_timeout_ms)
+  state.conn, state.init_result, state.init_waiters = nil, nil, nil
+  state.session_id, state.session_waiters, state.loading_id, state.turn = nil, nil, nil, nil
+  return conn.exited and conn.exit_code or nil
+end
+
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = augroup,
+  desc = "Shut the Cody daemon down",
+  callback = function()
+    M.stop()
+  end,
+})
+
+---@class cody.Status
+---@field running boolean The daemon is running.
+---@field initialize table? Its `initialize` answer.
+---@field session_id string?
+---@field title string?
+---@field busy boolean A turn is running.
+---@field last_exit {code: integer, signal: integer}? How the last daemon process ended.
+
+--- The plugin's state, for statuslines, `:checkhealth` and tests.
+---@return cody.Status
+function M.status()
+  return {
+    running = state.conn ~= nil and not state.conn.exited,
+    initialize = state.init_result,
+    session_id = state.session_id,
+    title = state.title,
+    busy = state.turn ~= nil,
+    last_exit = state.last_exit,
+  }
+end
+
+return M

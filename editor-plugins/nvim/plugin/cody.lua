@@ -1,0 +1,36 @@
+-- cody.nvim commands. The modules load on first use; the daemon starts with the first command
+-- that needs it.
+if vim.g.loaded_cody then
+  return
+end
+vim.g.loaded_cody = true
+
+if vim.fn.has("nvim-0.10") == 0 then
+  vim.notify("cody.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+  return
+end
+
+vim.api.nvim_create_user_command("Cody", function(cmd)
+  local cody = require("cody")
+  if cmd.args ~= "" then
+    cody.prompt(cmd.args)
+  else
+    cody.ask()
+  end
+end, { nargs = "*", desc = "Cody: open the chat and send a prompt" })
+
+vim.api.nvim_create_user_command("CodyCancel", function()
+  require("cody").cancel()
+end, { nargs = 0, desc = "Cody: cancel the running turn" })
+
+vim.api.nvim_create_user_command("CodySessions", function()
+  require("cody").sessions()
+end, { nargs = 0, desc = "Cody: pick a saved session to resume" })
+
+vim.api.nvim_create_user_command("CodyResume", function(cmd)
+  require("cody").resume(cmd.args ~= "" and cmd.args or nil)
+end, { nargs = "?", desc = "Cody: resume a saved session (replays it into the chat)" })
+
+vim.api.nvim_create_user_command("CodyNew", function()
+  require("cody").new_session()
+end, { nargs = 0, desc = "Cody: start a new session with an empty chat" })
