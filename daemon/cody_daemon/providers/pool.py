@@ -27,7 +27,9 @@ class UnsupportedWireApi(Exception):
 
 
 class ProviderPool:
-    def __init__(self, *, env: Mapping[str, str] | None = None, offline_delay_s: float = 0.015) -> None:
+    def __init__(
+        self, *, env: Mapping[str, str] | None = None, offline_delay_s: float = 0.015
+    ) -> None:
         self._env = dict(env or {})
         self._instances: dict[tuple[object, ...], ModelProvider] = {}
         self._offline_delay_s = offline_delay_s

@@ -48,6 +48,7 @@ class SessionRecord:
     """The session's settings: those of `session_meta`, updated by `config` events."""
     items: list[HistoryItem] = field(default_factory=list)
     usage_total: dict[str, int] = field(default_factory=dict)
+    cost_total_usd: float = 0.0
     granted: set[tuple[str, ...]] = field(default_factory=set)
     """Grant keys answered `allow_session` (session grants survive a restart)."""
     rejected: set[tuple[str, ...]] = field(default_factory=set)
@@ -100,6 +101,9 @@ class _Folder:
                 for key, value in payload["total"].items()
                 if isinstance(value, int | float)
             }
+            cost = payload.get("costUsd")
+            if isinstance(cost, dict) and isinstance(cost.get("total"), int | float):
+                self.record.cost_total_usd = float(cost["total"])
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
             if payload.get("decision") == "allow_session":
