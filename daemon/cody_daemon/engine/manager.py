@@ -200,7 +200,7 @@ class SessionManager:
                 settings.sandbox_mode, session.cwd, settings.sandbox_unavailable
             ),
             env=self.deps.env,
-            price=billable_price(spec, credentials, settings.model),
+            price=billable_price(spec, credentials, settings.model, self.deps.env),
         )
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:

@@ -10,6 +10,8 @@ Environment variables (both optional; for tests, proxies and users whose network
 endpoint; a refresh token is sent there, so only the user's own environment can set them):
 - `CODY_CHATGPT_TOKEN_URL`: the OAuth token endpoint used to refresh a ChatGPT login
   (default `https://auth.openai.com/oauth/token`, as in the Codex CLI);
+- `CODY_CHATGPT_BASE_URL`: where a ChatGPT login's model requests go (default the ChatGPT
+  Codex backend, `https://chatgpt.com/backend-api/codex`);
 - `CODY_CLAUDE_TOKEN_URL`: the OAuth token endpoint used to refresh a Claude login
   (default `https://platform.claude.com/v1/oauth/token`).
 An explicit `token_urls` argument (keys `chatgpt`, `claude_oauth`) wins over both.
@@ -66,6 +68,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CHATGPT_TOKEN_URL_ENV: Final = "CODY_CHATGPT_TOKEN_URL"
+CHATGPT_BASE_URL_ENV: Final = "CODY_CHATGPT_BASE_URL"
 CLAUDE_TOKEN_URL_ENV: Final = "CODY_CLAUDE_TOKEN_URL"
 EXPIRY_SKEW_S: Final = 60.0
 """A token expiring within this many seconds counts as expired."""
@@ -122,13 +125,15 @@ def auth_for(
     )
 
 
-def base_url_for(spec: ProviderSpec, credentials: Credentials | None) -> str:
-    """Where requests go: the ChatGPT backend for a ChatGPT login, else `spec.base_url`
-    (`""` for the offline provider, which has none)."""
+def base_url_for(
+    spec: ProviderSpec, credentials: Credentials | None, env: Mapping[str, str] | None = None
+) -> str:
+    """Where requests go: the ChatGPT backend for a ChatGPT login (`CODY_CHATGPT_BASE_URL`
+    overrides it), else `spec.base_url` (`""` for the offline provider, which has none)."""
     if credentials is not None and credentials.kind == "chatgpt":
         from .oauth_chatgpt import CHATGPT_BASE_URL
 
-        return CHATGPT_BASE_URL
+        return (env or {}).get(CHATGPT_BASE_URL_ENV, "").strip() or CHATGPT_BASE_URL
     return spec.base_url or ""
 
 

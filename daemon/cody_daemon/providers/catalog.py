@@ -30,14 +30,13 @@ from typing import Any, Final
 from ..config.model import BUILTIN_PROVIDER_IDS, CodyConfig, ProviderConfig
 from ..errors import InvalidParams, Issue
 from .specs import (
-    ANTHROPIC_BASE_URL,
-    OPENAI_BASE_URL,
     CredentialKind,
     Credentials,
     ModelSpec,
     ProviderSpec,
     ProviderWireApi,
     builtin_providers,
+    official_base_url,
 )
 
 __all__ = [
@@ -105,7 +104,7 @@ class ProviderCatalog:
         Raises `InvalidParams` for a provider config the loader would have rejected (a new
         provider without `base_url` or a model, or `[model_providers.offline]`).
         """
-        specs = {spec.id: spec for spec in builtin_providers()}
+        specs = {spec.id: spec for spec in builtin_providers(env)}
         for pid, provider in config.model_providers.items():
             base = specs.get(pid)
             specs[pid] = _configured(pid, provider) if base is None else _override(base, provider)
@@ -209,13 +208,11 @@ class ProviderCatalog:
             [issue],
         )
 
-    @staticmethod
-    def _uses_codex_login(spec: ProviderSpec) -> bool:
-        return spec.id == "openai" and spec.base_url == OPENAI_BASE_URL
+    def _uses_codex_login(self, spec: ProviderSpec) -> bool:
+        return spec.id == "openai" and spec.base_url == official_base_url("openai", self._env)
 
-    @staticmethod
-    def _uses_claude_login(spec: ProviderSpec) -> bool:
-        return spec.id == "anthropic" and spec.base_url == ANTHROPIC_BASE_URL
+    def _uses_claude_login(self, spec: ProviderSpec) -> bool:
+        return spec.id == "anthropic" and spec.base_url == official_base_url("anthropic", self._env)
 
     def _codex_login(self) -> Credentials | None:
         path = self._codex_home / CODEX_AUTH_FILE

@@ -63,7 +63,7 @@ class ProviderPool:
         auth = auth_for(spec, credentials, env=self._env) if credentials is not None else NoAuth()
         common = {
             "provider_id": spec.id,
-            "base_url": base_url_for(spec, credentials),
+            "base_url": base_url_for(spec, credentials, self._env),
             "auth": auth,
             "env_key": spec.env_key,
             "headers": dict(spec.headers),

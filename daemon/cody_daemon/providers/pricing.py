@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from cody_protocol.prompt import TokenUsage
 
-from .specs import CredentialKind, Credentials, ProviderSpec, builtin_providers
+from .specs import CredentialKind, Credentials, ProviderSpec, official_base_url
 
 __all__ = [
     "LongContextPrice",
@@ -229,7 +229,12 @@ def _rate(name: str, table: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def billable_price(spec: ProviderSpec, credentials: Credentials | None, model: str) -> Price | None:
+def billable_price(
+    spec: ProviderSpec,
+    credentials: Credentials | None,
+    model: str,
+    env: Mapping[str, str] | None = None,
+) -> Price | None:
     """The price to charge a turn with, or None when no honest cost can be shown.
 
     Only calls billed per token (an API key, or the offline model) at the provider's official
@@ -238,8 +243,6 @@ def billable_price(spec: ProviderSpec, credentials: Credentials | None, model: s
     """
     if credentials is None or not billed_per_token(credentials.kind):
         return None
-    if spec.wire_api != "offline":
-        official = next((b for b in builtin_providers() if b.id == spec.id), None)
-        if official is None or official.base_url != spec.base_url:
-            return None
+    if spec.wire_api != "offline" and spec.base_url != official_base_url(spec.id, env):
+        return None
     return price_for(spec.id, model)

@@ -6,6 +6,7 @@ Invariants: a spec's `default_model` is one of its `models`; secrets live only i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -18,7 +19,9 @@ __all__ = [
     "ModelSpec",
     "ProviderSpec",
     "ProviderWireApi",
+    "BASE_URL_ENV",
     "builtin_providers",
+    "official_base_url",
 ]
 
 ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
@@ -87,14 +90,38 @@ class Credentials:
     """Access-token expiry (epoch seconds) when the login file records it."""
 
 
-def builtin_providers() -> tuple[ProviderSpec, ...]:
-    """The built-in providers, in `BUILTIN_PROVIDER_IDS` order (fresh objects each call)."""
+BASE_URL_ENV: Final = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+"""Environment variables that move a built-in provider (as in the official SDKs and CLIs).
+
+A base URL the user sets in their own environment counts as the provider's official one (a
+proxy to the same service): logins are used with it and prices apply. A base URL from a
+config file does not.
+"""
+
+
+def official_base_url(provider_id: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The base URL of a built-in provider: its env override, else the default."""
+    defaults = {
+        "openai": OPENAI_BASE_URL,
+        "anthropic": ANTHROPIC_BASE_URL,
+        "openrouter": OPENROUTER_BASE_URL,
+    }
+    name = BASE_URL_ENV.get(provider_id)
+    override = (env or {}).get(name, "").strip() if name else ""
+    return override.rstrip("/") or defaults.get(provider_id)
+
+
+def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpec, ...]:
+    """The built-in providers, in `BUILTIN_PROVIDER_IDS` order (fresh objects each call).
+
+    `env` supplies `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` overrides (see `BASE_URL_ENV`).
+    """
     return (
         ProviderSpec(
             id="openai",
             name="OpenAI",
             wire_api="responses",
-            base_url=OPENAI_BASE_URL,
+            base_url=official_base_url("openai", env),
             env_key="OPENAI_API_KEY",
             default_model="gpt-5.5",
             models=(
@@ -110,7 +137,7 @@ def builtin_providers() -> tuple[ProviderSpec, ...]:
             id="anthropic",
             name="Anthropic",
             wire_api="anthropic",
-            base_url=ANTHROPIC_BASE_URL,
+            base_url=official_base_url("anthropic", env),
             env_key="ANTHROPIC_API_KEY",
             default_model="claude-opus-4-8",
             models=(
