@@ -26,7 +26,13 @@ def ansi_to_png(ansi: str, out: Path, title: str, width: int) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(record=True, width=width, force_terminal=True, color_system="truecolor", file=open(os.devnull, "w"))
+    console = Console(
+        record=True,
+        width=width,
+        force_terminal=True,
+        color_system="truecolor",
+        file=open(os.devnull, "w"),
+    )
     console.print(Text.from_ansi(ansi.rstrip("\n")))
     svg = out.with_suffix(".svg")
     svg.write_text(console.export_svg(title=title), encoding="utf-8")
@@ -35,13 +41,30 @@ def ansi_to_png(ansi: str, out: Path, title: str, width: int) -> None:
 
 
 class Session:
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path, width: int, height: int) -> None:
+    def __init__(
+        self, command: list[str], env: dict[str, str], cwd: Path, width: int, height: int
+    ) -> None:
         self.name = f"cody-shot-{uuid.uuid4().hex[:6]}"
         self.width = width
         env_args = [f"{key}={value}" for key, value in env.items()]
-        line = subprocess.list2cmdline(["env", "-i", *env_args, "TERM=xterm-256color", "COLORTERM=truecolor", *command])
+        line = subprocess.list2cmdline(
+            ["env", "-i", *env_args, "TERM=xterm-256color", "COLORTERM=truecolor", *command]
+        )
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), "-c", str(cwd), line + "; sleep 60"],
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                "-c",
+                str(cwd),
+                line + "; sleep 60",
+            ],
             check=True,
         )
 
@@ -69,19 +92,29 @@ def environment(root: Path) -> dict[str, str]:
     for name in ("home", "cody-home", "tmp"):
         (root / name).mkdir(parents=True, exist_ok=True)
     return {
-        "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": str(root / "home"),
-        "CODY_HOME": str(root / "cody-home"), "TMPDIR": str(root / "tmp"),
+        "PATH": os.environ["PATH"],
+        "LANG": "C.UTF-8",
+        "HOME": str(root / "home"),
+        "CODY_HOME": str(root / "cody-home"),
+        "TMPDIR": str(root / "tmp"),
     }
 
 
 def shot_demo(root: Path) -> None:
-    session = Session([sys.executable, "-m", "cody_client", "demo"], environment(root), root, 110, 62)
+    session = Session(
+        [sys.executable, "-m", "cody_client", "demo"], environment(root), root, 110, 62
+    )
     try:
         session.wait_for("choice [y/a/n/r/c]:")
         session.keys("y", "Enter")
         session.wait_for("new file")
         time.sleep(0.5)
-        ansi_to_png(session.screen(escapes=True), HERE / "cody-client-approval.png", "cody-client demo", session.width)
+        ansi_to_png(
+            session.screen(escapes=True),
+            HERE / "cody-client-approval.png",
+            "cody-client demo",
+            session.width,
+        )
         session.keys("a", "Enter")
         session.wait_for("Replay it:")
         time.sleep(0.3)
@@ -95,7 +128,7 @@ def shot_nvim(root: Path) -> None:
     if nvim is None or not plugin.exists():
         raise SystemExit("nvim or the plugin is missing")
     workspace = root / "workspace"
-    workspace.mkdir(exist_ok=True)
+    workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "hello.py").write_text('print("hello")\n')
     init = root / "init.lua"
     daemon = [sys.executable, "-m", "cody_daemon"]
@@ -104,13 +137,17 @@ def shot_nvim(root: Path) -> None:
         "vim.opt.termguicolors = true\n"
         f"require('cody').setup({{ cmd = {{ {', '.join(repr(part) for part in daemon)} }} }})\n"
     )
-    session = Session([nvim, "-u", str(init), str(workspace / "hello.py")], environment(root), workspace, 120, 40)
+    session = Session(
+        [nvim, "-u", str(init), str(workspace / "hello.py")], environment(root), workspace, 120, 40
+    )
     try:
         time.sleep(1.0)
         session.keys(":Cody list files", "Enter")
-        session.wait_for("stop")
+        session.wait_for("end_turn")
         time.sleep(0.5)
-        ansi_to_png(session.screen(escapes=True), HERE / "nvim-chat.png", "Neovim :Cody", session.width)
+        ansi_to_png(
+            session.screen(escapes=True), HERE / "nvim-chat.png", "Neovim :Cody", session.width
+        )
     finally:
         session.close()
 

@@ -259,3 +259,12 @@ async def test_json_output_that_is_not_an_error_is_summarised_normally() -> None
     text = await summary(after_call("updatePlan", {}, '{"ok": true}'))
     assert "did not succeed" not in text
     assert '{"ok": true}' in text
+
+
+async def test_summaries_use_the_right_plural(tmp_path: Path) -> None:
+    (tmp_path / "only.txt").write_text("x\n")
+    one = await summary(after_call("listDir", {"dirPath": "."}, await list_output(tmp_path)))
+    assert one == "I found 1 entry: only.txt."
+    (tmp_path / "second.txt").write_text("y\n")
+    two = await summary(after_call("listDir", {"dirPath": "."}, await list_output(tmp_path)))
+    assert two.startswith("I found 2 entries:")

@@ -159,9 +159,10 @@ def summarize(tool: str, output: FunctionCallOutputItem) -> str:
             if line.strip() and line.strip() != "(empty)" and not line.strip().startswith("[")
         ]
         listed = ", ".join(entries[:12]) + (", …" if len(entries) > 12 else "")
-        return (
-            f"I found {len(entries)} entries: {listed}." if entries else "The directory is empty."
-        )
+        if not entries:
+            return "The directory is empty."
+        noun = "entry" if len(entries) == 1 else "entries"
+        return f"I found {len(entries)} {noun}: {listed}."
     if tool == "readFile":
         preview = "\n".join(line.split("\t", 1)[-1] for line in lines[:5])
         count = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")
