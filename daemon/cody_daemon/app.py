@@ -72,6 +72,10 @@ class DaemonApp:
 
     def initialize_result(self) -> InitializeResult:
         catalog = self.user_catalog()
+        try:
+            default = catalog.resolve(load_user_config(self.paths).model_provider).id
+        except InvalidParams:
+            default = catalog.resolve_auto().id
         providers = []
         auth_methods = []
         for spec in catalog.all():
@@ -90,10 +94,9 @@ class DaemonApp:
             auth_methods.append(
                 AuthMethod(id=f"{spec.id}-api-key", name=f"{spec.name}", description=where)
             )
-        try:
-            default = catalog.resolve(load_user_config(self.paths).model_provider).id
-        except InvalidParams:
-            default = catalog.resolve_auto().id
+
+        # The default provider's method first: some ACP clients authenticate with the first one.
+        auth_methods.sort(key=lambda method: method.id != f"{default}-api-key")
         return InitializeResult(
             agent_info=Implementation(name="cody", title="Cody", version=__version__),
             auth_methods=auth_methods,

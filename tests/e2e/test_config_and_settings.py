@@ -211,3 +211,11 @@ async def test_fork_copies_history_up_to_a_message(
 
     assert user_texts(model.requests[-1]) == ["question one", "question three"]
     assert fork["sessionId"] != sid
+
+
+async def test_the_default_providers_auth_method_comes_first(offline_daemon: Daemon) -> None:
+    """ACP clients such as CodeCompanion authenticate with the first method listed."""
+    result = await offline_daemon.initialize()
+    first = result["authMethods"][0]["id"]
+    assert first == "offline-api-key"
+    assert await offline_daemon.request("authenticate", {"methodId": first}) == {}

@@ -10,7 +10,9 @@ HEAVY = ("httpx", "trafilatura", "mcp", "prompt_toolkit", "rich", "lxml")
 
 def loaded_after(statement: str) -> set[str]:
     code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     modules = set(result.stdout.split())
     return {name for name in HEAVY if name in modules}
 

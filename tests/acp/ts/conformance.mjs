@@ -1,0 +1,552 @@
+// ACP conformance check: drives the real Cody daemon with the official ACP TypeScript SDK
+// (@agentclientprotocol/sdk, pinned in package.json) over stdio with newline-delimited JSON.
+//
+// Usage:  node conformance.mjs            (from tests/acp/ts, after `npm ci`)
+// Env:    CODY_DAEMON_PYTHON  the Python that runs `-m cody_daemon` (default: <repo>/.venv/bin/python)
+//         CODY_ACP_VERBOSE=1  print every JSON-RPC frame as it goes by
+//
+// Every flow is asserted; the first failure prints what was expected, what Cody sent, the
+// last frames of the transcript and the daemon's stderr, and exits 1. Every `session/update`,
+// `session/request_permission` and every response Cody sends is also validated against the
+// SDK's own JSON Schema (schema/v1/schema.json), on top of the SDK's zod parsing.
+
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
+
+import { client, methods, ndJsonStream, PROTOCOL_VERSION, RequestError } from "@agentclientprotocol/sdk";
+
+const require = createRequire(import.meta.url);
+const Ajv2020 = require("ajv/dist/2020").default;
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, "..", "..", "..");
+const PYTHON = process.env.CODY_DAEMON_PYTHON || join(REPO, ".venv", "bin", "python");
+const VERBOSE = process.env.CODY_ACP_VERBOSE === "1";
+const STEP_TIMEOUT_MS = 30_000;
+
+// -- schema validation (the SDK's own schema file) --------------------------------------------
+
+const SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
+const SDK_DIR = resolve(dirname(SCHEMA_PATH), "..", "..");
+const SDK_VERSION = JSON.parse(readFileSync(join(SDK_DIR, "package.json"), "utf8")).version;
+const ajv = new Ajv2020({ strict: false, allErrors: true, discriminator: true });
+const INT_RANGES = {
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+  uint16: [0, 2 ** 16 - 1],
+  uint32: [0, 2 ** 32 - 1],
+  uint64: [0, Number.MAX_SAFE_INTEGER],
+};
+for (const [name, [lo, hi]] of Object.entries(INT_RANGES)) {
+  ajv.addFormat(name, { type: "number", validate: (n) => Number.isInteger(n) && n >= lo && n <= hi });
+}
+ajv.addFormat("double", { type: "number", validate: (n) => Number.isFinite(n) });
+ajv.addFormat("uri", { type: "string", validate: (s) => /^[A-Za-z][A-Za-z0-9+.-]*:/.test(s) });
+ajv.addSchema(JSON.parse(readFileSync(SCHEMA_PATH, "utf8")), "acp");
+
+function schemaErrors(definition, instance) {
+  const validate = ajv.getSchema(`acp#/$defs/${definition}`);
+  if (!validate) throw new Error(`schema.json has no $defs/${definition}`);
+  if (validate(instance)) return [];
+  // oneOf unions report every branch; show the most specific (deepest) problems first.
+  const errors = [...validate.errors].sort((a, b) => b.instancePath.length - a.instancePath.length);
+  return errors.slice(0, 6).map((e) => `${e.instancePath || "/"} ${e.message} (schema ${e.schemaPath})`);
+}
+
+const RESPONSE_DEFS = {
+  [methods.agent.initialize]: "InitializeResponse",
+  [methods.agent.session.new]: "NewSessionResponse",
+  [methods.agent.session.load]: "LoadSessionResponse",
+  [methods.agent.session.list]: "ListSessionsResponse",
+  [methods.agent.session.resume]: "ResumeSessionResponse",
+  [methods.agent.session.close]: "CloseSessionResponse",
+  [methods.agent.session.prompt]: "PromptResponse",
+  [methods.agent.session.setMode]: "SetSessionModeResponse",
+  [methods.agent.session.setConfigOption]: "SetSessionConfigOptionResponse",
+};
+
+// -- assertions ---------------------------------------------------------------------------------
+
+class ConformanceError extends Error {}
+
+// The SDK reports handler and parse failures with console.error: tag them so they stand out.
+const reportError = console.error.bind(console);
+console.error = (...args) => reportError("[sdk console.error]", ...args);
+
+function check(condition, message, detail) {
+  if (!condition) {
+    const extra = detail === undefined ? "" : `\n  got: ${short(detail, 1500)}`;
+    throw new ConformanceError(`${message}${extra}`);
+  }
+}
+
+function short(value, max = 400) {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new ConformanceError(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const textOf = (content) => (content && content.type === "text" ? content.text : "");
+
+function toolText(update) {
+  const parts = [];
+  for (const item of update.content ?? []) {
+    if (item.type === "content") parts.push(textOf(item.content));
+    if (item.type === "diff") parts.push(item.newText ?? "");
+  }
+  if (update.rawOutput !== undefined) parts.push(JSON.stringify(update.rawOutput));
+  return parts.join("\n");
+}
+
+// -- a temp environment like a user's machine, with no provider keys ----------------------------
+
+function makeEnv() {
+  const root = mkdtempSync(join(tmpdir(), "cody-acp-ts-"));
+  const dirs = {};
+  for (const name of ["home", "cody-home", "codex-home", "claude-config", "workspace", "tmp"]) {
+    dirs[name] = join(root, name);
+    mkdirSync(dirs[name]);
+  }
+  writeFileSync(join(dirs.workspace, "hello.txt"), "hello from the ACP conformance check\n");
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LANG: "C.UTF-8",
+    HOME: dirs.home,
+    CODY_HOME: dirs["cody-home"],
+    CODEX_HOME: dirs["codex-home"],
+    CLAUDE_CONFIG_DIR: dirs["claude-config"],
+    TMPDIR: dirs.tmp,
+  };
+  for (const name of ["CODY_BWRAP", "VIRTUAL_ENV", "PYTHONPATH"]) {
+    if (process.env[name]) env[name] = process.env[name];
+  }
+  return { root, dirs, env, workspace: dirs.workspace };
+}
+
+// -- one daemon process, one SDK client connection ----------------------------------------------
+
+class DaemonSession {
+  constructor(env, label) {
+    this.label = label;
+    this.transcript = []; // [{dir, msg}] in wire order
+    this.stderr = "";
+    this.problems = []; // schema / SDK validation problems
+    this.outgoing = new Map(); // our request id -> method
+    this.rawUpdates = 0;
+    this.handledUpdates = 0;
+    this.updates = []; // {seq, sessionId, update} as the SDK handler saw them
+    this.seq = 0;
+    this.permissionHandlers = new Map(); // sessionId -> async (ctx) => response
+    this.permissionRequests = [];
+
+    this.child = spawn(PYTHON, ["-m", "cody_daemon"], {
+      cwd: env.workspace,
+      env: env.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.exited = new Promise((resolveExit) => {
+      this.child.on("exit", (code, signal) => resolveExit({ code, signal }));
+      this.child.on("error", (error) => {
+        this.problems.push(`could not start the daemon: ${error.message}`);
+        resolveExit({ code: null, signal: null, error });
+      });
+    });
+    this.child.stderr.on("data", (chunk) => {
+      this.stderr += chunk.toString();
+      if (this.stderr.length > 100_000) this.stderr = this.stderr.slice(-50_000);
+    });
+
+    const base = ndJsonStream(Writable.toWeb(this.child.stdin), Readable.toWeb(this.child.stdout));
+    const session = this;
+    const readable = base.readable.pipeThrough(
+      new TransformStream({
+        transform(msg, controller) {
+          session.observeIncoming(msg);
+          controller.enqueue(msg);
+        },
+      }),
+    );
+    const baseWriter = base.writable;
+    const writable = new WritableStream({
+      async write(msg) {
+        session.observeOutgoing(msg);
+        const writer = baseWriter.getWriter();
+        try {
+          await writer.write(msg);
+        } finally {
+          writer.releaseLock();
+        }
+      },
+    });
+
+    this.app = client({ name: "cody-acp-conformance" })
+      .onNotification(methods.client.session.update, ({ params }) => {
+        this.handledUpdates += 1;
+        this.updates.push({ seq: ++this.seq, sessionId: params.sessionId, update: params.update });
+      })
+      .onRequest(methods.client.session.requestPermission, async (ctx) => {
+        this.permissionRequests.push(ctx.params);
+        const handler = this.permissionHandlers.get(ctx.params.sessionId);
+        if (!handler) {
+          this.problems.push(`unexpected session/request_permission: ${short(ctx.params)}`);
+          return { outcome: { outcome: "cancelled" } };
+        }
+        return handler(ctx);
+      });
+    this.connection = this.app.connect({ readable, writable });
+    this.agent = this.connection.agent;
+  }
+
+  observeOutgoing(msg) {
+    this.transcript.push({ dir: "->", msg });
+    if (VERBOSE) console.log(`[${this.label}] -> ${short(msg, 2000)}`);
+    if ("method" in msg && "id" in msg) this.outgoing.set(msg.id, msg.method);
+  }
+
+  observeIncoming(msg) {
+    this.transcript.push({ dir: "<-", msg });
+    if (VERBOSE) console.log(`[${this.label}] <- ${short(msg, 2000)}`);
+    const where = `${this.label} frame #${this.transcript.length}`;
+    const invalid = (definition, what, instance) => {
+      const errors = schemaErrors(definition, instance);
+      if (errors.length) {
+        this.problems.push(`${where}: ${what} fails $defs/${definition} of schema.json:\n      ${errors.join("\n      ")}\n    message: ${short(instance, 800)}`);
+      }
+    };
+    if (msg.method === methods.client.session.update) {
+      this.rawUpdates += 1;
+      invalid("SessionNotification", `session/update (${msg.params?.update?.sessionUpdate})`, msg.params);
+    } else if (msg.method === methods.client.session.requestPermission) {
+      invalid("RequestPermissionRequest", "session/request_permission params", msg.params);
+    } else if (msg.method === methods.protocol.cancelRequest) {
+      invalid("CancelRequestNotification", "$/cancel_request params", msg.params);
+    } else if (!("method" in msg) && "id" in msg && "result" in msg) {
+      const method = this.outgoing.get(msg.id);
+      if (RESPONSE_DEFS[method]) invalid(RESPONSE_DEFS[method], `${method} result`, msg.result);
+    }
+  }
+
+  /** Raises if any frame so far failed schema validation or was dropped by the SDK's zod parser. */
+  assertClean(step) {
+    check(this.problems.length === 0, `${step}: invalid messages from Cody:\n  - ${this.problems.join("\n  - ")}`);
+    check(
+      this.rawUpdates === this.handledUpdates,
+      `${step}: the SDK rejected ${this.rawUpdates - this.handledUpdates} of ${this.rawUpdates} session/update notifications (its zod schema did not parse them; see "Error handling notification" above)`,
+    );
+  }
+
+  updatesFor(sessionId, fromSeq = 0) {
+    return this.updates.filter((u) => u.sessionId === sessionId && u.seq > fromSeq);
+  }
+
+  async close() {
+    this.connection.close();
+    try {
+      this.child.stdin.end();
+    } catch {
+      // already closed
+    }
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+    const result = await this.exited;
+    clearTimeout(timer);
+    return result;
+  }
+
+  tail(lines = 25) {
+    const frames = this.transcript.slice(-lines).map(({ dir, msg }) => `  ${dir} ${short(msg, 600)}`);
+    const err = this.stderr.trim().split("\n").slice(-20).map((l) => `  ${l}`);
+    return `last frames on ${this.label}:\n${frames.join("\n")}\ndaemon stderr (tail):\n${err.join("\n")}`;
+  }
+}
+
+// -- helpers over an ActiveSession --------------------------------------------------------------
+
+/** Sends a prompt and reads the SDK's ActiveSession queue until its `stop` message. */
+async function runTurn(daemon, active, text) {
+  const startSeq = daemon.seq;
+  const messages = [];
+  let seenAtResolve = -1;
+  const prompt = active.prompt(text).then((response) => {
+    seenAtResolve = daemon
+      .updatesFor(active.sessionId, startSeq)
+      .filter((u) => u.update.sessionUpdate === "agent_message_chunk").length;
+    return response;
+  });
+  for (;;) {
+    const message = await withTimeout(active.nextUpdate(), STEP_TIMEOUT_MS, `the turn "${text}" to stop`);
+    messages.push(message);
+    if (message.kind === "stop") break;
+  }
+  const response = await prompt;
+  const updates = messages.filter((m) => m.kind === "session_update").map((m) => m.update);
+  return { response, updates, stop: messages.at(-1), seenAtResolve };
+}
+
+function toolCalls(updates) {
+  const calls = new Map();
+  for (const update of updates) {
+    if (update.sessionUpdate === "tool_call") {
+      calls.set(update.toolCallId, { start: update, updates: [update], final: update });
+    } else if (update.sessionUpdate === "tool_call_update") {
+      const call = calls.get(update.toolCallId);
+      check(call, `tool_call_update for ${update.toolCallId} arrived before its tool_call`, update);
+      call.updates.push(update);
+      if (update.status) call.final = { ...call.final, ...update };
+    }
+  }
+  return calls;
+}
+
+/** Lets notification handlers that started before a response finish (they run on microtasks). */
+const settle = () => new Promise((resolveSettle) => setImmediate(resolveSettle));
+
+function waitAbort(signal, ms) {
+  if (signal.aborted) return Promise.resolve(true);
+  return new Promise((resolveAbort) => {
+    const timer = setTimeout(() => resolveAbort(false), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolveAbort(true);
+    }, { once: true });
+  });
+}
+
+// -- the flows ----------------------------------------------------------------------------------
+
+const results = [];
+
+async function step(name, daemon, fn) {
+  try {
+    const value = await withTimeout(Promise.resolve().then(fn), STEP_TIMEOUT_MS * 2, name);
+    daemon.assertClean(name);
+    results.push(name);
+    console.log(`ok ${results.length} - ${name}`);
+    return value;
+  } catch (error) {
+    const message = error instanceof ConformanceError ? error.message : error?.stack ?? String(error);
+    const rpc = error instanceof RequestError ? ` (JSON-RPC error ${error.code}: ${short(error.data)})` : "";
+    const invalid = daemon.problems.length && !message.includes("invalid messages from Cody")
+      ? `\n\ninvalid messages and other problems seen so far:\n  - ${daemon.problems.join("\n  - ")}`
+      : "";
+    console.log(`not ok ${results.length + 1} - ${name}`);
+    console.log(`\nFAIL [${name}]: ${message}${rpc}${invalid}\n\n${daemon.tail()}\n`);
+    console.log(`conformance: ${results.length} passed, 1 failed`);
+    await daemon.close().catch(() => {});
+    process.exit(1);
+  }
+}
+
+async function main() {
+  console.log(`ACP conformance: @agentclientprotocol/sdk ${SDK_VERSION} client -> ${PYTHON} -m cody_daemon (ndjson)`);
+  const env = makeEnv();
+  const first = new DaemonSession(env, "daemon#1");
+  const agent = first.agent;
+  const ids = {};
+
+  await step("initialize", first, async () => {
+    const init = await agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: "cody-acp-conformance", title: "ACP TS SDK conformance", version: SDK_VERSION },
+    });
+    check(init.protocolVersion === 1, "initialize: protocolVersion must be 1", init.protocolVersion);
+    const caps = init.agentCapabilities ?? {};
+    check(caps.loadSession === true, "initialize: agentCapabilities.loadSession must be true", caps);
+    for (const cap of ["list", "resume", "close"]) {
+      const value = caps.sessionCapabilities?.[cap];
+      check(value !== null && typeof value === "object", `initialize: agentCapabilities.sessionCapabilities.${cap} must be an object`, caps.sessionCapabilities);
+    }
+    check(init.agentInfo?.name === "cody", "initialize: agentInfo.name must be \"cody\"", init.agentInfo);
+    check(Array.isArray(init.authMethods), "initialize: authMethods must be a list", init.authMethods);
+  });
+
+  const mainSession = await step("session/new in a temp workspace", first, async () => {
+    const active = await first.agent.buildSession(env.workspace).start();
+    check(typeof active.sessionId === "string" && active.sessionId.length > 0, "session/new: sessionId", active.newSessionResponse);
+    const modes = active.modes;
+    check(modes && Array.isArray(modes.availableModes) && modes.availableModes.length > 0, "session/new: modes.availableModes", modes);
+    check(Array.isArray(active.newSessionResponse.configOptions), "session/new: configOptions must be a list", active.newSessionResponse);
+    ids.main = active.sessionId;
+    return active;
+  });
+
+  await step("session/prompt \"list files\" streams updates", first, async () => {
+    const turn = await runTurn(first, mainSession, "list files");
+    check(turn.response.stopReason === "end_turn", "list files: stopReason must be end_turn", turn.response);
+    const chunks = turn.updates.filter((u) => u.sessionUpdate === "agent_message_chunk");
+    check(chunks.length > 0, "list files: no agent_message_chunk arrived", turn.updates.map((u) => u.sessionUpdate));
+    check(chunks.every((c) => c.content.type === "text"), "list files: agent_message_chunk content must be text", chunks);
+    check(turn.seenAtResolve > 0, "list files: no agent_message_chunk reached the SDK's session/update handler before the prompt resolved");
+    // Wire order: the first agent_message_chunk frame precedes the session/prompt response frame.
+    const frames = first.transcript.map((f) => f.msg);
+    const promptId = [...first.outgoing].filter(([, m]) => m === methods.agent.session.prompt).at(-1)[0];
+    const responseAt = frames.findIndex((m) => m.id === promptId && !("method" in m));
+    const chunkAt = frames.findIndex((m) => m.method === methods.client.session.update && m.params.sessionId === ids.main && m.params.update.sessionUpdate === "agent_message_chunk");
+    check(chunkAt >= 0 && chunkAt < responseAt, "list files: agent_message_chunk must be sent before the session/prompt response", { chunkAt, responseAt });
+    const calls = [...toolCalls(turn.updates).values()];
+    check(calls.length === 1, "list files: exactly one tool_call expected", turn.updates);
+    const [call] = calls;
+    check(call.start.status === "pending", "list files: tool_call must start pending", call.start);
+    check(call.final.status === "completed", "list files: the tool call must reach completed", call.updates);
+    check(toolText(call.final).includes("hello.txt"), "list files: the listing must name hello.txt", call.final);
+    const text = chunks.map((c) => c.content.text).join("");
+    check(text.includes("hello.txt"), "list files: the answer must mention hello.txt", text);
+    ids.listCall = call.start.toolCallId;
+  });
+
+  await step("permission round trip answered allow_once", first, async () => {
+    let seen;
+    first.permissionHandlers.set(ids.main, async ({ params }) => {
+      seen = params;
+      return { outcome: { outcome: "selected", optionId: "allow_once" } };
+    });
+    const turn = await runTurn(first, mainSession, "run echo acp-allowed");
+    check(seen, "allow_once: no session/request_permission arrived");
+    const byId = Object.fromEntries(seen.options.map((o) => [o.optionId, o.kind]));
+    const expected = { allow_once: "allow_once", allow_session: "allow_always", reject_once: "reject_once", reject_session: "reject_always" };
+    check(JSON.stringify(byId) === JSON.stringify(expected), "allow_once: the four options with their kinds", seen.options);
+    check(seen.toolCall.kind === "execute", "allow_once: toolCall.kind must be execute", seen.toolCall);
+    check(toolText(seen.toolCall).includes("echo acp-allowed") || JSON.stringify(seen.toolCall.rawInput ?? {}).includes("echo acp-allowed"), "allow_once: the request must show the command", seen.toolCall);
+    const calls = toolCalls(turn.updates);
+    const call = calls.get(seen.toolCall.toolCallId);
+    check(call, "allow_once: the permission's toolCallId must match a tool_call update", { permission: seen.toolCall.toolCallId, calls: [...calls.keys()] });
+    check(call.final.status === "completed", "allow_once: the tool call must reach completed", call.updates);
+    check(toolText(call.final).includes("acp-allowed"), "allow_once: the command output must reach the tool call", call.final);
+    check(turn.response.stopReason === "end_turn", "allow_once: stopReason must be end_turn", turn.response);
+    ids.execCall = call.start.toolCallId;
+  });
+
+  await step("permission round trip answered reject_once", first, async () => {
+    const target = join(env.workspace, "x.txt");
+    let seen;
+    let existedDuringApproval = false;
+    first.permissionHandlers.set(ids.main, async ({ params }) => {
+      seen = params;
+      existedDuringApproval = existsSync(target);
+      return { outcome: { outcome: "selected", optionId: "reject_once" } };
+    });
+    const turn = await runTurn(first, mainSession, "write x.txt: hi");
+    check(seen, "reject_once: no session/request_permission arrived");
+    check(seen.toolCall.kind === "edit", "reject_once: toolCall.kind must be edit", seen.toolCall);
+    const diff = (seen.toolCall.content ?? []).find((c) => c.type === "diff");
+    check(diff && diff.path.endsWith("x.txt") && diff.newText === "hi", "reject_once: the request must carry the diff", seen.toolCall.content);
+    check(!existedDuringApproval, "reject_once: x.txt existed before the answer");
+    check(!existsSync(target), "reject_once: x.txt must never be written");
+    const call = toolCalls(turn.updates).get(seen.toolCall.toolCallId);
+    check(call && call.final.status === "failed", "reject_once: the tool call must end failed", call?.updates);
+    check(turn.response.stopReason === "end_turn", "reject_once: the turn must go on and end with end_turn", turn.response);
+    const failedAt = turn.updates.findIndex((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed");
+    const after = turn.updates.slice(failedAt + 1).filter((u) => u.sessionUpdate === "agent_message_chunk");
+    check(after.length > 0, "reject_once: the model must answer after the rejection (the turn goes on)", turn.updates.map((u) => u.sessionUpdate));
+    ids.writeCall = call.start.toolCallId;
+  });
+
+  await step("session/cancel while an approval is pending", first, async () => {
+    const active = await first.agent.buildSession(env.workspace).start();
+    ids.cancel = active.sessionId;
+    const target = join(env.workspace, "acp-cancelled.txt");
+    let handlerSawAbort = null;
+    let abortReason;
+    let permissionArrived;
+    const arrived = new Promise((r) => (permissionArrived = r));
+    first.permissionHandlers.set(ids.cancel, async ({ params, signal }) => {
+      permissionArrived(params);
+      handlerSawAbort = await waitAbort(signal, 10_000);
+      abortReason = signal.reason;
+      // ACP: after session/cancel the client answers pending permission requests `cancelled`.
+      return { outcome: { outcome: "cancelled" } };
+    });
+    const turnPromise = runTurn(first, active, "run touch acp-cancelled.txt");
+    const params = await withTimeout(arrived, STEP_TIMEOUT_MS, "session/request_permission for the cancel flow");
+    await first.agent.notify(methods.agent.session.cancel, { sessionId: ids.cancel });
+    const turn = await turnPromise;
+    check(handlerSawAbort === true, "cancel: the SDK's request handler did not see the cancellation (no $/cancel_request for the pending session/request_permission within 10 s)");
+    check(abortReason instanceof RequestError && abortReason.code === -32800, "cancel: the abort reason must be the SDK's RequestCancelled (-32800)", abortReason);
+    check(turn.response.stopReason === "cancelled", "cancel: the prompt must resolve with stopReason cancelled", turn.response);
+    const call = toolCalls(turn.updates).get(params.toolCall.toolCallId);
+    check(call && call.final.status === "failed", "cancel: the pending tool call must end failed", call?.updates);
+    check(!existsSync(target), "cancel: the command must not have run");
+    active.dispose();
+  });
+
+  await step("daemon exits cleanly on stdin EOF", first, async () => {
+    mainSession.dispose();
+    const { code, signal } = await first.close();
+    check(code === 0, "daemon#1 must exit 0 after stdin EOF", { code, signal });
+  });
+
+  const second = new DaemonSession(env, "daemon#2");
+  await step("session/load replays the history (fresh daemon)", second, async () => {
+    const init = await second.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: {},
+      clientInfo: { name: "cody-acp-conformance", version: SDK_VERSION },
+    });
+    check(init.agentCapabilities?.loadSession === true, "load: loadSession capability", init.agentCapabilities);
+    const listed = await second.agent.request(methods.agent.session.list, { cwd: env.workspace });
+    check(listed.sessions.some((s) => s.sessionId === ids.main && s.cwd === env.workspace), "session/list must include the first session with its cwd", listed);
+    const startSeq = second.seq;
+    const loaded = await second.agent.request(methods.agent.session.load, { sessionId: ids.main, cwd: env.workspace, mcpServers: [] });
+    check(loaded && typeof loaded === "object", "session/load must answer an object", loaded);
+    await settle();
+    const updates = second.updatesFor(ids.main, startSeq).map((u) => u.update);
+    const kinds = updates.map((u) => u.sessionUpdate);
+    const userTexts = updates.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => textOf(u.content));
+    check(JSON.stringify(userTexts) === JSON.stringify(["list files", "run echo acp-allowed", "write x.txt: hi"]), "load: user_message_chunk replay of the three prompts, in order", userTexts);
+    check(kinds.includes("agent_message_chunk"), "load: agent_message_chunk must be replayed", kinds);
+    const replayed = new Map(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => [u.toolCallId, u]));
+    check(replayed.get(ids.listCall)?.status === "completed", "load: the listDir tool_call is replayed completed", replayed.get(ids.listCall));
+    check(replayed.get(ids.execCall)?.status === "completed", "load: the exec tool_call is replayed completed", replayed.get(ids.execCall));
+    check(toolText(replayed.get(ids.execCall)).includes("acp-allowed"), "load: the exec tool_call carries its output", replayed.get(ids.execCall));
+    check(replayed.get(ids.writeCall)?.status === "failed", "load: the rejected writeFile tool_call is replayed failed", replayed.get(ids.writeCall));
+    // Wire order: all replayed updates precede the session/load response.
+    const frames = second.transcript.map((f) => f.msg);
+    const loadId = [...second.outgoing].find(([, m]) => m === methods.agent.session.load)[0];
+    const responseAt = frames.findIndex((m) => m.id === loadId && !("method" in m));
+    const lastReplay = frames.findLastIndex((m) => m.method === methods.client.session.update && m.params.sessionId === ids.main);
+    check(lastReplay < responseAt, "load: replayed updates must come before the session/load response", { lastReplay, responseAt });
+  });
+
+  await step("session/set_mode, session/set_config_option, session/close", second, async () => {
+    const startSeq = second.seq;
+    const modeResult = await second.agent.request(methods.agent.session.setMode, { sessionId: ids.main, modeId: "read-only" });
+    check(modeResult && Object.keys(modeResult).length === 0, "set_mode must answer {}", modeResult);
+    await settle();
+    const modeUpdates = second.updatesFor(ids.main, startSeq).map((u) => u.update);
+    check(modeUpdates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "read-only"), "set_mode must be followed by current_mode_update read-only", modeUpdates.map((u) => u.sessionUpdate));
+    check(modeUpdates.some((u) => u.sessionUpdate === "config_option_update"), "set_mode must be followed by a config_option_update", modeUpdates.map((u) => u.sessionUpdate));
+    const configResult = await second.agent.request(methods.agent.session.setConfigOption, { sessionId: ids.main, configId: "approval_policy", value: "on-request" });
+    const policy = configResult.configOptions.find((o) => o.id === "approval_policy");
+    check(policy && policy.currentValue === "on-request", "set_config_option must answer every option, with the new value", configResult.configOptions);
+    const closed = await second.agent.request(methods.agent.session.close, { sessionId: ids.main });
+    check(closed && typeof closed === "object", "session/close must answer an object", closed);
+  });
+
+  await step("daemon#2 exits cleanly", second, async () => {
+    const { code, signal } = await second.close();
+    check(code === 0, "daemon#2 must exit 0 after stdin EOF", { code, signal });
+  });
+
+  const validated = first.rawUpdates + second.rawUpdates;
+  console.log(`validated ${validated} session/update notifications against ${SCHEMA_PATH.replace(HERE + "/", "")}`);
+  console.log(`conformance: ${results.length} passed, 0 failed`);
+  rmSync(env.root, { recursive: true, force: true });
+}
+
+
+main().catch((error) => {
+  reportError(`FAIL [harness]: ${error?.stack ?? error}`);
+  process.exit(1);
+});
