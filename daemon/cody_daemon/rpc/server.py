@@ -112,6 +112,10 @@ class _Dispatcher:
                     "Invalid request: no method, result or error",
                 )
             return
+        if msg_id not in self.protocol._request_futures:
+            # A late answer to a request we withdrew (approval timeout or cancel): expected.
+            logger.debug("dropping an answer to a withdrawn request")
+            return
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             code = error.get("code")

@@ -1,0 +1,54 @@
+/**
+ * What an approval dialog says: the question, the detail (command and cwd, or the files an
+ * edit changes), and one button per option the daemon offers, plus "Stop Turn".
+ *
+ * Invariant: pure, no `vscode` import; the buttons are exactly the request's options.
+ */
+
+import type { DiffToolCallContent, RequestPermissionParams } from "../protocol/types";
+import { diffLabel } from "./view";
+
+export interface ApprovalButton {
+  title: string;
+  /** Undefined for "Stop Turn" (answers `cancelled`). */
+  optionId: string | undefined;
+}
+
+export interface ApprovalPrompt {
+  message: string;
+  detail: string;
+  buttons: ApprovalButton[];
+  diffs: DiffToolCallContent[];
+}
+
+export const STOP_TURN = "Stop Turn";
+
+export function describeApproval(request: RequestPermissionParams): ApprovalPrompt {
+  const call = request.toolCall;
+  const texts: string[] = [];
+  const diffs: DiffToolCallContent[] = [];
+  for (const entry of call.content ?? []) {
+    if (entry.type === "diff") diffs.push(entry);
+    else if (entry.content.type === "text") texts.push(entry.content.text);
+  }
+  let message: string;
+  if (call.kind === "execute") message = "Cody wants to run a command";
+  else if (diffs.length === 1 && diffs[0]) message = `Cody wants to change ${baseName(diffs[0].path)}`;
+  else if (diffs.length > 1) message = `Cody wants to change ${String(diffs.length)} files`;
+  else message = `Cody wants to use ${call.title}`;
+
+  const detail: string[] = [];
+  if (texts.length > 0) detail.push(texts.join("\n"));
+  else if (diffs.length === 0) detail.push(call.title);
+  for (const diff of diffs) detail.push(diffLabel({ path: diff.path, oldText: diff.oldText ?? null, newText: diff.newText }));
+  if (diffs.length > 0) detail.push("The proposed change is open in a diff editor.");
+  if (request._meta?.cody.sandboxed === false) detail.push("⚠ This would run WITHOUT a sandbox.");
+
+  const buttons: ApprovalButton[] = request.options.map((option) => ({ title: option.name, optionId: option.optionId }));
+  buttons.push({ title: STOP_TURN, optionId: undefined });
+  return { message, detail: detail.join("\n\n"), buttons, diffs };
+}
+
+function baseName(path: string): string {
+  return path.split(/[\\/]/).pop() ?? path;
+}

@@ -1,0 +1,155 @@
+/**
+ * The extension glue (`out/extension.js`) activated against a stand-in `vscode` module and
+ * the real daemon: commands, the chat webview, approvals as a modal with the diff editor
+ * opened first, the session picker, restart on a settings change, and shutdown on deactivate.
+ */
+
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { after, test } from "node:test";
+
+import type { ChatViewModel, HostMessage, ViewToolCall } from "../chat/view-model";
+import { TestEnv, daemonArgv, waitFor, within } from "./support/daemon";
+import { Uri, fake, installFakeVscode, type FakeWebviewView, type ModalCall } from "./support/fake-vscode";
+
+installFakeVscode();
+
+interface ExtensionModule {
+  activate(context: { subscriptions: { dispose(): unknown }[]; extensionUri: Uri }): void;
+  deactivate(): Promise<void>;
+}
+
+const env = new TestEnv();
+after(() => {
+  env.cleanup();
+});
+
+function lastView(posted: unknown[]): ChatViewModel | undefined {
+  const message = posted.at(-1) as HostMessage | undefined;
+  return message?.view;
+}
+
+function tools(view: ChatViewModel | undefined): ViewToolCall[] {
+  return (view?.items ?? []).flatMap((item) => (item.type === "tool" ? [item.call] : []));
+}
+
+function daemonPids(): number[] {
+  return fake.log.flatMap((line) => {
+    const match = /Daemon ready: .*, pid (\d+)/.exec(line);
+    return match?.[1] ? [Number(match[1])] : [];
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("the extension drives the real daemon through VS Code's UI", { timeout: 120_000 }, async () => {
+  const root = resolve(__dirname, "..", "..");
+  const removeKeys = Object.fromEntries(["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"].map((k) => [k, null]));
+  fake.workspaceFolder = env.workspace;
+  fake.configuration = {
+    "cody.daemon.command": daemonArgv(),
+    "cody.daemon.env": { ...removeKeys, HOME: env.env.HOME, CODY_HOME: env.codyHome, TMPDIR: env.env.TMPDIR, CODEX_HOME: env.env.CODEX_HOME, CLAUDE_CONFIG_DIR: env.env.CLAUDE_CONFIG_DIR },
+    "cody.trace": "messages",
+  };
+  const modals: ModalCall[] = [];
+  let answer = "Reject";
+  fake.answerModal = (call) => {
+    modals.push(call);
+    return call.items.find((item) => item.title === answer);
+  };
+
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const extension = require("../extension") as ExtensionModule;
+  const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(root) };
+  extension.activate(context);
+  try {
+    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.showLog"]) {
+      assert.ok(fake.commands.has(id), `command ${id} is registered`);
+    }
+    const declared = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { contributes: { commands: { command: string }[] } }).contributes.commands;
+    assert.deepEqual(
+      declared.map((c) => c.command).sort(),
+      [...fake.commands.keys()].sort(),
+      "package.json declares exactly the registered commands",
+    );
+
+    // the chat view: strict CSP, its script exists, and it gets the state when ready
+    const provider = fake.viewProviders.get("cody.chat");
+    assert.ok(provider, "the chat view provider is registered");
+    const { view, posted, receive }: { view: FakeWebviewView; posted: unknown[]; receive: (m: unknown) => void } = fake.createWebviewView();
+    provider.resolveWebviewView(view);
+    const nonce = /script-src 'nonce-([A-Za-z0-9]+)'/.exec(view.webview.html)?.[1];
+    assert.ok(nonce, "CSP with a script nonce");
+    const script = /<script type="module" nonce="[^"]+" src="vscode-webview:\/\/([^"]+)">/.exec(view.webview.html)?.[1];
+    assert.ok(script && existsSync(script), `the webview script exists: ${String(script)}`);
+    assert.ok(existsSync(join(root, "media", "chat.css")));
+    receive({ type: "ready" });
+    await waitFor(() => posted.length > 0, 5_000, "initial state posted");
+
+    // a rejected edit: the diff editor opens before the modal, and the file is not written
+    await within(Promise.resolve(fake.commands.get("cody.sendPrompt")?.("write x.txt: hi")), 60_000, "sendPrompt");
+    const diffIndex = fake.calls.findIndex((c) => c.kind === "command:vscode.diff");
+    const modalIndex = fake.calls.findIndex((c) => c.kind === "modal");
+    assert.ok(diffIndex >= 0 && diffIndex < modalIndex, "the diff is shown before the modal");
+    const [left, right] = fake.calls[diffIndex]?.args as [Uri, Uri];
+    const diffs = fake.contentProviders.get("cody-diff");
+    assert.ok(diffs);
+    assert.equal(left.path, join(env.workspace, "x.txt"));
+    assert.ok(fake.calls.some((c) => c.kind === "closeTabs"), "the diff editor is closed after the answer");
+    const [edit] = modals;
+    assert.ok(edit);
+    assert.equal(edit.message, "Cody wants to change x.txt");
+    assert.equal(edit.options.modal, true);
+    assert.match(edit.options.detail ?? "", /x\.txt: new file, 1 lines/);
+    assert.deepEqual(
+      edit.items.map((i) => i.title),
+      ["Allow once", "Allow for this session", "Reject", "Reject for this session", "Stop Turn"],
+    );
+    assert.equal(diffs.provideTextDocumentContent(right), "", "the preview documents are released after the answer");
+    assert.equal(existsSync(join(env.workspace, "x.txt")), false);
+    await waitFor(() => tools(lastView(posted)).at(-1)?.status === "failed", 5_000, "failed edit shown");
+    assert.equal(tools(lastView(posted)).at(-1)?.decision, "rejected");
+
+    // a prompt from the webview's prompt box; the command is allowed in the modal
+    answer = "Allow once";
+    receive({ type: "prompt", text: "run echo from-webview" });
+    await waitFor(() => tools(lastView(posted)).at(-1)?.status === "completed" && lastView(posted)?.busy === false, 60_000, "allowed command shown");
+    const run = modals.at(-1);
+    assert.ok(run);
+    assert.equal(run.message, "Cody wants to run a command");
+    assert.match(run.options.detail ?? "", /\$ echo from-webview\ncwd: /);
+    const done = lastView(posted);
+    assert.ok(done);
+    assert.match(tools(done).at(-1)?.preview ?? "", /from-webview/);
+    assert.ok(done.status.some((chip) => chip.startsWith("tokens ")), "token usage is shown");
+    assert.ok(fake.log.some((line) => line.includes("session/prompt")), "the protocol trace reaches the log channel");
+
+    // the session picker replays a stored session
+    fake.answerQuickPick = (items) => items.find((item) => (item as { label: string }).label === "write x.txt: hi");
+    await within(Promise.resolve(fake.commands.get("cody.sessions")?.()), 30_000, "sessions");
+    assert.ok(fake.calls.some((c) => c.kind === "quickPick"));
+    await waitFor(() => lastView(posted)?.title === "write x.txt: hi" && lastView(posted)?.loading === false, 10_000, "replayed");
+
+    // a settings change restarts the daemon
+    const [firstPid] = daemonPids();
+    assert.ok(firstPid && alive(firstPid));
+    fake.configuration["cody.approvalPolicy"] = "never";
+    fake.configurationChanged.fire({ affectsConfiguration: (section) => section === "cody" });
+    await waitFor(() => daemonPids().length === 2, 30_000, "daemon restarted");
+    await waitFor(() => !alive(firstPid), 10_000, "old daemon gone");
+  } finally {
+    await within(extension.deactivate(), 15_000, "deactivate");
+    for (const disposable of context.subscriptions) disposable.dispose();
+  }
+  const pids = daemonPids();
+  assert.ok(pids.length > 0);
+  for (const pid of pids) assert.equal(alive(pid), false, `daemon ${String(pid)} stopped on deactivate`);
+});

@@ -1,0 +1,237 @@
+/**
+ * A stand-in for the `vscode` module, with just the API surface the extension uses, so that
+ * `out/extension.js` can be activated in plain Node (there is no VS Code binary here). The
+ * test installs it with `installFakeVscode()` and drives it through `fake`.
+ *
+ * Every UI call is recorded in `fake.calls`, in order; dialogs are answered by the
+ * test-provided `fake.answerModal` / `fake.answerQuickPick` / `fake.answerInputBox`.
+ */
+
+import Module from "node:module";
+import { join } from "node:path";
+
+type Listener<T> = (value: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): { dispose(): void } => {
+    this.listeners.push(listener);
+    return {
+      dispose: () => {
+        this.listeners = this.listeners.filter((l) => l !== listener);
+      },
+    };
+  };
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query: string,
+  ) {}
+  static file(path: string): Uri {
+    return new Uri("file", path, "");
+  }
+  static from(parts: { scheme: string; path?: string; query?: string }): Uri {
+    return new Uri(parts.scheme, parts.path ?? "", parts.query ?? "");
+  }
+  static joinPath(base: Uri, ...segments: string[]): Uri {
+    return new Uri(base.scheme, join(base.path, ...segments), "");
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}://${this.path}${this.query ? `?${this.query}` : ""}`;
+  }
+}
+
+export class TabInputTextDiff {
+  constructor(
+    readonly original: Uri,
+    readonly modified: Uri,
+  ) {}
+}
+
+export interface MessageItem {
+  title: string;
+  isCloseAffordance?: boolean;
+}
+
+export interface ModalCall {
+  message: string;
+  options: { modal?: boolean; detail?: string };
+  items: MessageItem[];
+}
+
+interface ContentProvider {
+  provideTextDocumentContent(uri: Uri): string;
+}
+
+interface WebviewViewProvider {
+  resolveWebviewView(view: FakeWebviewView): void;
+}
+
+export interface FakeWebviewView {
+  visible: boolean;
+  webview: {
+    options: unknown;
+    html: string;
+    cspSource: string;
+    asWebviewUri(uri: Uri): Uri;
+    onDidReceiveMessage: (listener: Listener<unknown>) => { dispose(): void };
+    postMessage(message: unknown): Promise<boolean>;
+  };
+  onDidChangeVisibility: (listener: Listener<undefined>) => { dispose(): void };
+  onDidDispose: (listener: Listener<undefined>) => { dispose(): void };
+}
+
+export const fake = {
+  calls: [] as { kind: string; args: unknown[] }[],
+  log: [] as string[],
+  configuration: {} as Record<string, unknown>,
+  workspaceFolder: "/",
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  contentProviders: new Map<string, ContentProvider>(),
+  viewProviders: new Map<string, WebviewViewProvider>(),
+  configurationChanged: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+  openTabs: [] as { input: TabInputTextDiff }[],
+  answerModal: (_call: ModalCall): MessageItem | undefined => undefined,
+  answerQuickPick: (items: unknown[]): unknown => items[0],
+  answerInputBox: (): string | undefined => undefined,
+
+  /** A webview view as VS Code would pass to `resolveWebviewView`, recording posted messages. */
+  createWebviewView(): { view: FakeWebviewView; posted: unknown[]; receive: (message: unknown) => void } {
+    const posted: unknown[] = [];
+    const received = new EventEmitter<unknown>();
+    const view: FakeWebviewView = {
+      visible: true,
+      webview: {
+        options: {},
+        html: "",
+        cspSource: "vscode-webview://fake",
+        asWebviewUri: (uri) => Uri.from({ scheme: "vscode-webview", path: uri.path }),
+        onDidReceiveMessage: received.event,
+        postMessage: (message) => {
+          posted.push(message);
+          return Promise.resolve(true);
+        },
+      },
+      onDidChangeVisibility: new EventEmitter<undefined>().event,
+      onDidDispose: new EventEmitter<undefined>().event,
+    };
+    return {
+      view,
+      posted,
+      receive: (message) => {
+        received.fire(message);
+      },
+    };
+  },
+};
+
+function record(kind: string, ...args: unknown[]): void {
+  fake.calls.push({ kind, args });
+}
+
+const channel = (name: string): Record<string, unknown> => {
+  const write =
+    (level: string) =>
+    (message: string): void => {
+      fake.log.push(`${level} ${message}`);
+    };
+  return {
+    name,
+    info: write("info"),
+    warn: write("warn"),
+    error: write("error"),
+    debug: write("debug"),
+    trace: write("trace"),
+    appendLine: write("info"),
+    show: () => {
+      record("showLog");
+    },
+    dispose: () => undefined,
+  };
+};
+
+export const window = {
+  createOutputChannel: (name: string) => channel(name),
+  showWarningMessage: (message: string, ...rest: unknown[]): Promise<MessageItem | undefined> => {
+    const [first, ...items] = rest;
+    if (typeof first === "object" && first !== null && "modal" in first) {
+      const call: ModalCall = { message, options: first as ModalCall["options"], items: items as MessageItem[] };
+      record("modal", call);
+      return Promise.resolve(fake.answerModal(call));
+    }
+    record("warning", message);
+    return Promise.resolve(undefined);
+  },
+  showInformationMessage: (message: string): Promise<undefined> => {
+    record("information", message);
+    return Promise.resolve(undefined);
+  },
+  showInputBox: (): Promise<string | undefined> => Promise.resolve(fake.answerInputBox()),
+  showQuickPick: (items: unknown[]): Promise<unknown> => {
+    record("quickPick", items);
+    return Promise.resolve(fake.answerQuickPick(items));
+  },
+  registerWebviewViewProvider: (id: string, provider: WebviewViewProvider) => {
+    fake.viewProviders.set(id, provider);
+    return { dispose: () => fake.viewProviders.delete(id) };
+  },
+  tabGroups: {
+    get all() {
+      return [{ tabs: fake.openTabs }];
+    },
+    close: (tabs: { input: TabInputTextDiff }[]) => {
+      record("closeTabs", tabs.map((tab) => tab.input.modified.toString()));
+      fake.openTabs = fake.openTabs.filter((tab) => !tabs.includes(tab));
+      return Promise.resolve(true);
+    },
+  },
+};
+
+export const workspace = {
+  get workspaceFolders() {
+    return [{ uri: Uri.file(fake.workspaceFolder) }];
+  },
+  getConfiguration: (section: string) => ({
+    get: (key: string): unknown => fake.configuration[`${section}.${key}`],
+  }),
+  onDidChangeConfiguration: fake.configurationChanged.event,
+  registerTextDocumentContentProvider: (scheme: string, provider: ContentProvider) => {
+    fake.contentProviders.set(scheme, provider);
+    return { dispose: () => fake.contentProviders.delete(scheme) };
+  },
+};
+
+export const commands = {
+  registerCommand: (id: string, handler: (...args: unknown[]) => unknown) => {
+    fake.commands.set(id, handler);
+    return { dispose: () => fake.commands.delete(id) };
+  },
+  executeCommand: (id: string, ...args: unknown[]): Promise<unknown> => {
+    record(`command:${id}`, ...args);
+    if (id === "vscode.diff") {
+      const [left, right] = args as [Uri, Uri];
+      fake.openTabs.push({ input: new TabInputTextDiff(left, right) });
+    }
+    const handler = fake.commands.get(id);
+    return Promise.resolve(handler ? handler(...args) : undefined);
+  },
+};
+
+/** Make `require("vscode")` return this module. */
+export function installFakeVscode(): void {
+  const loader = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };
+  const original = loader._resolveFilename.bind(Module);
+  loader._resolveFilename = (request: string, ...rest: unknown[]): string => (request === "vscode" ? __filename : original(request, ...rest));
+}
