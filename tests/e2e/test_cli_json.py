@@ -7,9 +7,9 @@ import json
 import signal
 import sys
 
+from cody_protocol.schema import EXEC_EVENTS_SCHEMA_PATH
 from jsonschema import Draft202012Validator
 
-from cody_protocol.schema import EXEC_EVENTS_SCHEMA_PATH
 from tests.support.daemon import CodyEnv
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 

@@ -14,8 +14,11 @@ from ..providers.base import ToolSpec
 from .apply_patch import ApplyPatchTool
 from .base import Tool
 from .exec import ExecTool
+from .file_search import FileSearchTool
+from .grep_files import GrepFilesTool
 from .list_dir import ListDirTool
 from .read_file import ReadFileTool
+from .update_plan import UpdatePlanTool
 from .web import FetchUrlTool, PerplexitySearchTool, WebSearchTool
 from .write_file import WriteFileTool
 
@@ -38,6 +41,9 @@ class ToolRegistry:
                 WriteFileTool(),
                 ApplyPatchTool(),
                 ListDirTool(),
+                GrepFilesTool(),
+                FileSearchTool(),
+                UpdatePlanTool(),
                 WebSearchTool(),
                 PerplexitySearchTool(),
                 FetchUrlTool(),
