@@ -26,14 +26,11 @@ def ansi_to_png(ansi: str, out: Path, title: str, width: int) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(
-        record=True,
-        width=width,
-        force_terminal=True,
-        color_system="truecolor",
-        file=open(os.devnull, "w"),
-    )
-    console.print(Text.from_ansi(ansi.rstrip("\n")))
+    with open(os.devnull, "w") as sink:
+        console = Console(
+            record=True, width=width, force_terminal=True, color_system="truecolor", file=sink
+        )
+        console.print(Text.from_ansi(ansi.rstrip("\n")))
     svg = out.with_suffix(".svg")
     svg.write_text(console.export_svg(title=title), encoding="utf-8")
     subprocess.run(["rsvg-convert", "-o", str(out), str(svg)], check=True)
