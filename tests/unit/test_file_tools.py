@@ -385,7 +385,13 @@ def test_list_dir_metadata_and_schema() -> None:
 
 def test_builtin_registry() -> None:
     registry = ToolRegistry.builtin()
-    assert registry.names() == ["exec", "readFile", "writeFile", "listDir"]
+    # PROTOCOL.md "Which tools ask": these need approval, the rest do not.
+    asking = {"exec", "writeFile", "applyPatch", "webSearch", "perplexitySearch", "fetchUrl"}
+    quiet = {"readFile", "listDir", "grepFiles", "fileSearch", "updatePlan"}
+    assert set(registry.names()) == asking | quiet
+    for name in registry.names():
+        tool = registry.get(name)
+        assert tool is not None and tool.requires_approval == (name in asking), name
     assert isinstance(registry.get("exec"), ExecTool)
     assert registry.get("nope") is None
     assert [spec.name for spec in registry.specs()] == registry.names()

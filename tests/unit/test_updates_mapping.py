@@ -11,6 +11,7 @@ from cody_daemon.engine.events import (
     AgentThought,
     ConfigChanged,
     EngineEvent,
+    McpStatusChanged,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -179,6 +180,12 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         {},
     ),
     ("title", TitleChanged("Fix the build"), ["session_info_update"], {"title": "Fix the build"}),
+    (
+        "mcp status (not a session update)",
+        McpStatusChanged(server="demo", state="ready", tools=2),
+        [],
+        {},
+    ),
 ]
 
 
@@ -245,3 +252,19 @@ def test_chunk_fast_path_equals_the_model(kind: str, model: type[Any], text: str
     fast = chunk_update(kind, text)
     assert fast == model(content=TextContent(text=text)).wire()
     assert acp_errors("SessionUpdate", fast) == []
+
+
+def test_mcp_status_is_sent_as_its_own_notification() -> None:
+    from cody_daemon.rpc.updates import mcp_status_params
+    from cody_protocol.extensions import McpStatusNotification
+
+    event = McpStatusChanged(server="demo", state="failed", reason="timed out after 1 s")
+    params = mcp_status_params("s1", event)
+    assert params == {
+        "sessionId": "s1",
+        "server": "demo",
+        "state": "failed",
+        "reason": "timed out after 1 s",
+        "tools": 0,
+    }
+    assert McpStatusNotification.model_validate(params).reason == "timed out after 1 s"

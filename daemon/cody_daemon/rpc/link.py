@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
 from cody_protocol.permission import (
     PERMISSION_OPTIONS,
@@ -37,7 +36,7 @@ from pygls.exceptions import JsonRpcException
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
 from ..engine.ports import ApprovalAnswer, ApprovalRequest
 from .protocol import CodyProtocol
-from .updates import chunk_update, event_updates
+from .updates import chunk_update, event_updates, mcp_status_params
 
 __all__ = ["COALESCE_S", "RpcClientLink"]
 
@@ -71,16 +70,7 @@ class RpcClientLink:
             return
         if isinstance(event, McpStatusChanged):
             self._flush_pending(session_id)
-            self._protocol.notify(
-                CODY_MCP_STATUS,
-                McpStatusNotification(
-                    session_id=session_id,
-                    server=event.server,
-                    state=event.state,
-                    reason=event.reason,
-                    tools=event.tools,
-                ).wire(),
-            )
+            self._protocol.notify(CODY_MCP_STATUS, mcp_status_params(session_id, event))
             return
         self._flush_pending(session_id)
         for update in event_updates(event):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
     ConfigOptionUpdate,
     CurrentModeUpdate,
@@ -26,6 +27,7 @@ from ..engine.events import (
     AgentThought,
     ConfigChanged,
     EngineEvent,
+    McpStatusChanged,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -34,7 +36,7 @@ from ..engine.events import (
     UserText,
 )
 
-__all__ = ["chunk_update", "event_updates"]
+__all__ = ["chunk_update", "event_updates", "mcp_status_params"]
 
 
 def chunk_update(kind: str, text: str) -> dict[str, Any]:
@@ -88,4 +90,17 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return updates
     if isinstance(event, TitleChanged):
         return [SessionInfoUpdate(title=event.title).wire()]
+    if isinstance(event, McpStatusChanged):
+        return []  # not a session update: sent as `_cody/mcp/status` (see mcp_status_params)
     raise TypeError(f"unknown engine event {type(event).__name__}")
+
+
+def mcp_status_params(session_id: str, event: McpStatusChanged) -> dict[str, Any]:
+    """The params of a `_cody/mcp/status` notification."""
+    return McpStatusNotification(
+        session_id=session_id,
+        server=event.server,
+        state=event.state,
+        reason=event.reason,
+        tools=event.tools,
+    ).wire()
