@@ -181,3 +181,16 @@ async def test_chat_slash_commands_without_a_terminal(cody_env: CodyEnv) -> None
     assert "Forked into session" in out
     assert out.count("› run echo via-chat") >= 1, "/history replays the user message"
     assert "Unknown command /teleport" in out
+
+
+async def test_a_turn_cut_at_the_output_limit_exits_1(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    from tests.support.mock_responses import incomplete
+
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(text("a very long answer that"), end=incomplete())
+    code, events, _ = await run_json(cody_env, "write a novel")
+    assert code == 1
+    assert events[-1]["type"] == "turn.completed" and events[-1]["stopReason"] == "max_tokens"
+    assert events[-1]["exitCode"] == 1

@@ -476,3 +476,39 @@ async def test_cost_is_reported_per_call_and_in_total_for_a_priced_model(cody_en
     )
     costs = [u["cost"]["amount"] for u in daemon.session_updates(sid, "usage_update")]
     assert costs == [pytest.approx(expected_first), pytest.approx(expected_first + expected_second)]
+
+
+async def test_authenticate_refreshes_an_expired_login_and_reports_a_dead_one(
+    cody_env: CodyEnv,
+) -> None:
+    now = time.time()
+    auth_file = Path(cody_env.env["CODEX_HOME"]) / "auth.json"
+    auth_file.write_text(
+        json.dumps(
+            {
+                "tokens": {
+                    "access_token": fake_jwt({"exp": now - 60}),
+                    "refresh_token": "r-1",
+                    "account_id": "a",
+                },
+            }
+        )
+    )
+    async with MockTokenServer() as tokens:
+        tokens.enqueue(200, {"access_token": fake_jwt({"exp": now + 3600}), "refresh_token": "r-2"})
+        tokens.enqueue(400, {"error": "invalid_grant"})
+        cody_env.env["CODY_CHATGPT_TOKEN_URL"] = tokens.url
+        daemon = await Daemon.start(cody_env)
+        try:
+            await daemon.initialize()
+            assert await daemon.request("authenticate", {"methodId": "openai-api-key"}) == {}
+            assert json.loads(auth_file.read_text())["tokens"]["refresh_token"] == "r-2"
+            data = json.loads(auth_file.read_text())
+            data["tokens"]["access_token"] = fake_jwt({"exp": now - 60})
+            auth_file.write_text(json.dumps(data))
+            error = await expect_error(
+                daemon.request("authenticate", {"methodId": "openai-api-key"}), -32000
+            )
+            assert "codex login" in error.message and "r-2" not in error.message
+        finally:
+            await daemon.close()

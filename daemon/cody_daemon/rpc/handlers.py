@@ -138,8 +138,18 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                 ],
             )
         spec = catalog.get(provider_id)
-        if catalog.credentials(spec) is None:
+        credentials = catalog.credentials(spec)
+        if credentials is None:
             raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
+        if credentials.kind in ("chatgpt", "claude_oauth"):
+            # Usable means a current token: this refreshes an expired login (and writes it back).
+            from ..providers.auth_sources import auth_for
+            from ..providers.base import ProviderError
+
+            try:
+                await auth_for(spec, credentials, env=app.env).headers()
+            except ProviderError as exc:
+                raise AuthRequired(spec.id, exc.message) from None
         return {}
 
     async def shutdown(params: Any) -> Any:
