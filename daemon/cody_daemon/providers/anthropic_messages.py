@@ -32,20 +32,14 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import httpx
 import orjson
 from cody_protocol.settings import ReasoningEffort
 
-from .. import __version__
 from ..engine.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -56,12 +50,11 @@ from ..engine.history import (
 from .anthropic_stream import MessagesStreamState
 from .auth import AuthSource
 from .base import ModelEvent, ModelRequest, ProviderError, TextDelta
-from .retry import RetryPolicy, Sleep
-from .sse import StreamSettings, stream_json_events
+from .http_provider import Attempt, HttpProvider, SseEvents
+from .retry import Sleep
+from .sse import StreamSettings
 
 __all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicMessagesProvider", "thinking_budget"]
-
-log = logging.getLogger(__name__)
 
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -87,7 +80,7 @@ def thinking_budget(effort: ReasoningEffort | None, max_tokens: int) -> int | No
     return budget if budget >= MIN_THINKING_BUDGET else None
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(HttpProvider):
     """A `ModelProvider` for the Messages API; one instance per configured provider id."""
 
     def __init__(
@@ -106,51 +99,32 @@ class AnthropicMessagesProvider:
         sleep: Sleep | None = None,
         default_max_tokens: int = 32_000,
     ) -> None:
-        self._id = provider_id
-        self._url = _messages_url(base_url)
-        self._auth = auth
-        self._env_key = env_key
-        self._default_max_tokens = default_max_tokens
-        self._headers = {
-            "accept": "text/event-stream",
-            "content-type": "application/json",
-            "user-agent": f"cody/{__version__}",
-            "anthropic-version": ANTHROPIC_VERSION,
-        }
         self._betas: list[str] = []
-        self._config_headers: dict[str, str] = {}
+        config_headers: dict[str, str] = {}
         for name, value in (headers or {}).items():
             if name.lower() == "anthropic-beta":
                 self._betas.extend(_split_betas(value))
             else:
-                self._config_headers[name.lower()] = value
-        # Config header values could be credentials: scrubbed from error messages too.
-        self._header_secrets = tuple(v for v in self._config_headers.values() if len(v) >= 8)
-        self._settings = StreamSettings(
-            provider=provider_id,
+                config_headers[name.lower()] = value
+        super().__init__(
+            provider_id=provider_id,
             base_url=base_url,
+            url=_messages_url(base_url),
             api_name="the Anthropic Messages API (POST <base_url>/v1/messages)",
+            auth=auth,
             env_key=env_key,
+            headers=config_headers,
+            max_retries=max_retries,
+            connect_timeout_s=connect_timeout_s,
             first_byte_timeout_s=first_byte_timeout_s,
-            idle_timeout_s=stream_idle_timeout_s,
-            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+            stream_idle_timeout_s=stream_idle_timeout_s,
+            client=client,
+            sleep=sleep,
         )
-        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
-        self._timeout = httpx.Timeout(
-            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
-        )
-        self._client = client
-        self._owns_client = client is None
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        # Lower-case names: auth and config headers are merged into these case-insensitively.
+        self._base_headers = {name.lower(): value for name, value in self._base_headers.items()}
+        self._base_headers["anthropic-version"] = ANTHROPIC_VERSION
+        self._default_max_tokens = default_max_tokens
 
     # -- request -------------------------------------------------------------------------
 
@@ -233,11 +207,13 @@ class AnthropicMessagesProvider:
                 break
         return out
 
-    async def _request_headers(self, body: Mapping[str, Any]) -> dict[str, str]:
-        """Defaults < auth < config headers (as in the Responses provider); betas merged."""
-        headers = dict(self._headers)
+    def _request_headers(
+        self, auth_headers: Mapping[str, str], body: Mapping[str, Any]
+    ) -> dict[str, str]:
+        """Defaults < auth < config headers (as in the other providers); betas merged."""
+        headers = dict(self._base_headers)
         betas: list[str] = []
-        for name, value in (await self._auth.headers() if self._auth else {}).items():
+        for name, value in auth_headers.items():
             if name.lower() == "anthropic-beta":
                 betas.extend(_split_betas(value))
             else:
@@ -252,83 +228,28 @@ class AnthropicMessagesProvider:
 
     # -- streaming -----------------------------------------------------------------------
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream one model call (retrying only while nothing has been yielded)."""
-        body = self.request_body(request)
-        payload = orjson.dumps(body)
-        client = self._http()
-        refreshed = False
-        failures = 0
-        while True:
-            headers = await self._request_headers(body)
-            settings = replace(self._settings, secrets=self._secrets())
-            build = partial(
-                client.build_request,
-                "POST",
-                self._url,
-                content=payload,
-                headers=headers,
-                timeout=self._timeout,
-            )
-            state = MessagesStreamState(settings)
-            yielded = False
-            try:
-                async with aclosing(stream_json_events(client, build, settings)) as events:
-                    async for _name, data in events:
-                        delta = data.get("delta")
-                        if type(delta) is dict and delta.get("type") == "text_delta":  # hot path
-                            yielded = True
-                            yield TextDelta(delta.get("text") or "")
-                            continue
-                        for event in state.handle(data):
-                            yielded = True
-                            yield event
-                        if state.finished:
-                            return
-            except ProviderError as error:
-                if yielded:
-                    raise
-                if error.http_status == 401 and self._auth is not None:
-                    if refreshed:
-                        raise self._still_rejected(error) from None
-                    if not await self._auth.refresh():
-                        raise
-                    refreshed = True
-                    log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
-                    continue
-                if not state.started:
-                    raise  # failed before the first event: `stream_json_events` retried it
-                failures += 1
-                delay = settings.retry.delay_before_retry(failures, error)
-                if delay is None:
-                    raise
-                log.warning(
-                    "%s: stream failed before any output (%s); retrying in %.2f s",
-                    self._id,
-                    error.kind,
-                    delay,
-                )
-                await settings.retry.sleep(delay)
+    async def _translate(
+        self, events: SseEvents, attempt: Attempt
+    ) -> AsyncGenerator[ModelEvent, None]:
+        state = MessagesStreamState(attempt.settings)
+        async for _name, data in events:
+            attempt.started = True
+            delta = data.get("delta")
+            if type(delta) is dict and delta.get("type") == "text_delta":  # hot path
+                yield TextDelta(delta.get("text") or "")
+                continue
+            for event in state.handle(data):
+                yield event
+            if state.finished:
+                return
 
-    def _secrets(self) -> tuple[str, ...]:
-        """Everything to scrub from messages now (the auth secrets change on refresh)."""
-        from_auth = self._auth.secrets if self._auth else ()
-        return (*self._header_secrets, *(s for s in from_auth if s and len(s) >= 8))
-
-    def _still_rejected(self, error: ProviderError) -> ProviderError:
-        """A 401 right after a successful refresh: say how to log in again when the auth
-        source knows (OAuth logins have a `login_hint`), else keep the API-key advice."""
-        hint = getattr(self._auth, "login_hint", None)
-        if isinstance(hint, str):
-            error.message = (
-                f"'{self._id}' rejected the login even after renewing it (HTTP 401). {hint}"
-            )
-        return error
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-        return self._client
+    def _retry_delay(
+        self, error: ProviderError, failures: int, settings: StreamSettings
+    ) -> float | None:
+        """A stream that failed after its first event (an `error` event such as
+        `overloaded_error`, a cut) is retried per `RetryPolicy` while nothing was yielded:
+        nothing can be duplicated."""
+        return settings.retry.delay_before_retry(failures, error)
 
 
 def _messages_url(base_url: str) -> str:

@@ -63,11 +63,9 @@ class MessagesStreamState:
     message_id: str | None = None
     stop_reason: str | None = None
     tool_calls: int = 0
-    started: bool = False
     finished: bool = False
 
     def handle(self, data: dict[str, Any]) -> list[ModelEvent]:
-        self.started = True
         etype = data.get("type")
         if etype == "content_block_delta":
             return self._delta(data.get("index"), _obj(data.get("delta")))

@@ -26,17 +26,14 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import orjson
 
-from .. import __version__
 from ..engine.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -59,15 +56,15 @@ from .base import (
     UsageReport,
 )
 from .http_errors import classify, error_info
-from .retry import RetryPolicy, Sleep
-from .sse import StreamSettings, stream_json_events
+from .http_provider import Attempt, HttpProvider, SseEvents, secret_values
+from .retry import Sleep
 
 __all__ = ["OpenAIChatProvider"]
 
 _NO_OUTPUT = "No output was recorded for this tool call."
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(HttpProvider):
     """A `ModelProvider` for Chat Completions; one instance per configured provider id."""
 
     def __init__(
@@ -85,41 +82,21 @@ class OpenAIChatProvider:
         client: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
     ) -> None:
-        self._id = provider_id
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._env_key = env_key
-        self._auth = auth
-        self._extra = dict(headers or {})
-        self._headers = {
-            "Accept": "text/event-stream",
-            "Content-Type": "application/json",
-            "User-Agent": f"cody/{__version__}",
-        }
-        self._settings = StreamSettings(
-            provider=provider_id,
+        super().__init__(
+            provider_id=provider_id,
             base_url=base_url,
+            url=base_url.rstrip("/") + "/chat/completions",
             api_name="the Chat Completions API (POST <base_url>/chat/completions)",
+            auth=auth,
             env_key=env_key,
+            headers=headers or {},
+            max_retries=max_retries,
+            connect_timeout_s=connect_timeout_s,
             first_byte_timeout_s=first_byte_timeout_s,
-            idle_timeout_s=stream_idle_timeout_s,
-            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+            stream_idle_timeout_s=stream_idle_timeout_s,
+            client=client,
+            sleep=sleep,
         )
-        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
-        self._timeout = httpx.Timeout(
-            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
-        )
-        self._client = client
-        self._owns_client = client is None
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
     # -- request -------------------------------------------------------------------------
 
@@ -193,59 +170,34 @@ class OpenAIChatProvider:
 
     # -- streaming -----------------------------------------------------------------------
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream one model call (retrying only failures before the first event)."""
-        payload = orjson.dumps(self.request_body(request))
-        client = self._http()
-        refreshed = False
-        while True:
-            auth_headers = await self._auth.headers() if self._auth is not None else {}
-            headers = {**self._headers, **auth_headers, **self._extra}
-            settings = replace(self._settings, secrets=self._secrets(auth_headers))
-
-            def build(headers: dict[str, str] = headers) -> httpx.Request:
-                return client.build_request(
-                    "POST", self._url, content=payload, headers=headers, timeout=self._timeout
-                )
-
-            state = _StreamState(self._id, settings.secrets, self._env_key)
-            try:
-                async with aclosing(stream_json_events(client, build, settings)) as events:
-                    async for _name, data in events:
-                        state.received = True
-                        for event in state.handle(data):
-                            yield event
-                        if state.done:
-                            return
-                return  # unreachable: `stream_json_events` raises when a stream stops early
-            except ProviderError as error:
-                if (
-                    error.http_status == 401
-                    and not state.received
-                    and not refreshed
-                    and self._auth is not None
-                    and await self._auth.refresh()
-                ):
-                    refreshed = True
-                    continue
-                # `network` only comes from the transport (cut, idle): after a finish_reason
-                # the answer is complete, the server just never sent `[DONE]`.
-                if error.kind == "network" and state.finish_reason is not None:
-                    for event in state.end():
-                        yield event
+    async def _translate(
+        self, events: SseEvents, attempt: Attempt
+    ) -> AsyncGenerator[ModelEvent, None]:
+        state = _StreamState(self._id, attempt.settings.secrets, self._env_key)
+        try:
+            async for _name, data in events:
+                attempt.started = True
+                for event in state.handle(data):
+                    yield event
+                if state.done:
                     return
+        except ProviderError as error:
+            # `network` only comes from the transport (cut, idle): after a finish_reason the
+            # answer is complete, the server just never sent `[DONE]`.
+            if error.kind != "network" or state.finish_reason is None:
                 raise
+            for event in state.end():
+                yield event
 
-    def _secrets(self, auth_headers: dict[str, str]) -> tuple[str, ...]:
-        """Everything that could be a credential, scrubbed from error messages."""
+    def _secrets(self, auth_headers: Mapping[str, str]) -> tuple[str, ...]:
+        """Everything that could be a credential, the auth header values included."""
         auth = self._auth.secrets if self._auth is not None else ()
-        values = (*auth, *auth_headers.values(), *self._extra.values())
-        return tuple(v for v in values if v and len(v) >= 8)
+        return secret_values((*auth, *auth_headers.values(), *self._config_headers.values()))
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-        return self._client
+    def _still_rejected(self, error: ProviderError) -> ProviderError:
+        """A 401 right after a successful refresh is reported as the server's 401 (this
+        provider has never added the auth source's `login_hint`)."""
+        return error
 
 
 @dataclass(slots=True)
@@ -269,8 +221,6 @@ class _StreamState:
     _reasoning_runs: int = 0
     _refused: bool = False
     _usage: dict[str, Any] | None = None
-    received: bool = False
-    """Some SSE event arrived (so nothing may be retried any more)."""
     done: bool = False
     finish_reason: str | None = None
     response_id: str | None = None

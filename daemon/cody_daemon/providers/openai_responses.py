@@ -22,16 +22,11 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
-from dataclasses import replace
 from typing import Any
 
 import httpx
-import orjson
 
-from .. import __version__
 from ..engine.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -54,8 +49,8 @@ from .base import (
     UsageReport,
 )
 from .http_errors import ErrorInfo, classify
-from .retry import RetryPolicy, Sleep
-from .sse import StreamSettings, stream_json_events
+from .http_provider import Attempt, HttpProvider, SseEvents
+from .retry import Sleep
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -64,7 +59,7 @@ _TEXT_DELTA = "response.output_text.delta"
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(HttpProvider):
     """A `ModelProvider` for the Responses API; one instance per configured provider id.
 
     `auth` supplies the credentials; `api_key` is a shortcut for `ApiKeyAuth(api_key)` (used
@@ -87,46 +82,23 @@ class OpenAIResponsesProvider:
         client: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
     ) -> None:
-        self._id = provider_id
-        self._url = base_url.rstrip("/") + "/responses"
-        self._env_key = env_key
         if auth is None:
             auth = ApiKeyAuth(api_key) if api_key else NoAuth()
-        self._auth = auth
-        self._extra_headers = dict(headers or {})
-        self._base_headers = {
-            "Accept": "text/event-stream",
-            "Content-Type": "application/json",
-            "User-Agent": f"cody/{__version__}",
-        }
-        # Configured header values could be credentials too: scrubbed like the auth secrets.
-        self._static_secrets = tuple(v for v in self._extra_headers.values() if v and len(v) >= 8)
-        self._settings = StreamSettings(
-            provider=provider_id,
+        super().__init__(
+            provider_id=provider_id,
             base_url=base_url,
+            url=base_url.rstrip("/") + "/responses",
             api_name="the Responses API (POST <base_url>/responses)",
+            auth=auth,
             env_key=env_key,
-            secrets=self._static_secrets,
+            headers=headers or {},
+            max_retries=max_retries,
+            connect_timeout_s=connect_timeout_s,
             first_byte_timeout_s=first_byte_timeout_s,
-            idle_timeout_s=stream_idle_timeout_s,
-            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+            stream_idle_timeout_s=stream_idle_timeout_s,
+            client=client,
+            sleep=sleep,
         )
-        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
-        self._timeout = httpx.Timeout(
-            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
-        )
-        self._client = client
-        self._owns_client = client is None
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
     # -- request -------------------------------------------------------------------------
 
@@ -205,65 +177,22 @@ class OpenAIResponsesProvider:
 
     # -- streaming -----------------------------------------------------------------------
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Stream one model call (retrying only failures before the first event, and a 401
-        once after the auth source refreshed its credentials)."""
-        payload = orjson.dumps(self.request_body(request))
-        client = self._http()
-        refreshed = False
-        while True:
-            headers = {**self._base_headers, **await self._auth.headers(), **self._extra_headers}
-            settings = replace(self._settings, secrets=self._secrets())
-
-            def build(headers: dict[str, str] = headers) -> httpx.Request:
-                return client.build_request(
-                    "POST", self._url, content=payload, headers=headers, timeout=self._timeout
-                )
-
-            state = _StreamState(self._id, settings.secrets, self._env_key)
-            started = False
-            try:
-                async with aclosing(stream_json_events(client, build, settings)) as events:
-                    async for name, data in events:
-                        started = True
-                        etype = data.get("type") or name
-                        if etype == _TEXT_DELTA:
-                            yield TextDelta(str(data.get("delta") or ""))
-                        elif etype in _REASONING_DELTAS:
-                            yield ReasoningDelta(str(data.get("delta") or ""))
-                        else:
-                            for event in state.handle(etype, data):
-                                yield event
-                            if state.finished:
-                                return
-                return
-            except ProviderError as error:
-                if started or error.http_status != 401:
-                    raise
-                rejected = error
-            if refreshed:
-                raise self._still_rejected(rejected)
-            if not await self._auth.refresh():
-                raise rejected
-            refreshed = True
-
-    def _secrets(self) -> tuple[str, ...]:
-        """Everything to scrub from messages now (the auth secrets change on refresh)."""
-        return (*self._static_secrets, *(s for s in self._auth.secrets if s and len(s) >= 8))
-
-    def _still_rejected(self, error: ProviderError) -> ProviderError:
-        """A 401 right after a successful refresh: say how to log in again when the auth
-        source knows (OAuth logins have a `login_hint`), else keep the API-key advice."""
-        hint = getattr(self._auth, "login_hint", None)
-        if not isinstance(hint, str):
-            return error
-        error.message = f"'{self._id}' rejected the login even after renewing it (HTTP 401). {hint}"
-        return error
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-        return self._client
+    async def _translate(
+        self, events: SseEvents, attempt: Attempt
+    ) -> AsyncGenerator[ModelEvent, None]:
+        state = _StreamState(self._id, attempt.settings.secrets, self._env_key)
+        async for name, data in events:
+            attempt.started = True
+            etype = data.get("type") or name
+            if etype == _TEXT_DELTA:
+                yield TextDelta(str(data.get("delta") or ""))
+            elif etype in _REASONING_DELTAS:
+                yield ReasoningDelta(str(data.get("delta") or ""))
+            else:
+                for event in state.handle(etype, data):
+                    yield event
+                if state.finished:
+                    return
 
 
 class _StreamState:

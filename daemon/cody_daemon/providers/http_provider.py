@@ -1,0 +1,236 @@
+"""What every HTTP provider shares: the client, timeouts, headers, secrets and the call loop.
+
+`HttpProvider` is the base of the Responses, Chat Completions and Messages providers. A
+subclass supplies the request body, how auth and config headers are merged (a default is
+here), and the translation of one attempt's SSE events into `ModelEvent`s; the loop around
+it (auth headers, request, 401 refresh, retries after the first event) lives here.
+
+Invariants:
+- a passed-in `httpx.AsyncClient` is never closed; one this provider created is closed by
+  `aclose()`;
+- auth headers and the secrets scrubbed from errors are read again for every attempt: a
+  refresh changes them (config header values are scrubbed too);
+- a 401 before the first SSE event makes the `AuthSource` refresh at most once per call; when
+  it did, the request is sent again, and a second 401 is reported (`_still_rejected`);
+- failures before the first SSE event are retried per `RetryPolicy` by `stream_json_events`;
+  after it nothing is retried unless the subclass's `_retry_delay` says so, and never once a
+  model event has been yielded (it would be duplicated);
+- the HTTP response is closed on every exit path (end, error, cancellation, `aclose`).
+
+httpx is imported at the top: import this module only from the provider modules, which the
+pool imports when a provider is first used (the daemon starts without httpx).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import httpx
+import orjson
+
+from .. import __version__
+from .auth import AuthSource
+from .base import ModelEvent, ModelRequest, ProviderError
+from .retry import RetryPolicy, Sleep
+from .sse import StreamSettings, stream_json_events
+
+__all__ = ["Attempt", "HttpProvider", "SseEvents", "secret_values"]
+
+log = logging.getLogger(__name__)
+
+SseEvents = AsyncIterator[tuple[str, dict[str, Any]]]
+"""`(event name, JSON object)` per SSE event, as `stream_json_events` yields them."""
+
+MIN_SECRET_LEN = 8
+"""Shorter values are not scrubbed: no credential is that short, and replacing, say, "1"
+everywhere would garble the message."""
+
+
+class Attempt:
+    """One request of a call, as the subclass's `_translate` sees it."""
+
+    __slots__ = ("settings", "started")
+
+    def __init__(self, settings: StreamSettings) -> None:
+        self.settings = settings
+        """With this attempt's secrets (for the subclass's in-stream errors)."""
+        self.started = False
+        """Set by `_translate` when the first SSE event arrived."""
+
+
+class HttpProvider(ABC):
+    """A `ModelProvider` over an SSE-streaming HTTP API; see the module invariants."""
+
+    def __init__(
+        self,
+        *,
+        provider_id: str,
+        base_url: str,
+        url: str,
+        api_name: str,
+        auth: AuthSource | None,
+        env_key: str | None,
+        headers: Mapping[str, str],
+        max_retries: int,
+        connect_timeout_s: float,
+        first_byte_timeout_s: float,
+        stream_idle_timeout_s: float,
+        client: httpx.AsyncClient | None,
+        sleep: Sleep | None,
+    ) -> None:
+        """`url` is where requests go, `api_name` names the API in messages (see
+        `StreamSettings`); `headers` are the configured headers, sent last."""
+        self._id = provider_id
+        self._url = url
+        self._auth = auth
+        self._env_key = env_key
+        self._base_headers = {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            "User-Agent": f"cody/{__version__}",
+        }
+        self._config_headers = dict(headers)
+        # Configured header values could be credentials too: scrubbed like the auth secrets.
+        self._header_secrets = secret_values(self._config_headers.values())
+        self._settings = StreamSettings(
+            provider=provider_id,
+            base_url=base_url,
+            api_name=api_name,
+            env_key=env_key,
+            first_byte_timeout_s=first_byte_timeout_s,
+            idle_timeout_s=stream_idle_timeout_s,
+            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+        )
+        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
+        )
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it (a passed-in client is left open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- what subclasses define ----------------------------------------------------------
+
+    @abstractmethod
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for `request`."""
+
+    @abstractmethod
+    def _translate(self, events: SseEvents, attempt: Attempt) -> AsyncGenerator[ModelEvent, None]:
+        """One attempt's SSE events -> model events, ending after the API's terminal event.
+
+        Must set `attempt.started` on the first event. Errors (in-stream ones included) are
+        raised as `ProviderError`; the stream stopping early raises one from `events`.
+        """
+
+    def _request_headers(
+        self, auth_headers: Mapping[str, str], body: Mapping[str, Any]
+    ) -> dict[str, str]:
+        """This attempt's headers: defaults < auth < config headers."""
+        return {**self._base_headers, **auth_headers, **self._config_headers}
+
+    def _secrets(self, auth_headers: Mapping[str, str]) -> tuple[str, ...]:
+        """Everything to scrub from this attempt's error messages: the config header values
+        and the auth source's secrets (read now: they change on refresh). `auth_headers` are
+        this attempt's auth headers, for a subclass that scrubs their values too."""
+        return (*self._header_secrets, *secret_values(self._auth.secrets if self._auth else ()))
+
+    def _retry_delay(
+        self, error: ProviderError, failures: int, settings: StreamSettings
+    ) -> float | None:
+        """Seconds to wait before repeating a call whose stream failed after its first event
+        but before any model event was yielded (`failures` such failures so far, this one
+        included), or None to raise `error`. None here: such failures are not retried."""
+        return None
+
+    def _still_rejected(self, error: ProviderError) -> ProviderError:
+        """A 401 right after a successful refresh: say how to log in again when the auth
+        source knows (OAuth logins have a `login_hint`), else keep the API-key advice."""
+        hint = getattr(self._auth, "login_hint", None)
+        if isinstance(hint, str):
+            error.message = (
+                f"'{self._id}' rejected the login even after renewing it (HTTP 401). {hint}"
+            )
+        return error
+
+    # -- the call ------------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Stream one model call; see the module invariants for what is retried."""
+        body = self.request_body(request)
+        payload = orjson.dumps(body)
+        client = self._http()
+        refreshed = False
+        failures = 0
+        while True:
+            auth_headers = await self._auth.headers() if self._auth is not None else {}
+            headers = self._request_headers(auth_headers, body)
+            attempt = Attempt(replace(self._settings, secrets=self._secrets(auth_headers)))
+            build = partial(
+                client.build_request,
+                "POST",
+                self._url,
+                content=payload,
+                headers=headers,
+                timeout=self._timeout,
+            )
+            yielded = False
+            try:
+                async with (
+                    aclosing(stream_json_events(client, build, attempt.settings)) as sse,
+                    aclosing(self._translate(sse, attempt)) as events,
+                ):
+                    async for event in events:
+                        yielded = True
+                        yield event
+                return
+            except ProviderError as error:
+                if not attempt.started:
+                    if error.http_status != 401 or self._auth is None:
+                        raise  # `stream_json_events` already retried what it could
+                    if refreshed:
+                        raise self._still_rejected(error) from None
+                    if not await self._auth.refresh():
+                        raise
+                    refreshed = True
+                    log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
+                    continue
+                if yielded:
+                    raise
+                failures += 1
+                delay = self._retry_delay(error, failures, attempt.settings)
+                if delay is None:
+                    raise
+                log.warning(
+                    "%s: stream failed before any output (%s); retrying in %.2f s",
+                    self._id,
+                    error.kind,
+                    delay,
+                )
+                await attempt.settings.retry.sleep(delay)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+
+def secret_values(values: Iterable[str]) -> tuple[str, ...]:
+    """The strings in `values` long enough to be scrubbed (see `MIN_SECRET_LEN`)."""
+    return tuple(v for v in values if v and len(v) >= MIN_SECRET_LEN)
