@@ -144,7 +144,7 @@ def test_lists_replace(paths: CodyPaths, project: Path) -> None:
     assert config.model_providers["openai"].models == ["c"]
 
 
-@pytest.mark.parametrize(("value", "expected"), [("true", "auto"), ("false", "none")])
+@pytest.mark.parametrize(("value", "expected"), [("true", "concise"), ("false", "none")])
 def test_reasoning_summary_accepts_booleans(
     paths: CodyPaths, project: Path, value: str, expected: str
 ) -> None:

@@ -180,8 +180,8 @@ class McpServerConfig(_ConfigModel):
 class CodyConfig(_ConfigModel):
     """The whole configuration, with the defaults of PRODUCT.md section 8.
 
-    `model_reasoning_summary` also accepts booleans (as the seed CLI does): `true` means
-    `"auto"` (summaries on, the provider picks the detail) and `false` means `"none"`.
+    `model_reasoning_summary` also accepts booleans, as the seed CLI did (seed 002): `true`
+    means `"concise"` summaries and `false` means `"none"` (disabled).
     `trusted_projects` entries are absolute paths, or paths starting with `~`; only the user
     file's list is consulted when deciding whether a project file is trusted.
     """
@@ -204,7 +204,7 @@ class CodyConfig(_ConfigModel):
     @classmethod
     def _summary_from_bool(cls, value: Any) -> Any:
         if value is True:
-            return "auto"
+            return "concise"
         if value is False:
             return "none"
         return value
