@@ -11,16 +11,15 @@ permission bits (and owner, when the daemon may set it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy.sandbox import resolve_path
+from .atomic import write_atomic
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
@@ -111,37 +110,13 @@ def _current_text(path: Path) -> str | None:
         return None
 
 
-def _umask() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` via a temp file in the same directory and `os.replace`."""
+    """Write `data` atomically, keeping an existing file's mode and owner."""
     try:
         existing: os.stat_result | None = path.stat()
     except FileNotFoundError:
         existing = None
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            if existing is None:
-                os.fchmod(handle.fileno(), 0o666 & ~_umask())
-            else:
-                os.fchmod(handle.fileno(), stat.S_IMODE(existing.st_mode))
-                with contextlib.suppress(OSError):
-                    os.fchown(handle.fileno(), existing.st_uid, existing.st_gid)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+    if existing is None:
+        write_atomic(path, data)
+    else:
+        write_atomic(path, data, stat.S_IMODE(existing.st_mode), (existing.st_uid, existing.st_gid))

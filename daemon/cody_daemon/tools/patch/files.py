@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from ...policy.sandbox import resolve_path
+from ..atomic import write_atomic
 from .apply import HunkError, apply_hunks
 from .parse import AddFile, DeleteFile, FileOp, UpdateFile
 
@@ -268,16 +269,16 @@ def commit_changes(changes: Sequence[FileChange]) -> None:
 def _commit_one(change: FileChange, undo: list[_Undo], backups: list[Path]) -> None:
     if change.kind == "update":
         assert change.new_bytes is not None and change.old_bytes is not None
-        _write_atomic(change.path, change.new_bytes, change.mode, change.owner)
+        write_atomic(change.path, change.new_bytes, change.mode, change.owner)
         restore = functools.partial(
-            _write_atomic, change.path, change.old_bytes, change.mode, change.owner
+            write_atomic, change.path, change.old_bytes, change.mode, change.owner
         )
         undo.append((change.path, restore))
         return
     if change.kind in ("add", "move"):
         assert change.new_bytes is not None
         _make_parents(change.target, undo)
-        _write_atomic(change.target, change.new_bytes, change.mode, change.owner)
+        write_atomic(change.target, change.new_bytes, change.mode, change.owner)
         undo.append((change.target, functools.partial(_unlink, change.target)))
     if change.kind in ("move", "delete"):
         backup = change.path.with_name(f".{change.path.name}.{secrets.token_hex(4)}.bak")
@@ -306,39 +307,3 @@ def _make_parents(path: Path, undo: list[_Undo]) -> None:
     for directory in reversed(missing):
         directory.mkdir()
         undo.append((directory, functools.partial(os.rmdir, directory)))
-
-
-_CREATE_FLAGS = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | os.O_EXCL
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)  # Windows: never translate newlines
-)
-
-
-def _write_atomic(path: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> None:
-    """Write `data` via a temp file beside `path` and `os.replace`.
-
-    A new file gets the default mode (0o666 less the umask, applied by the kernel).
-    """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, _CREATE_FLAGS, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:
-                if hasattr(os, "fchmod"):
-                    os.fchmod(handle.fileno(), mode)
-                else:  # pragma: no cover - Windows before Python 3.13
-                    os.chmod(tmp, mode)
-            if owner is not None and hasattr(os, "fchown"):
-                with contextlib.suppress(OSError):
-                    os.fchown(handle.fileno(), *owner)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
