@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Literal
 
@@ -68,7 +67,3 @@ class TerminalApprover:
             if choice is not None:
                 return choice
             self.renderer.line("  please answer y, a, n, r or c")
-
-
-async def wait_forever() -> None:
-    await asyncio.Event().wait()

@@ -359,10 +359,6 @@ class SessionManager:
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
 
-    @property
-    def live_count(self) -> int:
-        return len(self._live)
-
 
 async def _close_mcp(session: Session) -> None:
     if session.mcp_warmup is not None:

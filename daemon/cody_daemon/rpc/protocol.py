@@ -120,10 +120,6 @@ class CodyProtocol(JsonRPCProtocol):
                 return
         self.sink.write(encode_frame(body, self.framing))
 
-    def send_message(self, message: dict[str, Any]) -> None:
-        """Send an already-built JSON-RPC message dict."""
-        self._send_data(message)
-
     def notify(self, method: str, params: Any | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -152,12 +148,6 @@ class CodyProtocol(JsonRPCProtocol):
     def cancel_incoming(self, msg_id: MsgId) -> None:
         """A client cancel (either form) for one of its requests."""
         self._handle_cancel_notification(msg_id)
-
-    @property
-    def pending_outgoing(self) -> int:
-        return sum(
-            1 for key in self._request_futures if isinstance(key, str) and key.startswith("cody-")
-        )
 
 
 def _kind(message: dict[str, Any]) -> str:
