@@ -21,6 +21,7 @@ from . import __version__
 from .config.loader import load_user_config
 from .config.model import CodyConfig
 from .config.paths import CodyPaths
+from .engine.auth import AUTH_METHOD_SUFFIX
 from .engine.deps import EngineDeps
 from .engine.manager import SessionManager
 from .errors import InvalidParams
@@ -92,11 +93,13 @@ class DaemonApp:
                 )
             )
             auth_methods.append(
-                AuthMethod(id=f"{spec.id}-api-key", name=f"{spec.name}", description=where)
+                AuthMethod(
+                    id=f"{spec.id}{AUTH_METHOD_SUFFIX}", name=f"{spec.name}", description=where
+                )
             )
 
         # The default provider's method first: some ACP clients authenticate with the first one.
-        auth_methods.sort(key=lambda method: method.id != f"{default}-api-key")
+        auth_methods.sort(key=lambda method: method.id != f"{default}{AUTH_METHOD_SUFFIX}")
         return InitializeResult(
             agent_info=Implementation(name="cody", title="Cody", version=__version__),
             auth_methods=auth_methods,

@@ -6,7 +6,7 @@
     ├── NotFound                -> -32002  (unknown session, missing session file)
     ├── SessionBusy             -> -32011  (a turn is running, or another daemon holds the file)
     ├── AuthRequired            -> -32000  (no credentials at all for the chosen provider)
-    └── ProviderError           -> -32010  (defined in providers/base.py: kind, retryable, status)
+    └── ProviderError           -> -32010  (a model call failed: kind, retryable, status)
 
 Messages are for users: they say what happened and what to do, and never contain secrets,
 prompts or file contents.
@@ -14,8 +14,10 @@ prompts or file contents.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from cody_protocol.errors import ProviderErrorKind
 
 __all__ = [
     "AuthRequired",
@@ -24,6 +26,7 @@ __all__ = [
     "InvalidRequest",
     "Issue",
     "NotFound",
+    "ProviderError",
     "SessionBusy",
 ]
 
@@ -77,3 +80,19 @@ class AuthRequired(CodyError):
         super().__init__(f"No credentials for provider '{provider}'. {fix}")
         self.provider = provider
         self.fix = fix
+
+
+@dataclass(slots=True, kw_only=True)
+class ProviderError(Exception):
+    """A model call failed. `message` tells the user what to do about it."""
+
+    kind: ProviderErrorKind
+    message: str
+    provider: str
+    retryable: bool = False
+    http_status: int | None = None
+    retry_after_s: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message

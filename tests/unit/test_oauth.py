@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cody_daemon.engine.history import user_message
+from cody_daemon.core.history import user_message
 from cody_daemon.providers import auth_sources
 from cody_daemon.providers.auth import ApiKeyAuth, NoAuth
 from cody_daemon.providers.auth_sources import (

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cody_daemon.engine.history import (
+from cody_daemon.core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from cody_daemon.engine.history import (
+from cody_daemon.core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

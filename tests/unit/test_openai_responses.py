@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cody_daemon.engine.history import (
+from cody_daemon.core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cody_daemon.engine.history import (
+from cody_daemon.core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cody_daemon.engine.history import HistoryItem, MessageItem, ReasoningItem, user_message
+from cody_daemon.core.history import HistoryItem, MessageItem, ReasoningItem, user_message
 from cody_daemon.engine.streamed import StreamedItem
 from cody_daemon.store.reader import read_session
 from cody_daemon.store.session_file import SessionFile

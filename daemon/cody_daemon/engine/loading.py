@@ -15,6 +15,7 @@ from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta
 
 from ..config.loader import load_effective_config
+from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
 from ..policy.approval import Grants
@@ -22,7 +23,6 @@ from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
 from .deps import EngineDeps
-from .history import FunctionCallOutputItem
 from .session import Session
 from .settings import SessionSettings
 

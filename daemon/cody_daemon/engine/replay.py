@@ -14,15 +14,15 @@ from cody_protocol.content import (
     TextResourceContents,
 )
 
-from ..tools.registry import ToolRegistry
-from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserText
-from .history import (
+from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,
     MessageItem,
     ReasoningItem,
 )
+from ..tools.registry import ToolRegistry
+from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserText
 from .toolcalls import describe_call, text_content
 
 __all__ = ["prompt_to_text", "replay_events"]

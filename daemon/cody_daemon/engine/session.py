@@ -13,10 +13,10 @@ from pathlib import Path
 
 from cody_protocol.prompt import TokenUsage
 
+from ..core.history import HistoryItem
 from ..policy.approval import Grants
 from ..store.session_file import SessionFile
 from ..tools.mcp import McpSessionManager
-from .history import HistoryItem
 from .settings import SessionSettings
 
 __all__ = ["Session", "TurnOutcome"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from ..engine.history import HistoryItem, MessageItem, ReasoningItem, SummaryPart, TextPart
+from ..core.history import HistoryItem, MessageItem, ReasoningItem, SummaryPart, TextPart
 from ..ids import new_id
 from ..store.session_file import SessionFile
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
 
+from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.safe_commands import is_known_safe
@@ -50,7 +51,6 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .history import FunctionCallItem, FunctionCallOutputItem, user_message
 from .instructions import build_instructions
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome

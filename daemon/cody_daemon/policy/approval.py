@@ -14,7 +14,7 @@ from typing import Literal
 
 from cody_protocol.settings import ApprovalPolicy, SandboxUnavailable
 
-from ..tools.base import GrantKey
+from ..core.tooling import GrantKey
 
 __all__ = [
     "Allow",

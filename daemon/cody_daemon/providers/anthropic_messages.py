@@ -40,7 +40,7 @@ import httpx
 import orjson
 from cody_protocol.settings import ReasoningEffort
 
-from ..engine.history import (
+from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

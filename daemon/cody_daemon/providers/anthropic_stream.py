@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from ..engine.history import ReasoningItem, SummaryPart
+from ..core.history import ReasoningItem, SummaryPart
 from .base import (
     ModelEvent,
     ReasoningDelta,

@@ -12,13 +12,14 @@ Providers never touch the session, the client or the file system.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from cody_protocol.errors import ProviderErrorKind
 from cody_protocol.settings import ReasoningEffort, ReasoningSummary
 
-from ..engine.history import HistoryItem, ReasoningItem
+from ..core.history import HistoryItem, ReasoningItem
+from ..core.tooling import ToolSpec
+from ..errors import ProviderError
 
 __all__ = [
     "ModelEvent",
@@ -34,16 +35,6 @@ __all__ = [
     "ToolSpec",
     "UsageReport",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolSpec:
-    """A tool as advertised to the model."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    """JSON schema of the arguments object."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,22 +100,6 @@ class StreamEnd:
 ModelEvent = (
     TextDelta | ReasoningDelta | ReasoningDone | ToolCallRequested | UsageReport | StreamEnd
 )
-
-
-@dataclass(slots=True, kw_only=True)
-class ProviderError(Exception):
-    """A model call failed. `message` tells the user what to do about it."""
-
-    kind: ProviderErrorKind
-    message: str
-    provider: str
-    retryable: bool = False
-    http_status: int | None = None
-    retry_after_s: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class ModelProvider(Protocol):

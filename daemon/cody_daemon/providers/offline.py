@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..engine.history import (
+from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ..engine.history import (
+from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

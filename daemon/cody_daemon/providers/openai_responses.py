@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from ..engine.history import (
+from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,

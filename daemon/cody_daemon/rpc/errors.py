@@ -20,9 +20,9 @@ from ..errors import (
     InvalidRequest,
     Issue,
     NotFound,
+    ProviderError,
     SessionBusy,
 )
-from ..providers.base import ProviderError
 from ..validation import issues_from_validation_error
 
 __all__ = ["RpcError", "invalid_params_from_validation", "to_rpc_error"]

@@ -50,9 +50,9 @@ from cody_protocol.session import (
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
+from ..engine.auth import authenticate as engine_authenticate
 from ..engine.session import Session
 from ..engine.settings import build_modes
-from ..errors import AuthRequired, InvalidParams, Issue
 from .errors import RpcError, invalid_params_from_validation, to_rpc_error
 
 if TYPE_CHECKING:
@@ -121,35 +121,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def authenticate(params: Any) -> Any:
         parsed = parse(AuthenticateParams, params)
-        catalog = app.user_catalog()
-        provider_id = parsed.method_id.removesuffix("-api-key")
-        if provider_id not in catalog.ids():
-            valid = tuple(f"{pid}-api-key" for pid in catalog.ids())
-            raise InvalidParams(
-                f"Unknown auth method {parsed.method_id!r}; valid: {', '.join(valid)}",
-                [
-                    Issue(
-                        key="methodId",
-                        message="unknown auth method",
-                        value=parsed.method_id,
-                        valid=valid,
-                        source="params",
-                    )
-                ],
-            )
-        spec = catalog.get(provider_id)
-        credentials = catalog.credentials(spec)
-        if credentials is None:
-            raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
-        if credentials.kind in ("chatgpt", "claude_oauth"):
-            # Usable means a current token: this refreshes an expired login (and writes it back).
-            from ..providers.auth_sources import auth_for
-            from ..providers.base import ProviderError
-
-            try:
-                await auth_for(spec, credentials, env=app.env).headers()
-            except ProviderError as exc:
-                raise AuthRequired(spec.id, exc.message) from None
+        await engine_authenticate(app.user_catalog(), parsed.method_id, app.env)
         return {}
 
     async def shutdown(params: Any) -> Any:

@@ -5,7 +5,7 @@ terminated by `\n`, where T is one of:
 
 - `session_meta`: once, first: `{id, cwd, created, cliVersion, settings}`
 - `turn_context`: at each turn start: `{turnId, provider, model, approvalPolicy, ...}`
-- `response_item`: a history item (engine/history.py). Streamed assistant text and
+- `response_item`: a history item (core/history.py). Streamed assistant text and
   reasoning are written as *segments*: several consecutive lines with the same item `id`
   whose texts concatenate (coalesced: at most one line per 100 ms, plus one at item end).
 - `event`: `{kind, ...}` with kind `approval` (decision + reason), `usage`, `config`

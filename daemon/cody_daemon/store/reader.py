@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..engine.history import (
+from ..core.history import (
     HISTORY_ITEM,
     FunctionCallItem,
     FunctionCallOutputItem,

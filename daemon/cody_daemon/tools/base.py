@@ -21,8 +21,8 @@ from cody_protocol.updates import ToolKind
 from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
+from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
-from ..providers.base import ToolSpec
 
 __all__ = [
     "GrantKey",
@@ -34,9 +34,6 @@ __all__ = [
     "ToolResult",
     "canonical_grant_key",
 ]
-
-GrantKey = tuple[str, ...]
-"""What a session grant or rejection remembers (PROTOCOL.md "Grant keys")."""
 
 A = TypeVar("A", bound=BaseModel)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..core.tooling import ToolSpec
 from .apply_patch import ApplyPatchTool
 from .base import Tool
 from .exec import ExecTool

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict
 
-from ...providers.base import ToolSpec
+from ...core.tooling import ToolSpec
 from ..base import Tool, ToolArgumentError, ToolContext, ToolResult
 
 if TYPE_CHECKING:
