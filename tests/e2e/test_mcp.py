@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
 
-from tests.support.daemon import CodyEnv, Daemon
+from tests.support.daemon import CodyEnv, Daemon, expect_error
 from tests.support.mcp_servers import SCRIPTS
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
@@ -168,3 +169,61 @@ async def test_an_sse_server_from_the_client_is_a_clear_error(offline_daemon: Da
         -32602,
     )
     assert "sse" in json.dumps(error.data).lower() or "sse" in error.message.lower()
+
+
+async def test_two_prompts_during_mcp_start_up_run_one_turn_not_two(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regression: the session was claimed only after MCP start-up, so both prompts ran."""
+    cody_env.use_mock_provider(model.base_url, extra="")
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text()
+        + f'\n[mcp_servers.slow]\ncommand = "{sys.executable}"\n'
+        f'args = ["{SCRIPTS["slow"]}", "2"]\nstartup_timeout_s = 30\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(text("first answer"))
+        model.enqueue(text("a second turn must not have run"))
+        first = asyncio.ensure_future(daemon.prompt(sid, "one"))
+        await asyncio.sleep(0.1)
+        await expect_error(daemon.prompt(sid, "two"), -32011)
+
+        assert (await first)["stopReason"] == "end_turn"
+        assert len(model.requests) == 1
+        loaded = await daemon.request("_cody/tools/list", {"sessionId": sid})
+        assert any(t["name"] == "mcp__slow__add" for t in loaded["tools"])
+    finally:
+        await daemon.close()
+    session_file = next(cody_env.cody_home.rglob("*.jsonl"))
+    lines = [json.loads(line) for line in session_file.read_text().splitlines()]
+    users = [
+        line
+        for line in lines
+        if line.get("type") == "response_item" and line["payload"].get("role") == "user"
+    ]
+    assert len(users) == 1, "only the first prompt reached the history"
+
+
+async def test_a_cancel_during_mcp_start_up_answers_cancelled(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="")
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text()
+        + f'\n[mcp_servers.slow]\ncommand = "{sys.executable}"\n'
+        f'args = ["{SCRIPTS["slow"]}", "5"]\nstartup_timeout_s = 30\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        pending = asyncio.ensure_future(daemon.prompt(sid, "one"))
+        await asyncio.sleep(0.2)
+        daemon.conn.notify("session/cancel", {"sessionId": sid})
+        assert (await asyncio.wait_for(pending, 10))["stopReason"] == "cancelled"
+        assert model.requests == []
+    finally:
+        await daemon.close()

@@ -23,7 +23,6 @@ from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
-from ..tools.registry import ToolRegistry
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .loading import SessionLoader
@@ -152,9 +151,10 @@ class SessionManager:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
         env = self._turn_env(session, link)
         if session.mcp is not None:
-            extra = await session.mcp.session_tools()
-            env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
+            env.extra_tools = session.mcp.session_tools
         runner = TurnRunner(session, env)
+        # Claim the session before any await: a second prompt must see it busy (the MCP
+        # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
         session.turn = task
         try:

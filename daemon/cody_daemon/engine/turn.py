@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,7 +40,7 @@ from ..providers.base import (
 )
 from ..providers.pricing import Price, cost_usd
 from ..store.reader import make_title
-from ..tools.base import GrantKey, ToolContext, ToolError, ToolResult
+from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .events import (
     AgentText,
@@ -88,6 +88,8 @@ class TurnEnv:
     env: Mapping[str, str] = field(default_factory=dict)
     price: Price | None = None
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
+    extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
+    """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
 
 
 @dataclass(slots=True)
@@ -173,6 +175,9 @@ class TurnRunner:
 
     async def _loop(self) -> str:
         settings = self.session.settings
+        if self.env.extra_tools is not None:
+            extra = await self.env.extra_tools()
+            self.env.tools = ToolRegistry([*self.env.tools.tools(), *extra])
         tools = self.env.tools.tools(self.env.allowed)
         specs = [tool.spec() for tool in tools]
         instructions = build_instructions(

@@ -16,4 +16,5 @@ SCRIPTS = {
     "http": HERE / "demo_http.py",
     "hang": HERE / "hang.py",
     "crash": HERE / "crash.py",
+    "slow": HERE / "slow_start.py",
 }
