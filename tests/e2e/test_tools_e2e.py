@@ -187,6 +187,7 @@ async def test_web_tools_work_against_local_servers(
         extra=(
             f'\n[tools.webSearch]\nbase_url = "{web.base_url}"\n'
             f'[tools.perplexitySearch]\nbase_url = "{web.base_url}"\n'
+            '[tools.fetchUrl]\nallow_private = ["127.0.0.1"]\n'
         ),
     )
     cody_env.env["PERPLEXITY_API_KEY"] = "pplx-test-not-secret"
@@ -248,3 +249,35 @@ async def test_a_web_tool_without_a_key_is_a_clear_error(
     await daemon.prompt(sid, "search")
     error = json.loads(tool_outputs(model.requests[-1])["w1"])["error"]
     assert "PERPLEXITY_API_KEY" in error
+
+
+async def test_fetch_url_cannot_reach_the_users_own_machine_even_when_a_project_allows_it(
+    cody_env: CodyEnv, model: MockResponsesServer, web: MockWeb
+) -> None:
+    """Regression: fetchUrl followed the model to loopback and private addresses."""
+    cody_env.use_mock_provider(model.base_url)
+    project = cody_env.workspace / ".cody"
+    project.mkdir()
+    (project / "config.toml").write_text('[tools.fetchUrl]\nallow_private = ["127.0.0.0/8"]\n')
+    web.page("/admin", "<html><title>router admin</title><body>secret</body></html>")
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        model.enqueue(tool_call("fetchUrl", {"url": web.url("/admin")}, call_id="f1"))
+        model.enqueue(text("could not"))
+        result = await daemon.request(
+            "session/new",
+            {
+                "cwd": str(cody_env.workspace),
+                "mcpServers": [],
+                "_meta": {"cody": {"approvalPolicy": "never"}},
+            },
+        )
+        warnings = result["_meta"]["cody"]["warnings"]
+        assert any("tools.fetchUrl.allow_private" in w for w in warnings), warnings
+        await daemon.prompt(result["sessionId"], "read the admin page")
+        error = json.loads(tool_outputs(model.requests[-1])["f1"])["error"]
+        assert "loopback address" in error and "allow_private" in error
+        assert web.requests == [], "nothing may be sent to a local service"
+    finally:
+        await daemon.close()

@@ -17,7 +17,8 @@ Answer shapes imitate the real APIs, as documented:
 - Errors: a JSON body `{"error": {"message", "type", "code"}}` (OpenAI style, which the
   Perplexity API follows) or the HTML page a front proxy sends for 401.
 
-A plain asyncio HTTP/1.1 server (`async with MockWeb() as web`), OS-assigned port, every
+A plain asyncio HTTP/1.1 server (`async with MockWeb() as web`; `MockWeb("127.0.0.2")` for a
+second loopback "site"), OS-assigned port, every
 answer `Connection: close`. Routes map `(method, path)` to a `Reply` or a function of the
 request returning one. Every request is recorded (`web.requests`: method, path, lower-cased
 headers, body). For streamed bodies, `web.sent[path]` counts the body bytes handed to the
@@ -153,7 +154,8 @@ def json_error(message: str, *, type: str, code: int) -> dict[str, Any]:
 
 
 class MockWeb:
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.requests: list[Recorded] = []
         self.sent: dict[str, int] = {}
         self._routes: dict[tuple[str, str], Handler] = {}
@@ -163,7 +165,7 @@ class MockWeb:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -206,7 +208,7 @@ class MockWeb:
     # lifecycle
 
     async def __aenter__(self) -> MockWeb:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._handle, self.host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

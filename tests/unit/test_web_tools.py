@@ -36,18 +36,28 @@ async def web() -> AsyncIterator[MockWeb]:
         yield server
 
 
+LOCAL_SITES = ["127.0.0.1"]
+"""The imitation sites run on loopback, which fetchUrl reaches only when the config allows it."""
+
+
 def make_ctx(
     tmp_path: Path,
     env: dict[str, str] | None = None,
     tools: dict[str, ToolConfig] | None = None,
+    *,
+    allow_local: bool = True,
 ) -> ToolContext:
+    configs = dict(tools or {})
+    if allow_local:
+        fetch = configs.get("fetchUrl", ToolConfig())
+        configs["fetchUrl"] = fetch.model_copy(update={"allow_private": LOCAL_SITES})
     return ToolContext(
         session_id="s",
         call_id="c",
         cwd=tmp_path,
         sandbox=SandboxPolicy.create("workspace-write", tmp_path),
         env=env or {},
-        tool_config=tools or {},
+        tool_config=configs,
     )
 
 
@@ -555,3 +565,58 @@ async def test_aclose_closes_the_client_it_created(tmp_path: Path, web: MockWeb)
     await tool.aclose()
     assert client.is_closed
     await tool.aclose()  # idempotent
+
+
+# --- fetchUrl: the user's own network is off limits -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/",
+        "http://localhost:9/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.1.2.3/",
+        "http://192.168.0.1/admin",
+        "http://[::1]:9/",
+        "http://[::ffff:127.0.0.1]:9/",
+        "http://0.0.0.0:9/",
+    ],
+)
+async def test_fetch_refuses_loopback_private_and_link_local_targets(
+    tmp_path: Path, url: str
+) -> None:
+    with pytest.raises(ToolError) as caught:
+        await call(FetchUrlTool(), {"url": url}, make_ctx(tmp_path, allow_local=False))
+    assert "fetchUrl only reaches public addresses" in caught.value.message
+    assert "allow_private" in caught.value.message
+
+
+async def test_fetch_sends_nothing_to_a_local_server_by_default(
+    tmp_path: Path, web: MockWeb
+) -> None:
+    web.page("/admin", "<html><title>router admin</title></html>")
+    with pytest.raises(ToolError, match="loopback"):
+        await call(
+            FetchUrlTool(), {"url": web.url("/admin")}, make_ctx(tmp_path, allow_local=False)
+        )
+    assert web.requests == []
+
+
+async def test_fetch_refuses_a_redirect_into_a_network_that_is_not_allowed(
+    tmp_path: Path, web: MockWeb
+) -> None:
+    """Only 127.0.0.1 is allowed: a redirect from there to 127.0.0.2 is refused before it is sent."""
+    async with MockWeb("127.0.0.2") as inner:
+        inner.page("/secret", "internal only")
+        web.redirect("/go", inner.url("/secret"))
+        with pytest.raises(ToolError, match="127.0.0.2 is a loopback address"):
+            await call(FetchUrlTool(), {"url": web.url("/go")}, make_ctx(tmp_path))
+        assert inner.requests == []
+        assert len(web.requests_to("/go")) == 1
+
+
+def test_allow_private_takes_only_addresses_and_networks() -> None:
+    assert ToolConfig(allow_private=["127.0.0.1", "10.0.0.0/8", "fd00::/8"]).allow_private
+    with pytest.raises(ValueError, match="not an IP address or CIDR network"):
+        ToolConfig(allow_private=["intranet.example"])

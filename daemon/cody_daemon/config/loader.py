@@ -51,8 +51,9 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
 """Top-level keys an untrusted project file may not set: they run code, lift the sandbox or
 decide where prompts and API keys are sent."""
 
-PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key")
-"""Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere)."""
+PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
+"""Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
+or let the model reach the user's own network)."""
 
 _SECRET_TABLES: Final[frozenset[str]] = frozenset({"http_headers", "headers", "env"})
 _UNKNOWN_KEY: Final = "unknown key"

@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from typing import Any, Final
 
@@ -80,11 +81,25 @@ class ToolConfig(_ConfigModel):
     """Name of the environment variable holding the tool's API key."""
     timeout_s: float | None = Field(default=None, gt=0)
     enabled: bool = True
+    allow_private: list[str] = Field(default_factory=list)
+    """fetchUrl: private/loopback networks (IPs or CIDR) it may reach; public ones always."""
 
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return _check_url(value)
+
+    @field_validator("allow_private")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or CIDR network (e.g. 10.0.0.0/8)"
+                ) from None
+        return value
 
 
 class ProviderConfig(_ConfigModel):

@@ -9,7 +9,8 @@ Two paths:
   (https://docs.firecrawl.dev/api-reference/endpoint/scrape). If Firecrawl itself fails
   (not the page, and not by timing out) the page is fetched directly, with a note.
 - Otherwise a direct GET with httpx: redirects followed (at most 5, across sites too; the
-  final URL is reported), one total time limit (`timeout_s`, default 30 s) and a body limit
+  final URL is reported; every hop's address checked by `address_guard`: only public
+  addresses unless `[tools.fetchUrl] allow_private` lists the network), one total time limit (`timeout_s`, default 30 s) and a body limit
   (`max_body_bytes`, default 5 MB: the body is streamed and reading stops at the limit,
   which the output says). HTML becomes markdown with trafilatura (imported lazily and run in
   a worker thread: it is slow to import and CPU-bound), or plain text when trafilatura finds
@@ -29,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import html
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Final
@@ -39,6 +42,7 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .address_guard import AddressPolicy, BlockedAddress, UnresolvableHost
 from .common import (
     MAX_REDIRECTS,
     ClientHolder,
@@ -192,7 +196,18 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
         except ValueError as exc:
             raise ToolError(f"fetchUrl: {exc}") from None
         notes: list[str] = []
+        config = ctx.tool_config.get(self.name)
+        policy = AddressPolicy.from_config(config.allow_private if config is not None else ())
         if lookup_key(ctx, self.name, FIRECRAWL_ENV_KEY) is not None:
+            import httpx
+
+            target = httpx.URL(url)
+            try:
+                await policy.check_host(target.host, target.port or _default_port(target.scheme))
+            except UnresolvableHost:
+                pass  # Firecrawl resolves it remotely, where the user's network is not reachable
+            except BlockedAddress as exc:
+                raise ToolError(f"fetchUrl: refused {url}: {exc}") from None
             endpoint = resolve_endpoint(
                 ctx,
                 self.name,
@@ -207,7 +222,7 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
                     raise
                 reason = exc.message.removeprefix(f"{self.name}: ")
                 notes.append(f"Firecrawl failed ({reason}); fetched the page directly.")
-        page = await self._fetch(url, timeout_for(ctx, self.name))
+        page = await self._fetch(url, timeout_for(ctx, self.name), policy)
         page.notes[:0] = notes
         return self._result(page, url)
 
@@ -238,16 +253,40 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
 
     # -- direct fetch -------------------------------------------------------------------------
 
-    async def _fetch(self, url: str, timeout_s: float) -> _Page:
+    @contextlib.asynccontextmanager
+    async def _open(
+        self, url: str, timeout_s: float, policy: AddressPolicy
+    ) -> AsyncIterator[httpx.Response]:
+        """GET `url`, following redirects one hop at a time with every hop's address checked."""
         import httpx
 
-        headers = {"Accept": _ACCEPT}
+        client = self._http.get()
+        for _hop in range(MAX_REDIRECTS + 1):
+            target = httpx.URL(url)
+            await policy.check_host(target.host, target.port or _default_port(target.scheme))
+            request = client.build_request(
+                "GET", url, headers={"Accept": _ACCEPT}, timeout=timeout_s
+            )
+            response = await client.send(request, stream=True, follow_redirects=False)
+            try:
+                policy.check_peer(response, target.host)
+                if not response.has_redirect_location:
+                    yield response
+                    return
+                url = str(response.url.join(response.headers["Location"]))
+                if httpx.URL(url).scheme not in ("http", "https"):
+                    raise httpx.UnsupportedProtocol(url)
+            finally:
+                await response.aclose()
+        raise httpx.TooManyRedirects(f"more than {MAX_REDIRECTS} redirects", request=request)
+
+    async def _fetch(self, url: str, timeout_s: float, policy: AddressPolicy) -> _Page:
+        import httpx
+
         try:
             async with (
                 asyncio.timeout(timeout_s),
-                self._http.get().stream(
-                    "GET", url, headers=headers, follow_redirects=True, timeout=timeout_s
-                ) as response,
+                self._open(url, timeout_s, policy) as response,
             ):
                 final = str(response.url)
                 if not response.is_success:
@@ -278,6 +317,8 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
             raise ToolError(
                 f"fetchUrl: could not fetch {url}: {exc or type(exc).__name__}"
             ) from None
+        except BlockedAddress as exc:
+            raise ToolError(f"fetchUrl: refused {url}: {exc}") from None
         if kind == "unknown":
             kind = _sniff(body, final)
         page = _Page(
@@ -338,6 +379,10 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
 
 
 # -- content handling --------------------------------------------------------------------------
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
 
 
 def _kind(mime: str) -> str:
