@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .process import DaemonNotFound
 
 __all__ = ["main", "split_subcommand"]
 
@@ -145,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(run_chat(args, _forward_stderr))
     except KeyboardInterrupt:
         code = 130
+    except DaemonNotFound as exc:
+        print(f"cody-client: {exc}", file=sys.stderr)
+        code = 1
     sys.exit(code)
 
 

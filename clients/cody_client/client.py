@@ -7,12 +7,18 @@
 
 Updates and approval requests arrive as the protocol's pydantic models. An approval with no
 callback is answered `reject_once` (never left hanging).
+
+Your callbacks' bugs are yours, and you see them: when `on_update` or `on_permission` raises
+during a prompt, the turn is cancelled (an approval is answered `cancelled`) and awaiting or
+iterating the prompt raises that exception once the daemon has answered. The connection
+stays usable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +50,8 @@ __all__ = [
     "RemoteError",
     "UpdateCallback",
 ]
+
+logger = logging.getLogger(__name__)
 
 PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
 """Returns an option id (`allow_once`, `allow_session`, `reject_once`, `reject_session`) or
@@ -119,31 +127,48 @@ class PromptRun:
         self._on_update = on_update
         self._queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue()
         self._task: asyncio.Task[PromptResult] | None = None
+        self._callback_error: BaseException | None = None
         self.result: PromptResult | None = None
+        """The daemon's answer, also when a callback's exception is raised instead."""
 
     def _start(self) -> asyncio.Task[PromptResult]:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
         return self._task
 
+    def fail(self, error: BaseException) -> None:
+        """A callback of the caller raised: cancel the turn; the prompt raises `error` at its end."""
+        if self._callback_error is None:
+            self._callback_error = error
+            self._session.cancel()
+
     async def _run(self) -> PromptResult:
         session = self._session
+        client = session.client
 
         def deliver(update: SessionUpdate) -> None:
             self._queue.put_nowait(update)
             if self._on_update is not None:
-                self._on_update(update)
+                try:
+                    self._on_update(update)
+                except Exception as exc:
+                    self.fail(exc)
 
-        listeners = session.client._listeners.setdefault(session.id, [])
+        listeners = client._listeners.setdefault(session.id, [])
         listeners.append(deliver)
+        client._runs[session.id] = self
         try:
-            raw = await session.client.connection.request(
+            raw = await client.connection.request(
                 "session/prompt", {"sessionId": session.id, "prompt": self._blocks}
             )
         finally:
             listeners.remove(deliver)
+            if client._runs.get(session.id) is self:
+                del client._runs[session.id]
             self._queue.put_nowait(None)
         self.result = PromptResult.model_validate(raw)
+        if self._callback_error is not None:
+            raise self._callback_error
         return self.result
 
     def __await__(self) -> Generator[Any, None, PromptResult]:
@@ -173,6 +198,7 @@ class CodyClient:
         self.on_permission: PermissionCallback | None = None
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
+        self._runs: dict[str, PromptRun] = {}
         connection.on_notification("session/update", self._on_update)
         connection.on_request("session/request_permission", self._on_permission)
 
@@ -240,13 +266,23 @@ class CodyClient:
         except Exception:
             return  # an update kind this client does not know: ignore it
         for listener in list(self._listeners.get(notification.session_id, [])):
-            listener(notification.update)
+            try:
+                listener(notification.update)
+            except Exception:
+                logger.exception("an update listener raised")
 
     async def _on_permission(self, params: Any) -> Any:
         request = RequestPermissionParams.model_validate(params)
         decision = "reject_once"
         if self.on_permission is not None:
-            decision = await self.on_permission(request)
+            try:
+                decision = await self.on_permission(request)
+            except Exception as exc:
+                run = self._runs.get(request.session_id)
+                if run is None:
+                    raise  # answered as an error, which the daemon counts as a rejection
+                run.fail(exc)
+                decision = "cancelled"
         if decision == "cancelled":
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": decision}}
@@ -330,15 +366,25 @@ class CodyClient:
         self, session_id: str, cwd: str, *, on_update: UpdateCallback | None = None
     ) -> ClientSession:
         """`session/load`: the history is replayed to `on_update` before this returns."""
-        stop = self.listen(session_id, on_update) if on_update is not None else None
+        errors: list[Exception] = []
+
+        def deliver(update: SessionUpdate) -> None:
+            if on_update is not None and not errors:
+                try:
+                    on_update(update)
+                except Exception as exc:
+                    errors.append(exc)
+
+        stop = self.listen(session_id, deliver)
         try:
             raw = await self.connection.request(
                 "session/load",
                 {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []},
             )
         finally:
-            if stop is not None:
-                stop()
+            stop()
+        if errors:
+            raise errors[0]
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
     async def resume_session(self, session_id: str, cwd: str) -> ClientSession:

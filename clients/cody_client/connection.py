@@ -4,6 +4,11 @@ Both sides send requests: `request()` awaits an answer (a `RemoteError` on error
 `on_request` registers async handlers for the daemon's requests (approvals). A handler is
 cancelled when the daemon cancels its request (`$/cancelRequest` or `$/cancel_request`);
 no answer is sent then. Notifications go to `on_notification` handlers in arrival order.
+
+Invariants: nothing received is kept after it is dispatched (memory stays bounded; `observe`
+lets a caller trace messages); an exception in a handler is logged and never ends the
+connection; a frame the daemon garbles ends the connection with a `ConnectionClosed` that says
+so (not "the daemon closed the connection").
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, Literal
 
 import orjson
 
-__all__ = ["Connection", "ConnectionClosed", "Framing", "RemoteError"]
+__all__ = ["Connection", "ConnectionClosed", "Framing", "FramingError", "RemoteError"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +42,11 @@ class RemoteError(Exception):
 
 
 class ConnectionClosed(Exception):
-    """The other side went away before answering."""
+    """The other side went away before answering (or sent something unreadable)."""
+
+
+class FramingError(Exception):
+    """The byte stream is not valid framing (e.g. a malformed Content-Length header)."""
 
 
 class Connection:
@@ -57,9 +66,12 @@ class Connection:
         self._notification_handlers: dict[str, list[NotificationHandler]] = {}
         self._incoming: dict[int | str, asyncio.Task[None]] = {}
         self._read_task: asyncio.Task[None] | None = None
+        self._observers: list[Callable[[dict[str, Any]], None]] = []
         self.closed = asyncio.Event()
-        self.received: list[dict[str, Any]] = []
-        """Every message received (tests inspect it)."""
+        self.close_reason = "the daemon closed the connection"
+        """Why the connection ended; `ConnectionClosed` errors carry it."""
+        self.describe_eof: Callable[[], str] | None = None
+        """Called at end of stream for a better reason (e.g. the daemon's exit and last stderr)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -85,6 +97,14 @@ class Connection:
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         self._notification_handlers.setdefault(method, []).append(handler)
 
+    def observe(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call `callback` with every message received, before it is dispatched (tracing).
+
+        Returns a function that stops observing. An observer that raises is logged and kept.
+        """
+        self._observers.append(callback)
+        return lambda: self._observers.remove(callback)
+
     # -- sending --------------------------------------------------------------------------
 
     def _frame(self, body: bytes) -> bytes:
@@ -109,7 +129,7 @@ class Connection:
         self, method: str, params: Any = None, *, msg_id: int | str | None = None
     ) -> Any:
         if self.closed.is_set():
-            raise ConnectionClosed(f"connection closed before {method}")
+            raise ConnectionClosed(f"{self.close_reason} (before {method})")
         request_id = msg_id if msg_id is not None else next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
@@ -151,7 +171,12 @@ class Connection:
                 continue
             name, _, value = line.decode("ascii", "replace").partition(":")
             if name.strip().lower() == "content-length":
-                length = int(value.strip())
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    raise FramingError(f"malformed Content-Length header: {line[:80]!r}")
         return await self._reader.readexactly(length)
 
     async def _read_loop(self) -> None:
@@ -161,41 +186,58 @@ class Connection:
                     body = await self._read_message()
                 except (asyncio.IncompleteReadError, ConnectionError):
                     body = None
+                except FramingError as exc:
+                    self.close_reason = f"the daemon sent an unreadable frame ({exc})"
+                    logger.error("%s", self.close_reason)
+                    return
                 if body is None:
-                    break
+                    if self.describe_eof is not None:
+                        self.close_reason = self.describe_eof()
+                    return
                 try:
                     message = orjson.loads(body)
                 except orjson.JSONDecodeError:
                     logger.warning("ignoring an unparsable message from the daemon")
                     continue
                 if isinstance(message, dict):
-                    self.received.append(message)
+                    for observer in list(self._observers):
+                        _call_safely(observer, message, "an observer")
                     self._dispatch(message)
         finally:
             self.closed.set()
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(ConnectionClosed("the daemon closed the connection"))
+                    future.set_exception(ConnectionClosed(self.close_reason))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         method = message.get("method")
+        msg_id = message.get("id")
+        if "id" in message and (not isinstance(msg_id, int | str) or isinstance(msg_id, bool)):
+            logger.warning("ignoring a message from the daemon with an invalid id")
+            return
         if method is None:
-            future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            future = self._pending.get(msg_id) if msg_id is not None else None
             if future is None or future.done():
                 return
             if "error" in message:
-                error = message["error"] or {}
+                error = message["error"] if isinstance(message["error"], dict) else {}
+                code = error.get("code")
                 future.set_exception(
                     RemoteError(
-                        int(error.get("code", 0)), str(error.get("message", "")), error.get("data")
+                        code if isinstance(code, int) else -32603,
+                        str(error.get("message", "")),
+                        error.get("data"),
                     )
                 )
             else:
                 future.set_result(message.get("result"))
             return
+        if not isinstance(method, str):
+            logger.warning("ignoring a message from the daemon with an invalid method")
+            return
         params = message.get("params")
-        if "id" in message:
-            self._start_incoming(message["id"], method, params)
+        if msg_id is not None:
+            self._start_incoming(msg_id, method, params)
             return
         if method in ("$/cancelRequest", "$/cancel_request"):
             key = "id" if method == "$/cancelRequest" else "requestId"
@@ -203,8 +245,8 @@ class Connection:
             task = self._incoming.pop(target, None) if target is not None else None
             if task is not None:
                 task.cancel()
-        for handler in self._notification_handlers.get(method, []):
-            handler(params)
+        for handler in list(self._notification_handlers.get(method, [])):
+            _call_safely(handler, params, f"the {method} handler")
 
     def _start_incoming(self, msg_id: int | str, method: str, params: Any) -> None:
         handler = self._request_handlers.get(method)
@@ -243,3 +285,11 @@ class Connection:
                 self._incoming.pop(msg_id, None)
 
         self._incoming[msg_id] = asyncio.create_task(run(), name=f"cody-client-{method}")
+
+
+def _call_safely(callback: Callable[[Any], None], argument: Any, what: str) -> None:
+    """A caller's bug is logged with its traceback; it never ends the connection."""
+    try:
+        callback(argument)
+    except Exception:
+        logger.exception("%s raised; the connection goes on", what)

@@ -185,7 +185,7 @@ async def test_an_unanswered_approval_times_out_to_a_rejection(
         assert tool_outputs(model.requests[1])["c1"] == DENIED
         assert not (cody_env.workspace / "late.txt").exists()
         request_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
-        cancels = [m for m in daemon.conn.received if m.get("method") == "$/cancelRequest"]
+        cancels = [m for m in daemon.received if m.get("method") == "$/cancelRequest"]
         assert [c["params"]["id"] for c in cancels] == [request_id]
         # the connection still works after the withdrawn request
         model.enqueue(text("still here"))

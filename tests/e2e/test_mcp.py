@@ -24,7 +24,7 @@ def mcp_config(extra: str = "") -> str:
 def statuses(daemon: Daemon, server: str) -> list[dict]:
     return [
         m["params"]
-        for m in daemon.conn.received
+        for m in daemon.received
         if m.get("method") == "_cody/mcp/status" and m["params"]["server"] == server
     ]
 

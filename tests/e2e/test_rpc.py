@@ -19,10 +19,10 @@ from tests.support.mock_responses import MockResponsesServer, text
 
 async def _raw_roundtrip(daemon: Daemon, frame: bytes) -> dict:
     """Send raw bytes and return the next message the daemon sends."""
-    before = len(daemon.conn.received)
+    before = len(daemon.received)
     daemon.conn.send_raw(frame)
-    await daemon.wait_for(lambda: len(daemon.conn.received) > before)
-    return daemon.conn.received[before]
+    await daemon.wait_for(lambda: len(daemon.received) > before)
+    return daemon.received[before]
 
 
 def lsp(body: bytes) -> bytes:
@@ -48,7 +48,7 @@ async def test_batch_is_answered_once_with_invalid_request(offline_daemon: Daemo
     reply = await _raw_roundtrip(offline_daemon, lsp(batch))
     assert reply["id"] is None and reply["error"]["code"] == -32600
     await asyncio.sleep(0.2)
-    assert offline_daemon.conn.received[-1] == reply, "answered once"
+    assert offline_daemon.received[-1] == reply, "answered once"
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
@@ -150,7 +150,7 @@ async def test_ndjson_framing_is_detected_and_used_for_replies(cody_env: CodyEnv
         daemon.conn.send_raw(
             b'{"jsonrpc":"2.0","id":"crlf","method":"session/list","params":{}}\r\n'
         )
-        await daemon.wait_for(lambda: any(m.get("id") == "crlf" for m in daemon.conn.received))
+        await daemon.wait_for(lambda: any(m.get("id") == "crlf" for m in daemon.received))
         result = await daemon.prompt(sid, "list files")
         assert result["stopReason"] == "end_turn"
         assert daemon.agent_text(sid)
@@ -223,7 +223,7 @@ async def test_withdrawn_approval_uses_the_acp_cancel_form_under_ndjson(
         daemon.answer("hang")
         await daemon.prompt(sid, "x")
         request_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
-        cancels = [m for m in daemon.conn.received if m.get("method", "").startswith("$/cancel")]
+        cancels = [m for m in daemon.received if m.get("method", "").startswith("$/cancel")]
         assert cancels == [
             {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": request_id}}
         ]

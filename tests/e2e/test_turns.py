@@ -151,7 +151,7 @@ async def test_cancel_while_an_approval_is_pending_withdraws_it(
     await daemon.wait_for(
         lambda: any(
             m.get("method") == "$/cancelRequest" and m["params"]["id"] == request_id
-            for m in daemon.conn.received
+            for m in daemon.received
         )
     )
     assert not (daemon.env.workspace / "never.txt").exists()

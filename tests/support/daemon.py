@@ -91,6 +91,9 @@ class Daemon:
         self.process = process
         self.env = cody_env
         self.conn = process.connection
+        self.received: list[dict[str, Any]] = []
+        """Every message the daemon sent, in order."""
+        self.conn.observe(self.received.append)
         self.updates: list[dict[str, Any]] = []
         self.permission_requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []
