@@ -60,7 +60,10 @@ class TerminalApprover:
         session: PromptSession[str] = PromptSession()
         while True:
             try:
-                answer = await session.prompt_async("  choice [y/a/n/r/c]: ")
+                # handle_sigint=False: prompt_toolkit would otherwise replace the turn's SIGINT
+                # handler and remove it on return, leaving Ctrl-C dead for the rest of the turn.
+                # Ctrl-C at this prompt arrives as a key press and cancels the turn.
+                answer = await session.prompt_async("  choice [y/a/n/r/c]: ", handle_sigint=False)
             except (KeyboardInterrupt, EOFError):
                 return "cancelled"
             choice = parse_choice(answer)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -107,5 +108,93 @@ async def test_chat_streams_markdown_interrupts_and_quits(
         tmux.keys("C-d")
         screen = await tmux.wait_for("EXITED=0")
         assert "Resume with: cody-client --resume" in screen
+    finally:
+        tmux.close()
+
+
+def _running(marker: str) -> bool:
+    """Whether a process whose command line contains `marker` is alive (read from /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and "tmux" not in cmdline:
+            return True
+    return False
+
+
+async def test_ctrl_c_after_an_approval_cancels_the_turn_and_kills_the_command(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regression: once an approval prompt was answered, Ctrl-C did nothing for the turn."""
+    cody_env.use_mock_provider(model.base_url)
+    marker = f"{time.time_ns() % 100000 + 900000}"
+    model.enqueue(tool_call("exec", {"command": f"sleep {marker}"}, call_id="c1"))
+    model.enqueue(text("never reached"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("sleep a while", "Enter")
+        await tmux.wait_for("choice [y/a/n/r/c]:")
+        tmux.keys("y", "Enter")
+        deadline = time.monotonic() + 20
+        while not _running(f"sleep {marker}"):
+            assert time.monotonic() < deadline, tmux.screen()
+            await asyncio.sleep(0.05)
+        tmux.keys("C-c")
+        screen = await tmux.wait_for("stop: cancelled", timeout=10)
+        assert "cancelling the turn" in screen
+        assert not _running(f"sleep {marker}"), "the command's process group is gone"
+
+        tmux.keys("C-c")  # between turns: a hint, not an exit
+        await tmux.wait_for("(Ctrl-D or /quit to leave)")
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()
+
+
+async def test_ctrl_c_twice_during_a_turn_quits(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "echo approved"}, call_id="c1"))
+    model.enqueue(text("slow " * 400, chunks=400), delay_s=0.05)
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("go", "Enter")
+        await tmux.wait_for("choice [y/a/n/r/c]:")
+        tmux.keys("y", "Enter")
+        await tmux.wait_for("slow slow")
+        model.enqueue(text("x"))
+        tmux.keys("C-c")
+        tmux.keys("C-c")
+        screen = await tmux.wait_for("EXITED=", timeout=15)
+        assert "EXITED=0" not in screen or "cancelling the turn" in screen
+    finally:
+        tmux.close()
+
+
+async def test_exec_on_a_terminal_cancelled_after_an_approval_exits_3(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    marker = f"{time.time_ns() % 100000 + 800000}"
+    model.enqueue(tool_call("exec", {"command": f"sleep {marker}"}, call_id="c1"))
+    tmux = Tmux(cody_env, "exec", "--approve", "ask", "wait for it")
+    try:
+        await tmux.wait_for("choice [y/a/n/r/c]:")
+        tmux.keys("y", "Enter")
+        deadline = time.monotonic() + 20
+        while not _running(f"sleep {marker}"):
+            assert time.monotonic() < deadline, tmux.screen()
+            await asyncio.sleep(0.05)
+        tmux.keys("C-c")
+        await tmux.wait_for("EXITED=3", timeout=10)
+        assert not _running(f"sleep {marker}")
     finally:
         tmux.close()
