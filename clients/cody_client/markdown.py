@@ -3,17 +3,55 @@
 The text of the current message is re-rendered in place (`rich.live.Live`, 10 fps) while it
 streams; `end()` leaves the final rendering on screen. Only used on a terminal; rich is
 imported on first use.
+
+Underscores outside code are shown as typed: in a coding agent's answers `__init__.py`,
+`__pycache__/` and `_private` are names, not emphasis (CommonMark would make `__init__`
+bold). `*` and `**` still emphasise.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
 
-__all__ = ["MarkdownStream", "render_diff"]
+__all__ = ["MarkdownStream", "literal_underscores"]
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)|<[a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^<>\s]*>")
+
+
+def literal_underscores(text: str) -> str:
+    """`text` with every `_` outside code (fences, code spans, autolinks) escaped as `\\_`."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        marker = _FENCE.match(line)
+        if fence is not None:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+            continue
+        if marker:
+            fence = marker.group(1)
+            out.append(line)
+            continue
+        pieces: list[str] = []
+        last = 0
+        for span in _CODE_SPAN.finditer(line):
+            pieces.append(_escape(line[last : span.start()]))
+            pieces.append(span.group(0))
+            last = span.end()
+        pieces.append(_escape(line[last:]))
+        out.append("".join(pieces))
+    return "".join(out)
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"(?<!\\)_", r"\\_", text)
 
 
 class MarkdownStream:
@@ -39,7 +77,7 @@ class MarkdownStream:
             from rich.live import Live
 
             self._live = Live(
-                Markdown(self._text),
+                Markdown(literal_underscores(self._text)),
                 console=self.console,
                 refresh_per_second=10,
                 vertical_overflow="visible",
@@ -47,24 +85,16 @@ class MarkdownStream:
             )
             self._live.start()
         else:
-            self._live.update(Markdown(self._text))
+            self._live.update(Markdown(literal_underscores(self._text)))
 
-    def end(self) -> None:
+    def end(self) -> bool:
+        """Leave the final rendering on screen; False when nothing was being rendered."""
         if self._live is None:
-            return
+            return False
         from rich.markdown import Markdown
 
-        self._live.update(Markdown(self._text), refresh=True)
+        self._live.update(Markdown(literal_underscores(self._text)), refresh=True)
         self._live.stop()
         self._live = None
         self._text = ""
-
-
-def render_diff(stream: TextIO, diff_text: str) -> None:
-    """Print a unified diff with syntax highlighting."""
-    from rich.console import Console
-    from rich.syntax import Syntax
-
-    Console(file=stream, highlight=False).print(
-        Syntax(diff_text, "diff", theme="ansi_dark", word_wrap=True)
-    )
+        return True

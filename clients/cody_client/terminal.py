@@ -31,7 +31,7 @@ from cody_protocol.updates import (
     UserMessageChunk,
 )
 
-from .markdown import MarkdownStream, render_diff
+from .markdown import MarkdownStream
 
 __all__ = ["Renderer", "Style", "use_color"]
 
@@ -109,8 +109,9 @@ class Renderer:
             self._out_at_line_start = self._info_at_line_start = at_start
 
     def _end_markdown(self) -> None:
-        if self._md is not None:
-            self._md.end()
+        # Only a rendering that was on screen leaves the cursor at a line start: a finished
+        # stream object says nothing about where the cursor is now (a thought may follow it).
+        if self._md is not None and self._md.end():
             self._out_at_line_start = self._info_at_line_start = True
 
     def _newline(self) -> None:
@@ -265,17 +266,6 @@ class Renderer:
         lines.extend(self._approval_footer(request))
         return "\n".join(lines)
 
-    def diff_text(self, diff: DiffToolCallContent) -> str:
-        """The edit as a unified diff (for highlighting)."""
-        old = (diff.old_text or "").splitlines()
-        new = diff.new_text.splitlines()
-        return "\n".join(
-            line
-            for line in difflib.unified_diff(
-                old, new, "a/" + diff.path, "b/" + diff.path, lineterm="", n=2
-            )
-        )
-
     def _diff_lines(self, diff: DiffToolCallContent) -> list[str]:
         old = (diff.old_text or "").splitlines()
         new = diff.new_text.splitlines()
@@ -295,18 +285,9 @@ class Renderer:
         return lines
 
     def show_approval(self, request: RequestPermissionParams) -> None:
+        """The request inside its frame: every line, diffs included, starts with `│ `."""
         self._newline()
-        if not (self.markdown and self.style.color):
-            self._write(self.info, self.approval_text(request) + "\n")
-            self._mode = "idle"
-            return
-        self._write(self.info, self._approval_header(request) + "\n")
-        for item in request.tool_call.content:
-            if isinstance(item, DiffToolCallContent):
-                render_diff(self.info, self.diff_text(item))
-            elif isinstance(item, ContentToolCallContent):
-                self._write(self.info, "\n".join(self._text_lines(item)) + "\n")
-        self._write(self.info, "\n".join(self._approval_footer(request)) + "\n")
+        self._write(self.info, self.approval_text(request) + "\n")
         self._mode = "idle"
 
     def status(self) -> str:

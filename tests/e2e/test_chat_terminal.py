@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import CodyEnv
-from tests.support.mock_responses import MockResponsesServer, text, tool_call
+from tests.support.mock_responses import MockResponsesServer, reasoning, text, tool_call
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="tmux is not installed"
@@ -196,5 +196,53 @@ async def test_exec_on_a_terminal_cancelled_after_an_approval_exits_3(
         tmux.keys("C-c")
         await tmux.wait_for("EXITED=3", timeout=10)
         assert not _running(f"sleep {marker}")
+    finally:
+        tmux.close()
+
+
+async def test_the_screen_shows_each_reply_once_names_as_typed_and_diffs_in_their_frame(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regressions seen in the demo: the reply glued onto the thinking line and printed twice,
+    `__init__.py` rendered as a bold `init.py`, and the approval diff's `--- a//tmp/...`
+    header printed outside the approval frame."""
+    cody_env.use_mock_provider(model.base_url)
+    (cody_env.workspace / "notes.txt").write_text("old line\n")
+    model.enqueue(
+        reasoning("Looking at the package first."),
+        text("Let me check."),
+        tool_call("listDir", {"dirPath": "."}, call_id="l1"),
+    )
+    model.enqueue(
+        reasoning("The listing is short."),
+        text("Found __init__.py and __pycache__/ here; the reply ends now."),
+    )
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "notes.txt", "content": "new line\n"}, call_id="w1")
+    )
+    model.enqueue(text("Edited."))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("look around", "Enter")
+        screen = await tmux.wait_for("stop: end_turn")
+        assert screen.count("the reply ends now") == 1, screen
+        [reply_line] = [line for line in screen.splitlines() if "the reply ends now" in line]
+        assert "thinking" not in reply_line and "listing is short" not in reply_line, screen
+        assert "__init__.py" in reply_line and "__pycache__/" in reply_line, screen
+
+        tmux.keys("edit the notes", "Enter")
+        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        frame_start = screen.index("Approval needed")
+        frame = screen[frame_start : screen.index("choice [y/a/n/r/c]:")].splitlines()
+        body = [line for line in frame[1:] if line.strip()]
+        assert body[-1].startswith("╰─"), "\n".join(frame)
+        assert all(line.startswith("│") for line in body[:-1]), "\n".join(frame)
+        assert any("-old line" in line for line in body) and any(
+            "+new line" in line for line in body
+        )
+        assert "--- a/" not in screen and "+++ b/" not in screen
+        tmux.keys("y", "Enter")
+        await tmux.wait_for("stop: end_turn", count=2)
     finally:
         tmux.close()
