@@ -24,6 +24,10 @@ CHOICES: dict[str, str] = {
 }
 
 
+KEYS = ("y", "a", "n", "r", "c")
+"""Single keys that answer at once in a terminal."""
+
+
 def parse_choice(text: str) -> str | None:
     return CHOICES.get(text.strip().lower())
 
@@ -55,18 +59,35 @@ class TerminalApprover:
         return await self._ask()
 
     async def _ask(self) -> str:
+        """One key answers (y/a/n/r/c, no Enter needed); Ctrl-C or Ctrl-D cancels the turn."""
         from prompt_toolkit import PromptSession
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-        session: PromptSession[str] = PromptSession()
+        bindings = KeyBindings()
+        for key in KEYS:
+
+            @bindings.add(key)
+            def _answer(event: KeyPressEvent, key: str = key) -> None:
+                event.current_buffer.insert_text(key)
+                event.app.exit(result=key)
+
+        @bindings.add("c-c")
+        @bindings.add("c-d")
+        def _cancel(event: KeyPressEvent) -> None:
+            event.app.exit(result="c")
+
+        session: PromptSession[str] = PromptSession(key_bindings=bindings)
         while True:
             try:
                 # handle_sigint=False: prompt_toolkit would otherwise replace the turn's SIGINT
                 # handler and remove it on return, leaving Ctrl-C dead for the rest of the turn.
                 # Ctrl-C at this prompt arrives as a key press and cancels the turn.
-                answer = await session.prompt_async("  choice [y/a/n/r/c]: ", handle_sigint=False)
+                answer = await session.prompt_async(
+                    "  choice [y/a/n/r/c]: ", handle_sigint=False
+                )
             except (KeyboardInterrupt, EOFError):
                 return "cancelled"
             choice = parse_choice(answer)
             if choice is not None:
                 return choice
-            self.renderer.line("  please answer y, a, n, r or c")
+            self.renderer.line("  please press y, a, n, r or c")

@@ -33,7 +33,7 @@ HELP = """Commands:
   /history                         replay this session's history
   /help, /quit
 Keys: Enter sends · Ctrl-C interrupts a turn (twice quits) · Ctrl-D quits
-Approvals: y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
+Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
 
 
 class Chat:

@@ -101,7 +101,7 @@ async def test_chat_streams_markdown_interrupts_and_quits(
 
         tmux.keys("run it", "Enter")
         await tmux.wait_for("choice [y/a/n/r/c]:")
-        tmux.keys("y", "Enter")
+        tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn", count=2)
         assert "ran-it" in screen
 
@@ -139,7 +139,7 @@ async def test_ctrl_c_after_an_approval_cancels_the_turn_and_kills_the_command(
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("sleep a while", "Enter")
         await tmux.wait_for("choice [y/a/n/r/c]:")
-        tmux.keys("y", "Enter")
+        tmux.keys("y")
         deadline = time.monotonic() + 20
         while not _running(f"sleep {marker}"):
             assert time.monotonic() < deadline, tmux.screen()
@@ -168,7 +168,7 @@ async def test_ctrl_c_twice_during_a_turn_quits(
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("go", "Enter")
         await tmux.wait_for("choice [y/a/n/r/c]:")
-        tmux.keys("y", "Enter")
+        tmux.keys("y")
         await tmux.wait_for("slow slow")
         model.enqueue(text("x"))
         tmux.keys("C-c")
@@ -188,7 +188,7 @@ async def test_exec_on_a_terminal_cancelled_after_an_approval_exits_3(
     tmux = Tmux(cody_env, "exec", "--approve", "ask", "wait for it")
     try:
         await tmux.wait_for("choice [y/a/n/r/c]:")
-        tmux.keys("y", "Enter")
+        tmux.keys("y")
         deadline = time.monotonic() + 20
         while not _running(f"sleep {marker}"):
             assert time.monotonic() < deadline, tmux.screen()
@@ -242,7 +242,7 @@ async def test_the_screen_shows_each_reply_once_names_as_typed_and_diffs_in_thei
             "+new line" in line for line in body
         )
         assert "--- a/" not in screen and "+++ b/" not in screen
-        tmux.keys("y", "Enter")
+        tmux.keys("y")
         await tmux.wait_for("stop: end_turn", count=2)
     finally:
         tmux.close()

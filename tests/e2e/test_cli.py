@@ -108,10 +108,10 @@ async def test_demo_in_a_terminal_asks_and_echoes_each_answer_once(cody_env: Cod
             raise AssertionError(f"{needle!r} did not appear:\n{await pane()}")
 
         await wait_for("choice [y/a/n/r/c]:")
-        subprocess.run(["tmux", "send-keys", "-t", name, "y", "Enter"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", name, "y"], check=True)
         await wait_for("Hello from the Cody demo!", 2)
         await wait_for("choice [y/a/n/r/c]:", 2)
-        subprocess.run(["tmux", "send-keys", "-t", name, "n", "Enter"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", name, "n"], check=True)
         screen = await wait_for("Resume it yourself")
         assert "choice [y/a/n/r/c]: y\n" in screen + "\n" and "choice [y/a/n/r/c]: yy" not in screen
         assert "User denied approval" in screen
