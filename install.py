@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Install Cody from this checkout: `cody-client` and `cody-daemon` on your PATH.
+
+    python3 install.py              install, or update after `git pull`
+    python3 install.py --uninstall  remove them again
+
+Standard library only, so it runs on any Python >= 3.11, including a distribution's own
+(Debian and Ubuntu forbid `pip install` there: PEP 668). It uses uv (https://docs.astral.sh/uv/):
+the `uv` on PATH, else `python3 -m uv`, else the uv wheel from PyPI (or `$UV_INDEX_URL` /
+`$PIP_INDEX_URL`), checked against its SHA-256 and unpacked into the bin directory. Then
+`uv tool install` puts Cody into its own environment, with every dependency at the version
+`uv.lock` pins and bytecode compiled (so the first start is fast), and links `cody-client`
+and `cody-daemon` into the bin directory (`$UV_TOOL_BIN_DIR`, `$XDG_BIN_HOME` or
+`~/.local/bin`). If that directory is not on PATH, `uv tool update-shell` adds it to your
+shell's startup file, and this script says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+UV_VERSION = "0.13.9"
+UV_WHEELS = {
+    # (system, machine) -> (wheel file name, sha256), from https://pypi.org/simple/uv/
+    ("Linux", "x86_64"): (
+        f"uv-{UV_VERSION}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19",
+    ),
+    ("Linux", "aarch64"): (
+        f"uv-{UV_VERSION}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64"
+        ".musllinux_1_1_aarch64.whl",
+        "5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe",
+    ),
+    ("Darwin", "x86_64"): (
+        f"uv-{UV_VERSION}-py3-none-macosx_10_12_x86_64.whl",
+        "c16ed11e013557536b3e60065f1b912f6407bd6518e041b961e23ef9e6b4fbf5",
+    ),
+    ("Darwin", "arm64"): (
+        f"uv-{UV_VERSION}-py3-none-macosx_11_0_arm64.whl",
+        "66c512266d633bef48384a1f53003f41f2a8e7b36fe6e7fbfd3e0fd52d96fa63",
+    ),
+}
+MARKER = "installed-by-cody"
+"""A uv this script downloaded has this file next to it (so --uninstall removes only that)."""
+
+
+class InstallError(Exception):
+    pass
+
+
+def say(text: str) -> None:
+    print(f"install.py: {text}", flush=True)
+
+
+def bin_dir() -> Path:
+    for name in ("UV_TOOL_BIN_DIR", "XDG_BIN_HOME"):
+        value = os.environ.get(name)
+        if value:
+            return Path(value).expanduser()
+    return Path.home() / ".local" / "bin"
+
+
+def on_path(directory: Path) -> bool:
+    entries = os.environ.get("PATH", "").split(os.pathsep)
+    return any(
+        Path(entry).expanduser().resolve() == directory.resolve() for entry in entries if entry
+    )
+
+
+# -- finding or fetching uv -------------------------------------------------------------------
+
+
+def find_uv() -> list[str] | None:
+    """`uv` on PATH, in the bin directory, or this Python's `uv` module (linked into bin)."""
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    local = bin_dir() / "uv"
+    if local.is_file() and os.access(local, os.X_OK):
+        return [str(local)]
+    probe = subprocess.run(
+        [sys.executable, "-c", "import uv; print(uv.find_uv_bin())"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return None
+    # Linked so that `uv run --frozen pytest` (the README's test command) finds it too.
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.symlink_to(probe.stdout.strip())
+    (local.parent / f".uv.{MARKER}").write_text("link\n", encoding="utf-8")
+    return [str(local)]
+
+
+def index_url() -> str:
+    for name in ("UV_INDEX_URL", "PIP_INDEX_URL"):
+        value = os.environ.get(name)
+        if value:
+            return value.rstrip("/")
+    return "https://pypi.org/simple"
+
+
+def fetch(url: str, accept: str | None = None) -> bytes:
+    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        data: bytes = response.read()
+        return data
+
+
+def download_uv() -> list[str]:
+    """Fetch the pinned uv wheel, check its hash, unpack `uv` into the bin directory."""
+    key = (platform.system(), platform.machine())
+    if key not in UV_WHEELS:
+        raise InstallError(
+            f"no pinned uv build for {key[0]} {key[1]}; install uv yourself "
+            "(https://docs.astral.sh/uv/getting-started/installation/) and run this again"
+        )
+    name, digest = UV_WHEELS[key]
+    listing = json.loads(fetch(f"{index_url()}/uv/", accept="application/vnd.pypi.simple.v1+json"))
+    urls = [f["url"] for f in listing.get("files", []) if f.get("filename") == name]
+    if not urls:
+        raise InstallError(f"{name} is not on {index_url()}")
+    url = urllib.request.urljoin(f"{index_url()}/uv/", urls[0])
+    say(f"downloading uv {UV_VERSION} ({name})")
+    wheel = fetch(url)
+    if hashlib.sha256(wheel).hexdigest() != digest:
+        raise InstallError(f"{name} does not have the expected SHA-256; not installing it")
+    target = bin_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
+        member = f"uv-{UV_VERSION}.data/scripts/uv"
+        data = archive.read(member)
+    uv = target / "uv"
+    tmp = target / ".uv.download"
+    tmp.write_bytes(data)
+    tmp.chmod(0o755)
+    tmp.replace(uv)
+    (target / f".uv.{MARKER}").write_text(UV_VERSION + "\n", encoding="utf-8")
+    say(f"uv installed at {uv}")
+    return [str(uv)]
+
+
+# -- install / uninstall ----------------------------------------------------------------------
+
+
+def run(command: list[str], **kwargs: object) -> None:
+    result = subprocess.run(command, check=False, **kwargs)  # type: ignore[call-overload]
+    if result.returncode != 0:
+        raise InstallError(f"`{' '.join(command)}` failed (exit {result.returncode})")
+
+
+def install(uv: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        constraints = Path(tmp) / "constraints.txt"
+        # The versions uv.lock pins, as constraints: the tool environment gets exactly those.
+        run(
+            [*uv, "export", "--frozen", "--no-dev", "--no-emit-workspace", "--no-hashes",
+             "--no-header", "--quiet", "-o", str(constraints)],
+            cwd=REPO,
+        )  # fmt: skip
+        run(
+            [*uv, "tool", "install", "--force", "--compile-bytecode", "--python", sys.executable,
+             "--constraints",
+             str(constraints), f"{REPO / 'clients'}[daemon]",
+             "--with-executables-from", "cody-daemon"],
+            cwd=REPO,
+        )  # fmt: skip
+    target = bin_dir()
+    say(f"cody-client and cody-daemon are in {target}")
+    if not on_path(target):
+        export = f'export PATH="{target}:$PATH"'
+        shell = subprocess.run([*uv, "tool", "update-shell"], capture_output=True, check=False)
+        if shell.returncode == 0:
+            say(f"{target} is now added to PATH by your shell's startup file (new shells).")
+            say(f"For this shell: {export}")
+        else:
+            say(f"{target} is not on your PATH: add `{export}` to your shell's startup file.")
+    say("update: `git pull && python3 install.py` · remove: `python3 install.py --uninstall`")
+
+
+def uninstall(uv: list[str] | None) -> None:
+    if uv is not None:
+        run([*uv, "tool", "uninstall", "cody-client"])
+        say("removed cody-client and cody-daemon")
+    marker = bin_dir() / f".uv.{MARKER}"
+    if marker.exists():
+        (bin_dir() / "uv").unlink(missing_ok=True)
+        marker.unlink()
+        say(f"removed the uv this script installed in {bin_dir()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--uninstall", action="store_true", help="remove cody-client and cody-daemon"
+    )
+    args = parser.parse_args(argv)
+    if sys.version_info < (3, 11):  # noqa: UP036 (this file also runs on older Pythons)
+        print("install.py: Cody needs Python 3.11 or newer", file=sys.stderr)
+        return 1
+    try:
+        uv = find_uv()
+        if args.uninstall:
+            uninstall(uv)
+            return 0
+        install(uv or download_uv())
+    except (InstallError, OSError, ValueError) as exc:
+        print(f"install.py: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The README's set-up, as a newcomer runs it: a fresh copy of the repository, an empty HOME,
+no uv on PATH, the distribution's own Python (PEP 668: `pip install` is refused there), then
+`cody-client` used from another directory, and removed again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM_PATH = "/usr/bin:/bin"
+PASS_THROUGH = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "UV_INDEX_URL",
+    "PIP_INDEX_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+)
+"""The machine's network settings (certificates, index, proxy) still apply: a newcomer has them."""
+
+
+def fresh_clone(target: Path) -> Path:
+    """Every file git would give a clone (tracked and new, not ignored), copied to `target`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.split(b"\0")
+    for raw in listed:
+        if not raw:
+            continue
+        source = REPO / raw.decode()
+        if not source.is_file():
+            continue  # deleted in the working tree
+        destination = target / raw.decode()
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination)
+    return target
+
+
+def uv_cache_dir() -> str | None:
+    """The machine's uv cache, so the test does not download every package again."""
+    for command in (["uv"], ["python3", "-m", "uv"]):
+        try:
+            found = subprocess.run(
+                [*command, "cache", "dir"], capture_output=True, text=True, timeout=60, check=False
+            )
+        except OSError:
+            continue
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    return None
+
+
+@pytest.mark.timeout(600)
+def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path: Path) -> None:
+    python = shutil.which("python3", path=SYSTEM_PATH)
+    if python is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but there is no system python3 in /usr/bin")
+        pytest.skip("no system python3 in /usr/bin")
+    assert shutil.which("uv", path=SYSTEM_PATH) is None, "uv must not be on the clean PATH"
+    clone = fresh_clone(tmp_path / "cody")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+    env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
+    cache = uv_cache_dir()
+    if cache:
+        env["UV_CACHE_DIR"] = cache
+
+    installed = subprocess.run(
+        [python, "install.py"],
+        cwd=clone, env=env, capture_output=True, text=True, timeout=500, check=False,
+    )  # fmt: skip
+    report = f"{installed.stdout}\n{installed.stderr}"
+    assert installed.returncode == 0, report
+    bin_dir = home / ".local" / "bin"
+    assert (bin_dir / "cody-client").exists() and (bin_dir / "cody-daemon").exists(), report
+    assert "git pull && python3 install.py" in installed.stdout  # how to update
+    assert "--uninstall" in installed.stdout  # and how to remove it
+    assert f'export PATH="{bin_dir}:$PATH"' in installed.stdout  # not on PATH yet: says so
+
+    project = tmp_path / "my-project"
+    project.mkdir()
+    (project / "main.py").write_text("print('hi')\n")
+    user_env = {**env, "PATH": f"{bin_dir}:{SYSTEM_PATH}"}
+    turn = subprocess.run(
+        ["cody-client", "exec", "list files"],
+        cwd=project, env=user_env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert turn.returncode == 0, f"{turn.stdout}\n{turn.stderr}"
+    assert "main.py" in turn.stdout
+    listed = subprocess.run(
+        ["cody-client", "sessions", "list"],
+        cwd=tmp_path, env=user_env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert str(project) in listed.stdout, listed.stdout + listed.stderr
+    daemon = subprocess.run(
+        ["cody-daemon", "--version"],
+        env=user_env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert daemon.returncode == 0 and daemon.stdout.strip(), daemon.stderr
+
+    tests_command = subprocess.run(
+        ["uv", "--version"], env=user_env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert tests_command.returncode == 0, "`uv run --frozen pytest` needs uv on the new PATH"
+
+    removed = subprocess.run(
+        [python, "install.py", "--uninstall"],
+        cwd=clone, env=user_env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert removed.returncode == 0, removed.stderr
+    assert not (bin_dir / "cody-client").exists() and not (bin_dir / "cody-daemon").exists()
