@@ -36,27 +36,39 @@ class TerminalApprover:
     """Shows each request once, then asks (TTY) or answers by `mode` (no TTY / headless)."""
 
     def __init__(
-        self, renderer: Renderer, mode: ApprovalMode, *, auto_note: str | None = None
+        self,
+        renderer: Renderer,
+        mode: ApprovalMode,
+        *,
+        auto_note: str | None = None,
+        show_requests: bool = False,
     ) -> None:
+        """`show_requests`: print the whole request even when a rule answers it (the demo)."""
         self.renderer = renderer
         self.mode = mode
         self.auto_note = auto_note
+        self.show_requests = show_requests
         self.interactive = mode == "ask" and sys.stdin.isatty()
+        self._told = False
 
     async def __call__(self, request: RequestPermissionParams) -> str:
-        self.renderer.show_approval(request)
+        if self.interactive:
+            self.renderer.show_approval(request)
+            return await self._ask()
+        title = request.tool_call.title
+        if self.show_requests:
+            self.renderer.show_approval(request)
         if self.mode == "allow":
-            if self.auto_note:
-                self.renderer.line(self.auto_note)
+            # A rule answers: one line, not the whole approval box.
+            self.renderer.line(self.auto_note or f"  allowed by --approve allow: {title}")
             return "allow_once"
-        if self.mode == "deny" or not self.interactive:
-            self.renderer.line(
-                "(no terminal to ask: rejected)"
-                if self.mode == "ask"
-                else "(rejected by --approve deny)"
-            )
-            return "reject_once"
-        return await self._ask()
+        if self.mode == "deny":
+            self.renderer.line(f"  rejected by --approve deny: {title}")
+        else:
+            hint = "" if self._told else " (--approve allow runs such calls without asking)"
+            self._told = True
+            self.renderer.line(f"  rejected, no terminal to ask: {title}{hint}")
+        return "reject_once"
 
     async def _ask(self) -> str:
         """One key answers (y/a/n/r/c, no Enter needed); Ctrl-C or Ctrl-D cancels the turn."""
@@ -82,9 +94,7 @@ class TerminalApprover:
                 # handle_sigint=False: prompt_toolkit would otherwise replace the turn's SIGINT
                 # handler and remove it on return, leaving Ctrl-C dead for the rest of the turn.
                 # Ctrl-C at this prompt arrives as a key press and cancels the turn.
-                answer = await session.prompt_async(
-                    "  choice [y/a/n/r/c]: ", handle_sigint=False
-                )
+                answer = await session.prompt_async("  choice [y/a/n/r/c]: ", handle_sigint=False)
             except (KeyboardInterrupt, EOFError):
                 return "cancelled"
             choice = parse_choice(answer)

@@ -21,6 +21,7 @@ from .client import ClientSession, CodyClient, RemoteError
 from .headless import EXIT_CODES, run_turn, session_settings
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
+from .wording import for_terminal
 
 __all__ = ["HELP", "run_chat"]
 
@@ -102,7 +103,7 @@ class Chat:
             try:
                 result = await run_turn(self.session, text, self.renderer.on_update, self.spinner)
             except RemoteError as exc:
-                self.renderer.line(self.renderer.style.red(f"error: {exc.message}"))
+                self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
                 continue
             self.renderer.turn_finished(result, model=self.session.option("model"))
         self.renderer.line(
@@ -147,7 +148,7 @@ class Chat:
             else:
                 self.renderer.line(f"Unknown command {name}. /help lists the commands.")
         except RemoteError as exc:
-            self.renderer.line(self.renderer.style.red(f"error: {exc.message}"))
+            self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
         except ValueError:
             self.renderer.line("usage: /fork [N] where N is a user message number (0 = the first)")
         return True
@@ -215,6 +216,6 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return EXIT_CODES["usage"] if exc.code in (-32602, -32002) else EXIT_CODES["error"]
     return 0

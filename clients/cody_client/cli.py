@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Sequence
 
 from . import __version__
 from .process import DaemonNotFound
+from .wording import for_terminal
 
 __all__ = ["main", "split_subcommand"]
 
@@ -120,7 +122,16 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     return {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
 
 
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (\w+) [\w.]+: (.*)$")
+
+
 def _forward_stderr(line: str) -> None:
+    """The daemon's stderr for a person: log lines without timestamp and logger name."""
+    match = _LOG_LINE.match(line)
+    if match is not None:
+        level, message = match.groups()
+        prefix = "cody-daemon: " if level in ("INFO", "DEBUG") else f"cody-daemon {level.lower()}: "
+        line = prefix + message
     sys.stderr.write(line + "\n")
 
 
@@ -180,6 +191,6 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                 await client.delete_session(args.session_id)
                 print(f"Deleted session {args.session_id}.")
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
     return 0

@@ -67,6 +67,7 @@ async def run_demo() -> int:
             renderer,
             "ask" if interactive else "allow",
             auto_note=None if interactive else AUTO_NOTE,
+            show_requests=True,
         )
         session = await client.new_session(str(workspace), provider="offline", model="offline")
         for prompt in ("list files", f"run {run_command}", "write NOTES.md: Cody was here."):
@@ -79,7 +80,7 @@ async def run_demo() -> int:
     renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
     async with CodyClient.spawn(env=os.environ) as client:
         client.on_permission = TerminalApprover(
-            renderer, "ask" if interactive else "allow", auto_note=AUTO_NOTE
+            renderer, "ask" if interactive else "allow", auto_note=AUTO_NOTE, show_requests=True
         )
         saved = [info for info in await client.list_sessions() if info.session_id == session_id]
         if saved:

@@ -23,6 +23,7 @@ from .client import ClientSession, CodyClient, RemoteError
 from .json_events import JsonEvents
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
+from .wording import for_terminal
 
 __all__ = ["EXIT_CODES", "exit_code_for", "run_exec", "run_turn"]
 
@@ -120,6 +121,7 @@ class _JsonApprover:
         self.events = events
         self.terminal = terminal
         self.mode = mode
+        self._told = False
 
     async def __call__(self, request: RequestPermissionParams) -> str:
         call = request.tool_call
@@ -130,6 +132,12 @@ class _JsonApprover:
         else:
             decision = "reject_once"
             reason = "--approve deny" if self.mode == "deny" else "no terminal to ask"
+            if self.mode == "ask" and not self._told:
+                self._told = True
+                sys.stderr.write(
+                    f"cody-client: rejected {call.title}: no terminal to ask "
+                    "(--approve allow runs such calls without asking)\n"
+                )
         self.events.approval(call.tool_call_id, call.title, decision, reason)
         return decision
 
@@ -152,11 +160,6 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
         style=Style(use_color(sys.stderr)),
         show_thoughts=not args.no_thoughts,
     )
-    if args.approve == "ask" and not sys.stdin.isatty():
-        sys.stderr.write(
-            "cody-client: no terminal to ask for approvals; they will be rejected "
-            "(use --approve allow to run them)\n"
-        )
     terminal = TerminalApprover(renderer, args.approve)
     cwd = args.cwd or os.getcwd()
     spinner = None if json_mode else Spinner(sys.stderr)
@@ -178,8 +181,12 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
                     model=session.option("model"),
                     resumed=bool(args.resume),
                     session_file=meta.session_file if meta else None,
+                    warnings=list(meta.warnings) if meta else [],
                 )
                 events.turn_started(prompt)
+            else:
+                for warning in session.meta.warnings if session.meta else []:
+                    renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
             result = await run_turn(
                 session, prompt, events.on_update if events else renderer.on_update, spinner
             )
@@ -187,7 +194,7 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
         code = error_exit_code(exc)
         if events is not None:
             events.error(exc.message, code, exc.code, exc.data)
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return code
     except (OSError, ConnectionError) as exc:
         if events is not None:

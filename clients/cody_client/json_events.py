@@ -35,9 +35,9 @@ from cody_protocol.updates import (
     UsageUpdate,
 )
 
-__all__ = ["DENIED_MARKER", "JsonEvents"]
+from .terminal import was_refused
 
-DENIED_MARKER = "User denied approval"
+__all__ = ["JsonEvents"]
 
 
 class JsonEvents:
@@ -124,7 +124,7 @@ class JsonEvents:
                 if isinstance(item, ContentToolCallContent)
                 and isinstance(item.content, TextContent)
             )
-        if output and DENIED_MARKER in output:
+        if was_refused(raw_output, output):
             self.denied = True
         self.emit(
             ToolCompleted(tool_call_id=call_id, status=status, output=output, raw_output=raw_output)

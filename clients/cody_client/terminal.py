@@ -33,9 +33,17 @@ from cody_protocol.updates import (
 
 from .markdown import MarkdownStream
 
-__all__ = ["Renderer", "Style", "use_color"]
+__all__ = ["Renderer", "Style", "use_color", "was_refused"]
 
 DENIED_MARKER = "User denied approval"
+
+
+def was_refused(raw_output: object, text: str | None) -> bool:
+    """Whether a finished call was rejected or refused (`rawOutput.refused`, or older daemons'
+    "User denied approval" text): `exec` then exits 4."""
+    if isinstance(raw_output, dict) and raw_output.get("refused"):
+        return True
+    return bool(text) and DENIED_MARKER in (text or "")
 
 
 def use_color(stream: TextIO) -> bool:
@@ -156,7 +164,9 @@ class Renderer:
             self._tool_started(update)
         elif isinstance(update, ToolCallUpdate):
             if update.status in ("completed", "failed"):
-                self._tool_finished(update.tool_call_id, update.status, update.content or [])
+                self._tool_finished(
+                    update.tool_call_id, update.status, update.content or [], update.raw_output
+                )
         elif isinstance(update, UsageUpdate):
             self._used, self._size = update.used, update.size
 
@@ -175,9 +185,17 @@ class Renderer:
             )
             self._mode = "tool"
         if update.status in ("completed", "failed"):
-            self._tool_finished(update.tool_call_id, update.status, update.content or [])
+            self._tool_finished(
+                update.tool_call_id, update.status, update.content or [], update.raw_output
+            )
 
-    def _tool_finished(self, call_id: str, status: str, content: Sequence[ToolCallContent]) -> None:
+    def _tool_finished(
+        self,
+        call_id: str,
+        status: str,
+        content: Sequence[ToolCallContent],
+        raw_output: object = None,
+    ) -> None:
         call = self.calls.get(call_id)
         if call is None or call.finished:
             return
@@ -185,7 +203,7 @@ class Renderer:
         text = "\n".join(
             _text_of(item.content) for item in content if isinstance(item, ContentToolCallContent)
         )
-        if DENIED_MARKER in text:
+        if was_refused(raw_output, text):
             self.denied = True
         lines = [line for line in text.strip().splitlines() if line.strip()]
         preview = lines[:6]

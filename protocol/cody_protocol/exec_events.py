@@ -47,6 +47,8 @@ class SessionStarted(WireModel):
     model: str | None = None
     resumed: bool = False
     session_file: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    """Configuration warnings (e.g. keys ignored from an untrusted project's config)."""
 
 
 class TurnStarted(WireModel):

@@ -129,7 +129,8 @@ async def test_exec_streams_the_answer_and_exits_0(
     code, out, err = await run_client(cody_env, "exec", "--approve", "allow", "do the thing")
     assert code == 0, err
     assert out.strip() == "All done."
-    assert "echo from-tool" in err and "Approval needed" in err
+    assert "allowed by --approve allow: echo from-tool" in err
+    assert "Approval needed" not in err, "a rule answered: no approval box"
 
 
 async def test_exec_exit_codes(cody_env: CodyEnv, model: MockResponsesServer) -> None:
@@ -197,3 +198,47 @@ async def test_chat_without_a_terminal_reads_prompts_from_stdin(cody_env: CodyEn
     assert code == 0, err
     assert "List ." in out and "missing.txt" in out
     assert "Resume with: cody-client --resume" in out
+
+
+async def test_exec_says_only_what_a_user_needs_on_stderr(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regressions: a "no terminal" note on every run, the untrusted-project warning dropped,
+    daemon log lines with timestamps, and protocol words in errors."""
+    cody_env.use_mock_provider(model.base_url)
+    project = cody_env.workspace / ".cody"
+    project.mkdir()
+    (project / "config.toml").write_text('sandbox_mode = "danger-full-access"\n')
+    model.enqueue(text("plain answer"))
+    code, out, err = await run_client(cody_env, "exec", "just answer")
+    assert code == 0 and out.strip() == "plain answer", err
+    assert "no terminal" not in err, "nothing was rejected, so nothing to say about it"
+    assert "warning:" in err and "not trusted" in err and "sandbox_mode" in err
+    assert not any(line[:4].isdigit() for line in err.splitlines()), err
+
+    code, _, err = await run_client(cody_env, "exec", "--provider", "openai", "hi")
+    assert code == 5
+    assert "--provider" in err and "session/set_config_option" not in err
+
+    code, _, err = await run_client(cody_env, "--resume", "no-such-session")
+    assert code == 2
+    assert "cody-client sessions list" in err and "session/list" not in err
+
+
+async def test_exec_exits_4_when_a_call_is_refused_not_only_when_rejected(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "echo hidden"}, call_id="c1"))
+    model.enqueue(text("could not run it"))
+    code, _, err = await run_client(
+        cody_env, "exec", "--approve", "allow", "--allowed-tools", "readFile", "run it"
+    )
+    assert code == 4, err
+
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "/etc/cody-test", "content": "x"}, call_id="w1")
+    )
+    model.enqueue(text("blocked"))
+    code, _, err = await run_client(cody_env, "exec", "--approve", "allow", "write outside")
+    assert code == 4, err

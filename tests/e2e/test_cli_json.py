@@ -142,7 +142,7 @@ async def test_allowed_tools_hide_the_others(cody_env: CodyEnv, model: MockRespo
     [done] = [e for e in events if e["type"] == "tool.completed"]
     assert done["status"] == "failed" and "not allowed" in done["output"]
     assert not (cody_env.workspace / "forced").exists()
-    assert code == 0
+    assert code == 4, "a refused call exits 4, like a rejected one"
 
 
 async def test_chat_slash_commands_without_a_terminal(cody_env: CodyEnv) -> None:

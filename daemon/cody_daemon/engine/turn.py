@@ -328,11 +328,13 @@ class TurnRunner:
                 ctx=ctx,
             )
             if not allowed:
-                self._finish_call(call.call_id, error_result(DENIED))
+                self._finish_call(call.call_id, error_result(DENIED, {"refused": "user"}))
                 return
         elif isinstance(verdict, Deny):
             self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
-            self._finish_call(call.call_id, error_result(verdict.message))
+            self._finish_call(
+                call.call_id, error_result(verdict.message, {"refused": verdict.reason})
+            )
             if verdict.reason == "sandbox":
                 self.state.failure_seen = True
             return

@@ -1,0 +1,46 @@
+"""Daemon errors in the terminal's words.
+
+The daemon's messages serve every client, so they name protocol fields (`_meta.cody.model`,
+`session/set_config_option`, `session/list`); in a terminal the same advice is a flag, a chat
+command or a `cody-client` subcommand. Unknown text passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["for_terminal"]
+
+_FLAGS = {
+    "provider": "--provider",
+    "model": "--model",
+    "approvalPolicy": "--approval-policy",
+    "sandboxMode": "--sandbox",
+    "allowedTools": "--allowed-tools",
+}
+"""`_meta.cody` fields that cody-client sets from its flags."""
+
+_PHRASES = (
+    (
+        "pick another provider with model_provider / session/set_config_option provider",
+        "pick another provider with --provider (or /model PROVIDER MODEL in a chat, or "
+        "model_provider in config.toml)",
+    ),
+    (
+        "Use session/list (or `cody-client sessions list`) to see known sessions.",
+        "Run `cody-client sessions list` to see the saved sessions.",
+    ),
+    ("use session/load or session/resume first.", "resume it with `cody-client --resume ID`."),
+    ("session/set_config_option", "/model or /approvals"),
+    ("session/list", "`cody-client sessions list`"),
+)
+
+_META_FIELD = re.compile(r"_meta\.cody\.(\w+)")
+_META_SOURCE = re.compile(r"\((?:in |from )?_meta\.cody\)")
+
+
+def for_terminal(message: str) -> str:
+    for protocol, terminal in _PHRASES:
+        message = message.replace(protocol, terminal)
+    message = _META_FIELD.sub(lambda m: _FLAGS.get(m.group(1), m.group(0)), message)
+    return _META_SOURCE.sub("(from the command line)", message)
