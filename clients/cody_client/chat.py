@@ -17,23 +17,37 @@ from typing import Any
 from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
-from .client import ClientSession, CodyClient, RemoteError
+from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
-from .wording import for_terminal
+from .wording import for_terminal, lookup_message
 
 __all__ = ["HELP", "run_chat"]
+
+PICK_LIMIT = 20
+"""How many recent sessions bare `/resume` offers."""
+
+
+def unique_prefix_length(ids: list[str], shortest: int = 8) -> int:
+    """The shortest prefix length (at least `shortest`) that tells all `ids` apart."""
+    length = shortest
+    while length < max((len(i) for i in ids), default=0) and len({i[:length] for i in ids}) < len(
+        set(ids)
+    ):
+        length += 1
+    return length
+
 
 HELP = """Commands:
   /model [MODEL | PROVIDER MODEL]  show providers and models, or switch (applies from the next turn)
   /approvals [POLICY]              show or set the approval policy (untrusted, on-request, on-failure, never)
   /sessions                        list saved sessions
-  /resume ID                       switch to a saved session (its history is replayed)
+  /resume [ID]                     switch to a saved session (a unique id prefix will do; no ID: pick)
   /fork [N]                        continue in a copy of this session (up to user message N)
   /history                         replay this session's history
   /help, /quit
-Keys: Enter sends · Ctrl-C interrupts a turn (twice quits) · Ctrl-D quits
+Keys: Enter sends · Alt-Enter (or Esc then Enter) starts a new line · Ctrl-C interrupts a turn · Ctrl-C twice or Ctrl-D quits
 Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
 
 
@@ -48,6 +62,8 @@ class Chat:
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self.spinner = Spinner(sys.stdout) if self.interactive else None
         self._prompt_session: Any = None
+        self._interrupted = [False]
+        """Whether the last key press that mattered was a Ctrl-C (two in a row quit)."""
 
     # -- input ----------------------------------------------------------------------------
 
@@ -68,16 +84,32 @@ class Chat:
             return line.rstrip("\n") if line else None
         if self._prompt_session is None:
             from prompt_toolkit import PromptSession
+            from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-            self._prompt_session = PromptSession(bottom_toolbar=self._toolbar)
+            bindings = KeyBindings()
+
+            # Alt-Enter (Escape, Enter) starts a new line. Not Ctrl-J: keys typed before the prompt
+            # is up arrive through the tty's line discipline, where Enter becomes Ctrl-J.
+            @bindings.add("escape", "enter")
+            def _newline(event: KeyPressEvent) -> None:
+                event.current_buffer.insert_text("\n")
+
+            self._prompt_session = PromptSession(
+                bottom_toolbar=self._toolbar, key_bindings=bindings
+            )
         while True:
             try:
                 text: str = await self._prompt_session.prompt_async("› ")
-                return text
             except KeyboardInterrupt:
-                self.renderer.line("(Ctrl-D or /quit to leave)")
+                if self._interrupted[0]:
+                    return None  # the second Ctrl-C in a row
+                self._interrupted[:] = [True]
+                self.renderer.line("(Ctrl-C again or Ctrl-D to leave)")
+                continue
             except EOFError:
                 return None
+            self._interrupted[:] = [False]
+            return text
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -101,7 +133,13 @@ class Chat:
                     break
                 continue
             try:
-                result = await run_turn(self.session, text, self.renderer.on_update, self.spinner)
+                result = await run_turn(
+                    self.session,
+                    text,
+                    self.renderer.on_update,
+                    self.spinner,
+                    interrupted=self._interrupted,
+                )
             except RemoteError as exc:
                 self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
                 continue
@@ -129,11 +167,8 @@ class Chat:
                 await self._approvals(words)
             elif name == "/sessions":
                 await self._sessions()
-            elif name == "/resume" and words:
-                self.session = await self.client.load_session(
-                    words[0], self.cwd, on_update=self.renderer.on_update
-                )
-                self.renderer.line(f"Resumed session {self.session.id}.")
+            elif name == "/resume":
+                await self._resume(words[0] if words else None)
             elif name == "/fork":
                 at = int(words[0]) if words else None
                 self.session = await self.client.fork_session(
@@ -141,17 +176,77 @@ class Chat:
                 )
                 self.renderer.line(f"Forked into session {self.session.id}.")
             elif name == "/history":
+                # A renderer of its own: the calls shown live are shown again in the replay.
+                replay = self.renderer.fresh()
                 await self.client.load_session(
-                    self.session.id, self.cwd, on_update=self.renderer.on_update
+                    self.session.id, self.cwd, on_update=replay.on_update
                 )
-                self.renderer.line("")
+                replay.line("")
             else:
                 self.renderer.line(f"Unknown command {name}. /help lists the commands.")
         except RemoteError as exc:
             self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
+        except SessionLookupError as exc:
+            self.renderer.line(self.renderer.style.red(f"error: {lookup_message(exc)}"))
+            for info in exc.candidates[:10]:
+                self.renderer.line(f"  {info.session_id}  {info.title or ''}")
         except ValueError:
-            self.renderer.line("usage: /fork [N] where N is a user message number (0 = the first)")
+            usage = {
+                "/fork": "usage: /fork [N] where N is a user message number (0 = the first)",
+                "/resume": "usage: /resume [ID | ID prefix], or a number from the list",
+            }
+            self.renderer.line(usage.get(name, f"usage: see /help for {name}"))
         return True
+
+    async def _resume(self, given: str | None) -> None:
+        if given is None:
+            given = await self._pick_session()
+            if given is None:
+                return
+        session_id = await self.client.resolve_session_id(given)
+        replay = self.renderer.fresh()
+        self.session = await self.client.load_session(
+            session_id, self.cwd, on_update=replay.on_update
+        )
+        self.renderer.forget_usage()
+        replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
+
+    async def _pick_session(self) -> str | None:
+        """Number the recent sessions and read a choice (an empty answer picks nothing)."""
+        sessions = [s for s in await self.client.list_sessions() if s.session_id != self.session.id]
+        if not sessions:
+            self.renderer.line("No other saved sessions.")
+            return None
+        shown = sessions[:PICK_LIMIT]
+        width = unique_prefix_length([s.session_id for s in sessions])
+        for number, info in enumerate(shown, start=1):
+            self.renderer.line(
+                f"{number:>3}. {info.session_id[:width]}  {info.updated_at or '':20}  "
+                f"{info.title or ''}"
+            )
+        answer = await self._ask_line(f"resume which? [1-{len(shown)}, Enter for none] ")
+        if answer is None or not answer.strip():
+            return None
+        try:
+            index = int(answer) - 1
+        except ValueError:
+            return answer.strip()  # an id or a prefix
+        if not 0 <= index < len(shown):
+            raise ValueError("no such entry")
+        return shown[index].session_id
+
+    async def _ask_line(self, question: str) -> str | None:
+        if not self.interactive:
+            self.renderer.line(question.rstrip())
+            line = await asyncio.to_thread(sys.stdin.readline)
+            return line.rstrip("\n") if line else None
+        from prompt_toolkit import PromptSession
+
+        picker: PromptSession[str] = PromptSession()
+        try:
+            return await picker.prompt_async(question)
+        except (KeyboardInterrupt, EOFError):
+            return None
 
     async def _model(self, words: list[str]) -> None:
         if len(words) == 2:
@@ -207,7 +302,8 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
         async with CodyClient.spawn(on_stderr=forward_stderr) as client:
             client.on_permission = TerminalApprover(renderer, "ask")
             if args.resume:
-                session = await client.load_session(args.resume, cwd, on_update=renderer.on_update)
+                session_id = await client.resolve_session_id(args.resume)
+                session = await client.load_session(session_id, cwd, on_update=renderer.on_update)
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             for warning in session.meta.warnings if session.meta else []:
@@ -218,4 +314,7 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return EXIT_CODES["usage"] if exc.code in (-32602, -32002) else EXIT_CODES["error"]
+    except SessionLookupError as exc:
+        sys.stderr.write(f"cody-client: {lookup_message(exc)}\n")
+        return EXIT_CODES["usage"]
     return 0

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .process import DaemonNotFound
-from .wording import for_terminal
+from .wording import for_terminal, lookup_message
 
 __all__ = ["main", "split_subcommand"]
 
@@ -164,13 +164,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .client import CodyClient, RemoteError
+    from .client import CodyClient, RemoteError, SessionLookupError
     from .terminal import Renderer, Style, use_color
 
     if args.action in ("show", "delete") and not args.session_id:
         parser.error(f"sessions {args.action} needs a session id")
     try:
         async with CodyClient.spawn(on_stderr=_forward_stderr) as client:
+            if args.session_id:
+                args.session_id = await client.resolve_session_id(args.session_id)
             if args.action == "list":
                 sessions = await client.list_sessions(args.cwd)
                 if not sessions:
@@ -193,4 +195,9 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
+    except SessionLookupError as exc:
+        sys.stderr.write(f"cody-client: {lookup_message(exc)}\n")
+        for info in exc.candidates[:10]:
+            sys.stderr.write(f"  {info.session_id}  {info.title or ''}\n")
+        return 2
     return 0

@@ -48,10 +48,24 @@ __all__ = [
     "PermissionCallback",
     "PromptRun",
     "RemoteError",
+    "SessionLookupError",
     "UpdateCallback",
 ]
 
 logger = logging.getLogger(__name__)
+
+FULL_ID_LENGTH = 36
+"""Session ids are UUIDs (36 characters); anything shorter is taken as a prefix."""
+
+
+class SessionLookupError(LookupError):
+    """A session id prefix matched no saved session, or several (`candidates`)."""
+
+    def __init__(self, message: str, candidates: list[SessionInfo]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.candidates = candidates
+
 
 PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
 """Returns an option id (`allow_once`, `allow_session`, `reject_once`, `reject_session`) or
@@ -423,6 +437,23 @@ class CodyClient:
             if page.next_cursor is None:
                 return sessions
             cursor = page.next_cursor
+
+    async def resolve_session_id(self, text: str) -> str:
+        """A saved session's id from its full id or a unique prefix (as `git` does for commits).
+
+        Raises SessionLookupError naming the candidates when the prefix matches none or several.
+        """
+        text = text.strip()
+        if len(text) == FULL_ID_LENGTH:
+            return text
+        matches = [s for s in await self.list_sessions() if s.session_id.startswith(text)]
+        if len(matches) == 1:
+            return matches[0].session_id
+        if not matches:
+            raise SessionLookupError(f"No saved session id starts with {text!r}.", [])
+        raise SessionLookupError(
+            f"{len(matches)} saved sessions start with {text!r}; give more characters.", matches
+        )
 
     async def delete_session(self, session_id: str) -> None:
         await self.connection.request("session/delete", {"sessionId": session_id})

@@ -62,32 +62,35 @@ async def run_demo() -> int:
             )
         )
 
-    async with CodyClient.spawn(env=os.environ) as client:
-        client.on_permission = TerminalApprover(
-            renderer,
-            "ask" if interactive else "allow",
-            auto_note=None if interactive else AUTO_NOTE,
-            show_requests=True,
-        )
-        session = await client.new_session(str(workspace), provider="offline", model="offline")
-        for prompt in ("list files", f"run {run_command}", "write NOTES.md: Cody was here."):
-            await _say(session, renderer, prompt)
-        session_file = session.meta.session_file if session.meta is not None else "(unknown)"
-        session_id = session.id
+    try:
+        async with CodyClient.spawn(env=os.environ) as client:
+            client.on_permission = TerminalApprover(
+                renderer,
+                "ask" if interactive else "allow",
+                auto_note=None if interactive else AUTO_NOTE,
+                show_requests=True,
+            )
+            session = await client.new_session(str(workspace), provider="offline", model="offline")
+            for prompt in ("list files", f"run {run_command}", "write NOTES.md: Cody was here."):
+                await _say(session, renderer, prompt)
+            session_file = session.meta.session_file if session.meta is not None else "(unknown)"
+            session_id = session.id
 
-    renderer.line("")
-    renderer.line(renderer.style.bold("The session is saved:") + f" {session_file}")
-    renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
-    async with CodyClient.spawn(env=os.environ) as client:
-        client.on_permission = TerminalApprover(
-            renderer, "ask" if interactive else "allow", auto_note=AUTO_NOTE, show_requests=True
-        )
-        saved = [info for info in await client.list_sessions() if info.session_id == session_id]
-        if saved:
-            renderer.line(f"session/list shows it: {saved[0].session_id} · {saved[0].title}")
-        resumed = await client.resume_session(session_id, str(workspace))
-        await _say(resumed, renderer, "read NOTES.md")
-    renderer.line("")
-    renderer.line(f"Resume it yourself: cody-client --resume {session_id}")
-    renderer.line(f"Replay it:          cody-client sessions show {session_id}")
+        renderer.line("")
+        renderer.line(renderer.style.bold("The session is saved:") + f" {session_file}")
+        renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
+        async with CodyClient.spawn(env=os.environ) as client:
+            client.on_permission = TerminalApprover(
+                renderer, "ask" if interactive else "allow", auto_note=AUTO_NOTE, show_requests=True
+            )
+            saved = [info for info in await client.list_sessions() if info.session_id == session_id]
+            if saved:
+                renderer.line(f"`cody-client sessions list` shows it: {saved[0].title}")
+            resumed = await client.resume_session(session_id, str(workspace))
+            await _say(resumed, renderer, "read NOTES.md")
+        renderer.line("")
+        renderer.line(f"Resume it yourself: cody-client --resume {session_id}")
+        renderer.line(f"Replay it:          cody-client sessions show {session_id}")
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
     return 0

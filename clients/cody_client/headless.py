@@ -19,11 +19,11 @@ from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 
 from .approvals import TerminalApprover
-from .client import ClientSession, CodyClient, RemoteError
+from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .json_events import JsonEvents
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
-from .wording import for_terminal
+from .wording import for_terminal, lookup_message
 
 __all__ = ["EXIT_CODES", "exit_code_for", "run_exec", "run_turn"]
 
@@ -70,9 +70,17 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def run_turn(
-    session: ClientSession, prompt: str, on_update: Any, spinner: Spinner | None = None
+    session: ClientSession,
+    prompt: str,
+    on_update: Any,
+    spinner: Spinner | None = None,
+    *,
+    interrupted: list[bool] | None = None,
 ) -> PromptResult:
-    """One prompt; the first Ctrl-C cancels the turn, a second one quits (KeyboardInterrupt)."""
+    """One prompt; the first Ctrl-C cancels the turn, a second one quits (KeyboardInterrupt).
+
+    `interrupted[0]` is set when the turn was cancelled by Ctrl-C (the chat then quits on the
+    next Ctrl-C at its prompt: the second press may arrive after the turn has ended)."""
     loop = asyncio.get_running_loop()
 
     def update(event: Any) -> None:
@@ -91,6 +99,8 @@ async def run_turn(
         nonlocal presses
         presses += 1
         if presses == 1:
+            if interrupted is not None:
+                interrupted[:] = [True]
             session.cancel()
             sys.stderr.write("\n^C cancelling the turn (press Ctrl-C again to quit)\n")
         else:
@@ -169,7 +179,8 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
                 _JsonApprover(events, terminal, args.approve) if events else terminal
             )
             if args.resume:
-                session = await client.resume_session(args.resume, cwd)
+                session_id = await client.resolve_session_id(args.resume)
+                session = await client.resume_session(session_id, cwd)
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             if events is not None:
@@ -196,6 +207,11 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
             events.error(exc.message, code, exc.code, exc.data)
         sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return code
+    except SessionLookupError as exc:
+        if events is not None:
+            events.error(exc.message, EXIT_CODES["usage"])
+        sys.stderr.write(f"cody-client: {lookup_message(exc)}\n")
+        return EXIT_CODES["usage"]
     except (OSError, ConnectionError) as exc:
         if events is not None:
             events.error(str(exc), EXIT_CODES["error"])

@@ -36,6 +36,8 @@ from .markdown import MarkdownStream
 __all__ = ["Renderer", "Style", "use_color", "was_refused"]
 
 DENIED_MARKER = "User denied approval"
+OPTIONS_LINE = "y allow · a allow for session · n reject · r reject for session · c cancel"
+"""The approval keys, short enough for an 80-column terminal with the frame."""
 
 
 def was_refused(raw_output: object, text: str | None) -> bool:
@@ -100,6 +102,21 @@ class Renderer:
     _size: int | None = None
     _md: MarkdownStream | None = None
     total_tokens: int = 0
+
+    def fresh(self) -> Renderer:
+        """A renderer on the same streams and style that has shown nothing yet (replays)."""
+        return Renderer(
+            out=self.out,
+            info=self.info,
+            style=self.style,
+            show_thoughts=self.show_thoughts,
+            markdown=self.markdown,
+        )
+
+    def forget_usage(self) -> None:
+        """Another session is shown now: its context use is unknown until its next turn."""
+        self._used = self._size = None
+        self.total_tokens = 0
 
     # -- streams --------------------------------------------------------------------------
 
@@ -260,10 +277,7 @@ class Renderer:
                 self.style.yellow("│ ")
                 + self.style.dim(f'("for this session" applies to {meta.grant_key})')
             )
-        lines.append(
-            self.style.yellow("╰─ ") + "[y] allow once  [a] allow for this session  [n] reject  "
-            "[r] reject for this session  [c] cancel the turn"
-        )
+        lines.append(self.style.yellow("╰─ ") + OPTIONS_LINE)
         return lines
 
     def _text_lines(self, item: ContentToolCallContent) -> list[str]:

@@ -8,8 +8,10 @@ command or a `cody-client` subcommand. Unknown text passes through unchanged.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Protocol
 
-__all__ = ["for_terminal"]
+__all__ = ["for_terminal", "lookup_message"]
 
 _FLAGS = {
     "provider": "--provider",
@@ -44,3 +46,17 @@ def for_terminal(message: str) -> str:
         message = message.replace(protocol, terminal)
     message = _META_FIELD.sub(lambda m: _FLAGS.get(m.group(1), m.group(0)), message)
     return _META_SOURCE.sub("(from the command line)", message)
+
+
+class _Lookup(Protocol):
+    message: str
+
+    @property
+    def candidates(self) -> Sequence[object]: ...
+
+
+def lookup_message(error: _Lookup) -> str:
+    """A failed session-id lookup, with where to find the ids when nothing matched."""
+    if error.candidates:
+        return error.message
+    return f"{error.message} Run `cody-client sessions list` to see the saved sessions."

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 
 
 class Tmux:
-    def __init__(self, env: CodyEnv, *args: str) -> None:
+    def __init__(self, env: CodyEnv, *args: str, width: int = 150) -> None:
         self.name = f"cody-chat-{uuid.uuid4().hex[:8]}"
         env_args = [f"{key}={value}" for key, value in env.env.items()]
         command = [
@@ -43,7 +43,7 @@ class Tmux:
                 "-s",
                 self.name,
                 "-x",
-                "150",
+                str(width),
                 "-y",
                 "50",
                 "-c",
@@ -72,6 +72,16 @@ class Tmux:
                 return screen
             await asyncio.sleep(0.1)
         raise AssertionError(f"{needle!r} did not appear:\n{self.screen()}")
+
+    async def prompt_ready(self, toolbar_start: str, timeout: float = 30) -> None:
+        """Wait until the input prompt is up (its bottom bar shows): keys typed before that
+        pass through the tty's line discipline, which turns Enter into Ctrl-J."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(toolbar_start) for line in self.screen().splitlines()):
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"the prompt did not come up:\n{self.screen()}")
 
     def close(self) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
@@ -149,9 +159,7 @@ async def test_ctrl_c_after_an_approval_cancels_the_turn_and_kills_the_command(
         assert "cancelling the turn" in screen
         assert not _running(f"sleep {marker}"), "the command's process group is gone"
 
-        tmux.keys("C-c")  # between turns: a hint, not an exit
-        await tmux.wait_for("(Ctrl-D or /quit to leave)")
-        tmux.keys("C-d")
+        tmux.keys("C-c")  # the second Ctrl-C in a row quits, also after the turn ended
         await tmux.wait_for("EXITED=0")
     finally:
         tmux.close()
@@ -170,11 +178,10 @@ async def test_ctrl_c_twice_during_a_turn_quits(
         await tmux.wait_for("choice [y/a/n/r/c]:")
         tmux.keys("y")
         await tmux.wait_for("slow slow")
-        model.enqueue(text("x"))
         tmux.keys("C-c")
         tmux.keys("C-c")
         screen = await tmux.wait_for("EXITED=", timeout=15)
-        assert "EXITED=0" not in screen or "cancelling the turn" in screen
+        assert "cancelling the turn" in screen
     finally:
         tmux.close()
 
@@ -244,5 +251,73 @@ async def test_the_screen_shows_each_reply_once_names_as_typed_and_diffs_in_thei
         assert "--- a/" not in screen and "+++ b/" not in screen
         tmux.keys("y")
         await tmux.wait_for("stop: end_turn", count=2)
+    finally:
+        tmux.close()
+
+
+async def test_chat_resume_picker_prefixes_history_fork_and_newlines(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("listDir", {"dirPath": "."}, call_id="l1"))
+    model.enqueue(text("listed once"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        first_id = tmux.screen().split("session ")[1].split()[0]
+        tmux.keys("list them", "Enter")
+        await tmux.wait_for("stop: end_turn")
+
+        tmux.keys("/history", "Enter")
+        screen = await tmux.wait_for("▸ List .", count=2)
+        assert screen.count("listed once") == 2, "the replay shows the call and the reply again"
+
+        tmux.keys("/fork 5", "Enter")
+        screen = await tmux.wait_for("out of range")
+        assert "has 1 user message" in screen
+
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()
+
+    model.enqueue(text("second session answer"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.prompt_ready("mock/mock-model")
+        tmux.keys("line one")
+        tmux.keys("M-Enter")  # Alt-Enter: a new line, not a send
+        tmux.keys("line two", "Enter")
+        await tmux.wait_for("stop: end_turn")
+        assert model.requests[-1].body["input"][-1]["content"][0]["text"] == "line one\nline two"
+
+        tmux.keys("/resume", "Enter")
+        screen = await tmux.wait_for("resume which?")
+        assert "  1. " + first_id[:8] in screen
+        tmux.keys("1", "Enter")
+        screen = await tmux.wait_for(f"Resumed session {first_id}.")
+        assert "listed once" in screen.split("resume which?")[1], "the history was replayed"
+
+        tmux.keys(f"/resume {first_id[:13]}", "Enter")  # a unique prefix
+        await tmux.wait_for(f"Resumed session {first_id}.", count=2)
+    finally:
+        tmux.close()
+
+
+async def test_the_approval_options_fit_an_80_column_terminal(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "echo narrow"}, call_id="c1"))
+    model.enqueue(text("ok"))
+    tmux = Tmux(cody_env, width=80)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("go", "Enter")
+        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        [options] = [line for line in screen.splitlines() if line.startswith("╰─")]
+        assert options.rstrip().endswith("c cancel"), screen
+        tmux.keys("n")
+        await tmux.wait_for("stop: end_turn")
     finally:
         tmux.close()

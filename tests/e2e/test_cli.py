@@ -46,14 +46,15 @@ async def test_demo_without_a_terminal_shows_the_whole_flow(cody_env: CodyEnv) -
     assert "list the files" in out and "hello.py" in out
     assert "thinking:" in out
     assert "Approval needed: python3 hello.py" in out
-    assert "[y] allow once" in out and "[r] reject for this session" in out
+    assert "y allow · a allow for session · n reject · r reject for session · c cancel" in out
     assert 'answers "allow once" itself' in out
     assert "Hello from the Cody demo!" in out
     assert "+Cody was here." in out, "the write approval shows the diff"
-    assert "session/list shows it" in out
+    assert "`cody-client sessions list` shows it" in out
     assert "Cody was here." in out.split("Starting a fresh daemon")[1]
     sessions = list((cody_env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
     assert len(sessions) == 1
+    assert not list(cody_env.tmpdir.glob("cody-demo-*")), "the demo removes its workspace"
 
 
 async def test_demo_without_bubblewrap_says_commands_run_unsandboxed(cody_env: CodyEnv) -> None:

@@ -320,6 +320,20 @@ class SessionManager:
             else read_session(self.deps.store.find(session_id)).items
         )
         settings_source = live.settings.persisted() if live is not None else None
+        users = sum(1 for item in source_items if _is_user_message(item))
+        if at_message is not None and not 0 <= at_message < users:
+            raise InvalidParams(
+                f"atMessage {at_message} is out of range: session {session_id} has {users} "
+                f"user message{'s' if users != 1 else ''} (0 to {users - 1}).",
+                [
+                    Issue(
+                        key="atMessage",
+                        message="no such user message",
+                        value=at_message,
+                        source="params",
+                    )
+                ],
+            )
         items = _cut_history(source_items, at_message)
         session = self.new_session(cwd, None, mcp_servers)
         if settings_source is not None:
@@ -367,12 +381,16 @@ async def _close_mcp(session: Session) -> None:
         await session.mcp.aclose()
 
 
+def _is_user_message(item: Any) -> bool:
+    return getattr(item, "type", None) == "message" and getattr(item, "role", None) == "user"
+
+
 def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:
     if at_message is None:
         return items
     seen = -1
     for index, item in enumerate(items):
-        if getattr(item, "type", None) == "message" and getattr(item, "role", None) == "user":
+        if _is_user_message(item):
             seen += 1
             if seen == at_message + 1:
                 return items[:index]
