@@ -10,10 +10,13 @@ docs/sandbox.md describes what the sandbox isolates.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,3 +371,52 @@ async def test_the_daemons_own_files_are_read_only_when_the_workspace_holds_them
     assert "Cody's own files" in json.loads(outputs["file"])["error"]
     for session_file in (home / "sessions").rglob("*.jsonl"):
         assert "\nx\n" not in session_file.read_text()
+
+
+def live_processes_with(tag: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if tag.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("setup", ["workspace-write", "danger-full-access", "no-bwrap"])
+async def test_nothing_a_command_starts_outlives_it(
+    cody_env: CodyEnv, model: MockResponsesServer, setup: str
+) -> None:
+    """setsid, a double fork, nohup with SIGTERM ignored: all gone when exec returns, with
+    bubblewrap (pid namespace) and without (the subreaper helper)."""
+    if setup == "no-bwrap":
+        cody_env.env["CODY_BWRAP"] = "none"
+        extra = 'sandbox_unavailable = "allow"'
+    else:
+        require_bwrap(cody_env)
+        extra = ""
+    cody_env.use_mock_provider(model.base_url, extra=extra)
+    tag = f"39.{uuid.uuid4().int % 10**8:08d}"
+    detach = (
+        f"setsid sleep {tag} & (setsid sh -c 'sleep {tag}' &); ( (sleep {tag} &) & ); "
+        f"nohup setsid sh -c 'trap \"\" TERM HUP; sleep {tag}' >/dev/null 2>&1 & echo launched"
+    )
+    model.enqueue(tool_call("exec", {"command": detach}, call_id="detach"))
+    model.enqueue(text("done"))
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        mode = "danger-full-access" if setup == "danger-full-access" else "workspace-write"
+        sid = await daemon.new_session(approvalPolicy="never", sandboxMode=mode)
+        await daemon.prompt(sid, "start a daemon")
+        output = tool_outputs(model.requests[-1])["detach"]
+        assert "Exit code: 0" in output and "launched" in output
+        deadline = time.monotonic() + 2
+        while live_processes_with(tag) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert live_processes_with(tag) == [], "a detached process outlived the exec call"
+    finally:
+        await daemon.close()

@@ -112,13 +112,14 @@ class ScanResult:
     entries: int = 0
 
 
-def scan(root: Path, roots: Iterable[Path], budget: int = SCAN_BUDGET) -> ScanResult:
+def scan(root: Path, roots: Iterable[Path], budget: int | None = None) -> ScanResult:
     """Every protected path under `root` (see the module docstring).
 
     `roots` are all writable roots: a `.git` file's target, or a symlink's, is only kept
     when it lies inside one of them (outside, it is read-only anyway).
     """
     writable = tuple(roots)
+    limit = SCAN_BUDGET if budget is None else budget
     result = ScanResult()
     found: set[Path] = set()
 
@@ -155,7 +156,7 @@ def scan(root: Path, roots: Iterable[Path], budget: int = SCAN_BUDGET) -> ScanRe
                 continue
             if is_dir:
                 queue.append(path)
-        if result.entries >= budget and queue:
+        if result.entries >= limit and queue:
             result.complete = False
             break
     result.paths = outermost(found)
