@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -539,3 +540,73 @@ async def test_a_setsid_daemon_does_not_outlive_a_sandboxed_command(
     )
     assert text_of(result) == "up\n"
     assert not await any_process_left(tag)
+
+
+NODE_TEST = """
+const cp = require("child_process"), fs = require("fs"), http = require("http");
+fs.writeFileSync("built.txt", "built");
+const worker = cp.fork("worker.js");
+worker.on("message", (m) => {
+  console.log("ipc:", m);
+  const server = http.createServer((q, r) => r.end("ok")).listen(0, "127.0.0.1", () => {
+    http.get(`http://127.0.0.1:${server.address().port}`, (r) =>
+      r.on("data", (d) => { console.log("http:", String(d)); server.close(); }));
+  });
+});
+"""
+
+PYTHON_TEST = """
+import asyncio, multiprocessing, subprocess
+def square(x): return x * x
+if __name__ == "__main__":
+    for method in ("fork", "spawn"):
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            print(method, pool.map(square, [1, 2, 3]))
+    async def child():
+        proc = await asyncio.create_subprocess_exec("echo", "async", stdout=subprocess.PIPE)
+        return (await proc.communicate())[0].decode().strip()
+    print(asyncio.run(child()))
+"""
+
+
+async def test_ordinary_builds_work_in_the_sandbox(dirs: Dirs, bwrap: None) -> None:
+    """git, a Python test run with multiprocessing and `npm test` with a forked worker and a
+    loopback HTTP server: the seccomp filter must not get in their way."""
+    ws = dirs.workspace
+    (ws / "t.py").write_text(PYTHON_TEST)
+    (ws / "package.json").write_text(
+        '{"name": "p", "version": "1.0.0", "scripts": {"test": "node t.js"}}'
+    )
+    (ws / "t.js").write_text(NODE_TEST)
+    (ws / "worker.js").write_text('process.send("hello"); process.exit(0);\n')
+    script = (
+        "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init "
+        f"&& git log --oneline | wc -l && {sys.executable} t.py"
+    )
+    npm = shutil.which("npm")
+    if npm is not None:
+        script += f" && {npm} test --silent"
+    elif os.environ.get("CI") == "true":
+        pytest.fail("npm is required in CI")
+    result = await sh(policy("workspace-write", dirs.workspace), script)
+    assert result.success, text_of(result)
+    lines = text_of(result).splitlines()
+    assert lines[:4] == ["1", "fork [1, 4, 9]", "spawn [1, 4, 9]", "async"], lines
+    if npm is not None:
+        assert lines[4:] == ["ipc: hello", "http: ok"], lines
+        assert (ws / "built.txt").read_text() == "built"
+
+
+async def test_sysv_shared_memory_outside_is_invisible(dirs: Dirs, bwrap: None) -> None:
+    ipcmk = shutil.which("ipcmk")
+    if ipcmk is None:
+        pytest.skip("ipcmk (util-linux) is not installed")
+    made = subprocess.run([ipcmk, "-M", "4096"], capture_output=True, text=True, check=True)
+    shmid = made.stdout.split()[-1]
+    try:
+        result = await sh(policy("workspace-write", dirs.workspace), "ipcs -m")
+        assert result.success
+        listed = [line.split()[1] for line in text_of(result).splitlines() if line.startswith("0x")]
+        assert shmid not in listed
+    finally:
+        subprocess.run(["ipcrm", "-m", shmid], check=False, capture_output=True)

@@ -186,7 +186,7 @@ class SandboxPolicy:
                 args += ["--ro-bind", str(path), str(path)]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--unshare-pid", "--die-with-parent", "--new-session"]
+        args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         else:
