@@ -54,9 +54,15 @@ def _looks_like_git_dir(names: Iterable[str]) -> bool:
 
 
 def is_git_dir(path: Path) -> bool:
-    """Whether `path` is a git directory (git's own test: HEAD plus objects+refs or commondir)."""
+    """Whether `path` is a git directory (git's own test: HEAD plus objects+refs or commondir).
+
+    A few `stat`s, never a listing: it runs for every ancestor of every file-tool write.
+    """
     try:
-        return path.is_dir() and _looks_like_git_dir(os.listdir(path))
+        return os.path.lexists(path / "HEAD") and (
+            (os.path.isdir(path / "objects") and os.path.isdir(path / "refs"))
+            or os.path.lexists(path / "commondir")
+        )
     except OSError:
         return False
 
