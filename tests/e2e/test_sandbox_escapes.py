@@ -195,6 +195,12 @@ def file_routes(w: World) -> list[Route]:
         args = {"filePath": path, "content": f"{PWNED}\n"}
         return Route(f"writeFile-{name}", "writeFile", args, lambda w: w.contains(target), **kw)
 
+    def patch(name: str, path: str, target: Path) -> Route:
+        body = f"*** Begin Patch\n*** Add File: {path}\n+{PWNED}\n*** End Patch\n"
+        return Route(
+            f"applyPatch-{name}", "applyPatch", {"patch": body}, lambda w: w.contains(target)
+        )
+
     return [
         write("inside", "inside-file.txt", ws / "inside-file.txt", inside=True),
         write("direct", str(out / "w-direct.txt"), out / "w-direct.txt"),
@@ -211,6 +217,9 @@ def file_routes(w: World) -> list[Route]:
             "gitfile-target-hook", "sepgit/hooks/post-checkout", ws / "sepgit/hooks/post-checkout"
         ),
         write("cody-config", ".cody/config.toml", ws / ".cody" / "config.toml"),
+        patch("dotdot", "../outside/p-dotdot.txt", out / "p-dotdot.txt"),
+        patch("nested-git-hook", "nested/.git/hooks/pre-push", ws / "nested/.git/hooks/pre-push"),
+        patch("cody-config", ".cody/settings.toml", ws / ".cody" / "settings.toml"),
     ]
 
 
