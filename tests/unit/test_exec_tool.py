@@ -6,6 +6,7 @@ import asyncio
 import os
 import random
 import shlex
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cody_daemon.policy.sandbox import SandboxPolicy, bwrap_path
+from cody_daemon.tools import subreaper
 from cody_daemon.tools.base import ToolArgumentError, ToolContext, ToolError, ToolResult
 from cody_daemon.tools.exec import (
     HEAD_BYTES,
@@ -498,4 +500,73 @@ async def test_cancel_during_a_noisy_command(workspace: Path, isolation: str) ->
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    await assert_all_gone(tag)
+
+
+# --- processes that leave the process group (issue 8 item 11) -------------------------------
+
+ESCAPES = (
+    "setsid sleep {tag} & "
+    "(setsid sh -c 'sleep {tag}' &); "
+    "( (sleep {tag} &) & ); "
+    "nohup setsid sh -c 'trap \"\" TERM HUP; sleep {tag}' >/dev/null 2>&1 & "
+)
+"""setsid, double fork, nohup with ignored SIGTERM: every way a command detaches a child."""
+
+
+async def test_detached_processes_do_not_outlive_the_call(workspace: Path, isolation: str) -> None:
+    tag = marker()
+    result = await run(workspace, ESCAPES.format(tag=tag) + "echo launched")
+    assert result.success and combined(result) == "launched\n"
+    await assert_all_gone(tag)
+
+
+async def test_timeout_kills_detached_processes_too(workspace: Path, isolation: str) -> None:
+    tag = marker()
+    tool = ExecTool(kill_grace_s=0.4)
+    script = ESCAPES.format(tag=tag) + f"echo launched; sleep {tag}"
+    result = await run(workspace, script, tool=tool, timeoutMs=500)
+    assert result.raw_output is not None and result.raw_output["timedOut"] is True
+    assert combined(result) == "launched\n"
+    await assert_all_gone(tag)
+
+
+async def test_cancel_kills_detached_processes_too(workspace: Path, isolation: str) -> None:
+    tag = marker()
+    task = asyncio.create_task(run(workspace, ESCAPES.format(tag=tag) + f"sleep {tag}"))
+    await wait_for_pids(tag, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await assert_all_gone(tag)
+
+
+async def test_exit_status_passes_through_unchanged(workspace: Path, isolation: str) -> None:
+    result = await run(workspace, "exit 7")
+    assert result.raw_output is not None and result.raw_output["exitCode"] == 7
+    result = await run(workspace, "kill -SEGV $$")
+    assert result.raw_output is not None and result.raw_output["exitCode"] == 128 + 11
+    result = await run(workspace, ["sh", "-c", "echo fine"])
+    assert result.success and combined(result) == "fine\n"
+
+
+async def test_detached_processes_die_when_the_daemon_dies(workspace: Path) -> None:
+    """The no-bwrap helper asks for SIGTERM when its parent (the daemon) dies: a daemon
+    killed with -9 leaves nothing behind either."""
+    tag = marker()
+    helper = Path(subreaper.__file__)
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import os, subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-I', '-S', {str(helper)!r}, str(os.getpid()), "
+        f"'0.2', '--', 'sh', '-c', {ESCAPES.format(tag=tag) + f'sleep {tag}'!r}])\n"
+        "time.sleep(60)\n",
+        start_new_session=True,
+    )
+    try:
+        await wait_for_pids(tag, 5)
+    finally:
+        parent.kill()
+        await parent.wait()
     await assert_all_gone(tag)

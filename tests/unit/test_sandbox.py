@@ -6,14 +6,20 @@ when CI=true); the no-bwrap path is forced with `CODY_BWRAP=none`.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cody_daemon.policy import protected
 from cody_daemon.policy.sandbox import SandboxPolicy, bwrap_path
 from cody_daemon.tools.base import ToolContext, ToolResult
 from cody_daemon.tools.exec import ExecTool
@@ -70,6 +76,24 @@ async def sh(policy: SandboxPolicy, script: str) -> ToolResult:
     tool = ExecTool()
     ctx = ToolContext(session_id="s", call_id="c", cwd=policy.cwd, sandbox=policy)
     return await tool.run(tool.parse({"command": script, "timeoutMs": 10_000}), ctx)
+
+
+async def any_process_left(tag: str, within_s: float = 1.0) -> bool:
+    """Whether a live process with `tag` in its command line remains after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while True:
+        alive = []
+        for entry in os.listdir("/proc"):
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if tag.encode() in cmdline and state not in ("Z", "X"):
+                alive.append(entry)
+        if not alive or time.monotonic() > deadline:
+            return bool(alive)
+        await asyncio.sleep(0.02)
 
 
 def text_of(result: ToolResult) -> str:
@@ -312,3 +336,279 @@ def test_preview_has_no_warning_when_bwrap_is_used(dirs: Dirs, bwrap: None) -> N
     assert isinstance(block, ContentToolCallContent)
     assert isinstance(block.content, TextContent)
     assert "WITHOUT" not in block.content.text
+
+
+# --- protected paths: .git, git dirs, .cody, Cody's own files (issue 8 items 5 and 6) -------
+
+
+def git(*args: str | Path) -> None:
+    subprocess.run(["git", *map(str, args)], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repos(dirs: Dirs) -> Dirs:
+    """A workspace holding every kind of git metadata a command could plant code in."""
+    ws = dirs.workspace
+    git("init", "-q", ws)
+    git(
+        "-C",
+        ws,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+    )
+    git("init", "-q", ws / "nested")
+    git("init", "-q", ws / "deep" / "a" / "b" / "repo")
+    git("init", "-q", f"--separate-git-dir={ws / 'sepgit'}", ws / "sep")
+    git("init", "-q", "--bare", ws / "remote.git")
+    git("-C", ws, "worktree", "add", "-q", ws / "wt")
+    return dirs
+
+
+def test_file_tools_refuse_every_kind_of_git_metadata_and_cody(repos: Dirs) -> None:
+    sandbox = policy("workspace-write", repos.workspace)
+    refused = [
+        ".git/hooks/pre-commit",
+        "nested/.git/config",
+        "deep/a/b/repo/.git/hooks/x",
+        "sep/.git",
+        "sepgit/hooks/pre-commit",
+        "remote.git/hooks/post-receive",
+        "wt/.git",
+        ".cody/config.toml",
+        "sub/.cody/config.toml",
+    ]
+    for path in refused:
+        assert sandbox.check_write(path) is not None, path
+    assert "git directory" in (sandbox.check_write("remote.git/hooks/post-receive") or "")
+    assert "(.cody)" in (sandbox.check_write(".cody/config.toml") or "")
+    for path in ("src/main.py", "sep/file.txt", "wt/file.txt", "nested/README", ".codyrc"):
+        assert sandbox.check_write(path) is None, path
+
+
+def test_file_tools_refuse_codys_own_files_inside_the_workspace(dirs: Dirs) -> None:
+    home = dirs.workspace / ".config" / "cody"
+    sandbox = SandboxPolicy.create("workspace-write", dirs.workspace, protected=(home,))
+    reason = sandbox.check_write(home / "config.toml")
+    assert reason is not None and "Cody's own files" in reason
+    assert sandbox.check_write(dirs.workspace / ".config" / "other.toml") is None
+
+
+def test_scan_finds_each_protected_path_once_and_follows_no_symlink(repos: Dirs) -> None:
+    ws = repos.workspace
+    (ws / "link-to-outside").symlink_to(repos.outside)
+    (repos.outside / ".git").mkdir()
+    result = protected.scan(ws, [ws])
+    assert result.complete
+    assert {p.relative_to(ws).as_posix() for p in result.paths} == {
+        ".git",
+        "nested/.git",
+        "deep/a/b/repo/.git",
+        "sep/.git",
+        "sepgit",
+        "remote.git",
+        "wt/.git",
+    }
+
+
+def test_scan_stops_at_its_budget_and_says_so(dirs: Dirs) -> None:
+    for index in range(30):
+        (dirs.workspace / f"d{index}" / "e").mkdir(parents=True)
+    (dirs.workspace / "d29" / "e" / ".git").mkdir()
+    assert not protected.scan(dirs.workspace, [dirs.workspace], budget=10).complete
+    full = protected.scan(dirs.workspace, [dirs.workspace])
+    assert full.complete and full.paths == [dirs.workspace / "d29" / "e" / ".git"]
+
+
+async def test_exec_cannot_write_any_git_metadata(repos: Dirs, bwrap: None) -> None:
+    ws = repos.workspace
+    targets = [
+        ".git/hooks/pre-commit",
+        "nested/.git/hooks/pre-commit",
+        "deep/a/b/repo/.git/hooks/pre-commit",
+        "sepgit/hooks/pre-commit",
+        "remote.git/hooks/post-receive",
+        ".git/worktrees/wt/HEAD",
+    ]
+    script = "; ".join(f"echo evil >> {t}" for t in targets)
+    script += "; echo 'gitdir: /evil' > sep/.git; echo 'gitdir: /evil' > wt/.git"
+    script += "; mv nested/.git nested/.git-old; rm -rf deep/a/b/repo; echo ok > ok.txt"
+    before = {t: (ws / t).read_bytes() if (ws / t).exists() else None for t in targets}
+    result = await sh(policy("workspace-write", ws), script)
+    assert text_of(result).count("Read-only file system") >= len(targets) + 2, text_of(result)
+    for target in targets:
+        now = (ws / target).read_bytes() if (ws / target).exists() else None
+        assert now == before[target], target
+    assert (ws / "sep" / ".git").read_text().startswith(f"gitdir: {ws / 'sepgit'}")
+    assert (ws / "nested" / ".git").is_dir() and (ws / "deep/a/b/repo/.git/HEAD").exists()
+    assert (ws / "ok.txt").read_text() == "ok\n", "the rest of the workspace stays writable"
+    git("-C", ws / "wt", "status")  # the worktree still works
+
+
+async def test_exec_cannot_create_or_change_the_project_config(dirs: Dirs, bwrap: None) -> None:
+    ws = dirs.workspace
+    sandbox = policy("workspace-write", ws)
+    result = await sh(sandbox, "mkdir -p .cody && echo x > .cody/config.toml")
+    assert "Read-only file system" in text_of(result)
+    assert (ws / ".cody").is_dir() and list((ws / ".cody").iterdir()) == []
+    result = await sh(sandbox, "rmdir .cody || mv .cody .cody2 || true; ls -a")
+    assert (ws / ".cody").is_dir() and not (ws / ".cody2").exists()
+
+
+async def test_exec_cannot_write_codys_own_files(dirs: Dirs, bwrap: None) -> None:
+    ws = dirs.workspace
+    home = ws / "home" / ".config" / "cody"  # not there yet: created so it can be protected
+    sandbox = SandboxPolicy.create("workspace-write", ws, protected=(home,))
+    result = await sh(sandbox, f"mkdir -p {home} && echo x > {home}/config.toml")
+    assert "Read-only file system" in text_of(result)
+    assert home.is_dir() and list(home.iterdir()) == []
+
+
+async def test_a_workspace_too_big_to_scan_is_flagged(
+    dirs: Dirs, bwrap: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(protected, "SCAN_BUDGET", 2)
+    for index in range(5):
+        (dirs.workspace / f"d{index}").mkdir()
+    result = await sh(policy("workspace-write", dirs.workspace), "true")
+    assert "Sandbox note: the workspace has more than 2 entries" in result.output
+
+
+# --- unix sockets and processes under bubblewrap (issue 8 items 2 and 11) ------------------
+
+SOCKET_PROBE = """
+import os, socket
+a, b = socket.socketpair(); a.sendall(b"x"); assert b.recv(1) == b"x"
+r, w = os.pipe(); os.write(w, b"y"); assert os.read(r, 1) == b"y"
+server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen()
+client = socket.create_connection(server.getsockname()); conn, _ = server.accept()
+client.sendall(b"z"); assert conn.recv(1) == b"z"
+print("socketpair, pipe and loopback tcp work")
+for family in ("AF_UNIX", "AF_PACKET"):
+    try:
+        socket.socket(getattr(socket, family), socket.SOCK_DGRAM)
+        print(family, "created")
+    except OSError as exc:
+        print(family, "refused:", exc.strerror)
+"""
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+async def test_unix_sockets_are_refused_and_ipc_keeps_working(
+    dirs: Dirs, bwrap: None, mode: str
+) -> None:
+    result = await sh(policy(mode, dirs.workspace), f"{sys.executable} -c '{SOCKET_PROBE}'")
+    assert text_of(result).splitlines() == [
+        "socketpair, pipe and loopback tcp work",
+        "AF_UNIX refused: Operation not permitted",
+        "AF_PACKET refused: Operation not permitted",
+    ]
+
+
+async def test_abstract_unix_sockets_stay_unreachable_with_network_on(
+    dirs: Dirs, bwrap: None
+) -> None:
+    # Without --unshare-net abstract sockets are shared; the seccomp filter still refuses.
+    import socket
+
+    name = f"cody-test-{uuid.uuid4().hex}"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("\0" + name)
+    server.listen()
+    try:
+        sandbox = SandboxPolicy.create("workspace-write", dirs.workspace, network=True)
+        script = f"import socket; socket.socket(socket.AF_UNIX).connect('\\0{name}')"
+        result = await sh(sandbox, f'{sys.executable} -c "{script}"')
+        assert "PermissionError: [Errno 1] Operation not permitted" in text_of(result)
+    finally:
+        server.close()
+
+
+async def test_a_setsid_daemon_does_not_outlive_a_sandboxed_command(
+    dirs: Dirs, bwrap: None
+) -> None:
+    tag = f"38.{uuid.uuid4().int % 10**8:08d}"
+    result = await sh(
+        policy("workspace-write", dirs.workspace),
+        f"setsid sleep {tag} & (setsid sh -c 'sleep {tag}' &); nohup sleep {tag} >/dev/null 2>&1 & echo up",
+    )
+    assert text_of(result) == "up\n"
+    assert not await any_process_left(tag)
+
+
+NODE_TEST = """
+const cp = require("child_process"), fs = require("fs"), http = require("http");
+fs.writeFileSync("built.txt", "built");
+const worker = cp.fork("worker.js");
+worker.on("message", (m) => {
+  console.log("ipc:", m);
+  const server = http.createServer((q, r) => r.end("ok")).listen(0, "127.0.0.1", () => {
+    http.get(`http://127.0.0.1:${server.address().port}`, (r) =>
+      r.on("data", (d) => { console.log("http:", String(d)); server.close(); }));
+  });
+});
+"""
+
+PYTHON_TEST = """
+import asyncio, multiprocessing, subprocess
+def square(x): return x * x
+if __name__ == "__main__":
+    for method in ("fork", "spawn"):
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            print(method, pool.map(square, [1, 2, 3]))
+    async def child():
+        proc = await asyncio.create_subprocess_exec("echo", "async", stdout=subprocess.PIPE)
+        return (await proc.communicate())[0].decode().strip()
+    print(asyncio.run(child()))
+"""
+
+
+async def test_ordinary_builds_work_in_the_sandbox(dirs: Dirs, bwrap: None) -> None:
+    """git, a Python test run with multiprocessing and `npm test` with a forked worker and a
+    loopback HTTP server: the seccomp filter must not get in their way."""
+    ws = dirs.workspace
+    (ws / "t.py").write_text(PYTHON_TEST)
+    (ws / "package.json").write_text(
+        '{"name": "p", "version": "1.0.0", "scripts": {"test": "node t.js"}}'
+    )
+    (ws / "t.js").write_text(NODE_TEST)
+    (ws / "worker.js").write_text('process.send("hello"); process.exit(0);\n')
+    script = (
+        "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm init "
+        f"&& git log --oneline | wc -l && {sys.executable} t.py"
+    )
+    npm = shutil.which("npm")
+    if npm is not None:
+        script += f" && {npm} test --silent"
+    elif os.environ.get("CI") == "true":
+        pytest.fail("npm is required in CI")
+    result = await sh(policy("workspace-write", dirs.workspace), script)
+    assert result.success, text_of(result)
+    lines = text_of(result).splitlines()
+    assert lines[:4] == ["1", "fork [1, 4, 9]", "spawn [1, 4, 9]", "async"], lines
+    if npm is not None:
+        assert lines[4:] == ["ipc: hello", "http: ok"], lines
+        assert (ws / "built.txt").read_text() == "built"
+
+
+async def test_sysv_shared_memory_outside_is_invisible(dirs: Dirs, bwrap: None) -> None:
+    ipcmk = shutil.which("ipcmk")
+    if ipcmk is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("ipcmk (util-linux) is required in CI")
+        pytest.skip("ipcmk (util-linux) is not installed")
+    made = subprocess.run([ipcmk, "-M", "4096"], capture_output=True, text=True, check=True)
+    shmid = made.stdout.split()[-1]
+    try:
+        result = await sh(policy("workspace-write", dirs.workspace), "ipcs -m")
+        assert result.success
+        listed = [line.split()[1] for line in text_of(result).splitlines() if line.startswith("0x")]
+        assert shmid not in listed
+    finally:
+        subprocess.run(["ipcrm", "-m", shmid], check=False, capture_output=True)

@@ -197,7 +197,10 @@ class SessionManager:
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
             sandbox=SandboxPolicy.create(
-                settings.sandbox_mode, session.cwd, settings.sandbox_unavailable
+                settings.sandbox_mode,
+                session.cwd,
+                settings.sandbox_unavailable,
+                protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             ),
             env=self.deps.env,
             price=billable_price(spec, credentials, settings.model, self.deps.env),

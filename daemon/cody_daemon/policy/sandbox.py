@@ -3,9 +3,14 @@
 - `read-only`: nothing is written; `exec` sees the file system read-only (with a private,
   throw-away /tmp and temp dir).
 - `workspace-write` (default): the session cwd and the temp dir (`$TMPDIR`, else /tmp) are
-  writable, except `.git` metadata; `exec` runs under bubblewrap with the same view and no
-  network.
+  writable, except what `policy/protected.py` protects (every `.git`, git directory and
+  `.cody` under the workspace, Cody's own files); `exec` runs under bubblewrap with the same
+  view and no network.
 - `danger-full-access`: no restrictions.
+
+Under bubblewrap, `exec` also runs in its own pid namespace (nothing it starts outlives it)
+and under the seccomp filter of `policy/seccomp.py` (no unix sockets, so no reaching tmux,
+ssh-agent, D-Bus or docker outside). docs/sandbox.md says what is and is not isolated.
 
 Paths are checked after resolving symlinks and `..`, so neither can escape a writable root.
 When bubblewrap is missing or unusable, `exec` cannot be isolated and `sandbox_unavailable`
@@ -14,6 +19,7 @@ When bubblewrap is missing or unusable, `exec` cannot be isolated and `sandbox_u
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -25,7 +31,10 @@ from typing import Literal
 
 from cody_protocol.settings import SandboxMode, SandboxUnavailable
 
-__all__ = ["ExecIsolation", "SandboxPolicy", "bwrap_path", "resolve_path"]
+from . import protected
+from .protected import is_protected_path
+
+__all__ = ["ExecIsolation", "ExecPlan", "SandboxPolicy", "bwrap_path", "resolve_path"]
 
 ExecIsolation = Literal["bwrap", "not-needed", "unavailable"]
 
@@ -81,6 +90,15 @@ def _depth(path: Path) -> int:
     return len(path.parts)
 
 
+@dataclass(frozen=True, slots=True)
+class ExecPlan:
+    """How `exec` starts a command: the argv (wrapped or not) and what the user should know."""
+
+    argv: list[str]
+    notes: tuple[str, ...] = ()
+    """Limits of the isolation that applied to this command (shown with its output)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxPolicy:
     mode: SandboxMode
@@ -88,6 +106,8 @@ class SandboxPolicy:
     """The session's working directory, resolved."""
     unavailable: SandboxUnavailable = "ask"
     network: bool = False
+    protected: tuple[Path, ...] = ()
+    """Cody's own directories (user config, data): never writable, even inside a root."""
 
     @classmethod
     def create(
@@ -97,12 +117,14 @@ class SandboxPolicy:
         unavailable: SandboxUnavailable = "ask",
         *,
         network: bool = False,
+        protected: tuple[str | Path, ...] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
             cwd=Path(os.path.realpath(cwd)),
             unavailable=unavailable,
             network=network,
+            protected=tuple(Path(os.path.realpath(path)) for path in protected),
         )
 
     def writable_roots(self) -> tuple[Path, ...]:
@@ -121,10 +143,7 @@ class SandboxPolicy:
         real = resolve_path(path, self.cwd)
         for root in self.writable_roots():
             if _is_within(real, root):
-                relative = real.relative_to(root)
-                if ".git" in relative.parts:
-                    return f"{real} is git metadata, which the sandbox protects"
-                return None
+                return is_protected_path(real, root, self.protected)
         roots = ", ".join(str(root) for root in self.writable_roots())
         return f"{real} is outside the writable roots of the sandbox ({roots})"
 
@@ -133,14 +152,25 @@ class SandboxPolicy:
             return "not-needed"
         return "bwrap" if bwrap_path() else "unavailable"
 
-    def wrap_argv(self, argv: list[str], cwd: Path) -> list[str]:
+    def wrap_argv(self, argv: list[str], cwd: Path, *, seccomp_fd: int | None = None) -> list[str]:
         """`argv` wrapped in bubblewrap for this mode (unchanged when no isolation applies)."""
+        return self.plan_exec(argv, cwd, seccomp_fd=seccomp_fd).argv
+
+    def plan_exec(self, argv: list[str], cwd: Path, *, seccomp_fd: int | None = None) -> ExecPlan:
+        """How to run `argv` in `cwd` under this mode.
+
+        `seccomp_fd` is a readable fd holding `seccomp.filter_program()`, inherited by
+        bubblewrap (`--seccomp`). May create Cody's own directories and an empty `.cody`
+        directory in the workspace, so that they can be mounted read-only; walks the
+        workspace (`protected.scan`), so call it off the event loop.
+        """
         bwrap = bwrap_path()
         if self.mode == "danger-full-access" or bwrap is None:
-            return argv
+            return ExecPlan(list(argv))
+        notes: list[str] = []
         args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         # Mount order matters: a later mount hides earlier ones beneath it, so parents are
-        # mounted before children and the read-only `.git` binds come last.
+        # mounted before children and the read-only protected binds come last.
         if self.mode == "read-only":
             private = sorted({Path("/tmp"), *_temp_roots()} - {Path("/")}, key=_depth)
             for tmp in private:
@@ -152,11 +182,51 @@ class SandboxPolicy:
             roots = sorted(self.writable_roots(), key=_depth)
             for root in roots:
                 args += ["--bind", str(root), str(root)]
-            for root in roots:
-                git_dir = root / ".git"
-                if git_dir.exists():
-                    args += ["--ro-bind", str(git_dir), str(git_dir)]
+            for path in self._read_only_paths(roots, notes):
+                args += ["--ro-bind", str(path), str(path)]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir", str(cwd)]
-        return [*args, "--", *argv]
+        args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        else:
+            notes.append(
+                "unix sockets are not blocked: no seccomp filter for this machine "
+                f"({os.uname().machine})"
+            )
+        args += ["--chdir", str(cwd)]
+        return ExecPlan([*args, "--", *argv], tuple(notes))
+
+    def _read_only_paths(self, roots: list[Path], notes: list[str]) -> list[Path]:
+        """The protected paths inside `roots`, creating the ones that must exist to be mounted."""
+        found: set[Path] = set()
+        for own in self.protected:
+            if any(_is_within(own, root) for root in roots):
+                with contextlib.suppress(OSError):
+                    own.mkdir(parents=True, exist_ok=True)
+                if own.exists():
+                    found.add(own)
+        # The session's own project config: an empty `.cody` is made so that a command cannot
+        # create `.cody/config.toml` and lift the next session's sandbox.
+        with contextlib.suppress(OSError):
+            (self.cwd / ".cody").mkdir(exist_ok=True)
+        for root in roots:
+            if root == self.cwd:
+                result = protected.scan(root, roots)
+                found.update(result.paths)
+                if not result.complete:
+                    notes.append(
+                        f"the workspace has more than {protected.SCAN_BUDGET} entries; "
+                        "nested git repositories beyond those scanned are not write-protected"
+                    )
+                continue
+            for name in protected.PROTECTED_NAMES:
+                candidate = root / name
+                if os.path.lexists(candidate):
+                    found.add(Path(os.path.realpath(candidate)))
+        kept = [
+            path
+            for path in found
+            if any(_is_within(path, root) for root in roots) and os.path.exists(path)
+        ]
+        return sorted(protected.outermost(kept), key=_depth)

@@ -3,8 +3,11 @@
 Invariants:
 - The child never inherits the daemon's stdin (the protocol channel): stdin is /dev/null.
 - The child runs in its own session and process group. When `run` returns or raises,
-  that whole group has been killed and the command reaped: nothing it started (background
-  jobs, grandchildren) keeps running, on timeout, on cancellation, or after a normal exit.
+  everything the command started has been killed and the command reaped: nothing (background
+  jobs, grandchildren, `setsid`/double-forked daemons) keeps running, on timeout, on
+  cancellation, or after a normal exit. Under bubblewrap the pid namespace guarantees it;
+  without, the command runs under `subreaper.py`, which collects every orphan.
+- Under bubblewrap the command runs under the seccomp filter of `policy/seccomp.py`.
 - Memory is bounded whatever the command prints: the model sees the first `HEAD_BYTES`
   and the last `TAIL_BYTES` of the combined output; live output stops after
   `STREAM_LIMIT_BYTES`; pipes are read in `READ_CHUNK` pieces with back-pressure.
@@ -21,6 +24,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,8 +33,9 @@ from typing import Annotated, Any
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from ..policy import seccomp
 from ..policy.commands import normalize_command
-from ..policy.sandbox import resolve_path
+from ..policy.sandbox import ExecPlan, resolve_path
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
@@ -51,6 +56,7 @@ DRAIN_S = 2.0
 _POLL_S = 0.05
 
 _SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
+_SUBREAPER = Path(__file__).with_name("subreaper.py")
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -197,10 +203,18 @@ async def _wait_exit(
 
 
 class _Running:
-    """A started command: its process group, pipe readers and the collected output."""
+    """A started command: its process group, pipe readers and the collected output.
 
-    def __init__(self, proc: asyncio.subprocess.Process, live: _LiveOutput) -> None:
+    With `reaper` the process is `subreaper.py`, which owns the kill policy of everything
+    below it: it is asked to stop (SIGTERM, graceful; SIGUSR1, at once) rather than killed,
+    so that it can still collect and kill descendants that left the process group.
+    """
+
+    def __init__(
+        self, proc: asyncio.subprocess.Process, live: _LiveOutput, *, reaper: bool = False
+    ) -> None:
         self.proc = proc
+        self.reaper = reaper
         self.output = OutputBuffer()
         self._live = live
         self._waiter: asyncio.Future[Any] = asyncio.ensure_future(proc.wait())
@@ -229,6 +243,10 @@ class _Running:
 
     async def kill(self) -> None:
         """Kill the whole process group at once and reap the command (used on cancel)."""
+        if self.reaper and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGUSR1)
+            await _wait_exit(self.proc, self._waiter, DRAIN_S)
         _kill_group(self.proc.pid, signal.SIGKILL)
         await _wait_exit(self.proc, self._waiter, DRAIN_S)
         await asyncio.wait({self._waiter}, timeout=DRAIN_S)
@@ -298,6 +316,14 @@ class ExecTool(Tool[ExecArgs]):
             ]
         return [ContentToolCallContent(content=TextContent(text="\n".join(lines)))]
 
+    def _reaped(self, argv: list[str]) -> ExecPlan:
+        """`argv` under `subreaper.py` (no bubblewrap: nothing else contains the command)."""
+        if not sys.executable or not _SUBREAPER.is_file():
+            return ExecPlan(list(argv))
+        grace = f"{self.kill_grace_s / 2:g}"
+        helper = [sys.executable, "-I", "-S", str(_SUBREAPER), str(os.getpid()), grace, "--"]
+        return ExecPlan([*helper, *argv])
+
     @staticmethod
     def _cwd(args: ExecArgs, ctx: ToolContext) -> Path:
         if args.cwd is None:
@@ -316,19 +342,30 @@ class ExecTool(Tool[ExecArgs]):
         sandboxed = ctx.sandbox.exec_isolation() == "bwrap"
 
         started = time.monotonic()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *ctx.sandbox.wrap_argv(argv, cwd),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                cwd=cwd,
-                env=env,
-            )
-        except OSError as exc:
-            raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-        running = _Running(proc, _LiveOutput(ctx.on_output))
+        with seccomp.filter_fd() if sandboxed else contextlib.nullcontext() as filter_fd:
+            if sandboxed:
+                plan = await asyncio.to_thread(
+                    ctx.sandbox.plan_exec, argv, cwd, seccomp_fd=filter_fd
+                )
+            else:
+                plan = self._reaped(argv)
+            reaper = plan.argv != argv and not sandboxed
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *plan.argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    pass_fds=() if filter_fd is None else (filter_fd,),
+                    cwd=cwd,
+                    env=env,
+                )
+            except OSError as exc:
+                raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+        for note in plan.notes:
+            log.warning("exec isolation: %s", note)
+        running = _Running(proc, _LiveOutput(ctx.on_output), reaper=reaper)
         try:
             timed_out = await running.finish(timeout_s, self.kill_grace_s)
         except BaseException:  # cancelled: kill, reap, and let the cancellation go on
@@ -347,6 +384,7 @@ class ExecTool(Tool[ExecArgs]):
                 f"Output truncated: {output.total} bytes in total; showing the first "
                 f"{output.head_limit} and the last {output.tail_limit} bytes"
             )
+        lines += [f"Sandbox note: {note}" for note in plan.notes]
         lines += ["Output:", text]
         return ToolResult(
             output="\n".join(lines),
