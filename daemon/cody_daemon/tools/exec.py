@@ -274,7 +274,13 @@ class ExecTool(Tool[ExecArgs]):
         return args.command if isinstance(args.command, str) else shlex.join(args.command)
 
     def grant_key(self, args: ExecArgs, ctx: ToolContext) -> GrantKey:
-        return ("exec", *normalize_command(args.command))
+        """The normalised command; run in another directory than the session's, the key
+        reads as `cd <dir> && <command>`, so a grant never covers another directory."""
+        key = normalize_command(args.command)
+        cwd = self._cwd(args, ctx)
+        if cwd != ctx.cwd:
+            return ("exec", "cd", str(cwd), "&&", *key)
+        return ("exec", *key)
 
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
