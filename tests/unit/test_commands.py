@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 from cody_daemon.policy.commands import normalize_command
 from cody_daemon.policy.safe_commands import is_known_safe
@@ -247,6 +250,16 @@ UNSAFE = [
     "rg --search-zip foo",
     "rg -iz foo",
     "rg foo *",
+    "rg --hostname-bin=./evil --hyperlink-format=default foo",
+    # commands that run other programs are not on the list
+    "awk '{system(\"id\")}' f",
+    "xargs cat",
+    "less README.md",
+    "man git",
+    "tar -xf a.tar",
+    "env -S 'rm x'",
+    "nice ls",
+    "timeout 5 ls",
     # sort / tree / file / date / uniq that write
     "sort -o out in",
     "sort -ro out in",
@@ -304,14 +317,27 @@ UNSAFE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def clean_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A freshly initialised repository: its configuration runs nothing."""
+    repo = tmp_path_factory.mktemp("clean")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return repo
+
+
 @pytest.mark.parametrize("command", SAFE, ids=repr)
-def test_known_safe(command: list[str] | str) -> None:
-    assert is_known_safe(command)
+def test_known_safe(command: list[str] | str, clean_repo: Path) -> None:
+    assert is_known_safe(command, cwd=clean_repo, env={})
 
 
 @pytest.mark.parametrize("command", UNSAFE, ids=repr)
-def test_not_known_safe(command: list[str] | str) -> None:
-    assert not is_known_safe(command)
+def test_not_known_safe(command: list[str] | str, clean_repo: Path) -> None:
+    assert not is_known_safe(command, cwd=clean_repo, env={})
+
+
+def test_git_is_never_known_safe_without_a_directory_to_check() -> None:
+    assert is_known_safe("ls")
+    assert not is_known_safe("git status")
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,6 @@ from cody_protocol.prompt import TokenUsage
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import SandboxPolicy
 from ..providers.base import (
     ModelProvider,
@@ -307,7 +306,7 @@ class TurnRunner:
             sandbox_violation=tool.sandbox_check(args, ctx),
             unsandboxed=unsandboxed,
             sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=tool.name == "exec" and is_known_safe(getattr(args, "command", "")),
+            known_safe=tool.known_safe(args, ctx),
             grant_key=grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,

@@ -128,6 +128,11 @@ class Tool(ABC, Generic[A]):
         """What the approval request shows: the command and cwd, or the diff of an edit."""
         return []
 
+    def known_safe(self, args: A, ctx: ToolContext) -> bool:
+        """True when this call can neither write nor run other programs, whatever the files
+        it meets (approval policy `untrusted` then runs it unasked; see safe_commands.py)."""
+        return False
+
     def runs_unsandboxed(self, args: A, ctx: ToolContext) -> bool:
         """True when this call would run a process outside the sandbox the mode asks for."""
         return False

@@ -30,6 +30,7 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from ..policy.commands import normalize_command
+from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import resolve_path
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 
@@ -281,6 +282,15 @@ class ExecTool(Tool[ExecArgs]):
         if cwd != ctx.cwd:
             return ("exec", "cd", str(cwd), "&&", *key)
         return ("exec", *key)
+
+    def known_safe(self, args: ExecArgs, ctx: ToolContext) -> bool:
+        """On the known-safe list, checked where it will run; never while `PATH` holds a
+        relative directory (then `ls` could be the workspace's own `./ls`)."""
+        env = child_environment()
+        search = env.get("PATH", os.defpath).split(os.pathsep)
+        if any(not os.path.isabs(entry) for entry in search):
+            return False
+        return is_known_safe(args.command, cwd=self._cwd(args, ctx), env=env)
 
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
