@@ -88,6 +88,8 @@ class SandboxPolicy:
     """The session's working directory, resolved."""
     unavailable: SandboxUnavailable = "ask"
     network: bool = False
+    hidden_files: tuple[Path, ...] = ()
+    """Files a sandboxed command sees as empty (login files: /dev/null is mounted over them)."""
 
     @classmethod
     def create(
@@ -97,12 +99,14 @@ class SandboxPolicy:
         unavailable: SandboxUnavailable = "ask",
         *,
         network: bool = False,
+        hidden_files: tuple[Path, ...] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
             cwd=Path(os.path.realpath(cwd)),
             unavailable=unavailable,
             network=network,
+            hidden_files=hidden_files,
         )
 
     def writable_roots(self) -> tuple[Path, ...]:
@@ -156,6 +160,9 @@ class SandboxPolicy:
                 git_dir = root / ".git"
                 if git_dir.exists():
                     args += ["--ro-bind", str(git_dir), str(git_dir)]
+        for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
+            if hidden.is_file():
+                args += ["--ro-bind", "/dev/null", str(hidden)]
         if not self.network:
             args.append("--unshare-net")
         args += ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir", str(cwd)]

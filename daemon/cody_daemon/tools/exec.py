@@ -8,7 +8,9 @@ Invariants:
 - Memory is bounded whatever the command prints: the model sees the first `HEAD_BYTES`
   and the last `TAIL_BYTES` of the combined output; live output stops after
   `STREAM_LIMIT_BYTES`; pipes are read in `READ_CHUNK` pieces with back-pressure.
-- Environment variables whose names contain KEY, SECRET, TOKEN or PASSWORD are not passed.
+- Credentials are not passed: the child environment is `ctx.secrets.child_environment()`
+  (names with KEY, SECRET, TOKEN, PASSWORD..., every configured `env_key`, any value that
+  holds a known secret; policy/secrets.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 from ..policy.commands import normalize_command
 from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import resolve_path
+from ..policy.secrets import SecretGuard
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
@@ -51,17 +54,14 @@ DRAIN_S = 2.0
 """After the command exits, how long to wait for the rest of its output."""
 _POLL_S = 0.05
 
-_SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
 
-
-def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment minus variables whose names look like secrets."""
-    source = os.environ if base is None else base
-    return {
-        name: value
-        for name, value in source.items()
-        if not any(marker in name.upper() for marker in _SECRET_MARKERS)
-    }
+def child_environment(
+    base: Mapping[str, str] | None = None, secrets: SecretGuard | None = None
+) -> dict[str, str]:
+    """`base` (default: the daemon's environment) minus every credential `secrets` knows
+    (without a guard: minus variables whose names look like credentials)."""
+    guard = secrets if secrets is not None else SecretGuard()
+    return guard.child_environment(os.environ if base is None else base)
 
 
 class ExecArgs(BaseModel):
@@ -286,7 +286,7 @@ class ExecTool(Tool[ExecArgs]):
     def known_safe(self, args: ExecArgs, ctx: ToolContext) -> bool:
         """On the known-safe list, checked where it will run; never while `PATH` holds a
         relative directory (then `ls` could be the workspace's own `./ls`)."""
-        env = child_environment()
+        env = child_environment(secrets=ctx.secrets)
         search = env.get("PATH", os.defpath).split(os.pathsep)
         if any(not os.path.isabs(entry) for entry in search):
             return False
@@ -326,7 +326,7 @@ class ExecTool(Tool[ExecArgs]):
             raise ToolError(f"cannot run the command: working directory {cwd} does not exist")
         if not cwd.is_dir():
             raise ToolError(f"cannot run the command: {cwd} is not a directory")
-        env = child_environment()
+        env = child_environment(secrets=ctx.secrets)
         argv = _argv(args.command, cwd, env)
         timeout_s = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         sandboxed = ctx.sandbox.exec_isolation() == "bwrap"
