@@ -89,7 +89,7 @@ class SandboxPolicy:
     unavailable: SandboxUnavailable = "ask"
     network: bool = False
     hidden_files: tuple[Path, ...] = ()
-    """Files a sandboxed command sees as empty (login files: /dev/null is mounted over them)."""
+    """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
 
     @classmethod
     def create(
