@@ -117,3 +117,23 @@ async def test_nothing_is_known_safe_while_path_has_a_relative_directory(
         assert not (cody_env.workspace / "PWNED-ls").exists()
     finally:
         await daemon.close()
+
+
+async def test_file_search_never_runs_a_hostile_repository_s_fsmonitor(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    ws = daemon.env.workspace
+    git(ws, "init", "-q")
+    (ws / "findme.py").write_text("")
+    git(ws, "add", "findme.py")
+    git(ws, "config", "core.fsmonitor", "touch PWNED-ls-files; false")
+    _really_runs(ws, "PWNED-ls-files", "ls-files")
+    model.enqueue(tool_call("fileSearch", {"query": "findme"}, call_id="f1"))
+    model.enqueue(text("found"))
+    sid = await daemon.new_session(approvalPolicy="untrusted")
+
+    await daemon.prompt(sid, "find it")
+
+    assert "findme.py" in tool_outputs(model.requests[-1])["f1"]
+    assert daemon.permission_requests == [], "a read-only tool"
+    assert not (ws / "PWNED-ls-files").exists()

@@ -304,6 +304,10 @@ class TurnRunner:
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)
         unsandboxed = tool.runs_unsandboxed(args, ctx)
+        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
+        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
+            tool.known_safe, args, ctx
+        )
         facts = CallFacts(
             tool_name=tool.name,
             requires_approval=tool.requires_approval,
@@ -312,7 +316,7 @@ class TurnRunner:
             credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
             unsandboxed=unsandboxed,
             sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=tool.known_safe(args, ctx),
+            known_safe=known_safe,
             grant_key=grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,

@@ -18,10 +18,10 @@ True only when every repository git could use from `cwd` is free of all of that:
   (repository format, remotes, branches, user name, colours, diff and status display...).
   Anything else, including every `include`, `filter`, driver, pager, hook or program
   setting, and anything the conservative parser does not fully understand (continuation
-  lines, a key on a section line, files over 64 KiB), makes the answer False;
+  lines, a key on a section line, config files over 64 KiB), makes the answer False;
 - no `hooks/post-index-change`, no `modules/` directory, no `.gitmodules` in the work tree and
   no gitlink (submodule) entry in the index (the index is parsed; a split index, an unknown
-  version or a damaged file makes the answer False);
+  version, a damaged file or one over 64 MiB makes the answer False);
 - `GIT_DIR`, `GIT_WORK_TREE` or `GIT_COMMON_DIR` in the environment: False (not followed).
 
 System and global git configuration (`/etc/gitconfig`, `~/.gitconfig`) belong to the user
@@ -44,7 +44,7 @@ __all__ = ["is_inert_for_git"]
 
 _MAX_CONFIG_BYTES: Final = 64 * 1024
 _MAX_GITFILE_BYTES: Final = 4096
-_MAX_INDEX_BYTES: Final = 256 * 1024 * 1024
+_MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
 _REDIRECTING_ENV: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 
 
