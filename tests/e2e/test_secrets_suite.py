@@ -247,7 +247,9 @@ async def test_no_secret_reaches_a_file_a_frame_the_model_or_the_network(
         for call_id in ("r-codex", "r-claude", "r-home", "r-link", "r-hard", "l-codex", "g1"):
             assert "login credentials" in full[call_id], call_id
         assert "[REDACTED]" in full["r-dotenv"] and "[REDACTED]" in full["g-ws"]
-        assert "SERVICE_CONF=[REDACTED]" in full["m-env"]
+        assert "SERVICE_CONF=[REDACTED]" in full["m-env"], "configured for it, shown redacted"
+        for name in ("LLM_ACCESS", "OPENAI_API_KEY", "SEARCH_ACCESS"):
+            assert f"{name}=" not in full["m-env"], f"an MCP server does not inherit {name}"
         assert "[REDACTED]" in full["m-file"] and "[REDACTED]" in full["f-page"]
         assert web.requests_to("/steal-danger-full-access"), "the copying model did try"
         assert web.requests_to("/curl"), "curl ran unsandboxed"
