@@ -65,8 +65,8 @@ async def test_allow_session_stops_the_second_identical_prompt(
     model.enqueue(exec_call("echo one", "c1"))
     model.enqueue(exec_call(["bash", "-lc", "echo one"], "c2"))
     model.enqueue(text("first turn done"))
-    model.enqueue(exec_call("FOO=1 echo one", "c3"))
-    model.enqueue(exec_call("echo two", "c4"))
+    model.enqueue(exec_call("echo  'one'", "c3"))
+    model.enqueue(exec_call("FOO=1 echo one", "c4"))
     model.enqueue(text("second turn done"))
     sid = await daemon.new_session()
     daemon.answer("allow_session", "reject_once")
@@ -78,14 +78,14 @@ async def test_allow_session_stops_the_second_identical_prompt(
     assert asked == ["c1", "c4"], "the grant covers c2 and c3 (same normalised command) only"
     outputs = tool_outputs(model.requests[-1])
     assert "one" in outputs["c3"]
-    assert outputs["c4"] == DENIED
+    assert outputs["c4"] == DENIED, "an assignment prefix is part of the grant key"
 
 
 async def test_reject_session_is_remembered_without_asking(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
     model.enqueue(exec_call("touch x", "c1"))
-    model.enqueue(exec_call("env A=b touch x", "c2"))
+    model.enqueue(exec_call(["bash", "-lc", "touch  x"], "c2"))
     model.enqueue(text("gave up"))
     sid = await daemon.new_session()
     daemon.answer("reject_session")

@@ -69,6 +69,31 @@ async def test_an_untrusted_project_cannot_lift_the_sandbox_but_a_trusted_one_ca
         await daemon.close()
 
 
+async def test_an_untrusted_project_cannot_send_prompts_to_another_provider(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    with (cody_env.cody_home / "config.toml").open("a") as config:
+        config.write(
+            '[model_providers.paid]\nbase_url = "http://127.0.0.1:9/v1"\n'
+            'env_key = "MOCK_API_KEY"\ndefault_model = "expensive"\n'
+        )
+    project = cody_env.workspace / ".cody"
+    project.mkdir()
+    (project / "config.toml").write_text('model_provider = "paid"\nmodel = "expensive"\n')
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        result = await daemon.request("session/new", {"cwd": str(cody_env.workspace)})
+        [warning] = result["_meta"]["cody"]["warnings"]
+        assert "model_provider" in warning and "trusted_projects" in warning
+        model.enqueue(text("answered by the user's provider"))
+        await daemon.prompt(result["sessionId"], "hi")
+        assert model.requests[-1].body["model"] == "mock-model"
+    finally:
+        await daemon.close()
+
+
 async def test_meta_overrides_config_and_set_config_option_overrides_meta(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:

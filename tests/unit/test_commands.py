@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
-from cody_daemon.policy.commands import UNPARSABLE, normalize_command
+from cody_daemon.policy.commands import normalize_command
 from cody_daemon.policy.safe_commands import is_known_safe
 
 GIT_STATUS = ("git", "status")
@@ -21,39 +24,74 @@ GIT_STATUS = ("git", "status")
         (["zsh", "-ic", "git status"], GIT_STATUS),
         (["/usr/bin/dash", "-c", "git status"], GIT_STATUS),
         ("bash -lc 'git status'", GIT_STATUS),
-        ("FOO=1 git status", GIT_STATUS),
-        ("FOO=1 BAR='a b' git status", GIT_STATUS),
-        ("env FOO=1 git status", GIT_STATUS),
-        ("env git status", GIT_STATUS),
-        (["env", "FOO=1", "git", "status"], GIT_STATUS),
-        ("/usr/bin/env FOO=1 git status", GIT_STATUS),
-        ("env FOO=1 git push", ("git", "push")),
         ("  git   status  ", GIT_STATUS),
-        # recursive unwrapping, prefixes inside the script
-        (["bash", "-lc", "sh -c 'FOO=1 git status'"], GIT_STATUS),
-        ('env A=1 bash -c "env B=2 git status"', GIT_STATUS),
-        # different commands keep their differences
-        ("git status --short", ("git", "status", "--short")),
-        ("git status && rm -rf /", ("git", "status", "&&", "rm", "-rf", "/")),
+        ("'git' \"status\"", GIT_STATUS),
+        ("git status # look", GIT_STATUS),
+        (["bash", "-lc", "sh -c 'git status'"], GIT_STATUS),
+        # assignments and an env prefix are part of the key (PROTOCOL.md "Grant keys")
+        ("FOO=1 git status", ("FOO=1", "git", "status")),
+        ("PATH=./evilbin git status", ("PATH=./evilbin", "git", "status")),
+        ("env git status", ("env", "git", "status")),
+        (["env", "FOO=1", "git", "status"], ("env", "FOO=1", "git", "status")),
+        ("env FOO=1 git status", ("env", "FOO=1", "git", "status")),
+        ("/usr/bin/env FOO=1 git status", ("/usr/bin/env", "FOO=1", "git", "status")),
+        ("env -i git status", ("env", "-i", "git", "status")),
+        (["bash", "-c", "FOO=1 git status"], ("FOO=1", "git", "status")),
+        # a prefix before the shell stops the unwrapping: the shell sees the variable
+        (
+            "BASH_ENV=./evil.sh bash -c 'git status'",
+            ("BASH_ENV=./evil.sh", "bash", "-c", "git status"),
+        ),
+        # scripts that are not one plain command keep their text
+        ("git status && rm -rf /", ("bash", "-c", "git status && rm -rf /")),
+        (["bash", "-lc", "git status; touch x"], ("bash", "-c", "git status; touch x")),
+        (["sh", "-c", "git status; touch x"], ("sh", "-c", "git status; touch x")),
+        ("PATH=./evilbin:$PATH git status", ("bash", "-c", "PATH=./evilbin:$PATH git status")),
+        ("echo `id`", ("bash", "-c", "echo `id`")),
+        ("echo $(id)", ("bash", "-c", "echo $(id)")),
+        ("echo $HOME", ("bash", "-c", "echo $HOME")),
+        ("rm -rf ~", ("bash", "-c", "rm -rf ~")),
+        ("ls *.py", ("bash", "-c", "ls *.py")),
+        ("git status\ntouch x", ("bash", "-c", "git status\ntouch x")),
+        ("git status > out", ("bash", "-c", "git status > out")),
+        ("echo 'unbalanced", ("bash", "-c", "echo 'unbalanced")),
+        ("git diff HEAD~1", ("git", "diff", "HEAD~1")),
+        # only system shells are unwrapped: ./bash is the workspace's program
+        (["./bash", "-c", "git status"], ("./bash", "-c", "git status")),
+        ("/tmp/bash -c 'git status'", ("/tmp/bash", "-c", "git status")),
         # not unwrapped: extra positional args after the script, unknown shell flags
         (["bash", "-c", "git status", "x"], ("bash", "-c", "git status", "x")),
         (["bash", "-e", "git status"], ("bash", "-e", "git status")),
         (["python", "-c", "print(1)"], ("python", "-c", "print(1)")),
-        # env with options is kept as is; env or an assignment alone is never emptied
-        ("env -i git status", ("env", "-i", "git", "status")),
         ("env", ("env",)),
         ("FOO=1", ("FOO=1",)),
-        # unparsable strings only match themselves
-        ("echo 'unbalanced", (UNPARSABLE, "echo 'unbalanced")),
-        (["bash", "-c", 'echo "open'], (UNPARSABLE, 'echo "open')),
     ],
 )
 def test_normalize_command(command: list[str] | str, expected: tuple[str, ...]) -> None:
     assert normalize_command(command) == expected
 
 
-def test_unparsable_strings_do_not_collide() -> None:
-    assert normalize_command("echo 'a") != normalize_command("echo 'b")
+@pytest.mark.parametrize(
+    ("granted", "other"),
+    [
+        ("git status", "PATH=./evilbin:$PATH git status"),
+        ("git status", "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor git status"),
+        ("git status", "env GIT_CONFIG_COUNT=1 git status"),
+        ("git status", "BASH_ENV=./evil.sh bash -c 'git status'"),
+        ("git status", ["./bash", "-c", "git status"]),
+        ("git status", "git\nstatus"),
+        (["echo", "`id`"], "echo `id`"),
+        (["echo", "$(id)"], "echo $(id)"),
+        (["rm", "-rf", "~"], "rm -rf ~"),
+        (["ls", "*"], "ls *"),
+        (["ls", ">", "x"], "ls > x"),
+        ("echo 'a", "echo 'b"),
+    ],
+)
+def test_commands_that_run_differently_never_share_a_key(
+    granted: list[str] | str, other: list[str] | str
+) -> None:
+    assert normalize_command(granted) != normalize_command(other)
 
 
 SAFE = [
@@ -212,6 +250,16 @@ UNSAFE = [
     "rg --search-zip foo",
     "rg -iz foo",
     "rg foo *",
+    "rg --hostname-bin=./evil --hyperlink-format=default foo",
+    # commands that run other programs are not on the list
+    "awk '{system(\"id\")}' f",
+    "xargs cat",
+    "less README.md",
+    "man git",
+    "tar -xf a.tar",
+    "env -S 'rm x'",
+    "nice ls",
+    "timeout 5 ls",
     # sort / tree / file / date / uniq that write
     "sort -o out in",
     "sort -ro out in",
@@ -269,14 +317,27 @@ UNSAFE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def clean_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A freshly initialised repository: its configuration runs nothing."""
+    repo = tmp_path_factory.mktemp("clean")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return repo
+
+
 @pytest.mark.parametrize("command", SAFE, ids=repr)
-def test_known_safe(command: list[str] | str) -> None:
-    assert is_known_safe(command)
+def test_known_safe(command: list[str] | str, clean_repo: Path) -> None:
+    assert is_known_safe(command, cwd=clean_repo, env={})
 
 
 @pytest.mark.parametrize("command", UNSAFE, ids=repr)
-def test_not_known_safe(command: list[str] | str) -> None:
-    assert not is_known_safe(command)
+def test_not_known_safe(command: list[str] | str, clean_repo: Path) -> None:
+    assert not is_known_safe(command, cwd=clean_repo, env={})
+
+
+def test_git_is_never_known_safe_without_a_directory_to_check() -> None:
+    assert is_known_safe("ls")
+    assert not is_known_safe("git status")
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,33 @@ def test_untrusted_project_cannot_lift_policy(paths: CodyPaths, project: Path) -
     assert str(project.resolve()) in warning
 
 
+def test_untrusted_project_cannot_switch_to_another_provider(
+    paths: CodyPaths, project: Path
+) -> None:
+    user = (
+        'model_provider = "work"\n'
+        '[model_providers.work]\nbase_url = "http://127.0.0.1:1/v1"\ndefault_model = "w"\n'
+        '[model_providers.paid]\nbase_url = "http://127.0.0.1:2/v1"\ndefault_model = "p"\n'
+    )
+    write_user(paths, user)
+    write_project(project, 'model_provider = "paid"\nmodel = "paid-model"\n')
+    loaded = load(paths, project)
+    assert loaded.config.model_provider == "work"
+    assert loaded.config.model is None, "the model chosen for the other provider goes too"
+    [warning] = loaded.warnings
+    assert "model_provider" in warning and "model" in warning and "trusted_projects" in warning
+
+    write_project(project, 'model_provider = "work"\nmodel = "w2"\n')
+    loaded = load(paths, project)
+    assert (loaded.config.model_provider, loaded.config.model) == ("work", "w2")
+    assert loaded.warnings == [], "the user's own provider is no switch"
+
+    write_user(paths, f'trusted_projects = ["{project}"]\n' + user)
+    write_project(project, 'model_provider = "paid"\nmodel = "paid-model"\n')
+    loaded = load(paths, project)
+    assert (loaded.config.model_provider, loaded.config.model) == ("paid", "paid-model")
+
+
 def test_untrusted_project_without_user_file_warns(paths: CodyPaths, project: Path) -> None:
     write_project(project, 'approval_policy = "never"\n')
     loaded = load(paths, project)
@@ -381,7 +408,9 @@ def test_load_user_config_raises_the_same_errors(paths: CodyPaths) -> None:
 
 def test_unknown_model_provider_lists_known_ids(paths: CodyPaths, project: Path) -> None:
     write_user(
-        paths, '[model_providers.local]\nbase_url = "http://127.0.0.1:1/v1"\ndefault_model = "m"\n'
+        paths,
+        f'trusted_projects = ["{project}"]\n'  # an untrusted project's choice is ignored
+        '[model_providers.local]\nbase_url = "http://127.0.0.1:1/v1"\ndefault_model = "m"\n',
     )
     proj = write_project(project, 'model_provider = "opeanai"\n')
     issue = only_issue(config_error(paths, project))

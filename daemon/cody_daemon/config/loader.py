@@ -12,6 +12,11 @@ Invariants:
   `base_url`/`env_key`) only when `cwd` is listed in the *user* file's `trusted_projects`
   (compared as resolved real paths). Otherwise those keys are dropped with a warning. A project
   file cannot trust itself: its own `trusted_projects` is always ignored with a warning.
+- An untrusted project may not switch `model_provider` to another of the user's providers
+  either: the provider decides where prompts (and the code they quote) are sent and which of
+  the user's accounts pays. A `model_provider` that differs from the user file's (default
+  `auto`) is dropped with the same warning, together with the project's `model` (a model
+  name chosen for that provider would be wrong for the user's).
 """
 
 from __future__ import annotations
@@ -234,11 +239,13 @@ def load_effective_config(
     """
     loader = _Loader()
     trusted: list[str] = []
+    user_provider = CodyConfig.model_fields["model_provider"].default
     user_data = loader.read_file(paths.config_file)
     if user_data is not None:
         user = loader.add_layer(user_data, str(paths.config_file))
         if user is not None:
             trusted = list(user.trusted_projects)
+            user_provider = user.model_provider
 
     project_file = cwd / PROJECT_CONFIG
     if not _same_file(project_file, paths.config_file):
@@ -249,6 +256,7 @@ def load_effective_config(
                 project_file=project_file,
                 cwd=cwd,
                 trusted=trusted,
+                user_provider=user_provider,
                 paths=paths,
                 warnings=loader.warnings,
             )
@@ -295,6 +303,7 @@ def _apply_trust(
     project_file: Path,
     cwd: Path,
     trusted: list[str],
+    user_provider: str,
     paths: CodyPaths,
     warnings: list[str],
 ) -> dict[str, Any]:
@@ -309,6 +318,8 @@ def _apply_trust(
     if _is_trusted(cwd, trusted):
         return kept
     ignored = [key for key in PROTECTED_KEYS if key in kept]
+    if kept.get("model_provider", user_provider) != user_provider:
+        ignored += [key for key in ("model_provider", "model") if key in kept]
     for key in ignored:
         del kept[key]
     tools = kept.get("tools")

@@ -28,6 +28,7 @@ from .events import ConfigChanged, McpStatusChanged
 from .loading import SessionLoader
 from .ports import ClientLink
 from .replay import prompt_to_text, replay_events
+from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
 from .settings import (
     SessionSettings,
@@ -201,9 +202,17 @@ class SessionManager:
                 session.cwd,
                 settings.sandbox_unavailable,
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
+                hidden_files=login_files(self.deps.env),
             ),
             env=self.deps.env,
             price=billable_price(spec, credentials, settings.model, self.deps.env),
+            secrets=secret_guard(
+                env=self.deps.env,
+                providers=catalog.all(),
+                tool_config=settings.tool_config,
+                mcp_config=settings.mcp_config,
+                mcp_servers=session.mcp.specs() if session.mcp is not None else (),
+            ),
         )
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:

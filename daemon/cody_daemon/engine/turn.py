@@ -26,8 +26,8 @@ from cody_protocol.prompt import TokenUsage
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import SandboxPolicy
+from ..policy.secrets import SecretGuard
 from ..providers.base import (
     ModelProvider,
     ModelRequest,
@@ -53,6 +53,7 @@ from .events import (
 )
 from .instructions import build_instructions
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .streamed import StreamedItem
 from .toolcalls import (
@@ -90,6 +91,8 @@ class TurnEnv:
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
     extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
+    secrets: SecretGuard = field(default_factory=SecretGuard)
+    """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
 
 
 @dataclass(slots=True)
@@ -301,18 +304,24 @@ class TurnRunner:
             env=self.env.env,
             tool_config=self.session.settings.tool_config,
             on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
+            secrets=self.env.secrets,
         )
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)
         unsandboxed = tool.runs_unsandboxed(args, ctx)
+        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
+        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
+            tool.known_safe, args, ctx
+        )
         facts = CallFacts(
             tool_name=tool.name,
             requires_approval=tool.requires_approval,
             allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
             sandbox_violation=tool.sandbox_check(args, ctx),
+            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
             unsandboxed=unsandboxed,
             sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=tool.name == "exec" and is_known_safe(getattr(args, "command", "")),
+            known_safe=known_safe,
             grant_key=grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,
@@ -372,7 +381,7 @@ class TurnRunner:
             title=info.title,
             kind=info.kind,
             raw_input=info.raw_input,
-            content=info.tool.preview(info.args, ctx),
+            content=redact_content(self.env.secrets, info.tool.preview(info.args, ctx)),
             grant_key=describe_grant(grant_key),
             sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
         )
@@ -417,6 +426,7 @@ class TurnRunner:
         )
 
     def _finish_call(self, call_id: str, result: ToolResult) -> None:
+        result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         item = FunctionCallOutputItem(
             call_id=call_id, output=result.output, status=status, raw_output=result.raw_output
@@ -439,6 +449,7 @@ class TurnRunner:
             self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
+        text = self.env.secrets.redact(text)
         self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
 
     def _emit(self, event: Any) -> None:

@@ -1,6 +1,8 @@
 """The approval decision for one tool call (PROTOCOL.md "Approvals", order of decision).
 
-    allowlist -> sandbox -> session rejections -> session grants -> policy
+    allowlist -> credentials -> sandbox -> session rejections -> session grants -> policy
+
+(`credentials`: a call that would read a login file is refused in every policy and mode.)
 
 `decide` is pure: the engine gathers the facts (`CallFacts`) and acts on the `Verdict`.
 Turn-level rejections (`reject_once` answers) are checked with the session rejections, so
@@ -27,7 +29,9 @@ __all__ = [
 ]
 
 AllowReason = Literal["policy", "grant", "read-only tool", "known-safe command"]
-DenyReason = Literal["allowlist", "sandbox", "session rejection", "turn rejection", "policy"]
+DenyReason = Literal[
+    "allowlist", "credentials", "sandbox", "session rejection", "turn rejection", "policy"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,8 @@ class CallFacts:
     allowed_by_allowlist: bool
     sandbox_violation: str | None
     """Why the sandbox forbids the call, or None."""
+    credential_refusal: str | None = None
+    """Why the call may not run whatever the policy (it would read a login file), or None."""
     unsandboxed: bool
     """The call would run a process without the isolation the sandbox mode asks for."""
     sandbox_unavailable: SandboxUnavailable
@@ -84,6 +90,8 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
             "allowlist",
             f"tool '{facts.tool_name}' is not allowed in this session (allowedTools/phase)",
         )
+    if facts.credential_refusal is not None:
+        return Deny("credentials", f"refused: {facts.credential_refusal}")
     if facts.sandbox_violation is not None:
         return Deny("sandbox", f"blocked by the sandbox: {facts.sandbox_violation}")
     if facts.unsandboxed and facts.sandbox_unavailable == "refuse":

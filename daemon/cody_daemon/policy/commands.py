@@ -1,93 +1,90 @@
 """Command normalisation (approval grant keys) and the shell lexer it shares with
 `safe_commands.py` (the known-safe command list).
 
-`normalize_command` gives the grant key of an `exec` command (PROTOCOL.md "Grant keys"): the
-argv a user would recognise as "the same command", whatever the spelling (argv list, shell
-string, `bash -lc "..."`, `VAR=value` / `env` prefixes). It is a *key*, not a security
-decision: two commands share a grant only when their normalised argv is identical.
+`normalize_command` gives the grant key of an `exec` command (PROTOCOL.md "Grant keys"). It is
+a *key*, not a security decision, but a session grant covers every command with the same key,
+so the key keeps everything that can change what runs. Invariant: two commands share a key only
+when they run the same program with the same arguments and the same environment changes:
+
+- leading `VAR=value` words and an `env` prefix (with its options) stay part of the key
+  (`PATH=...`, `BASH_ENV=...`, `GIT_CONFIG_*=...` or `LD_PRELOAD=...` change what runs);
+- `sh|bash|zsh|dash -c|-lc|-ic "<script>"` is unwrapped into the script's words only when the
+  shell is a system one (a bare name or `/bin`, `/usr/bin`, `/usr/local/bin`) and the script is
+  one plain simple command: words with no expansion, substitution, glob, tilde, operator or
+  redirection, so the words the key shows are exactly the argv the shell runs;
+- any other script keeps its exact text: `("<shell>", "-c", script)`, where `<shell>` is the
+  shell's name (`bash` for a string command, which exec runs with `bash -c`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNPARSABLE", "normalize_command"]
-
-UNPARSABLE = "<unparsable>"
-"""First word of the grant key of a shell string that cannot be split into words."""
+__all__ = ["TRUSTED_BIN_DIRS", "normalize_command", "system_program"]
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 _SHELL_FLAG = re.compile(r"^-[li]*c[li]*$")
 """`-c` possibly combined with `-l` / `-i` (`-lc`, `-ic`, `-lic`, ...)."""
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_STRING_SHELL = "bash"
+"""The shell `exec` runs a string command with (`bash -c <string>`)."""
+
+TRUSTED_BIN_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin"})
+"""Directories whose programs are the system's, not the workspace's."""
 
 
-class _Unparsable(Exception):
-    """A shell string that cannot be split into words (unbalanced quotes, ...)."""
+def system_program(word: str) -> str | None:
+    """The program name of a command word: the word itself when it has no `/`, the base name
+    for a path in `TRUSTED_BIN_DIRS`, else None (a path that may be the workspace's own)."""
+    if "/" not in word:
+        return word
+    directory, name = os.path.split(word)
+    return name if directory in TRUSTED_BIN_DIRS else None
 
 
 # --- normalisation -------------------------------------------------------------------------
 
 
 def normalize_command(command: list[str] | str) -> tuple[str, ...]:
-    """The approval grant key of `command` (without the leading `"exec"`).
+    """The approval grant key of `command` (without the leading `"exec"`); see the module doc.
 
-    A string is split with `shlex` (the words `bash -c` would see); leading `VAR=value`
-    words and an `env` prefix (with its own `VAR=value` words) are dropped; `sh|bash|zsh|dash
-    -c|-lc|-ic "<string>"` (any path to the shell) is unwrapped into the string's words,
-    recursively. A string that cannot be split gives `("<unparsable>", command)`, which
-    matches no other command.
+    A string runs as `bash -c <string>`, so it gets the key of that argv.
     """
-    if isinstance(command, str):
-        try:
-            words = _split(command)
-        except _Unparsable:
-            return (UNPARSABLE, command)
-    else:
-        words = list(command)
+    words = [_STRING_SHELL, "-c", command] if isinstance(command, str) else list(command)
     while True:
-        words = _strip_env_prefix(words)
-        script = _shell_script(words)
-        if script is None:
+        shell = _shell_of(words)
+        if shell is None:
             return tuple(words)
-        try:
-            words = _split(script)
-        except _Unparsable:
-            return (UNPARSABLE, script)
+        script = words[2]
+        plain = _plain_words(script)
+        if plain is None:
+            return (shell, "-c", script)
+        words = plain
 
 
-def _split(text: str) -> list[str]:
+def _shell_of(words: Sequence[str]) -> str | None:
+    """The shell's name when `words` is `<system shell> -c|-lc|-ic <script>`, else None."""
+    if len(words) != 3 or _SHELL_FLAG.match(words[1]) is None:
+        return None
+    name = system_program(words[0])
+    return name if name in _SHELLS else None
+
+
+def _plain_words(script: str) -> list[str] | None:
+    """The words of `script` when it is one plain simple command (see the module doc)."""
     try:
-        return shlex.split(text)
-    except ValueError as exc:
-        raise _Unparsable(str(exc)) from None
-
-
-def _strip_env_prefix(words: list[str]) -> list[str]:
-    """Drop leading `VAR=value` words and an `env` prefix; never returns an empty argv."""
-    rest = words
-    while rest and _ASSIGNMENT.match(rest[0]):
-        rest = rest[1:]
-    if len(rest) > 1 and os.path.basename(rest[0]) == "env" and not rest[1].startswith("-"):
-        rest = rest[1:]
-        while rest and _ASSIGNMENT.match(rest[0]):
-            rest = rest[1:]
-    return rest if rest else words
-
-
-def _shell_script(words: Sequence[str]) -> str | None:
-    """The script of a `bash -c "<script>"` style argv, else None."""
-    if (
-        len(words) == 3
-        and os.path.basename(words[0]) in _SHELLS
-        and _SHELL_FLAG.match(words[1]) is not None
-    ):
-        return words[2]
-    return None
+        tokens = _lex(script.strip(" \t\n"))
+    except _Unsafe:
+        return None
+    words: list[str] = []
+    for token in tokens:
+        if isinstance(token, _Op) or token.dynamic:
+            return None
+        words.append(token.text)
+    return words or None
 
 
 # --- a small shell lexer that keeps quoting information ------------------------------------
@@ -114,6 +111,7 @@ _OPERATORS = ("&&", "||", ";;", ";&", "|&", ">>", "<<", "&>", ">&", "<&", "<>", 
 _OPERATOR_CHARS = frozenset(";&|<>()")
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "|&", "\n"})
 _GLOB_CHARS = frozenset("*?[{")
+"""Unquoted, these make a word's value unknown (globs and brace expansion)."""
 
 
 def _lex(text: str) -> list[_Word | _Op]:
@@ -201,6 +199,8 @@ def _lex(text: str) -> list[_Word | _Op]:
         else:
             if (ch == "$" and dollar(i)) or ch in _GLOB_CHARS:
                 dynamic = True
+            elif ch == "~" and (not in_word or (buf and buf[-1] in "=:")):
+                dynamic = True  # tilde expansion (word start, or after `=` / `:`)
             buf.append(ch)
             in_word = True
             i += 1

@@ -1,21 +1,47 @@
 """The known-safe command list: what approval policy `untrusted` runs without asking.
 
-`is_known_safe` decides whether approval policy `untrusted` may run a command without asking.
-Invariant: it returns True only for commands that cannot write anything; anything it cannot
-fully understand is unsafe. Shell strings are parsed by a small lexer that keeps track of
-quoting, so every operator, redirection, substitution and expansion is seen as the shell
-would see it. Known limit: a repository's own git configuration (pager, external diff,
-fsmonitor) can still make read-only git commands run programs; `untrusted` assumes the
-repository itself is not hostile to git.
+Invariant: `is_known_safe` returns True only for commands that can neither write anything nor
+run a program other than themselves, whatever the files, configuration and environment they
+meet; anything it cannot fully understand is unsafe (the user is asked). So:
+
+- Shell strings are parsed by a small lexer that keeps track of quoting, so every operator,
+  redirection, substitution and expansion is seen as the shell would see it; any
+  redirection, substitution, subshell, background job or assignment makes a string unsafe.
+- `VAR=value` prefixes and `env` with arguments are never safe (`PATH`, `GIT_*`, `PAGER`,
+  `LD_PRELOAD`, `BASH_ENV` ... change what runs); a program given by a path outside the
+  system bin directories is the workspace's own and never safe. (The exec tool also refuses
+  to call anything known-safe while `PATH` holds a relative directory.)
+- Options that write or run programs are refused per command: `find -exec/-ok/-delete/
+  -fprint*/-fls`, `rg --pre/--search-zip/-z/--hostname-bin`, `sort -o/--compress-program`,
+  `tree -o/-R`, `file -C`, `date -s`, `uniq IN OUT`, `sed` beyond `sed -n <N>p FILE`, git's
+  `-c`/`--exec-path`/`--git-dir`/`--output`/`--ext-diff`. Commands whose job is to run or
+  page other programs (`xargs`, `env CMD`, `awk`, `less`, `man`, `tar`, ...) are not listed.
+- git reads a repository's own configuration, hooks and submodules, which a cloned
+  repository controls (`core.fsmonitor` runs on `git status`, `diff.external` on
+  `git diff`, textconv drivers, pagers, `include.path` ...). A git command is known-safe
+  only when `git_repo.is_inert_for_git` finds every repository git could use from the
+  command's directory (after `-C`) free of anything that runs a program; otherwise the user
+  is asked. Without a directory to check, git is never known-safe.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
-from .commands import _ASSIGNMENT, _SHELL_FLAG, _SHELLS, _commands, _Unsafe, _Word
+from .commands import (
+    _ASSIGNMENT,
+    _SHELL_FLAG,
+    _SHELLS,
+    _commands,
+    _Unsafe,
+    _Word,
+    system_program,
+)
+from .git_repo import is_inert_for_git
 
 __all__ = ["is_known_safe"]
 
@@ -23,63 +49,65 @@ __all__ = ["is_known_safe"]
 # --- the known-safe list -------------------------------------------------------------------
 
 
-def is_known_safe(command: list[str] | str) -> bool:
+def is_known_safe(
+    command: list[str] | str, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> bool:
     """True only for commands that are read-only (policy `untrusted` runs them unasked).
 
     An argv list runs without a shell, so its words are taken literally (a `bash -c` argv is
     judged by its script). A shell string is safe only when every command joined by `&&`,
     `||`, `;` or `|` is safe and it uses no redirection, substitution, subshell, background
-    job or variable assignment.
+    job or variable assignment. `cwd` is where the command runs and `env` its environment:
+    git commands are checked against the repositories found from there.
     """
+    where = _Where(cwd, os.environ if env is None else env)
     if isinstance(command, str):
-        return _script_safe(command, depth=0)
-    return _argv_safe([_Word(word) for word in command], depth=0)
+        return _script_safe(command, 0, where)
+    return _argv_safe([_Word(word) for word in command], 0, where)
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    cwd: Path | None
+    env: Mapping[str, str]
 
 
 _MAX_DEPTH = 4
 """How many nested `bash -c` levels are considered before giving up."""
 
 
-def _script_safe(script: str, depth: int) -> bool:
+def _script_safe(script: str, depth: int, where: _Where) -> bool:
     if depth > _MAX_DEPTH:
         return False
     try:
         commands = _commands(script)
     except _Unsafe:
         return False
-    return bool(commands) and all(_argv_safe(words, depth) for words in commands)
+    return bool(commands) and all(_argv_safe(words, depth, where) for words in commands)
 
 
-def _argv_safe(words: list[_Word], depth: int) -> bool:
+def _argv_safe(words: list[_Word], depth: int, where: _Where) -> bool:
     if not words or words[0].dynamic:
         return False
     if _ASSIGNMENT.match(words[0].text):
         return False  # `VAR=value cmd`: the variable may change what cmd runs (PAGER, ...)
-    name = _command_name(words[0].text)
+    name = system_program(words[0].text)
     if name is None:
         return False
     args = words[1:]
     if name in _SHELLS:
         if len(args) == 2 and not args[1].dynamic and _SHELL_FLAG.match(args[0].text):
-            return _script_safe(args[1].text, depth + 1)
+            return _script_safe(args[1].text, depth + 1, where)
         return False
     if name in _ALWAYS_SAFE:
         return True
-    check = _CHECKED.get(name)
-    if check is None or any(arg.dynamic for arg in args):
+    if any(arg.dynamic for arg in args):
         return False  # an expansion could turn into an option (`-delete`, `-o`, ...)
-    return check([arg.text for arg in args])
-
-
-_TRUSTED_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin"})
-
-
-def _command_name(word: str) -> str | None:
-    """The program name of a command word; None for paths outside the system bin dirs."""
-    if "/" not in word:
-        return word
-    directory, name = os.path.split(word)
-    return name if directory in _TRUSTED_DIRS else None
+    texts = [arg.text for arg in args]
+    if name == "git":
+        return _git_safe(texts, where)
+    check = _CHECKED.get(name)
+    return check is not None and check(texts)
 
 
 _ALWAYS_SAFE = frozenset(
@@ -135,7 +163,10 @@ def _find_safe(args: list[str]) -> bool:
 
 
 def _rg_safe(args: list[str]) -> bool:
-    if not _no_long(args, "--pre", "--pre-glob", "--search-zip", abbreviations=False):
+    # --pre runs a preprocessor, -z/--search-zip decompression programs, --hostname-bin a
+    # program that prints the host name (for hyperlinks). ripgrep takes no abbreviations.
+    unsafe = ("--pre", "--pre-glob", "--search-zip", "--hostname-bin")
+    if not _no_long(args, *unsafe, abbreviations=False):
         return False
     return not any("z" in _short_flags(arg, "ABCEMdefgjmrtT") for arg in args)
 
@@ -218,10 +249,12 @@ _GIT_READ_ONLY = frozenset(
 _GIT_UNSAFE_LONG = ("--output", "--ext-diff")
 
 
-def _git_safe(args: list[str]) -> bool:
+def _git_safe(args: list[str], where: _Where) -> bool:
+    directory = where.cwd
     i = 0
     while i < len(args) and args[i].startswith("-"):  # global options before the subcommand
-        if args[i] == "-C":
+        if args[i] == "-C" and i + 1 < len(args):
+            directory = None if directory is None else directory / args[i + 1]
             i += 2
         elif args[i] in ("--no-pager", "-P", "--no-optional-locks"):
             i += 1
@@ -233,14 +266,17 @@ def _git_safe(args: list[str]) -> bool:
     if not _no_long(rest, *_GIT_UNSAFE_LONG):
         return False
     if sub in _GIT_READ_ONLY:
-        return True
-    if sub == "branch":
-        return _git_branch_safe(rest)
-    if sub == "tag":
-        return _git_tag_safe(rest)
-    if sub == "remote":
-        return rest in ([], ["-v"], ["--verbose"])
-    return False
+        read_only = True
+    elif sub == "branch":
+        read_only = _git_branch_safe(rest)
+    elif sub == "tag":
+        read_only = _git_tag_safe(rest)
+    elif sub == "remote":
+        read_only = rest in ([], ["-v"], ["--verbose"])
+    else:
+        read_only = False
+    # Last, as it reads files: the repository must not be able to make git run a program.
+    return read_only and directory is not None and is_inert_for_git(directory, where.env)
 
 
 _BRANCH_FLAGS = frozenset(
@@ -306,6 +342,6 @@ _CHECKED: dict[str, Callable[[list[str]], bool]] = {
     "date": _date_safe,
     "uniq": _uniq_safe,
     "sed": _sed_safe,
-    "git": _git_safe,
 }
-"""Commands that are read-only unless given particular options (checked per command)."""
+"""Commands that are read-only unless given particular options (checked per command; git,
+which also depends on the repository, is checked by `_git_safe`)."""

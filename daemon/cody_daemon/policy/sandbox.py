@@ -108,6 +108,8 @@ class SandboxPolicy:
     network: bool = False
     protected: tuple[Path, ...] = ()
     """Cody's own directories (user config, data): never writable, even inside a root."""
+    hidden_files: tuple[Path, ...] = ()
+    """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
 
     @classmethod
     def create(
@@ -118,6 +120,7 @@ class SandboxPolicy:
         *,
         network: bool = False,
         protected: tuple[str | Path, ...] = (),
+        hidden_files: tuple[Path, ...] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -125,6 +128,7 @@ class SandboxPolicy:
             unavailable=unavailable,
             network=network,
             protected=tuple(Path(os.path.realpath(path)) for path in protected),
+            hidden_files=hidden_files,
         )
 
     def writable_roots(self) -> tuple[Path, ...]:
@@ -184,6 +188,9 @@ class SandboxPolicy:
                 args += ["--bind", str(root), str(root)]
             for path in self._read_only_paths(roots, notes):
                 args += ["--ro-bind", str(path), str(path)]
+        for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
+            if hidden.is_file():
+                args += ["--ro-bind", "/dev/null", str(hidden)]
         if not self.network:
             args.append("--unshare-net")
         args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]

@@ -23,9 +23,11 @@ from pydantic import BaseModel, ValidationError
 from ..config.model import ToolConfig
 from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
+from ..policy.secrets import SecretGuard
 
 __all__ = [
     "GrantKey",
+    "PathRead",
     "PlanStatus",
     "Tool",
     "ToolArgumentError",
@@ -54,6 +56,15 @@ class ToolArgumentError(ToolError):
 PlanStatus = Literal["pending", "in_progress", "completed"]
 
 
+@dataclass(frozen=True, slots=True)
+class PathRead:
+    """A path a tool call reads (see `Tool.path_reads`)."""
+
+    path: Path
+    contents_below: bool = False
+    """A directory whose files' contents are read too (a content search), not only names."""
+
+
 @dataclass(kw_only=True)
 class ToolContext:
     session_id: str
@@ -69,6 +80,8 @@ class ToolContext:
     """`[tools.<name>]` from the session's configuration."""
     on_plan: Callable[[list[tuple[str, PlanStatus]]], None] | None = None
     """Publishes the agent's plan (`updatePlan`): sent to the client as a `plan` update."""
+    secrets: SecretGuard = field(default_factory=SecretGuard)
+    """Credentials tools must not pass on (exec drops them from the child environment)."""
 
 
 @dataclass(kw_only=True)
@@ -127,6 +140,15 @@ class Tool(ABC, Generic[A]):
     def preview(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
         """What the approval request shows: the command and cwd, or the diff of an edit."""
         return []
+
+    def path_reads(self, args: A, ctx: ToolContext) -> tuple[PathRead, ...]:
+        """The files and directories this call reads (the engine refuses login files)."""
+        return ()
+
+    def known_safe(self, args: A, ctx: ToolContext) -> bool:
+        """True when this call can neither write nor run other programs, whatever the files
+        it meets (approval policy `untrusted` then runs it unasked; see safe_commands.py)."""
+        return False
 
     def runs_unsandboxed(self, args: A, ctx: ToolContext) -> bool:
         """True when this call would run a process outside the sandbox the mode asks for."""

@@ -11,7 +11,9 @@ Invariants:
 - Memory is bounded whatever the command prints: the model sees the first `HEAD_BYTES`
   and the last `TAIL_BYTES` of the combined output; live output stops after
   `STREAM_LIMIT_BYTES`; pipes are read in `READ_CHUNK` pieces with back-pressure.
-- Environment variables whose names contain KEY, SECRET, TOKEN or PASSWORD are not passed.
+- Credentials are not passed: the child environment is `ctx.secrets.child_environment()`
+  (names with KEY, SECRET, TOKEN, PASSWORD..., every configured `env_key`, any value that
+  holds a known secret; policy/secrets.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from ..policy import seccomp
 from ..policy.commands import normalize_command
+from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import ExecPlan, resolve_path
+from ..policy.secrets import SecretGuard
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
@@ -55,18 +59,15 @@ DRAIN_S = 2.0
 """After the command exits, how long to wait for the rest of its output."""
 _POLL_S = 0.05
 
-_SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
 _SUBREAPER = Path(__file__).with_name("subreaper.py")
 
-
-def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment minus variables whose names look like secrets."""
-    source = os.environ if base is None else base
-    return {
-        name: value
-        for name, value in source.items()
-        if not any(marker in name.upper() for marker in _SECRET_MARKERS)
-    }
+def child_environment(
+    base: Mapping[str, str] | None = None, secrets: SecretGuard | None = None
+) -> dict[str, str]:
+    """`base` (default: the daemon's environment) minus every credential `secrets` knows
+    (without a guard: minus variables whose names look like credentials)."""
+    guard = secrets if secrets is not None else SecretGuard()
+    return guard.child_environment(os.environ if base is None else base)
 
 
 class ExecArgs(BaseModel):
@@ -292,7 +293,22 @@ class ExecTool(Tool[ExecArgs]):
         return args.command if isinstance(args.command, str) else shlex.join(args.command)
 
     def grant_key(self, args: ExecArgs, ctx: ToolContext) -> GrantKey:
-        return ("exec", *normalize_command(args.command))
+        """The normalised command; run in another directory than the session's, the key
+        reads as `cd <dir> && <command>`, so a grant never covers another directory."""
+        key = normalize_command(args.command)
+        cwd = self._cwd(args, ctx)
+        if cwd != ctx.cwd:
+            return ("exec", "cd", str(cwd), "&&", *key)
+        return ("exec", *key)
+
+    def known_safe(self, args: ExecArgs, ctx: ToolContext) -> bool:
+        """On the known-safe list, checked where it will run; never while `PATH` holds a
+        relative directory (then `ls` could be the workspace's own `./ls`)."""
+        env = child_environment(secrets=ctx.secrets)
+        search = env.get("PATH", os.defpath).split(os.pathsep)
+        if any(not os.path.isabs(entry) for entry in search):
+            return False
+        return is_known_safe(args.command, cwd=self._cwd(args, ctx), env=env)
 
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
@@ -336,7 +352,7 @@ class ExecTool(Tool[ExecArgs]):
             raise ToolError(f"cannot run the command: working directory {cwd} does not exist")
         if not cwd.is_dir():
             raise ToolError(f"cannot run the command: {cwd} is not a directory")
-        env = child_environment()
+        env = child_environment(secrets=ctx.secrets)
         argv = _argv(args.command, cwd, env)
         timeout_s = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         sandboxed = ctx.sandbox.exec_isolation() == "bwrap"

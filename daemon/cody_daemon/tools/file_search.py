@@ -34,6 +34,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ..policy.git_repo import is_inert_for_git
 from .base import Tool, ToolContext, ToolError, ToolResult
 from .ignore import walk_files
 
@@ -135,9 +136,11 @@ def _shown(path: str) -> str:
 
 
 async def _git_files(cwd: Path) -> tuple[list[str], bool] | None:
-    """`git ls-files -co --exclude-standard` in `cwd`, or None outside a work tree."""
+    """`git ls-files -co --exclude-standard` in `cwd`, or None outside a work tree, and in a
+    repository whose own configuration could make git run a program (`core.fsmonitor` runs
+    on `ls-files`; policy/git_repo.py): a read-only tool never runs a repository's code."""
     git = shutil.which("git")
-    if git is None:
+    if git is None or not await asyncio.to_thread(is_inert_for_git, cwd, os.environ):
         return None
     inside = await _git_output(git, cwd, ["rev-parse", "--is-inside-work-tree"], 1024)
     if inside is None or inside[0].strip() != b"true":

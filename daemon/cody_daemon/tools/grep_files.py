@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
 from .grep_regex import PatternError, TranslatedPattern, translate
 from .ignore import GlobError, Override, walk_files
 
@@ -96,6 +96,10 @@ class GrepFilesTool(Tool[GrepFilesArgs]):
 
     def title(self, args: GrepFilesArgs) -> str:
         return f"Grep {args.pattern} in {args.path or '.'}"
+
+    def path_reads(self, args: GrepFilesArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
+        root = resolve_path(os.path.expanduser(args.path or "."), ctx.cwd)
+        return (PathRead(root, contents_below=True),)
 
     async def run(self, args: GrepFilesArgs, ctx: ToolContext) -> ToolResult:
         try:

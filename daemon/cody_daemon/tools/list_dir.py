@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ListDirArgs", "ListDirTool"]
 
@@ -74,6 +74,9 @@ class ListDirTool(Tool[ListDirArgs]):
 
     def title(self, args: ListDirArgs) -> str:
         return f"List {args.dir_path}"
+
+    def path_reads(self, args: ListDirArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
+        return (PathRead(resolve_path(os.path.expanduser(args.dir_path), ctx.cwd)),)
 
     async def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(_list, args, ctx.cwd)

@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
 
@@ -65,6 +65,9 @@ class ReadFileTool(Tool[ReadFileArgs]):
 
     def title(self, args: ReadFileArgs) -> str:
         return f"Read {args.file_path}"
+
+    def path_reads(self, args: ReadFileArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
+        return (PathRead(resolve_path(os.path.expanduser(args.file_path), ctx.cwd)),)
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(_read_file, args, ctx.cwd)

@@ -2,7 +2,8 @@
 
 Each module here is also a script: `python <script>` serves MCP over stdio
 (`demo_stdio.py`) or streamable HTTP (`demo_http.py`), or misbehaves on purpose
-(`hang.py`, `crash.py`). `SCRIPTS` maps the short names the tests use to their paths.
+(`hang.py`, `crash.py`), or hands out its environment and files (`env_echo.py`, for the
+secrets suite). `SCRIPTS` maps the short names the tests use to their paths.
 """
 
 from __future__ import annotations
@@ -17,4 +18,5 @@ SCRIPTS = {
     "hang": HERE / "hang.py",
     "crash": HERE / "crash.py",
     "slow": HERE / "slow_start.py",
+    "envecho": HERE / "env_echo.py",
 }

@@ -268,6 +268,10 @@ class McpSessionManager:
     def server_names(self) -> list[str]:
         return list(self._connections)
 
+    def specs(self) -> list[McpServerSpec]:
+        """The servers' specs (their environments and headers are secrets to redact)."""
+        return [connection.spec for connection in self._connections.values()]
+
     def statuses(self) -> list[McpStatus]:
         """The current status of every server (all `starting` before the first `tools()`)."""
         return [connection.status() for connection in self._connections.values()]
