@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from ..policy.commands import normalize_command
 from ..policy.sandbox import resolve_path
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import OWN_DEADLINE_MARGIN_S, GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
 
@@ -278,6 +278,14 @@ class ExecTool(Tool[ExecArgs]):
 
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
+
+    def time_limit_s(self, args: ExecArgs, ctx: ToolContext) -> float:
+        """exec keeps its own limit (`timeoutMs`); the engine's is a backstop past it."""
+        own = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+        return own + self.kill_grace_s + 2 * DRAIN_S + OWN_DEADLINE_MARGIN_S
+
+    def time_limit_setting(self) -> str:
+        return "the call's timeoutMs"
 
     def sandbox_check(self, args: ExecArgs, ctx: ToolContext) -> str | None:
         if ctx.sandbox.exec_isolation() == "unavailable" and ctx.sandbox.unavailable == "refuse":
