@@ -139,14 +139,17 @@ class McpTool(Tool[McpToolArgs]):
         return f"{self.server}: {self.remote_name}"
 
     def time_limit_s(self, args: McpToolArgs, ctx: ToolContext) -> float:
-        if self._timeout_s is None:
+        """`[tools.<name>] timeout_s` when set, else the server's own limit plus a margin."""
+        config = ctx.tool_config.get(self.name)
+        if self._timeout_s is None or (config is not None and config.timeout_s is not None):
             return super().time_limit_s(args, ctx)
         return self._timeout_s + OWN_DEADLINE_MARGIN_S
 
     def time_limit_setting(self) -> str:
+        own = super().time_limit_setting()
         if self._timeout_setting is None:
-            return super().time_limit_setting()
-        return f"tool_timeout_s in {self._timeout_setting}"
+            return own
+        return f"{own} (or tool_timeout_s in {self._timeout_setting})"
 
     async def run(self, args: McpToolArgs, ctx: ToolContext) -> ToolResult:
         result = await self._caller.call_tool(self.remote_name, args.arguments())
