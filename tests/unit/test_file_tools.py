@@ -375,7 +375,7 @@ def test_list_dir_metadata_and_schema() -> None:
     tool = ListDirTool()
     assert (tool.name, tool.kind, tool.requires_approval) == ("listDir", "read", False)
     params = tool.spec().parameters
-    assert set(params["properties"]) == {"dirPath", "depth"}
+    assert set(params["properties"]) == {"dirPath", "depth", "includeIgnored"}
     assert params["required"] == ["dirPath"]
     assert params["properties"]["depth"]["maximum"] == 5
 

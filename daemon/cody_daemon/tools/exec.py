@@ -40,7 +40,7 @@ from ..policy.commands import normalize_command
 from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import ExecPlan, resolve_path
 from ..policy.secrets import SecretGuard
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import OWN_DEADLINE_MARGIN_S, GrantKey, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
 
@@ -60,6 +60,7 @@ DRAIN_S = 2.0
 _POLL_S = 0.05
 
 _SUBREAPER = Path(__file__).with_name("subreaper.py")
+
 
 def child_environment(
     base: Mapping[str, str] | None = None, secrets: SecretGuard | None = None
@@ -312,6 +313,14 @@ class ExecTool(Tool[ExecArgs]):
 
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
+
+    def time_limit_s(self, args: ExecArgs, ctx: ToolContext) -> float:
+        """exec keeps its own limit (`timeoutMs`); the engine's is a backstop past it."""
+        own = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+        return own + self.kill_grace_s + 2 * DRAIN_S + OWN_DEADLINE_MARGIN_S
+
+    def time_limit_setting(self) -> str:
+        return "the call's timeoutMs"
 
     def sandbox_check(self, args: ExecArgs, ctx: ToolContext) -> str | None:
         if ctx.sandbox.exec_isolation() == "unavailable" and ctx.sandbox.unavailable == "refuse":

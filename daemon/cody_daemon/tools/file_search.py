@@ -1,10 +1,12 @@
 """`fileSearch`: find files by a fuzzy match on their paths (like fzf or Codex's file search).
 
-Candidates: inside a git work tree, `git ls-files -co --exclude-standard` run in the session
-cwd (tracked plus untracked-but-not-ignored files; deleted files and submodule directories
-are dropped); elsewhere, or when git fails, `ignore.walk_files` (gitignore-aware, hidden
-entries skipped). At most `MAX_CANDIDATES` are considered, and the output says when more
-existed. Paths are relative to the session cwd, `/`-separated.
+Candidates: `rg --files --hidden` run in the session cwd (tools/ripgrep.py), so the files
+are those grepFiles would search plus hidden ones: `.gitignore`, `.ignore` and `.rgignore`
+rules apply inside and outside git repositories (a git-ignored file is not a candidate even
+when tracked), version-control directories (`.git`, ...) are skipped, symlinks are not
+followed, and only regular files are listed. `includeIgnored` drops the ignore rules (the
+version-control directories stay skipped). At most `MAX_CANDIDATES` are considered, and the
+output says when more existed. Paths are relative to the session cwd, `/`-separated.
 
 Matching (`score`): the query is split on whitespace into terms; every term must match.
 A term matches a path when all its characters appear in it in order (a subsequence),
@@ -24,25 +26,21 @@ Results are sorted by total score (higher first), then shorter path, then path.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import shutil
-import signal
-import stat
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from ..policy.git_repo import is_inert_for_git
 from .base import Tool, ToolContext, ToolError, ToolResult
-from .ignore import walk_files
+from .ripgrep import rg_error, running_rg
 
 __all__ = ["FileSearchArgs", "FileSearchTool", "rank", "score"]
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_CANDIDATES = 100_000
+VCS_DIRS = (".git", ".hg", ".svn", ".bzr", "_darcs", ".jj")
 
 SCORE_MATCH = 16
 GAP_START = -3
@@ -59,7 +57,9 @@ _WHITE, _NON_WORD, _DELIMITER, _LOWER, _UPPER, _LETTER, _NUMBER = range(7)
 
 
 class FileSearchArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     query: str = Field(
         min_length=1,
@@ -75,13 +75,20 @@ class FileSearchArgs(BaseModel):
         le=MAX_LIMIT,
         description=f"Maximum number of paths to return (default {DEFAULT_LIMIT}).",
     )
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also consider files that .gitignore (or .ignore) excludes, such as "
+        "dependencies and build output (default false).",
+    )
 
 
 class FileSearchTool(Tool[FileSearchArgs]):
     name = "fileSearch"
     description = (
         "Find files by fuzzy-matching their paths (like fzf): returns paths relative to the "
-        "working directory, best match first. Respects .gitignore. Use it to locate a file "
+        "working directory, best match first. Skips git-ignored files unless includeIgnored is "
+        "true. Use it to locate a file "
         "whose name you partly know; use grepFiles to search file contents."
     )
     kind = "search"
@@ -96,12 +103,7 @@ class FileSearchTool(Tool[FileSearchArgs]):
         if not terms:
             raise ToolError("the query is empty; give some characters of the path")
         limit = args.limit or DEFAULT_LIMIT
-        listed = await _git_files(ctx.cwd)
-        source = "git"
-        if listed is None:
-            source = "walk"
-            listed = await asyncio.to_thread(_walk, ctx.cwd)
-        paths, capped = listed
+        paths, capped = await _candidates(ctx.cwd, include_ignored=args.include_ignored)
         ranked = await asyncio.to_thread(rank, terms, paths)
         lines = [_shown(path) for _, path in ranked[:limit]]
         if not lines:
@@ -123,7 +125,6 @@ class FileSearchTool(Tool[FileSearchArgs]):
                 "shown": min(limit, len(ranked)),
                 "candidates": len(paths),
                 "candidatesCapped": capped,
-                "source": source,
             },
         )
 
@@ -135,93 +136,35 @@ def _shown(path: str) -> str:
 # --- candidates ------------------------------------------------------------------------
 
 
-async def _git_files(cwd: Path) -> tuple[list[str], bool] | None:
-    """`git ls-files -co --exclude-standard` in `cwd`, or None outside a work tree, and in a
-    repository whose own configuration could make git run a program (`core.fsmonitor` runs
-    on `ls-files`; policy/git_repo.py): a read-only tool never runs a repository's code."""
-    git = shutil.which("git")
-    if git is None or not await asyncio.to_thread(is_inert_for_git, cwd, os.environ):
-        return None
-    inside = await _git_output(git, cwd, ["rev-parse", "--is-inside-work-tree"], 1024)
-    if inside is None or inside[0].strip() != b"true":
-        return None
-    listed = await _git_output(git, cwd, ["ls-files", "-z", "-c", "-o", "--exclude-standard"], None)
-    if listed is None:
-        return None
-    raw, truncated = listed
-    names = raw.split(b"\0")
-    if names and names[-1] == b"":
-        names.pop()
-    capped = truncated or len(names) > MAX_CANDIDATES
-    paths = await asyncio.to_thread(_existing_files, cwd, names[:MAX_CANDIDATES])
-    return paths, capped
-
-
-async def _git_output(
-    git: str, cwd: Path, argv: list[str], max_bytes: int | None
-) -> tuple[bytes, bool] | None:
-    """Stdout of a git command (None when it fails) and whether it was cut short.
-
-    Reading stops once `MAX_CANDIDATES` NUL-terminated names (or `max_bytes`) have arrived.
-    """
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            git,
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return None
-    assert proc.stdout is not None
+async def _candidates(cwd: Path, *, include_ignored: bool) -> tuple[list[str], bool]:
+    """The files to rank (see module doc) and whether there were more than `MAX_CANDIDATES`."""
+    argv = ["--files", "--null", "--hidden", "--no-require-git", "--no-ignore-global"]
+    argv += ["--no-messages", "--sort=path"]
+    argv += [f"--glob=!{name}" for name in VCS_DIRS]
+    if include_ignored:
+        argv.append("--no-ignore")
     chunks: list[bytes] = []
-    names = size = 0
-    truncated = False
-    try:
-        while chunk := await proc.stdout.read(256 * 1024):
-            chunks.append(chunk)
-            size += len(chunk)
-            names += chunk.count(b"\0")
-            if names > MAX_CANDIDATES or (max_bytes is not None and size > max_bytes):
-                truncated = True
-                break
-    finally:
-        if proc.returncode is None and truncated:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)  # not proc.kill(): see grep_files
-        code = await proc.wait()
-    if code != 0 and not truncated:
-        return None
-    return b"".join(chunks), truncated
-
-
-def _existing_files(cwd: Path, names: list[bytes]) -> list[str]:
-    """Decoded names that exist as non-directories (deleted files, submodules dropped)."""
-    paths: list[str] = []
-    seen: set[bytes] = set()
-    base = os.fsencode(cwd)
-    for name in names:
-        if name in seen:
-            continue  # a file with merge conflicts is listed once per stage
-        seen.add(name)
+    names = 0
+    capped = False
+    async with running_rg(argv, cwd) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.ensure_future(proc.stderr.read())
         try:
-            mode = os.lstat(os.path.join(base, name)).st_mode
-        except OSError:
-            continue
-        if not stat.S_ISDIR(mode):
-            paths.append(os.fsdecode(name))
-    return paths
-
-
-def _walk(cwd: Path) -> tuple[list[str], bool]:
-    paths: list[str] = []
-    for path in walk_files(cwd):
-        if len(paths) == MAX_CANDIDATES:
-            return paths, True
-        paths.append(path)
-    return paths, False
+            while chunk := await proc.stdout.read(256 * 1024):
+                chunks.append(chunk)
+                names += chunk.count(b"\0")
+                if names > MAX_CANDIDATES:
+                    capped = True
+                    break
+            if not capped and await proc.wait() == 2 and not chunks:
+                raise ToolError(f"cannot list files: {rg_error(await errors, 2)}")
+        finally:
+            errors.cancel()
+    listed = b"".join(chunks).split(b"\0")
+    if listed and listed[-1] == b"":
+        listed.pop()
+    paths = [os.fsdecode(name) for name in listed[:MAX_CANDIDATES]]
+    return paths, capped
 
 
 # --- scoring ---------------------------------------------------------------------------

@@ -1,29 +1,29 @@
-"""`grepFiles`: search file contents with a regular expression, ripgrep or pure Python.
+"""`grepFiles`: search file contents with a regular expression, using ripgrep.
 
-Invariants (both engines; `CODY_GREP=python` forces the fallback, `CODY_GREP=rg` requires
-ripgrep, anything else uses ripgrep when it is on PATH):
-- Same files: those `ignore.walk_files` yields (gitignore-aware, hidden and symlinked
-  entries skipped, `include` as ripgrep's `--glob`), minus binary files (any NUL byte)
-  and files over `MAX_FILE_BYTES`. A file given as `path` is searched whatever the ignore
-  rules and `include` say, unless it is binary or too large (the output says so).
-- Same pattern meaning: `grep_regex.translate` defines the accepted subset and rebuilds
-  the pattern for each engine; lines are split on `\\n` and a trailing `\\r` is dropped.
-- Same output: `path:line:text`, paths relative to the searched directory (the file name
-  when `path` is a file), sorted by path (bytewise, component by component, as
-  `rg --sort path`) then line number; at most `MAX_MATCHES` lines, each cut after
-  `MAX_LINE_CHARS` characters, with a note when either cap applied; "No matches." if none.
+Invariants:
+- ripgrep is the only engine (see tools/ripgrep.py: where the binary comes from, and why
+  no pattern can block the daemon or outlive its call). The pattern is Rust regex syntax,
+  handed to ripgrep as given; a pattern ripgrep refuses is a ToolError quoting its reason.
+- Files: those ripgrep searches with `--no-require-git --no-ignore-global` (gitignore-aware,
+  `.ignore`/`.rgignore` too; hidden and symlinked entries skipped; `include` as `--glob`),
+  minus binary files and files over `MAX_FILE_BYTES`. A file given as `path` is searched
+  whatever the ignore rules and `include` say, unless it is binary, too large or a device
+  (the output says so).
+- Lines are split on `\\n`; a trailing `\\r` is not shown (and `$` does not match before it).
+- Output: `path:line:text`, paths relative to the searched directory (the file name when
+  `path` is a file), sorted by path (`rg --sort path`: bytewise, component by component)
+  then line number; at most `MAX_MATCHES` lines, each cut after `MAX_LINE_CHARS`
+  characters, with a note when either cap applied; "No matches." if none.
+- Time: the engine's per-tool limit (`[tools.grepFiles] timeout_s`) bounds a search; a
+  cancelled or timed-out search's ripgrep process group is killed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import os
-import re
-import shutil
-import signal
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,17 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
 from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
-from .grep_regex import PatternError, TranslatedPattern, translate
-from .ignore import GlobError, Override, walk_files
+from .ripgrep import read_line, rg_error, running_rg
 
-__all__ = ["ENGINE_ENV", "GrepFilesArgs", "GrepFilesTool"]
+__all__ = ["GrepFilesArgs", "GrepFilesTool"]
 
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 10 * 1024 * 1024
-ENGINE_ENV = "CODY_GREP"
-_RG_LINE_LIMIT = 64 * 1024 * 1024
-"""Longest JSON line read from ripgrep (a matching line of a file at the size limit)."""
 
 
 class GrepFilesArgs(BaseModel):
@@ -102,35 +98,24 @@ class GrepFilesTool(Tool[GrepFilesArgs]):
         return (PathRead(root, contents_below=True),)
 
     async def run(self, args: GrepFilesArgs, ctx: ToolContext) -> ToolResult:
-        try:
-            pattern = translate(args.pattern)
-        except PatternError as exc:
-            raise ToolError(f"invalid pattern {args.pattern!r}: {exc}") from None
-        override = None
-        if args.include is not None:
-            try:
-                override = Override(args.include)
-            except GlobError as exc:
-                raise ToolError(f"invalid include glob: {exc}") from None
-        target, is_dir, size = await asyncio.to_thread(_locate, args.path, ctx.cwd)
-        rg = _ripgrep()
-        engine = "python" if rg is None else "ripgrep"
-        if not is_dir and size > MAX_FILE_BYTES:
+        target, kind, size = await asyncio.to_thread(_locate, args.path, ctx.cwd)
+        if kind == "device":
+            raise ToolError(f"{target} is a device, not a file; not searched")
+        if kind == "file" and size > MAX_FILE_BYTES:
             large = f"{target.name} is larger than {MAX_FILE_BYTES} bytes; not searched"
-            return _result(target, _Outcome(), engine, note=large)
-        if rg is not None:
-            outcome = await _run_rg(rg, pattern.rust, target, is_dir, args.include)
-        else:
-            _python_regex(pattern)  # refuse before starting a thread
-            outcome = await asyncio.to_thread(_search_python, pattern, target, is_dir, override)
+            return _result(target, _Outcome(), note=large)
+        outcome = await _run_rg(args.pattern, target, kind == "dir", args.include)
         note = None
-        if outcome.binary and not is_dir:
+        if outcome.binary and kind != "dir":
             note = f"{target.name} is a binary file; not searched"
-        return _result(target, outcome, engine, note=note)
+        return _result(target, outcome, note=note)
 
 
-def _locate(path: str | None, cwd: Path) -> tuple[Path, bool, int]:
-    """The resolved search target, whether it is a directory, and its size."""
+def _locate(path: str | None, cwd: Path) -> tuple[Path, str, int]:
+    """The resolved search target, its kind (`dir`, `file` or `device`) and its size.
+
+    `file` includes pipes: ripgrep reads them as a stream (the time limit still applies).
+    """
     target = resolve_path(os.path.expanduser(path or "."), cwd)
     try:
         info = target.stat()
@@ -138,27 +123,11 @@ def _locate(path: str | None, cwd: Path) -> tuple[Path, bool, int]:
         raise ToolError(f"path not found: {path} ({target})") from None
     except OSError as exc:
         raise ToolError(f"cannot search {target}: {exc.strerror or exc}") from None
-    return target, stat.S_ISDIR(info.st_mode), info.st_size
-
-
-def _ripgrep() -> str | None:
-    """The ripgrep binary to use, or None for the Python fallback (see `ENGINE_ENV`)."""
-    choice = os.environ.get(ENGINE_ENV, "").strip().lower()
-    if choice == "python":
-        return None
-    found = shutil.which("rg")
-    if found is None and choice in ("rg", "ripgrep"):
-        raise ToolError(f"{ENGINE_ENV}={choice} but ripgrep (rg) is not on PATH")
-    return found
-
-
-def _python_regex(pattern: TranslatedPattern) -> re.Pattern[str]:
-    if pattern.python is None:
-        raise ToolError(
-            f"{pattern.python_problem} (grepFiles is using its Python fallback: ripgrep is "
-            f"not installed or {ENGINE_ENV}=python). Rewrite the pattern without it."
-        )
-    return re.compile(pattern.python, re.MULTILINE)
+    if stat.S_ISDIR(info.st_mode):
+        return target, "dir", info.st_size
+    if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+        return target, "device", 0
+    return target, "file", info.st_size
 
 
 def _clip(line: str) -> str:
@@ -173,7 +142,7 @@ def _sort_key(hit: _Hit) -> tuple[list[bytes], int]:
     return hit.path.split(b"/"), hit.line
 
 
-def _result(target: Path, outcome: _Outcome, engine: str, *, note: str | None) -> ToolResult:
+def _result(target: Path, outcome: _Outcome, *, note: str | None) -> ToolResult:
     hits = sorted(outcome.hits, key=_sort_key)
     truncated = outcome.truncated or len(hits) > MAX_MATCHES
     hits = hits[:MAX_MATCHES]
@@ -193,63 +162,11 @@ def _result(target: Path, outcome: _Outcome, engine: str, *, note: str | None) -
             "path": str(target),
             "matches": len(hits),
             "truncated": truncated,
-            "engine": engine,
         },
     )
 
 
-# --- the Python fallback ---------------------------------------------------------------
-
-
-def _search_python(
-    pattern: TranslatedPattern, target: Path, is_dir: bool, override: Override | None
-) -> _Outcome:
-    regex = _python_regex(pattern)
-    single_line = pattern.single_line
-    if is_dir:
-        files: Any = (
-            (rel, os.path.join(target, rel))
-            for rel in walk_files(target, override=override, max_filesize=MAX_FILE_BYTES)
-        )
-    else:
-        files = [(target.name, str(target))]
-    outcome = _Outcome()
-    for rel, full in files:
-        try:
-            with open(full, "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            continue
-        if b"\0" in data:
-            outcome.binary = True
-            continue
-        text = data.decode("utf-8", errors="replace")
-        # A line that matches alone also matches inside the whole text (MULTILINE, no
-        # whole-text anchors), so this pre-check is sound; it is only used when the pattern
-        # cannot match `\n`, so it cannot backtrack across lines either.
-        if single_line and regex.search(text) is None:
-            continue
-        lines = text.split("\n")
-        if lines[-1] == "":
-            lines.pop()
-        path = os.fsencode(rel)
-        for number, line in enumerate(lines, 1):
-            if regex.search(line) is not None:
-                outcome.hits.append(_Hit(path, number, _clip(line)))
-        if len(outcome.hits) > MAX_MATCHES:
-            outcome.truncated = True
-            break
-    return outcome
-
-
 # --- ripgrep ---------------------------------------------------------------------------
-
-
-async def _read_line(stream: asyncio.StreamReader) -> bytes:
-    try:
-        return await stream.readline()
-    except ValueError:  # longer than _RG_LINE_LIMIT (LimitOverrunError is a ValueError)
-        raise ToolError("ripgrep printed a line too long to read; narrow the search") from None
 
 
 def _rg_bytes(value: dict[str, Any]) -> bytes:
@@ -259,14 +176,10 @@ def _rg_bytes(value: dict[str, Any]) -> bytes:
     return str(value.get("text", "")).encode("utf-8", errors="surrogateescape")
 
 
-async def _run_rg(
-    rg: str, pattern: str, target: Path, is_dir: bool, include: str | None
-) -> _Outcome:
+async def _run_rg(pattern: str, target: Path, is_dir: bool, include: str | None) -> _Outcome:
     cwd, operand = (target, ".") if is_dir else (target.parent, target.name)
     argv = [
-        rg,
         "--json",
-        "--no-config",
         "--no-require-git",
         "--no-ignore-global",
         "--no-messages",
@@ -277,50 +190,44 @@ async def _run_rg(
     if include is not None:
         argv.append(f"--glob={include}")
     argv += ["--regexp", pattern, "--", operand]
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=_RG_LINE_LIMIT,
-        )
-    except OSError as exc:
-        raise ToolError(f"cannot run ripgrep ({rg}): {exc}") from None
-    assert proc.stdout is not None and proc.stderr is not None
-    errors = asyncio.create_task(proc.stderr.read())
     outcome = _Outcome()
     pending: list[_Hit] = []
     finished = False
-    try:
-        while line := await _read_line(proc.stdout):
-            event = json.loads(line)
-            data = event.get("data", {})
-            kind = event.get("type")
-            if kind == "match":
-                path = _rg_bytes(data["path"]).removeprefix(b"./")
-                text = _rg_bytes(data["lines"]).decode("utf-8", errors="replace")
-                pending.append(_Hit(path, int(data["line_number"]), _clip(text)))
-            elif kind == "end":
-                if data.get("binary_offset") is None:
-                    outcome.hits += pending
-                else:
-                    outcome.binary = True
-                pending = []
-                if len(outcome.hits) > MAX_MATCHES:
-                    outcome.truncated = True
-                    break
-            elif kind == "summary":
-                finished = True
-    finally:
-        if proc.returncode is None:
-            # os.kill, not proc.kill(): Popen.kill() polls first, which can reap the child
-            # behind asyncio's child watcher. Until it is reaped the pid cannot be reused.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        stderr = (await errors).decode("utf-8", errors="replace").strip()
-    if not finished and not outcome.truncated:
-        raise ToolError(f"ripgrep failed: {stderr or f'exit status {proc.returncode}'}")
+    async with running_rg(argv, cwd) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.ensure_future(proc.stderr.read())
+        try:
+            while line := await read_line(proc.stdout):
+                event = json.loads(line)
+                data = event.get("data", {})
+                kind = event.get("type")
+                if kind == "match":
+                    path = _rg_bytes(data["path"]).removeprefix(b"./")
+                    text = _rg_bytes(data["lines"]).decode("utf-8", errors="replace")
+                    pending.append(_Hit(path, int(data["line_number"]), _clip(text)))
+                elif kind == "end":
+                    if data.get("binary_offset") is None:
+                        outcome.hits += pending
+                    else:
+                        outcome.binary = True
+                    pending = []
+                    if len(outcome.hits) > MAX_MATCHES:
+                        outcome.truncated = True
+                        break
+                elif kind == "summary":
+                    finished = True
+            if not finished and not outcome.truncated:
+                await proc.wait()
+                stderr = await errors
+                raise ToolError(_explain(pattern, include, rg_error(stderr, proc.returncode)))
+        finally:
+            errors.cancel()
     return outcome
+
+
+def _explain(pattern: str, include: str | None, message: str) -> str:
+    if "regex parse error" in message or "not allowed in a regex" in message:
+        return f"invalid pattern {pattern!r}: {message}"
+    if include is not None and "glob" in message:
+        return f"invalid include glob {include!r}: {message}"
+    return f"ripgrep failed: {message}"

@@ -3,6 +3,11 @@
 Invariants: entries are sorted by name within each directory, directories end with `/`,
 each level is indented two more spaces; VCS metadata directories (`.git`, ...) are never
 listed; symlinks are shown (`name -> target`) but never followed, so the walk cannot loop.
+Directories git ignores (`node_modules/`, `.venv/`, build output) are left out unless
+`includeIgnored` is true, or the listed directory is itself ignored (the caller asked for
+it); the output names the ones left out. Git decides (`git check-ignore`, run with
+`core.fsmonitor` off so a repository's config cannot make it run a command); outside a git
+work tree, or without git, nothing is left out.
 At most `MAX_ENTRIES` entries are shown, chosen breadth-first (every top-level entry comes
 before anything deeper), and the output says when entries were left out.
 """
@@ -11,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +33,9 @@ DEFAULT_DEPTH = 2
 MAX_DEPTH = 5
 MAX_ENTRIES = 1000
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", "CVS"})
+SHOWN_IGNORED = 10
+"""How many left-out ignored directories the output names."""
+GIT_TIMEOUT_S = 10.0
 
 
 class ListDirArgs(BaseModel):
@@ -48,6 +58,12 @@ class ListDirArgs(BaseModel):
         description=f"How many levels to descend (default {DEFAULT_DEPTH}; 1 lists only the "
         "directory's own entries).",
     )
+    include_ignored: bool = Field(
+        default=False,
+        alias="includeIgnored",
+        description="Also list directories git ignores, such as node_modules/ or .venv/ "
+        "(default false: they are named in a note but not listed).",
+    )
 
 
 @dataclass
@@ -66,7 +82,8 @@ class ListDirTool(Tool[ListDirArgs]):
     description = (
         "List a directory as an indented tree (directories end with `/`), sorted by name, "
         f"{DEFAULT_DEPTH} levels deep by default (at most {MAX_DEPTH}). Skips .git and other "
-        f"version-control directories; shows at most {MAX_ENTRIES} entries."
+        "version-control directories, and git-ignored directories unless includeIgnored is "
+        f"true; shows at most {MAX_ENTRIES} entries."
     )
     kind = "read"
     requires_approval = False
@@ -93,11 +110,20 @@ def _list(args: ListDirArgs, cwd: Path) -> ToolResult:
     top = _Node(name=str(root), path=root, level=0, is_dir=True)
     shown = 0
     omitted = 0
+    ignored: list[Path] = []
+    git = None if args.include_ignored else _GitIgnore.open(root)
     level_nodes = [top]
     for _ in range(depth):
         next_level: list[_Node] = []
-        for parent in level_nodes:
-            entries = _entries(parent)
+        listed = [(parent, _entries(parent)) for parent in level_nodes]
+        if git is not None:
+            dirs = [
+                child.path for _, es in listed for child in es if child.is_dir and not child.link
+            ]
+            left_out = git.ignored(dirs)
+            ignored += [path for path in dirs if path in left_out]
+            listed = [(parent, [c for c in es if c.path not in left_out]) for parent, es in listed]
+        for parent, entries in listed:
             room = MAX_ENTRIES - shown
             parent.children = entries[: max(room, 0)]
             omitted += len(entries) - len(parent.children)
@@ -111,15 +137,63 @@ def _list(args: ListDirArgs, cwd: Path) -> ToolResult:
     _render(top, lines)
     if not top.children:
         lines.append("  (empty)")
+    if ignored:
+        names = ", ".join(f"{path.relative_to(root)}/" for path in ignored[:SHOWN_IGNORED])
+        more = f" and {len(ignored) - SHOWN_IGNORED} more" if len(ignored) > SHOWN_IGNORED else ""
+        lines.append(
+            f"\n[Not listed, git-ignored: {names}{more}. Pass includeIgnored: true to list them.]"
+        )
     if omitted:
         lines.append(
             f"\n[Showing {shown} entries (the limit); at least {omitted} more not shown. "
             "List a subdirectory or use a smaller depth.]"
         )
-    return ToolResult(
-        output="\n".join(lines),
-        raw_output={"path": str(root), "entries": shown, "truncated": omitted > 0},
-    )
+    raw: dict[str, object] = {"path": str(root), "entries": shown, "truncated": omitted > 0}
+    if ignored:
+        raw["ignoredDirs"] = len(ignored)
+    return ToolResult(output="\n".join(lines), raw_output=raw)
+
+
+class _GitIgnore:
+    """Asks git which paths under one directory it ignores."""
+
+    def __init__(self, git: str, root: Path) -> None:
+        self.git = git
+        self.root = root
+
+    @classmethod
+    def open(cls, root: Path) -> _GitIgnore | None:
+        """None when git is missing, `root` is not in a work tree, or `root` is ignored."""
+        git = shutil.which("git")
+        if git is None:
+            return None
+        checker = cls(git, root)
+        answer = checker._check([root])
+        if answer is None or root in answer:
+            return None
+        return checker
+
+    def ignored(self, paths: list[Path]) -> set[Path]:
+        if not paths:
+            return set()
+        return self._check(paths) or set()
+
+    def _check(self, paths: list[Path]) -> set[Path] | None:
+        """The ignored ones among `paths` (absolute), or None when git cannot tell."""
+        try:
+            done = subprocess.run(
+                [self.git, "-c", "core.fsmonitor=false", "check-ignore", "-z", "--stdin"],
+                cwd=self.root,
+                input=b"".join(os.fsencode(path) + b"\0" for path in paths),
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode not in (0, 1):  # 128: not a work tree, or another failure
+            return None
+        return {Path(os.fsdecode(name)) for name in done.stdout.split(b"\0") if name}
 
 
 def _entries(parent: _Node) -> list[_Node]:

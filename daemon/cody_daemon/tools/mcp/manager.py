@@ -297,6 +297,8 @@ class McpSessionManager:
                             input_schema=tool.input_schema,
                             requires_approval=spec.requires_approval,
                             caller=connection,
+                            timeout_s=spec.tool_timeout_s,
+                            timeout_setting=spec.config_key,
                         )
                     )
             self._tools = tools

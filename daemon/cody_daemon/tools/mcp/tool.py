@@ -26,7 +26,7 @@ from cody_protocol.content import ContentToolCallContent, ImageContent, TextCont
 from pydantic import BaseModel, ConfigDict
 
 from ...core.tooling import ToolSpec
-from ..base import Tool, ToolArgumentError, ToolContext, ToolResult
+from ..base import OWN_DEADLINE_MARGIN_S, Tool, ToolArgumentError, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -95,7 +95,11 @@ class McpTool(Tool[McpToolArgs]):
         requires_approval: bool,
         caller: McpToolCaller,
         title: str | None = None,
+        timeout_s: float | None = None,
+        timeout_setting: str | None = None,
     ) -> None:
+        """`timeout_s`: the server's `tool_timeout_s`, enforced by the caller; the engine's
+        limit is a backstop past it. `timeout_setting` names where a user changes it."""
         self.name = name
         self.server = server
         self.remote_name = remote_name
@@ -106,6 +110,8 @@ class McpTool(Tool[McpToolArgs]):
         self.requires_approval = requires_approval
         self._schema = _object_schema(input_schema)
         self._caller = caller
+        self._timeout_s = timeout_s
+        self._timeout_setting = timeout_setting
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -131,6 +137,19 @@ class McpTool(Tool[McpToolArgs]):
 
     def title(self, args: McpToolArgs) -> str:
         return f"{self.server}: {self.remote_name}"
+
+    def time_limit_s(self, args: McpToolArgs, ctx: ToolContext) -> float:
+        """`[tools.<name>] timeout_s` when set, else the server's own limit plus a margin."""
+        config = ctx.tool_config.get(self.name)
+        if self._timeout_s is None or (config is not None and config.timeout_s is not None):
+            return super().time_limit_s(args, ctx)
+        return self._timeout_s + OWN_DEADLINE_MARGIN_S
+
+    def time_limit_setting(self) -> str:
+        own = super().time_limit_setting()
+        if self._timeout_setting is None:
+            return own
+        return f"{own} (or tool_timeout_s in {self._timeout_setting})"
 
     async def run(self, args: McpToolArgs, ctx: ToolContext) -> ToolResult:
         result = await self._caller.call_tool(self.remote_name, args.arguments())

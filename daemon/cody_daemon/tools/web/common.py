@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ... import __version__
 from ...config.model import ToolConfig
-from ..base import ToolContext, ToolError
+from ..base import OWN_DEADLINE_MARGIN_S, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import httpx
@@ -50,6 +50,7 @@ __all__ = [
     "read_capped",
     "resolve_endpoint",
     "scrub",
+    "time_limit_for",
     "timeout_for",
 ]
 
@@ -103,6 +104,11 @@ def timeout_for(ctx: ToolContext, name: str) -> float:
     """`tools.<name>.timeout_s`, else `DEFAULT_TIMEOUT_S`."""
     config = _config(ctx, name)
     return config.timeout_s if config is not None and config.timeout_s else DEFAULT_TIMEOUT_S
+
+
+def time_limit_for(ctx: ToolContext, name: str) -> float:
+    """The engine's backstop for a web tool: its own deadline plus a margin (see base.py)."""
+    return timeout_for(ctx, name) + OWN_DEADLINE_MARGIN_S
 
 
 def key_variable(ctx: ToolContext, name: str, default_env: str) -> str:

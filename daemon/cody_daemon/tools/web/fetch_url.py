@@ -52,6 +52,7 @@ from .common import (
     post_json,
     read_capped,
     resolve_endpoint,
+    time_limit_for,
     timeout_for,
 )
 
@@ -174,6 +175,9 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
     async def aclose(self) -> None:
         """Close the HTTP client this tool created (if any)."""
         await self._http.aclose()
+
+    def time_limit_s(self, args: FetchUrlArgs, ctx: ToolContext) -> float:
+        return time_limit_for(ctx, self.name)
 
     def title(self, args: FetchUrlArgs) -> str:
         return f"Fetch {args.url}"

@@ -27,7 +27,7 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..base import Tool, ToolContext, ToolResult
-from .common import ClientHolder, ServiceError, post_json, resolve_endpoint
+from .common import ClientHolder, ServiceError, post_json, resolve_endpoint, time_limit_for
 from .web_search import PERPLEXITY_BASE_URL, PERPLEXITY_ENV_KEY, PERPLEXITY_SERVICE
 
 if TYPE_CHECKING:
@@ -68,6 +68,9 @@ class PerplexitySearchTool(Tool[PerplexitySearchArgs]):
     async def aclose(self) -> None:
         """Close the HTTP client this tool created (if any)."""
         await self._http.aclose()
+
+    def time_limit_s(self, args: PerplexitySearchArgs, ctx: ToolContext) -> float:
+        return time_limit_for(ctx, self.name)
 
     def title(self, args: PerplexitySearchArgs) -> str:
         query = args.query if len(args.query) <= 80 else args.query[:77] + "..."

@@ -21,7 +21,7 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..base import Tool, ToolContext, ToolResult
-from .common import ClientHolder, ServiceError, post_json, resolve_endpoint
+from .common import ClientHolder, ServiceError, post_json, resolve_endpoint, time_limit_for
 
 if TYPE_CHECKING:
     import httpx
@@ -76,6 +76,9 @@ class WebSearchTool(Tool[WebSearchArgs]):
     async def aclose(self) -> None:
         """Close the HTTP client this tool created (if any)."""
         await self._http.aclose()
+
+    def time_limit_s(self, args: WebSearchArgs, ctx: ToolContext) -> float:
+        return time_limit_for(ctx, self.name)
 
     def title(self, args: WebSearchArgs) -> str:
         return f"Search the web: {_cut(args.query, 80)}"

