@@ -3,6 +3,7 @@
     cody-client [OPTIONS] [PROMPT...]      interactive chat; PROMPT is sent first
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
     cody-client sessions list|show ID|delete ID
+    cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
     cody-client demo                        a full session on the built-in offline model
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
 
@@ -22,7 +23,7 @@ from . import __version__
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo")
+SUBCOMMANDS = ("exec", "sessions", "demo", "history")
 VALUE_OPTIONS = {
     "--cwd",
     "--provider",
@@ -77,7 +78,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
-        description="Chat with Cody. Subcommands: exec, sessions, demo (see cody-client exec --help).",
+        description="Chat with Cody. Subcommands: exec, sessions, history, demo (see cody-client exec --help).",
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
     )
     _common(chat)
@@ -116,7 +117,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog="cody-client demo",
         description="A full agent session on the built-in offline model: no key, no network.",
     )
-    return {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
+    from .history_cli import build_history_parser
+
+    parsers = {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
+    return {**parsers, "history": build_history_parser()}
 
 
 def _forward_stderr(line: str) -> None:
@@ -135,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(run_exec(args, _forward_stderr))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
+        elif command == "history":
+            from .history_cli import run_history
+
+            code = asyncio.run(run_history(args, parser, _forward_stderr))
         elif command == "demo":
             from .demo import run_demo
 

@@ -304,6 +304,8 @@ class HistoryImportStats(WireModel):
     skipped_messages: int
     """Messages not imported: injected context, compaction summaries, sub-agent turns."""
     skipped_lines: int
+    cwd: str
+    """The new session's directory."""
 
 
 class HistoryImportResult(NewSessionResult):

@@ -48,6 +48,7 @@ class ImportOutcome:
             "toolCalls": self.plan.tool_calls,
             "skippedMessages": self.plan.skipped_messages,
             "skippedLines": self.skipped_lines,
+            "cwd": str(self.session.cwd),
         }
 
 

@@ -138,7 +138,9 @@ class HistoryIndex:
         for candidate in self._candidates(agent, session_id):
             if candidate.path.is_file():
                 return candidate
-        where = {"codex": "Codex", "claude": "Claude Code", "cody": "Cody"}.get(agent or "", "any")
+        where = {"codex": "Codex", "claude": "Claude Code", "cody": "Cody"}.get(
+            agent or "", "Codex, Claude Code or Cody"
+        )
         raise NotFound(
             f"No {where} session {session_id} found. Use _cody/history/list "
             "(`cody-client history list`) to see the sessions on this machine."
