@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from cody_protocol.history import HistoryImportResult, HistoryListResult, HistoryReadResult
+
 from tests.support.daemon import CodyEnv, Daemon, expect_error
 from tests.support.history_checks import check_conversation
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
@@ -57,7 +57,12 @@ async def test_history_methods_are_listed_and_list_every_agents_sessions(daemon:
     place_fixtures(daemon.env)
     init = await daemon.initialize()
     extensions = init["_meta"]["cody"]["extensions"]
-    for method in ("_cody/history/list", "_cody/history/read", "_cody/session/history", "_cody/history/import"):
+    for method in (
+        "_cody/history/list",
+        "_cody/history/read",
+        "_cody/session/history",
+        "_cody/history/import",
+    ):
         assert method in extensions
     result = await daemon.request("_cody/history/list", {})
     HistoryListResult.model_validate(result)
@@ -79,12 +84,16 @@ async def test_sessions_read_page_by_page_with_nothing_lost(daemon: Daemon) -> N
     check_conversation(claude, paths["claude"], "claude-session")
     stream = await read_everything(daemon, path=str(FIXTURES / "claude/stream_json.jsonl"))
     check_conversation(stream, FIXTURES / "claude/stream_json.jsonl", "claude-stream-json")
-    first = await daemon.request("_cody/history/read", {"sessionId": CODEX_ID, "includeOriginal": False})
+    first = await daemon.request(
+        "_cody/history/read", {"sessionId": CODEX_ID, "includeOriginal": False}
+    )
     assert "_original" not in first["messages"][0]
     assert first["session"]["messageCount"] == len(codex)
 
 
-async def test_a_cody_sessions_history_is_unified_too(daemon: Daemon, model: MockResponsesServer) -> None:
+async def test_a_cody_sessions_history_is_unified_too(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
     model.enqueue(tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1"))
     model.enqueue(text("It printed hi."))
     sid = await daemon.new_session(approval_policy="never")
@@ -110,22 +119,29 @@ async def test_a_cody_sessions_history_is_unified_too(daemon: Daemon, model: Moc
     assert listed["sessions"][0]["title"] == "say hi"
 
 
-async def test_an_imported_codex_session_is_replayed_and_continued(daemon: Daemon, model: MockResponsesServer) -> None:
+async def test_an_imported_codex_session_is_replayed_and_continued(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
     place_fixtures(daemon.env)
     result = await daemon.request(
-        "_cody/history/import", {"source": "codex", "sessionId": CODEX_ID, "cwd": str(daemon.env.workspace)}
+        "_cody/history/import",
+        {"source": "codex", "sessionId": CODEX_ID, "cwd": str(daemon.env.workspace)},
     )
     HistoryImportResult.model_validate(result)
     imported = result["imported"]
     assert imported["toolCalls"] == 2 and imported["skippedMessages"] == 2
     sid = result["sessionId"]
     await daemon.request("session/close", {"sessionId": sid})
-    await daemon.request("session/load", {"sessionId": sid, "cwd": str(daemon.env.workspace), "mcpServers": []})
+    await daemon.request(
+        "session/load", {"sessionId": sid, "cwd": str(daemon.env.workspace), "mcpServers": []}
+    )
     replayed = daemon.session_updates(sid)
     users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert users == ["run echo hello", "run echo again"]
     calls = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
-    assert [c["title"] for c in calls] == ["Bash", "Bash"] and all(c["status"] == "completed" for c in calls)
+    assert [c["title"] for c in calls] == ["Bash", "Bash"] and all(
+        c["status"] == "completed" for c in calls
+    )
     model.enqueue(text("You ran echo twice."))
     await daemon.prompt(sid, "what did you run?")
     request = model.requests[-1]
@@ -135,7 +151,9 @@ async def test_an_imported_codex_session_is_replayed_and_continued(daemon: Daemo
     assert "Output:\nagain" in tool_outputs(request)["call_mock_3"]
 
 
-async def test_bad_input_gets_clear_errors_and_the_daemon_goes_on(daemon: Daemon, tmp_path: Path) -> None:
+async def test_bad_input_gets_clear_errors_and_the_daemon_goes_on(
+    daemon: Daemon, tmp_path: Path
+) -> None:
     paths = place_fixtures(daemon.env)
     binary = tmp_path / "blob.jsonl"
     binary.write_bytes(os.urandom(200_000).replace(b"\n", b" "))
@@ -143,17 +161,28 @@ async def test_bad_input_gets_clear_errors_and_the_daemon_goes_on(daemon: Daemon
     assert "not a session file Cody can read" in error.message
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
-    error = await expect_error(daemon.request("_cody/history/read", {"path": str(fifo)}, timeout=10), -32602)
+    error = await expect_error(
+        daemon.request("_cody/history/read", {"path": str(fifo)}, timeout=10), -32602
+    )
     assert "not a regular file" in error.message
-    await expect_error(daemon.request("_cody/history/read", {"sessionId": "../../etc/passwd"}), -32602)
-    error = await expect_error(daemon.request("_cody/history/read", {"sessionId": "no-such-session"}), -32002)
+    await expect_error(
+        daemon.request("_cody/history/read", {"sessionId": "../../etc/passwd"}), -32602
+    )
+    error = await expect_error(
+        daemon.request("_cody/history/read", {"sessionId": "no-such-session"}), -32002
+    )
     assert "_cody/history/list" in error.message
-    await expect_error(daemon.request("_cody/history/read", {"sessionId": CODEX_ID, "cursor": "forged"}), -32602)
+    await expect_error(
+        daemon.request("_cody/history/read", {"sessionId": CODEX_ID, "cursor": "forged"}), -32602
+    )
     await expect_error(daemon.request("_cody/history/read", {"path": "relative.jsonl"}), -32602)
     page = await daemon.request("_cody/history/read", {"sessionId": CODEX_ID, "limit": 2})
     paths["codex"].unlink()
     error = await expect_error(
-        daemon.request("_cody/history/read", {"path": str(paths["codex"]), "cursor": page["nextCursor"]}), -32002
+        daemon.request(
+            "_cody/history/read", {"path": str(paths["codex"]), "cursor": page["nextCursor"]}
+        ),
+        -32002,
     )
     assert "does not exist" in error.message
     missing_cwd = {"sessionId": CLAUDE_ID}  # its cwd, /home/dev/project, is not on this machine
@@ -169,29 +198,62 @@ async def test_bad_input_gets_clear_errors_and_the_daemon_goes_on(daemon: Daemon
 def write_big_rollout(path: Path, megabytes: int) -> int:
     """A Codex rollout of about `megabytes` MB: many turns of a call, its output and an answer."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"timestamp": "2026-01-01T00:00:00.000Z", "type": "session_meta", "payload": {"id": "big-session", "cwd": "/w"}}
+    meta = {
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "type": "session_meta",
+        "payload": {"id": "big-session", "cwd": "/w"},
+    }
     turn = 0
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(meta) + "\n")
         while handle.tell() < megabytes * 1024 * 1024:
             stamp = f"2026-01-01T{turn // 3_600_000 % 24:02d}:{turn // 60000 % 60:02d}:{turn // 1000 % 60:02d}.{turn % 1000:03d}Z"
             items = [
-                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"prompt {turn}"}]},
-                {"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}', "call_id": f"c{turn}"},
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"prompt {turn}"}],
+                },
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": '{"command": ["ls"]}',
+                    "call_id": f"c{turn}",
+                },
                 {"type": "function_call_output", "call_id": f"c{turn}", "output": "x" * 2000},
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"answer {turn}"}]},
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": f"answer {turn}"}],
+                },
             ]
-            handle.write(json.dumps({"timestamp": stamp, "type": "turn_context", "payload": {"model": "m"}}) + "\n")
+            handle.write(
+                json.dumps({"timestamp": stamp, "type": "turn_context", "payload": {"model": "m"}})
+                + "\n"
+            )
             for item in items:
-                handle.write(json.dumps({"timestamp": stamp, "type": "response_item", "payload": item}) + "\n")
+                handle.write(
+                    json.dumps({"timestamp": stamp, "type": "response_item", "payload": item})
+                    + "\n"
+                )
             turn += 1
     return turn * 4
 
 
 @pytest.mark.timeout(120)
-async def test_a_big_rollout_lists_fast_and_pages_while_the_daemon_stays_responsive(daemon: Daemon) -> None:
+async def test_a_big_rollout_lists_fast_and_pages_while_the_daemon_stays_responsive(
+    daemon: Daemon,
+) -> None:
     """Liveness only (generous bounds); the speed is measured in bench/history.py."""
-    path = daemon.env.root / "codex-home" / "sessions" / "2026" / "01" / "01" / "rollout-2026-01-01T00-00-00-big-session.jsonl"
+    path = (
+        daemon.env.root
+        / "codex-home"
+        / "sessions"
+        / "2026"
+        / "01"
+        / "01"
+        / "rollout-2026-01-01T00-00-00-big-session.jsonl"
+    )
     total = write_big_rollout(path, 40)
     started = time.monotonic()
     listed = await daemon.request("_cody/history/list", {"agent": "codex"})
@@ -200,12 +262,18 @@ async def test_a_big_rollout_lists_fast_and_pages_while_the_daemon_stays_respons
     assert info["sessionId"] == "big-session" and info["messageCountExact"] is False
     assert abs(info["messageCount"] - total) < total * 0.05
     read = asyncio.ensure_future(
-        daemon.request("_cody/history/read", {"sessionId": "big-session", "limit": 1000, "includeOriginal": False})
+        daemon.request(
+            "_cody/history/read",
+            {"sessionId": "big-session", "limit": 1000, "includeOriginal": False},
+        )
     )
     await daemon.request("session/list", {})  # answered while the page is read in a worker
     page = await read
     assert len(page["messages"]) == 1000 and page["nextCursor"]
-    second = await daemon.request("_cody/history/read", {"sessionId": "big-session", "limit": 1000, "cursor": page["nextCursor"]})
+    second = await daemon.request(
+        "_cody/history/read",
+        {"sessionId": "big-session", "limit": 1000, "cursor": page["nextCursor"]},
+    )
     assert second["messages"][0]["content"][0]["text"] == "prompt 250"
 
 
@@ -224,7 +292,9 @@ async def run_client(env: CodyEnv, *args: str, timeout: float = 60) -> tuple[int
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_cody_client_history_list_show_import_then_resume(cody_env: CodyEnv, model: MockResponsesServer) -> None:
+async def test_cody_client_history_list_show_import_then_resume(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
     cody_env.use_mock_provider(model.base_url, 'approval_policy = "never"')
     place_fixtures(cody_env)
     code, out, err = await run_client(cody_env, "history", "list")
@@ -232,7 +302,9 @@ async def test_cody_client_history_list_show_import_then_resume(cody_env: CodyEn
     lines = out.splitlines()
     assert len(lines) == 2, out  # newest first: Claude Code's session ran after Codex's
     assert lines[0].startswith("claude  " + CLAUDE_ID) and lines[0].endswith("run echo hello")
-    assert lines[1].startswith("codex   " + CODEX_ID) and "   10 msgs  /home/dev/project" in lines[1]
+    assert (
+        lines[1].startswith("codex   " + CODEX_ID) and "   10 msgs  /home/dev/project" in lines[1]
+    )
     code, out, err = await run_client(cody_env, "history", "list", "--agent", "claude", "--json")
     assert code == 0, err
     assert [json.loads(line)["sessionId"] for line in out.splitlines()] == [CLAUDE_ID]
@@ -251,7 +323,9 @@ async def test_cody_client_history_list_show_import_then_resume(cody_env: CodyEn
     code, out, err = await run_client(cody_env, "history", "show", "nope-not-a-session")
     assert code == 2 and "No Codex, Claude Code or Cody session nope-not-a-session found" in err
 
-    code, out, err = await run_client(cody_env, "history", "import", CLAUDE_ID, "--cwd", str(cody_env.workspace))
+    code, out, err = await run_client(
+        cody_env, "history", "import", CLAUDE_ID, "--cwd", str(cody_env.workspace)
+    )
     assert code == 0, err
     new_id = out.split("into Cody session ")[1].split()[0]
     assert f"cody-client --resume {new_id}" in out

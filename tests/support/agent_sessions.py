@@ -198,6 +198,7 @@ def _declined_thread(server: Any, env: dict[str, str], workspace: Path) -> str:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        stdout.close()
     return thread_id
 
 
