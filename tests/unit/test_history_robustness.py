@@ -185,3 +185,24 @@ def test_session_ids_that_could_escape_the_folders_are_refused(bad_id: str) -> N
 def test_agent_mismatch_on_a_path_is_explained() -> None:
     with pytest.raises(InvalidParams, match="holds a codex session"):
         resolve(index(), "claude", None, str(ROLLOUT))
+
+
+def test_pages_and_chunks_are_bounded_in_bytes_and_still_give_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Huge lines cannot make one answer (or one chunk in memory) unbounded."""
+    from cody_daemon.history import paging
+
+    whole = read(ROLLOUT)["messages"]
+    monkeypatch.setattr(paging, "PAGE_BYTES", 2_000)
+    monkeypatch.setattr(paging, "CHUNK_BYTES", 1_500)
+    pages: list[list[dict]] = []
+    cursor = None
+    while True:
+        page = read(ROLLOUT, cursor, 1000)
+        pages.append(page["messages"])
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    assert len(pages) > 2 and all(pages[:-1])
+    assert [m for page in pages for m in page] == whole

@@ -13,7 +13,7 @@ from typing import Any
 from cody_protocol.session import CodySessionMeta
 
 from ..errors import InvalidParams, Issue
-from ..history.api import DEFAULT_PAGE, list_sessions, read_all, read_messages, resolve
+from ..history.api import DEFAULT_PAGE, FileScan, list_sessions, read_messages, resolve
 from ..history.discovery import HistoryIndex, HistoryRoots, SessionFile
 from ..history.importer import ImportPlan, plan_import
 from .deps import EngineDeps
@@ -111,14 +111,10 @@ class HistoryService:
     ) -> ImportOutcome:
         def work() -> tuple[SessionFile, ImportPlan, int, str, str | None]:
             entry = resolve(self.index, agent, session_id, path)
-            messages, skipped, found_id, found_cwd = read_all(entry)
-            return (
-                entry,
-                plan_import(messages),
-                skipped,
-                found_id or session_id or entry.path.stem,
-                found_cwd,
-            )
+            scan = FileScan(entry)
+            plan = plan_import(scan.messages())
+            source_id = scan.session_id or session_id or entry.path.stem
+            return entry, plan, scan.skipped_lines, source_id, scan.cwd
 
         entry, plan, skipped, source_id, source_cwd = await asyncio.to_thread(work)
         target = cwd or source_cwd

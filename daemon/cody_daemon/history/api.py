@@ -6,6 +6,7 @@ All of them block on file I/O and parsing; the engine runs them in a worker thre
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from .parsers import AGENT_OF, detect_format, new_parser
 
 __all__ = [
     "DEFAULT_PAGE",
+    "FileScan",
     "LIST_PAGE",
     "list_sessions",
     "read_all",
@@ -119,13 +121,31 @@ def _session_id(index: HistoryIndex, entry: SessionFile) -> str | None:
     return str(info["sessionId"]) if info else None
 
 
+class FileScan:
+    """Every message of a file, streamed chunk by chunk without their raw lines (for import:
+    memory holds what the import keeps, not the file). After `messages()` is exhausted,
+    `skipped_lines`, `session_id` and `cwd` describe the file."""
+
+    def __init__(self, entry: SessionFile) -> None:
+        self.entry = entry
+        self.skipped_lines = 0
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+
+    def messages(self) -> Iterator[Msg]:
+        with SessionFileReader.open(self.entry.path) as reader:
+            parser = new_parser(self.entry.format)
+            for chunk in iter_chunks(reader, parser, Cursor()):
+                self.skipped_lines += chunk.skipped
+                for msg in chunk.messages:
+                    msg.original = None
+                    msg.extra_lines = []
+                    yield msg
+        self.session_id, self.cwd = parser.session_id, parser.cwd
+
+
 def read_all(entry: SessionFile) -> tuple[list[Msg], int, str | None, str | None]:
-    """Every message of a file, its skipped-line count, session id and cwd (for import)."""
-    messages: list[Msg] = []
-    skipped = 0
-    with SessionFileReader.open(entry.path) as reader:
-        parser = new_parser(entry.format)
-        for chunk in iter_chunks(reader, parser, Cursor()):
-            messages.extend(chunk.messages)
-            skipped += chunk.skipped
-    return messages, skipped, parser.session_id, parser.cwd
+    """Every message of a file, its skipped-line count, session id and cwd."""
+    scan = FileScan(entry)
+    messages = list(scan.messages())
+    return messages, scan.skipped_lines, scan.session_id, scan.cwd

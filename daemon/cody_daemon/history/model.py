@@ -47,6 +47,8 @@ class Msg:
     original: Any = None
     extra_lines: list[Any] = field(default_factory=list)
     """Raw lines merged into this message after the first (Claude Code split messages)."""
+    size: int = 0
+    """Bytes of the line it came from (pages are bounded in bytes too)."""
 
     @property
     def text(self) -> str:

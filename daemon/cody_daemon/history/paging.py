@@ -38,6 +38,10 @@ __all__ = [
 
 CHUNK_MESSAGES = 256
 CHUNK_HARD_LIMIT = 2048
+CHUNK_BYTES = 16 * 1024 * 1024
+"""A chunk also ends once its lines add up to this (when settled; at 4x in any case)."""
+PAGE_BYTES = 32 * 1024 * 1024
+"""A page ends early (after at least one message) once its messages' lines add up to this."""
 
 
 @dataclass(slots=True)
@@ -121,38 +125,38 @@ def iter_chunks(reader: SessionFileReader, parser: Parser, cursor: Cursor) -> It
     start_state = parser.snapshot()
     messages: list[Msg] = []
     skipped = 0
+    chunk_bytes = 0
     last_line = cursor.line - 1
     last_end = cursor.offset
     for line in reader.lines(cursor.offset, cursor.line):
         obj = decode_line(line.raw)
-        if messages and obj is not None:
-            size = len(messages)
-            cut = parser.boundary(obj) or (
-                size >= CHUNK_MESSAGES and (parser.settled() or size >= CHUNK_HARD_LIMIT)
+        if messages and obj is not None and _cut_here(parser, obj, len(messages), chunk_bytes):
+            parser.end_chunk(messages, eof=False)
+            next_state = parser.snapshot()
+            yield Chunk(
+                start_offset,
+                start_line,
+                start_state,
+                _ordered(messages),
+                line.offset,
+                last_line,
+                next_state,
+                skipped,
+                False,
             )
-            if cut:
-                parser.end_chunk(messages, eof=False)
-                next_state = parser.snapshot()
-                yield Chunk(
-                    start_offset,
-                    start_line,
-                    start_state,
-                    _ordered(messages),
-                    line.offset,
-                    last_line,
-                    next_state,
-                    skipped,
-                    False,
-                )
-                start_offset, start_line, start_state = line.offset, line.number, next_state
-                messages, skipped = [], 0
+            start_offset, start_line, start_state = line.offset, line.number, next_state
+            messages, skipped, chunk_bytes = [], 0, 0
         last_line, last_end = line.number, line.end
         if obj is None:
             if line.raw is None or line.raw.strip():
                 skipped += line.number > cursor.seen_line
             continue
+        before = len(messages)
         if not parser.feed(line.number, obj, messages):
             skipped += line.number > cursor.seen_line
+        chunk_bytes += line.end - line.offset
+        for msg in messages[before:]:
+            msg.size = line.end - line.offset
     parser.end_chunk(messages, eof=True)
     yield Chunk(
         start_offset,
@@ -165,6 +169,15 @@ def iter_chunks(reader: SessionFileReader, parser: Parser, cursor: Cursor) -> It
         skipped,
         True,
     )
+
+
+def _cut_here(parser: Parser, obj: dict[str, Any], count: int, size: int) -> bool:
+    """Whether the current chunk ends before the line `obj`."""
+    if parser.boundary(obj):
+        return True
+    if count >= CHUNK_HARD_LIMIT or size >= 4 * CHUNK_BYTES:
+        return True
+    return (count >= CHUNK_MESSAGES or size >= CHUNK_BYTES) and parser.settled()
 
 
 def _ordered(messages: list[Msg]) -> list[Msg]:
@@ -217,11 +230,17 @@ def read_page(
     out: list[Msg] = []
     skipped = 0
     skip = cursor.skip
+    page_bytes = 0
     for chunk in iter_chunks(reader, parser, cursor):
         skipped += chunk.skipped
         available = chunk.messages[skip:]
         room = len(available) if limit is None else limit - len(out)
-        out.extend(available[:room])
+        for index, msg in enumerate(available[:room]):
+            if out and page_bytes + msg.size > PAGE_BYTES:
+                room = index
+                break
+            page_bytes += msg.size
+            out.append(msg)
         if room < len(available):
             resume = Cursor(
                 chunk.offset, chunk.line, chunk.state, skip + room, chunk.end_line,
