@@ -422,3 +422,122 @@ def test_cody_session_file_reads_with_the_stores_rules(tmp_path: Path) -> None:
     # calls the file never answered get the store's interrupted result, as session/load does
     assert {b["tool_use_id"] for m in messages[5:] for b in m["content"]} == {"c1", "c2"}
     assert all(m["content"][0]["is_error"] for m in messages[5:])
+
+
+def write_lines(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_codex_item_kinds_of_other_versions_and_ui_duplicates(tmp_path: Path) -> None:
+    """Shapes from other Codex versions: UI echoes (`user_message`, `agent_message`,
+    `agent_reasoning`) are not doubled; custom tools, local shell, web search, reasoning
+    content and images map to the unified blocks."""
+
+    def row(kind: str, payload: dict[str, Any], second: int) -> dict[str, Any]:
+        return {
+            "timestamp": f"2025-09-01T10:00:{second:02d}.000Z",
+            "type": kind,
+            "payload": payload,
+        }
+
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    rows = [
+        row("session_meta", {"id": "s-old", "cwd": "/w", "timestamp": "2025-09-01T10:00:00Z"}, 0),
+        row("turn_context", {"model": "gpt-5-codex", "cwd": "/w"}, 1),
+        row("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look"}, {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]}, 2),
+        row("event_msg", {"type": "user_message", "message": "look", "images": []}, 2),
+        row("response_item", {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "raw thoughts"}], "encrypted_content": None}, 3),
+        row("event_msg", {"type": "agent_reasoning", "text": "raw thoughts"}, 3),
+        row("response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "p1", "name": "apply_patch", "input": patch}, 4),
+        row("response_item", {"type": "custom_tool_call_output", "call_id": "p1", "output": "Success. Updated the following files:\nA a.txt\n"}, 5),
+        row("response_item", {"type": "local_shell_call", "call_id": "l1", "status": "completed", "action": {"type": "exec", "command": ["bash", "-lc", "cat a.txt"], "working_directory": "/w"}}, 6),
+        row("response_item", {"type": "function_call_output", "call_id": "l1", "output": {"content": "hi", "success": True}}, 7),
+        row("response_item", {"type": "web_search_call", "id": "ws1", "status": "completed", "action": {"type": "search", "query": "codex rollout"}}, 8),
+        row("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Patched."}]}, 9),
+        row("event_msg", {"type": "agent_message", "message": "Patched."}, 9),
+        row("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 9, "cached_input_tokens": 1, "output_tokens": 2, "reasoning_output_tokens": 1}}}, 9),
+        row("event_msg", {"type": "token_count", "info": None, "rate_limits": {}}, 9),
+    ]  # fmt: skip
+    path = write_lines(tmp_path / "rollout-old.jsonl", rows)
+    messages, skipped = read_all(path)
+    assert skipped == 0
+    check_conversation(messages, path, "codex-rollout")
+    assert [(m["role"], kinds(m)) for m in messages] == [
+        ("user", ["text", "image"]),
+        ("assistant", ["thinking"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["text"]),
+    ]
+    assert messages[0]["content"][1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": "iVBORw0KGgo=",
+    }
+    assert messages[1]["content"][0]["thinking"] == "raw thoughts"
+    assert messages[2]["content"][0] == {
+        "type": "tool_use",
+        "id": "p1",
+        "name": "Edit",
+        "input": {"patch": patch},
+    }
+    assert messages[4]["content"][0]["input"] == {"command": "cat a.txt", "cwd": "/w"}
+    assert messages[5]["content"][0]["content"] == "hi"
+    assert messages[6]["content"][0] == {
+        "type": "tool_use",
+        "id": "ws1",
+        "name": "WebSearch",
+        "input": {"query": "codex rollout"},
+    }
+    assert messages[8]["usage"] == {
+        "input_tokens": 9,
+        "cached_input_tokens": 1,
+        "output_tokens": 2,
+        "reasoning_tokens": 1,
+    }
+    assert messages[8]["model"] == "gpt-5-codex"
+
+
+def test_claude_sidechains_summaries_images_and_server_tools(tmp_path: Path) -> None:
+    base = {"sessionId": "c-1", "cwd": "/w", "version": "1.0.0"}
+
+    def row(**fields: Any) -> dict[str, Any]:
+        return {**base, **fields}
+
+    rows = [
+        {"type": "summary", "summary": "Fixing the parser", "leafUuid": "u9"},
+        row(type="user", uuid="u1", timestamp="2025-06-01T00:00:01Z", message={"role": "user", "content": [{"type": "text", "text": "what is this?"}, {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}}]}),
+        row(type="assistant", uuid="a1", timestamp="2025-06-01T00:00:02Z", message={"id": "m1", "role": "assistant", "model": "claude-x", "content": [{"type": "server_tool_use", "id": "srv1", "name": "web_search", "input": {"query": "cats"}}, {"type": "web_search_tool_result", "tool_use_id": "srv1", "content": [{"type": "web_search_result", "url": "u"}]}, {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}], "usage": {"input_tokens": 5, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 2, "output_tokens": 3}}),
+        row(type="user", uuid="s1", isSidechain=True, timestamp="2025-06-01T00:00:03Z", message={"role": "user", "content": "sub-agent prompt"}),
+        row(type="assistant", uuid="s2", isSidechain=True, timestamp="2025-06-01T00:00:04Z", message={"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "sub-agent answer"}]}),
+        row(type="user", uuid="u2", timestamp="2025-06-01T00:00:05Z", message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "it is a cat"}]}]}),
+        row(type="system", uuid="y1", timestamp="2025-06-01T00:00:06Z", content="Claude usage limit reached", level="warning"),
+        row(type="file-history-snapshot", messageId="m1", snapshot={}),
+        row(type="assistant", uuid="a3", timestamp="2025-06-01T00:00:07Z", message={"id": "m3", "role": "assistant", "content": [{"type": "redacted_thinking", "data": "opaque"}, {"type": "text", "text": "A cat."}]}),
+    ]  # fmt: skip
+    path = write_lines(tmp_path / "c-1.jsonl", rows)
+    messages, skipped = read_all(path)
+    assert skipped == 0
+    check_conversation(messages, path, "claude-session")
+    sidechain = [m for m in messages if m.get("isSidechain")]
+    assert [m["role"] for m in sidechain] == ["user", "assistant"]
+    assert messages[0]["content"][1]["source"]["media_type"] == "image/jpeg"
+    assert messages[1]["usage"] == {
+        "input_tokens": 17,
+        "cached_input_tokens": 10,
+        "output_tokens": 3,
+        "reasoning_tokens": 0,
+    }
+    assert [b["type"] for b in messages[1]["content"]] == ["tool_use", "tool_result", "tool_use"]
+    assert messages[-2]["role"] == "system" and messages[-2]["isMeta"] is True
+    assert kinds(messages[-1]) == ["thinking", "text"]
+    idx = index()
+    listed = idx.summarize(resolve(idx, None, None, str(path)))
+    assert listed is not None and listed["title"] == "Fixing the parser", (
+        "Claude Code's own summary wins"
+    )
