@@ -541,3 +541,15 @@ def test_claude_sidechains_summaries_images_and_server_tools(tmp_path: Path) -> 
     assert listed is not None and listed["title"] == "Fixing the parser", (
         "Claude Code's own summary wins"
     )
+
+
+def test_the_shared_fixtures_carry_their_usage() -> None:
+    codex, _ = read_all(FIXTURES / "codex/rollout_exec.jsonl")
+    model_messages = [m for m in codex if m["role"] == "assistant"]
+    assert [m["usage"]["output_tokens"] for m in model_messages] == [20, 20]
+    claude, _ = read_all(FIXTURES / "claude/session.jsonl")
+    answers = [m for m in claude if m["role"] == "assistant"]
+    assert [m["usage"]["input_tokens"] for m in answers] == [19445, 19581]
+    assert [b["type"] for b in answers[0]["content"]] == ["thinking", "text", "tool_use"]
+    stream, _ = read_all(FIXTURES / "claude/stream_json.jsonl")
+    assert all("usage" in m for m in stream if m["role"] == "assistant")
