@@ -3,6 +3,7 @@
     cody-client [OPTIONS] [PROMPT...]      interactive chat; PROMPT is sent first
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
     cody-client sessions list|show ID|delete ID
+    cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
     cody-client demo                        a full session on the built-in offline model
     cody-client doctor                      check providers, sandbox, search and paths
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
@@ -26,7 +27,7 @@ from .wording import for_terminal, lookup_message
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo", "doctor")
+SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history")
 VALUE_OPTIONS = {
     "--cwd",
     "--provider",
@@ -81,7 +82,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
-        description="Chat with Cody. Subcommands: exec, sessions, demo, doctor (see cody-client exec --help).",
+        description=(
+            "Chat with Cody. Subcommands: exec, sessions, history, demo, doctor "
+            "(see cody-client exec --help)."
+        ),
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
     )
     _common(chat)
@@ -121,6 +125,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         description="A full agent session on the built-in offline model: no key, no network.",
     )
     from .doctor import build_parser as doctor_parser
+    from .history_cli import build_history_parser
 
     return {
         "chat": chat,
@@ -128,6 +133,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "sessions": sessions,
         "demo": demo,
         "doctor": doctor_parser(),
+        "history": build_history_parser(),
     }
 
 
@@ -156,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(run_exec(args, _forward_stderr))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
+        elif command == "history":
+            from .history_cli import run_history
+
+            code = asyncio.run(run_history(args, parser, _forward_stderr))
         elif command == "demo":
             from .demo import run_demo
 

@@ -25,6 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cody_protocol.extensions import ModelsListResult
+from cody_protocol.history import (
+    HistoryImportResult,
+    HistoryImportStats,
+    HistoryListResult,
+    HistoryReadResult,
+    HistorySessionInfo,
+    UnifiedMessage,
+)
 from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
@@ -457,3 +465,119 @@ class CodyClient:
 
     async def delete_session(self, session_id: str) -> None:
         await self.connection.request("session/delete", {"sessionId": session_id})
+
+    # -- unified history: Codex, Claude Code and Cody sessions (docs/history.md) ---------
+
+    async def history_list(
+        self, *, agent: str | None = None, cwd: str | None = None
+    ) -> list[HistorySessionInfo]:
+        """`_cody/history/list`, every page: the sessions on this machine, newest first."""
+        sessions: list[HistorySessionInfo] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {}
+            if agent is not None:
+                params["agent"] = agent
+            if cwd is not None:
+                params["cwd"] = _absolute(cwd)
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = HistoryListResult.model_validate(
+                await self.connection.request("_cody/history/list", params)
+            )
+            sessions.extend(page.sessions)
+            if page.next_cursor is None:
+                return sessions
+            cursor = page.next_cursor
+
+    async def history_read(
+        self,
+        session_id: str | None = None,
+        *,
+        path: str | None = None,
+        agent: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        include_original: bool = True,
+    ) -> HistoryReadResult:
+        """`_cody/history/read`: one page of a session (by id, or any file by path)."""
+        params = _history_ref(session_id, path, agent)
+        params["includeOriginal"] = include_original
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = limit
+        return HistoryReadResult.model_validate(
+            await self.connection.request("_cody/history/read", params)
+        )
+
+    async def history_messages(
+        self,
+        session_id: str | None = None,
+        *,
+        path: str | None = None,
+        agent: str | None = None,
+        page_size: int = 200,
+        include_original: bool = False,
+    ) -> AsyncIterator[UnifiedMessage]:
+        """Every message of a session, fetched page by page as you iterate."""
+        cursor: str | None = None
+        while True:
+            page = await self.history_read(
+                session_id,
+                path=path,
+                agent=agent,
+                cursor=cursor,
+                limit=page_size,
+                include_original=include_original,
+            )
+            for message in page.messages:
+                yield message
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def session_history(
+        self, session_id: str, *, include_original: bool = False
+    ) -> list[UnifiedMessage]:
+        """`_cody/session/history`: a Cody session's whole history as unified messages."""
+        raw = await self.connection.request(
+            "_cody/session/history",
+            {"sessionId": session_id, "includeOriginal": include_original},
+        )
+        return HistoryReadResult.model_validate(raw).messages
+
+    async def import_history(
+        self,
+        session_id: str | None = None,
+        *,
+        path: str | None = None,
+        agent: str | None = None,
+        cwd: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> tuple[ClientSession, HistoryImportStats]:
+        """`_cody/history/import`: a new, live Cody session holding that conversation."""
+        params = _history_ref(session_id, path, agent)
+        if cwd is not None:
+            params["cwd"] = _absolute(cwd)
+        settings = {"provider": provider, "model": model}
+        given = {key: value for key, value in settings.items() if value is not None}
+        if given:
+            params["_meta"] = {"cody": given}
+        result = HistoryImportResult.model_validate(
+            await self.connection.request("_cody/history/import", params)
+        )
+        session = self._session(result.session_id, result.imported.cwd, result)
+        return session, result.imported
+
+
+def _history_ref(session_id: str | None, path: str | None, agent: str | None) -> dict[str, Any]:
+    if (session_id is None) == (path is None):
+        raise ValueError("give exactly one of session_id and path")
+    params: dict[str, Any] = (
+        {"sessionId": session_id} if session_id is not None else {"path": _absolute(str(path))}
+    )
+    if agent is not None:
+        params["agent"] = agent
+    return params

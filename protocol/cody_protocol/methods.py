@@ -7,8 +7,12 @@ __all__ = [
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
     "CODY_MCP_STATUS",
+    "CODY_HISTORY_IMPORT",
+    "CODY_HISTORY_LIST",
+    "CODY_HISTORY_READ",
     "CODY_MODELS_LIST",
     "CODY_SESSION_FORK",
+    "CODY_SESSION_HISTORY",
     "CODY_TOOLS_LIST",
     "EXIT",
     "INITIALIZE",
@@ -49,3 +53,7 @@ CODY_SESSION_FORK = "_cody/session/fork"
 CODY_TOOLS_LIST = "_cody/tools/list"
 CODY_MODELS_LIST = "_cody/models/list"
 CODY_MCP_STATUS = "_cody/mcp/status"
+CODY_SESSION_HISTORY = "_cody/session/history"
+CODY_HISTORY_LIST = "_cody/history/list"
+CODY_HISTORY_READ = "_cody/history/read"
+CODY_HISTORY_IMPORT = "_cody/history/import"

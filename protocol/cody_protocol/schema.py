@@ -15,10 +15,22 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from . import errors, exec_events, extensions, initialize, permission, prompt, session, updates
+from . import (
+    errors,
+    exec_events,
+    extensions,
+    history,
+    initialize,
+    permission,
+    prompt,
+    session,
+    updates,
+)
 
 __all__ = [
     "EXEC_EVENTS_SCHEMA_PATH",
+    "HISTORY_MODELS",
+    "HISTORY_SCHEMA_PATH",
     "SCHEMA_PATH",
     "TOP_LEVEL_MODELS",
     "generate",
@@ -28,6 +40,7 @@ __all__ = [
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cody-protocol.schema.json"
 EXEC_EVENTS_SCHEMA_PATH = SCHEMA_PATH.parent / "cody-exec-events.schema.json"
+HISTORY_SCHEMA_PATH = SCHEMA_PATH.parent / "cody-history.schema.json"
 
 TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     initialize.InitializeParams,
@@ -82,6 +95,34 @@ def generate_exec_events() -> dict[str, Any]:
     return schema
 
 
+HISTORY_MODELS: tuple[type[BaseModel], ...] = (
+    history.UnifiedMessage,
+    history.HistoryListParams,
+    history.HistoryListResult,
+    history.HistoryReadParams,
+    history.HistoryReadResult,
+    history.SessionHistoryParams,
+    history.HistoryImportParams,
+    history.HistoryImportResult,
+)
+"""Unified history (`_cody/history/*`, `_cody/session/history`): its own schema file."""
+
+
+def generate_history() -> dict[str, Any]:
+    _, schema = models_json_schema(
+        [(model, "validation") for model in HISTORY_MODELS],
+        title="Cody unified history",
+        ref_template="#/$defs/{model}",
+    )
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["x-top-level"] = [model.__name__ for model in HISTORY_MODELS]
+    return schema
+
+
+def render_history() -> str:
+    return json.dumps(generate_history(), indent=2, sort_keys=True) + "\n"
+
+
 def render() -> str:
     return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
 
@@ -95,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write",
         action="store_true",
-        help=f"write {SCHEMA_PATH.name} and {EXEC_EVENTS_SCHEMA_PATH.name}",
+        help=f"write {SCHEMA_PATH.name}, {EXEC_EVENTS_SCHEMA_PATH.name}, {HISTORY_SCHEMA_PATH.name}",
     )
     args = parser.parse_args(argv)
     text = render()
@@ -103,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
         SCHEMA_PATH.write_text(text, encoding="utf-8")
         EXEC_EVENTS_SCHEMA_PATH.write_text(render_exec_events(), encoding="utf-8")
+        HISTORY_SCHEMA_PATH.write_text(render_history(), encoding="utf-8")
     else:
         sys.stdout.write(text)
     return 0

@@ -275,9 +275,17 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     for name, fn in table.items():
         server.feature(name)(_guard(name, fn))
 
+    from .history_handlers import register_history_handlers  # _cody/history/*
+
+    register_history_handlers(server, app)
+
 
 EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
     methods.CODY_TOOLS_LIST,
     methods.CODY_MODELS_LIST,
+    methods.CODY_SESSION_HISTORY,
+    methods.CODY_HISTORY_LIST,
+    methods.CODY_HISTORY_READ,
+    methods.CODY_HISTORY_IMPORT,
 )

@@ -31,7 +31,7 @@ from ..core.history import (
 )
 from ..errors import NotFound
 
-__all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "read_session"]
+__all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment", "read_session"]
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +150,10 @@ def _merge_segment(
             value = getattr(segment, name)
             if value is not None:
                 setattr(target, name, value)
+
+
+merge_segment = _merge_segment
+"""Merge one streamed segment into the item it continues (same id); used by history/ too."""
 
 
 def make_title(text: str, limit: int = 80) -> str:

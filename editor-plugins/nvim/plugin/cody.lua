@@ -34,3 +34,13 @@ end, { nargs = "?", desc = "Cody: resume a saved session (replays it into the ch
 vim.api.nvim_create_user_command("CodyNew", function()
   require("cody").new_session()
 end, { nargs = 0, desc = "Cody: start a new session with an empty chat" })
+
+vim.api.nvim_create_user_command("CodyHistory", function(cmd)
+  require("cody.history").pick(cmd.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "codex", "claude", "cody" }
+  end,
+  desc = "Cody: pick a Codex, Claude Code or Cody session and continue it in Cody",
+})

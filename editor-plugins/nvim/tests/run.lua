@@ -10,6 +10,7 @@ local SPECS = {
   "chat_spec",
   "approval_spec",
   "sessions_spec",
+  "history_spec",
   "errors_spec",
   "health_spec",
   "lifecycle_spec",

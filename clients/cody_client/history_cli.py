@@ -1,0 +1,176 @@
+"""`cody-client history`: Codex, Claude Code and Cody sessions, listed, shown, imported.
+
+    cody-client history list [--agent codex|claude|cody] [--cwd DIR] [--json]
+    cody-client history show ID|PATH [--agent A] [--json]
+    cody-client history import ID|PATH [--agent A] [--cwd DIR]
+
+`show` renders a chat transcript (`--json`: one UnifiedMessage per line, the whole message);
+`import` creates a Cody session holding the conversation and says how to continue it.
+Exit codes: 0 done, 1 error, 2 unknown session or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from cody_protocol.history import UnifiedMessage
+
+from .terminal import Style, use_color
+
+__all__ = ["Transcript", "build_history_parser", "run_history"]
+
+AGENTS = ("codex", "claude", "cody")
+_RESULT_LINES = 6
+
+
+def build_history_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cody-client history",
+        description="Codex, Claude Code and Cody sessions on this machine, in one format.",
+        epilog="ID is a session id (see `history list`) or the path of a session file.",
+    )
+    parser.add_argument("action", choices=("list", "show", "import"))
+    parser.add_argument("session", nargs="?", metavar="ID|PATH", help="the session (show, import)")
+    parser.add_argument("--agent", choices=AGENTS, help="only this agent's sessions")
+    parser.add_argument(
+        "--cwd",
+        default=None,
+        help="list: only sessions of this directory; import: the new session's directory "
+        "(default: the imported session's own)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON lines (list, show)")
+    return parser
+
+
+def _reference(session: str) -> dict[str, Any]:
+    """A path when it names a file (or has a slash), else a session id."""
+    if os.sep in session or session.endswith(".jsonl") or os.path.isfile(session):
+        return {"path": os.path.abspath(session)}
+    return {"session_id": session}
+
+
+async def run_history(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    on_stderr: Callable[[str], None],
+) -> int:
+    from .client import CodyClient, RemoteError
+
+    if args.action in ("show", "import") and not args.session:
+        parser.error(f"history {args.action} needs a session id or path")
+    out = sys.stdout
+    try:
+        async with CodyClient.spawn(on_stderr=on_stderr) as client:
+            if args.action == "list":
+                sessions = await client.history_list(agent=args.agent, cwd=args.cwd)
+                if args.json:
+                    for info in sessions:
+                        out.write(json.dumps(info.wire(), ensure_ascii=False) + "\n")
+                elif not sessions:
+                    out.write("No sessions found.\n")
+                for info in [] if args.json else sessions:
+                    count = f"{'' if info.message_count_exact else '~'}{info.message_count}"
+                    out.write(
+                        f"{info.agent:6}  {info.session_id}  {info.updated_at or '':24}  "
+                        f"{count:>6} msgs  {info.cwd or '-'}  {info.title or ''}\n"
+                    )
+            elif args.action == "show":
+                transcript = Transcript(out, Style(use_color(out)))
+                async for message in client.history_messages(
+                    **_reference(args.session), agent=args.agent, include_original=args.json
+                ):
+                    if args.json:
+                        out.write(json.dumps(message.wire(), ensure_ascii=False) + "\n")
+                    else:
+                        transcript.write(message)
+            else:
+                session, stats = await client.import_history(
+                    **_reference(args.session), agent=args.agent, cwd=args.cwd
+                )
+                out.write(
+                    f"Imported {stats.agent} session {stats.session_id}: {stats.items} items "
+                    f"({stats.tool_calls} tool calls) into Cody session {session.id} in {stats.cwd}.\n"
+                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n"
+                )
+    except RemoteError as exc:
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        return 2 if exc.code in (-32602, -32002) else 1
+    return 0
+
+
+class Transcript:
+    """Renders unified messages like a chat: a result under its call (named when several
+    calls are open), injected context and compaction notes dimmed and shortened."""
+
+    def __init__(self, out: TextIO, style: Style) -> None:
+        self.out = out
+        self.style = style
+        self._open: dict[str, str] = {}
+
+    def write(self, message: UnifiedMessage) -> None:
+        style, out = self.style, self.out
+        aside = message.is_meta or message.compaction or message.is_sidechain
+        for block in message.content:
+            if block.type == "text":
+                if aside or message.role == "system":
+                    out.write(style.dim(f"· {_first_line(block.text)}  [{_why(message)}]") + "\n\n")
+                elif message.role == "user":
+                    out.write(style.bold("› ") + block.text + "\n\n")
+                else:
+                    out.write(block.text + "\n\n")
+            elif block.type == "thinking" and block.thinking:
+                out.write(style.dim(block.thinking) + "\n\n")
+            elif block.type == "tool_use":
+                self._open[block.id] = block.name
+                out.write(style.cyan(f"▸ {block.name} ") + _describe_input(block.input) + "\n")
+            elif block.type == "tool_result":
+                self._result(block.tool_use_id, block.content, is_error=block.is_error)
+            elif block.type == "image":
+                out.write(style.dim("[image]") + "\n")
+
+    def _result(self, call_id: str, content: Any, *, is_error: bool) -> None:
+        style = self.style
+        name = self._open.pop(call_id, None)
+        several = name is not None and len(self._open) > 0
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "\n".join(b.text if b.type == "text" else "[image]" for b in content)
+        lines = text.rstrip("\n").splitlines() or [""]
+        shown = lines[:_RESULT_LINES]
+        mark = style.red("  ✗ ") if is_error else style.green("  ✓ ")
+        self.out.write(mark + (f"{name}: " if several else "") + shown[0] + "\n")
+        for line in shown[1:]:
+            self.out.write("    " + line + "\n")
+        if len(lines) > len(shown):
+            self.out.write(style.dim(f"    … {len(lines) - len(shown)} more lines") + "\n")
+        if not self._open:
+            self.out.write("\n")
+
+
+def _why(message: UnifiedMessage) -> str:
+    if message.compaction:
+        return "compaction"
+    if message.is_sidechain:
+        return "sub-agent"
+    return "injected" if message.is_meta else message.role
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines() or [""]
+    first = lines[0] if len(lines[0]) <= 160 else lines[0][:159] + "…"
+    return first + (" …" if len(lines) > 1 else "")
+
+
+def _describe_input(tool_input: dict[str, Any]) -> str:
+    for key in ("command", "file_path", "path", "pattern", "query", "url"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            return value.splitlines()[0][:200]
+    text = json.dumps(tool_input, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -1,0 +1,141 @@
+"""History across agents, as the engine offers it: list, read, a Cody session's history, and
+import into a new Cody session (the only part that touches live sessions).
+
+Parsing and file I/O run in a worker thread (a 100 MB file must not stall other requests);
+the new session of an import is created and written on the event loop, like `fork`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from cody_protocol.session import CodySessionMeta
+
+from ..errors import InvalidParams, Issue
+from ..history.api import DEFAULT_PAGE, FileScan, list_sessions, read_messages, resolve
+from ..history.discovery import HistoryIndex, HistoryRoots, SessionFile
+from ..history.importer import ImportPlan, plan_import
+from .deps import EngineDeps
+from .manager import SessionManager
+from .session import Session
+
+__all__ = ["HistoryService", "ImportOutcome"]
+
+
+class ImportOutcome:
+    def __init__(
+        self,
+        session: Session,
+        entry: SessionFile,
+        source_id: str,
+        plan: ImportPlan,
+        skipped_lines: int,
+    ) -> None:
+        self.session = session
+        self.entry = entry
+        self.source_id = source_id
+        self.plan = plan
+        self.skipped_lines = skipped_lines
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "agent": self.entry.agent,
+            "sessionId": self.source_id,
+            "path": str(self.entry.path),
+            "messages": self.plan.messages,
+            "items": len(self.plan.items),
+            "toolCalls": self.plan.tool_calls,
+            "skippedMessages": self.plan.skipped_messages,
+            "skippedLines": self.skipped_lines,
+            "cwd": str(self.session.cwd),
+        }
+
+
+class HistoryService:
+    def __init__(self, deps: EngineDeps, manager: SessionManager) -> None:
+        self.manager = manager
+        self.index = HistoryIndex(
+            HistoryRoots(
+                codex_home=deps.codex_home,
+                claude_dir=deps.claude_dir,
+                cody_sessions=deps.store.sessions_dir,
+            )
+        )
+        self._store = deps.store
+
+    async def list(self, agent: str | None, cwd: str | None, cursor: str | None) -> dict[str, Any]:
+        return await asyncio.to_thread(list_sessions, self.index, agent, cwd, cursor)
+
+    async def read(
+        self,
+        agent: str | None,
+        session_id: str | None,
+        path: str | None,
+        *,
+        cursor: str | None,
+        limit: int | None,
+        include_original: bool,
+    ) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            entry = resolve(self.index, agent, session_id, path)
+            return read_messages(
+                self.index, entry, cursor, limit or DEFAULT_PAGE, include_original=include_original
+            )
+
+        return await asyncio.to_thread(work)
+
+    async def session_history(
+        self, session_id: str, cursor: str | None, limit: int | None, include_original: bool
+    ) -> dict[str, Any]:
+        """A Cody session's messages (all of them unless `limit`), from its file."""
+        path = self._store.find(session_id)
+        entry = SessionFile("cody", "cody-session", path)
+
+        def work() -> dict[str, Any]:
+            result = read_messages(
+                self.index, entry, cursor, limit, include_original=include_original
+            )
+            result.pop("session", None)
+            return result
+
+        return await asyncio.to_thread(work)
+
+    async def import_session(
+        self,
+        agent: str | None,
+        session_id: str | None,
+        path: str | None,
+        cwd: str | None,
+        meta: CodySessionMeta | None,
+    ) -> ImportOutcome:
+        def work() -> tuple[SessionFile, ImportPlan, int, str, str | None]:
+            entry = resolve(self.index, agent, session_id, path)
+            scan = FileScan(entry)
+            plan = plan_import(scan.messages())
+            source_id = scan.session_id or session_id or entry.path.stem
+            return entry, plan, scan.skipped_lines, source_id, scan.cwd
+
+        entry, plan, skipped, source_id, source_cwd = await asyncio.to_thread(work)
+        target = cwd or source_cwd
+        if not target:
+            raise InvalidParams(
+                f"{entry.path} does not say which directory it ran in; pass cwd.",
+                [
+                    Issue(
+                        key="cwd",
+                        message="required: the session file names no cwd",
+                        source="params",
+                    )
+                ],
+            )
+        session = self.manager.new_session(target, meta)
+        session.file.append(
+            "event",
+            {"kind": "imported", "agent": entry.agent, "from": source_id, "path": str(entry.path)},
+        )
+        for item in plan.items:
+            session.history.append(item)
+            session.file.append("response_item", item.payload())
+        await session.file.sync()
+        return ImportOutcome(session, entry, source_id, plan, skipped)
