@@ -39,6 +39,7 @@ def provider_block(name: str, wire_api: str, base_url: str, retries: int = 0) ->
         f"[model_providers.{name}]\n"
         f'base_url = "{base_url}"\nwire_api = "{wire_api}"\nenv_key = "MOCK_API_KEY"\n'
         f'default_model = "mock-model"\nrequest_max_retries = {retries}\n'
+        f"stream_max_retries = {retries}\nrequest_retry_window_ms = 400\n"
     )
 
 

@@ -96,13 +96,14 @@ def test_builtins(codex_home: Path, claude_dir: Path) -> None:
     assert {"gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2"} <= set(
         openai.model_ids
     )
-    assert openai.context_window("gpt-5.5") == 400_000
+    assert openai.context_window("gpt-5.5") == 1_050_000  # from models.toml
     anthropic = cat.get("anthropic")
     assert anthropic.wire_api == "anthropic"
     assert anthropic.default_model == "claude-opus-4-8"
     assert any("sonnet" in m for m in anthropic.model_ids)
     assert any("haiku" in m for m in anthropic.model_ids)
-    assert all(m.context_window == 200_000 for m in anthropic.models)
+    assert anthropic.context_window("claude-opus-4-8") == 1_000_000
+    assert anthropic.context_window("claude-haiku-4-5") == 200_000
     openrouter = cat.get("openrouter")
     assert (openrouter.wire_api, openrouter.default_model) == ("chat", "openai/gpt-5.5")
     offline = cat.get("offline")

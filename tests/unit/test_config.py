@@ -90,7 +90,10 @@ def test_no_files_gives_defaults(paths: CodyPaths, project: Path) -> None:
     assert config.max_tool_iterations == 100
     assert config.approval_timeout_s == 300
     assert config.sandbox_unavailable == "ask"
-    assert config.model_reasoning_summary == "auto"
+    # Not requested unless configured: unverified OpenAI organisations get a 400 for summaries.
+    assert config.model_reasoning_summary is None
+    assert config.model_auto_compact_ratio == 0.9
+    assert config.tool_output_token_limit == 10_000
 
 
 def test_precedence_across_four_layers(paths: CodyPaths, project: Path) -> None:

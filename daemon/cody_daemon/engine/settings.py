@@ -84,7 +84,8 @@ class SessionSettings:
     approval_policy: ApprovalPolicy
     sandbox_mode: SandboxMode
     reasoning_effort: ReasoningEffort | None = None
-    reasoning_summary: ReasoningSummary = "auto"
+    reasoning_summary: ReasoningSummary | None = None
+    """None: not configured (shown as `default`)."""
     allowed_tools: list[str] | None = None
     phase: Phase | None = None
     max_tool_iterations: int = 100
@@ -192,8 +193,8 @@ def build_config_options(
         _select(
             "reasoning_summary",
             "Reasoning summary",
-            settings.reasoning_summary,
-            list(REASONING_SUMMARIES),
+            settings.reasoning_summary or "default",
+            ["default", *REASONING_SUMMARIES],
             category="thought_level",
         ),
     ]
@@ -223,7 +224,7 @@ def apply_config_option(
         "approval_policy": APPROVAL_POLICIES,
         "sandbox_mode": SANDBOX_MODES,
         "reasoning_effort": ("default", *REASONING_EFFORTS),
-        "reasoning_summary": REASONING_SUMMARIES,
+        "reasoning_summary": ("default", *REASONING_SUMMARIES),
         "provider": tuple(providers),
     }
     if config_id == "model":
@@ -257,7 +258,7 @@ def apply_config_option(
     elif config_id == "reasoning_effort":
         changed.reasoning_effort = None if text == "default" else text  # type: ignore[assignment]
     else:
-        changed.reasoning_summary = text  # type: ignore[assignment]
+        changed.reasoning_summary = None if text == "default" else text  # type: ignore[assignment]
     return changed
 
 

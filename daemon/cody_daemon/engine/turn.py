@@ -222,6 +222,7 @@ class TurnRunner:
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
                             provider=event.item.provider,
+                            replay_fields=event.item.replay_fields,
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()

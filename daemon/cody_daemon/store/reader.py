@@ -146,7 +146,7 @@ def _merge_segment(
                 target.summary[-1].text += text
             else:
                 target.summary.append(SummaryPart(text=text))
-        for name in ("encrypted_content", "signature", "provider"):
+        for name in ("encrypted_content", "signature", "provider", "replay_fields"):
             value = getattr(segment, name)
             if value is not None:
                 setattr(target, name, value)
