@@ -454,7 +454,7 @@ async def test_awkward_histories_still_alternate_and_start_with_user(
         FunctionCallOutputItem(call_id="call:1/x", output="done"),
     ]
     server.enqueue(text("ok"))
-    await collect(provider, request(history))
+    await collect(provider, request(history, tools=[EXEC]))  # tool blocks need tools
     messages = body_of(server)["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
     assert messages[0]["content"] == [
@@ -546,19 +546,22 @@ async def test_reasoning_effort_maps_to_a_thinking_budget(
         assert budget < body["max_tokens"]
 
 
+ADAPTIVE = {"type": "adaptive", "display": "summarized"}
+
+
 @pytest.mark.parametrize(
     ("model", "effort", "expected"),
     [
         # Opus 4.7+ accept only adaptive thinking: a budget answers 400.
-        ("claude-opus-4-8", None, {"thinking": {"type": "adaptive"}, "effort": "high"}),
-        ("claude-opus-4-8", "low", {"thinking": {"type": "adaptive"}, "effort": "low"}),
-        ("claude-opus-4-8", "minimal", {"thinking": {"type": "adaptive"}, "effort": "low"}),
-        ("claude-opus-4-8", "xhigh", {"thinking": {"type": "adaptive"}, "effort": "xhigh"}),
+        ("claude-opus-4-8", None, {"thinking": ADAPTIVE, "effort": "high"}),
+        ("claude-opus-4-8", "low", {"thinking": ADAPTIVE, "effort": "low"}),
+        ("claude-opus-4-8", "minimal", {"thinking": ADAPTIVE, "effort": "low"}),
+        ("claude-opus-4-8", "xhigh", {"thinking": ADAPTIVE, "effort": "xhigh"}),
         ("claude-opus-4-8", "none", {}),
-        ("claude-opus-4-7", "medium", {"thinking": {"type": "adaptive"}, "effort": "medium"}),
+        ("claude-opus-4-7", "medium", {"thinking": ADAPTIVE, "effort": "medium"}),
         # Sonnet 4.6 takes no xhigh: the nearest lower one it accepts.
-        ("claude-sonnet-4-6", "xhigh", {"thinking": {"type": "adaptive"}, "effort": "high"}),
-        ("claude-opus-5", None, {"thinking": {"type": "adaptive"}, "effort": "high"}),
+        ("claude-sonnet-4-6", "xhigh", {"thinking": ADAPTIVE, "effort": "high"}),
+        ("claude-opus-5", None, {"thinking": ADAPTIVE, "effort": "high"}),
         # Haiku 4.5 has no adaptive thinking and no effort parameter: a budget.
         ("claude-haiku-4-5", None, {"thinking": {"type": "enabled", "budget_tokens": 10000}}),
         (

@@ -803,3 +803,89 @@ async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps: Sleeps) -
             await p.aclose()
         assert "".join(texts(events)) == "from the thread"
         assert srv.requests[0].body["model"] == "gpt-4.1"
+
+
+# -- reasoning parameters per model, summaries ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "configured", "sent"),
+    [
+        ("gpt-5.5", None, {"effort": "medium"}),  # explicit, as Codex sends (5.1+ default none)
+        ("gpt-5.5", "none", {"effort": "none"}),
+        ("gpt-5.5", "minimal", {"effort": "low"}),  # gpt-5.5 takes no `minimal`
+        ("gpt-5.3-codex", "none", {"effort": "low"}),  # no `none` there: the lowest it takes
+        ("gpt-6-mini", None, {"effort": "medium"}),  # an unlisted member of the GPT-5+ family
+        ("o4-mini", "high", {"effort": "high"}),
+        ("gpt-4.1", None, None),  # not a reasoning model: it would reject `reasoning`
+    ],
+)
+async def test_reasoning_effort_is_explicit_for_reasoning_models(
+    server: MockResponsesServer,
+    provider: OpenAIResponsesProvider,
+    model: str,
+    configured: str | None,
+    sent: dict[str, str] | None,
+) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider, request(model=model, reasoning_effort=configured))
+    assert not server.refused, server.refused  # the mock refuses efforts a model rejects
+    body = server.requests[0].body
+    assert body.get("reasoning") == sent
+    assert ("include" in body) == (sent is not None)
+
+
+async def test_an_unverified_organisation_gets_its_answer_without_summaries(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
+    server.unverified_org = True
+    server.enqueue(text("first"))
+    server.enqueue(text("second"))
+    first = await collect(provider, request(model="gpt-5.5", reasoning_summary="detailed"))
+    second = await collect(provider, request(model="gpt-5.5", reasoning_summary="detailed"))
+    assert texts(first) == ["first"] and texts(second) == ["second"]
+    # One refusal, one retry without the summary, and no second refusal: remembered.
+    assert [r.status for r in server.refused] == [400]
+    bodies = [r.body for r in server.requests]
+    assert bodies[0]["reasoning"] == {"effort": "medium", "summary": "detailed"}
+    assert bodies[1]["reasoning"] == {"effort": "medium"}
+    assert bodies[2]["reasoning"] == {"effort": "medium"}
+    assert provider.summaries_refused
+
+
+async def test_other_400s_are_not_retried_without_summaries(
+    server: MockResponsesServer, provider: OpenAIResponsesProvider
+) -> None:
+    server.enqueue_error(400, message="Invalid 'input[0]'.", code="invalid_value")
+    _, error = await collect_error(provider, request(model="gpt-5.5", reasoning_summary="auto"))
+    assert error.http_status == 400
+    assert len(server.requests) == 1 and not provider.summaries_refused
+
+
+async def test_a_chatgpt_login_asks_for_summaries_by_default_an_api_key_does_not(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    login = make_provider(server, sleeps, default_summary="auto")
+    key = make_provider(server, sleeps)
+    server.enqueue(text("a"))
+    server.enqueue(text("b"))
+    try:
+        await collect(login, request(model="gpt-5.5"))
+        await collect(key, request(model="gpt-5.5"))
+    finally:
+        await login.aclose()
+        await key.aclose()
+    assert server.requests[0].body["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert server.requests[1].body["reasoning"] == {"effort": "medium"}
+
+
+async def test_query_params_are_added_to_the_url(
+    server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    p = make_provider(server, sleeps, query_params={"api-version": "2025-04-01-preview"})
+    server.enqueue(text("ok"))
+    try:
+        await collect(p)
+    finally:
+        await p.aclose()
+    assert server.requests[0].path == "/v1/responses?api-version=2025-04-01-preview"

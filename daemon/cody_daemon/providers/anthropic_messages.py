@@ -19,7 +19,10 @@ does (tests/fixtures/providers/messages_requests_from_claude_code.jsonl: Opus 4.
   (as a budget: what Anthropic-compatible servers accept);
 - `model_reasoning_effort = "none"` sends no `thinking` at all (never `{"type": "disabled"}`,
   which the always-thinking models refuse).
-`model_reasoning_summary` has no Messages API equivalent and is ignored.
+Adaptive thinking asks for `display: "summarized"` so the user sees the thinking (Opus 4.7 and
+later default to `omitted`: empty thinking blocks, anthropics/claude-code#49268, read
+2026-11-22); `model_reasoning_summary = "none"` asks for `omitted`. Budget thinking always
+returns its (summarized) text.
 
 Invariants:
 - a call yields model events and ends with exactly one `StreamEnd`, or raises
@@ -48,7 +51,7 @@ from typing import Any
 
 import httpx
 import orjson
-from cody_protocol.settings import ReasoningEffort
+from cody_protocol.settings import ReasoningEffort, ReasoningSummary
 
 from ..core.history import (
     FunctionCallItem,
@@ -108,7 +111,10 @@ def thinking_budget(effort: str | None, max_tokens: int) -> int | None:
 
 
 def thinking_params(
-    caps: Capabilities, effort: ReasoningEffort | None, max_tokens: int
+    caps: Capabilities,
+    effort: ReasoningEffort | None,
+    max_tokens: int,
+    summary: ReasoningSummary | None = None,
 ) -> dict[str, Any]:
     """The `thinking` (and `output_config`) fields for a model; see the module docstring."""
     if effort == "none":
@@ -116,7 +122,9 @@ def thinking_params(
     if caps.reasoning == "adaptive":
         chosen = resolve_effort(effort or ADAPTIVE_DEFAULT_EFFORT, caps)
         config = {"effort": chosen} if chosen else {}
-        return {"thinking": {"type": "adaptive"}, **({"output_config": config} if config else {})}
+        display = "omitted" if summary == "none" else "summarized"
+        thinking = {"type": "adaptive", "display": display}
+        return {"thinking": thinking, **({"output_config": config} if config else {})}
     if caps.reasoning == "budget" or effort is not None:
         budget = thinking_budget(effort or BUDGET_DEFAULT_EFFORT, max_tokens)
         return {"thinking": {"type": "enabled", "budget_tokens": budget}} if budget else {}
@@ -194,7 +202,9 @@ class AnthropicMessagesProvider(HttpProvider):
                 for t in request.tools
             ]
         body["max_tokens"] = max_tokens
-        body.update(thinking_params(caps, request.reasoning_effort, max_tokens))
+        body.update(
+            thinking_params(caps, request.reasoning_effort, max_tokens, request.reasoning_summary)
+        )
         body["stream"] = True
         return body
 

@@ -305,10 +305,7 @@ def _family(index: int, entry: Any) -> Family:
     except re.error as exc:
         raise ModelCatalogError(f"models: `{name}.pattern` is not a valid regex: {exc}") from None
     _date(name, entry)
-    caps = _capabilities(name, entry)
-    if caps.context_window is not None or caps.max_output_tokens is not None:
-        raise ModelCatalogError(f"models: `{name}` must not guess limits")
-    return Family(pattern=compiled, capabilities=caps)
+    return Family(pattern=compiled, capabilities=_capabilities(name, entry))
 
 
 def _source(name: str, entry: Mapping[str, Any]) -> str:
