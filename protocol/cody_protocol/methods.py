@@ -8,6 +8,7 @@ __all__ = [
     "CANCEL_REQUEST_LSP",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
+    "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_TOOLS_LIST",
     "EXIT",
@@ -46,6 +47,7 @@ SESSION_REQUEST_PERMISSION = "session/request_permission"
 CANCEL_REQUEST_LSP = "$/cancelRequest"
 CANCEL_REQUEST_ACP = "$/cancel_request"
 CODY_SESSION_FORK = "_cody/session/fork"
+CODY_SESSION_COMPACT = "_cody/session/compact"
 CODY_TOOLS_LIST = "_cody/tools/list"
 CODY_MODELS_LIST = "_cody/models/list"
 CODY_MCP_STATUS = "_cody/mcp/status"

@@ -96,6 +96,14 @@ class SessionSettings:
     """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
     """`[tools.<name>]` from the configuration (not persisted: re-read on resume)."""
     warnings: list[str] = field(default_factory=list)
+    context_window: int | None = None
+    """`model_context_window`: overrides the catalog's window (not persisted)."""
+    auto_compact_token_limit: int | None = None
+    """`model_auto_compact_token_limit` (not persisted)."""
+    auto_compact_ratio: float = 0.9
+    """`model_auto_compact_ratio` (not persisted)."""
+    tool_output_token_limit: int = 10_000
+    """`tool_output_token_limit` (not persisted)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""
