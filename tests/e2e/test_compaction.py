@@ -9,8 +9,10 @@ the live request, record the compactions, and still replay all of it on `session
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,26 @@ async def test_compact_on_demand_and_a_huge_tool_output_is_capped(cody_env: Cody
     assert [i["content"][0]["text"] for i in last[1:]] == ["still there?"]
     notices = daemon.session_updates(sid, "session_info_update")
     assert any(u.get("_meta", {}).get("cody", {}).get("compaction") for u in notices)
+
+
+async def test_compact_in_the_chat_client(cody_env: CodyEnv) -> None:
+    async with mock_responses.MockResponsesServer() as api:
+        cody_env.use_mock_provider(api.base_url)
+        api.enqueue(mock_responses.text("Hello there."))
+        api.enqueue(mock_responses.text("Summary: the user said hello."))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "cody_client",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=cody_env.env,
+            cwd=cody_env.workspace,
+        )
+        out, err = await asyncio.wait_for(process.communicate(b"hello\n/compact\n"), 60)
+    assert process.returncode == 0, err.decode()
+    text = out.decode()
+    assert "Hello there." in text
+    assert "Compacted: 2 earlier items summarised" in text, text
+    assert api.requests[1].body["input"][-1]["content"][0]["text"] == SUMMARY_PROMPT
