@@ -267,12 +267,14 @@ class MockAnthropicServer(MockResponsesServer):
                 )
             elif budget >= int(body.get("max_tokens") or 0):
                 message = "`max_tokens` must be greater than `thinking.budget_tokens`."
-        if message is None and "tools" not in body and any(
-            b.get("type") in ("tool_use", "tool_result") for b in _blocks(body.get("messages"))
-        ):
-            message = (
-                "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        if (
+            message is None
+            and "tools" not in body
+            and any(
+                b.get("type") in ("tool_use", "tool_result") for b in _blocks(body.get("messages"))
             )
+        ):
+            message = "Requests which include `tool_use` or `tool_result` blocks must define tools."
         if message is None:
             return None
         return Refusal(400, self._error_json(400, message, "invalid_request_error", None))
