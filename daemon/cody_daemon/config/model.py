@@ -118,13 +118,18 @@ class ProviderConfig(_ConfigModel):
     query_params: dict[str, str] = Field(default_factory=dict)
     """Added to the query string of every request (e.g. Azure's `api-version`), as in Codex."""
     request_max_retries: int = Field(default=4, ge=0, le=20)
-    """Retries of a request that failed before its stream started (HTTP error, no connection)."""
+    """Retries of a request that failed before its stream started (HTTP error, no connection).
+    Default as Codex (`DEFAULT_REQUEST_MAX_RETRIES`, github.com/openai/codex
+    codex-rs/core/src/model_provider_info.rs, read 2026-11-22)."""
     stream_max_retries: int = Field(default=5, ge=0, le=20)
-    """Retries of a stream that failed or dropped before the model produced any output."""
+    """Retries of a stream that failed or dropped before the model produced any output.
+    Default as Codex (`DEFAULT_STREAM_MAX_RETRIES`, same file)."""
     request_retry_window_ms: int = Field(default=60_000, gt=0)
-    """Backoff is spread so the retries together wait at least this long (Cody's own key)."""
+    """Backoff is spread so the retries together wait at least this long (Cody's own key; a
+    minute rides out the 5xx/529 bursts Codex (~24 s) and Claude Code (minutes) survive)."""
     stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
-    """How long to wait for the first event and between events before abandoning a stream."""
+    """How long to wait for the first event and between events before abandoning a stream.
+    Default as Codex (`DEFAULT_STREAM_IDLE_TIMEOUT_MS`, same file)."""
     default_model: str | None = None
     models: list[str] = Field(default_factory=list)
 
@@ -222,10 +227,12 @@ class CodyConfig(_ConfigModel):
     """Compact when the next request would pass this many tokens (as in Codex); wins over
     `model_auto_compact_ratio`."""
     model_auto_compact_ratio: float = Field(default=0.9, gt=0, le=1)
-    """Compact when the next request would pass this share of the context window."""
+    """Compact when the next request would pass this share of the context window (Cody's own
+    key; Codex has only the absolute `model_auto_compact_token_limit`)."""
     tool_output_token_limit: int = Field(default=10_000, gt=0)
     """A tool output longer than this (in tokens, about 4 characters each) is cut in the
-    middle before it is sent to the model (as in Codex)."""
+    middle before it is sent to the model. Codex's key and default (10,000 tokens; key listed
+    in https://developers.openai.com/codex/config-reference, read 2026-11-22)."""
     max_tool_iterations: int = Field(default=100, ge=1)
     approval_timeout_s: float = Field(default=300, gt=0)
     sandbox_unavailable: SandboxUnavailable = "ask"
