@@ -1,7 +1,8 @@
 """Interactive chat: `cody-client [PROMPT]`.
 
 Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
-Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /help, /quit.
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
+/quit.
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
 """
@@ -46,6 +47,8 @@ HELP = """Commands:
   /resume [ID]                     switch to a saved session (a unique id prefix will do; no ID: pick)
   /fork [N]                        continue in a copy of this session (up to user message N)
   /history                         replay this session's history
+  /compact                         summarise the conversation so far to free context
+                                   (the session file keeps everything)
   /help, /quit
 Keys: Enter sends · Alt-Enter (or Esc then Enter) starts a new line · Ctrl-C interrupts a turn · Ctrl-C twice or Ctrl-D quits
 Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
@@ -175,6 +178,8 @@ class Chat:
                     self.session.id, self.cwd, at_message=at
                 )
                 self.renderer.line(f"Forked into session {self.session.id}.")
+            elif name == "/compact":
+                await self._compact()
             elif name == "/history":
                 # A renderer of its own: the calls shown live are shown again in the replay.
                 replay = self.renderer.fresh()
@@ -266,6 +271,18 @@ class Chat:
             return
         self.renderer.line(
             f"Now using {self.session.option('provider')}/{self.session.option('model')}."
+        )
+
+    async def _compact(self) -> None:
+        self.renderer.line(self.renderer.style.dim("Compacting the conversation..."))
+        result = await self.session.compact(on_update=self.renderer.on_update)
+        if not result.compacted:
+            self.renderer.line(f"Nothing to compact: {result.reason}.")
+            return
+        self.renderer.line(
+            f"Compacted: {result.summarized_items} earlier items summarised, "
+            f"{result.kept_items} kept; the model now sees about {result.tokens_after:,} "
+            f"tokens (was {result.tokens_before:,}). The session file keeps everything."
         )
 
     async def _approvals(self, words: list[str]) -> None:

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mappi
 from dataclasses import dataclass, field
 from typing import Any
 
-from cody_protocol.extensions import ModelsListResult
+from cody_protocol.extensions import CompactSessionResult, ModelsListResult
 from cody_protocol.history import (
     HistoryImportResult,
     HistoryImportStats,
@@ -129,6 +129,22 @@ class ClientSession:
             SessionConfigOption.model_validate(option) for option in raw["configOptions"]
         ]
         return self.config_options
+
+    async def compact(self, *, on_update: UpdateCallback | None = None) -> CompactSessionResult:
+        """`_cody/session/compact`: summarise the conversation so far, so the model sees the
+        summary plus the latest request from now on (the session file keeps everything).
+        The daemon's notice (a session_info_update) is passed to `on_update`."""
+        listeners = self.client._listeners.setdefault(self.id, [])
+        if on_update is not None:
+            listeners.append(on_update)
+        try:
+            raw = await self.client.connection.request(
+                "_cody/session/compact", {"sessionId": self.id}
+            )
+        finally:
+            if on_update is not None:
+                listeners.remove(on_update)
+        return CompactSessionResult.model_validate(raw)
 
     async def close(self) -> None:
         await self.client.connection.request("session/close", {"sessionId": self.id})

@@ -24,6 +24,7 @@ from cody_protocol.prompt import PromptResult
 from cody_protocol.updates import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    SessionInfoUpdate,
     SessionUpdate,
     ToolCallStart,
     ToolCallUpdate,
@@ -186,6 +187,17 @@ class Renderer:
                 )
         elif isinstance(update, UsageUpdate):
             self._used, self._size = update.used, update.size
+        elif isinstance(update, SessionInfoUpdate):
+            cody = update.meta.cody if update.meta is not None else None
+            notice = cody.compaction if cody is not None else None
+            if notice is not None and notice.reason == "auto":
+                self.line(
+                    self.style.dim(
+                        f"(context compacted: {notice.summarized_items} earlier items "
+                        f"summarised, about {notice.tokens_before:,} -> "
+                        f"{notice.tokens_after:,} tokens)"
+                    )
+                )
 
     def _tool_started(self, update: ToolCallStart) -> None:
         call = self.calls.get(update.tool_call_id)

@@ -9,6 +9,8 @@ from pydantic import Field
 from ._base import WireModel
 
 __all__ = [
+    "CompactSessionParams",
+    "CompactSessionResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -69,3 +71,22 @@ class ProviderModels(WireModel):
 
 class ModelsListResult(WireModel):
     providers: list[ProviderModels]
+
+
+class CompactSessionParams(WireModel):
+    """`_cody/session/compact {sessionId}`: summarise the conversation so far now."""
+
+    session_id: str
+
+
+class CompactSessionResult(WireModel):
+    """What `_cody/session/compact` did. `compacted` is false when there was nothing to
+    summarise (`reason` says why); the history in the session file is never shortened."""
+
+    compacted: bool
+    reason: str | None = None
+    tokens_before: int = 0
+    """Estimated tokens the model saw before (summary + recent items after, see below)."""
+    tokens_after: int = 0
+    summarized_items: int = 0
+    kept_items: int = 0

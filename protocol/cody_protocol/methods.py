@@ -11,6 +11,7 @@ __all__ = [
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
     "CODY_MODELS_LIST",
+    "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
     "CODY_TOOLS_LIST",
@@ -50,6 +51,7 @@ SESSION_REQUEST_PERMISSION = "session/request_permission"
 CANCEL_REQUEST_LSP = "$/cancelRequest"
 CANCEL_REQUEST_ACP = "$/cancel_request"
 CODY_SESSION_FORK = "_cody/session/fork"
+CODY_SESSION_COMPACT = "_cody/session/compact"
 CODY_TOOLS_LIST = "_cody/tools/list"
 CODY_MODELS_LIST = "_cody/models/list"
 CODY_MCP_STATUS = "_cody/mcp/status"

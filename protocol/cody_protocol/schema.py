@@ -68,6 +68,8 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     extensions.ToolsListResult,
     extensions.ModelsListResult,
     extensions.McpStatusNotification,
+    extensions.CompactSessionParams,
+    extensions.CompactSessionResult,
     errors.RpcError,
     errors.InvalidParamsData,
     errors.ProviderErrorData,

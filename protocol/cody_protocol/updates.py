@@ -13,11 +13,14 @@ from .session import SessionConfigOption
 __all__ = [
     "AgentMessageChunk",
     "AgentThoughtChunk",
+    "CodySessionInfoMeta",
+    "CompactionNotice",
     "ConfigOptionUpdate",
     "Cost",
     "CurrentModeUpdate",
     "PlanEntry",
     "PlanUpdate",
+    "SessionInfoMeta",
     "SessionInfoUpdate",
     "SessionNotification",
     "SessionUpdate",
@@ -117,10 +120,39 @@ class CurrentModeUpdate(WireModel):
     current_mode_id: str
 
 
+class CompactionNotice(WireModel):
+    """The conversation was compacted: the model now sees a summary plus the recent items.
+
+    The session file keeps the whole history (`session/load` still replays all of it)."""
+
+    reason: Literal["auto", "manual"]
+    """`auto`: the next request would have passed the context budget; `manual`: asked for."""
+    tokens_before: int
+    """Estimated tokens of what the model saw before compacting."""
+    tokens_after: int
+    """Estimated tokens of what it sees now (summary + recent items)."""
+    summarized_items: int
+    """History items replaced by the summary."""
+    kept_items: int
+    """Recent history items the model still sees verbatim."""
+
+
+class CodySessionInfoMeta(WireModel):
+    compaction: CompactionNotice | None = None
+
+
+class SessionInfoMeta(WireModel):
+    cody: CodySessionInfoMeta | None = None
+
+
 class SessionInfoUpdate(WireModel):
+    """Title changes; Cody's `_meta.cody.compaction` announces a compaction (ACP lets agents
+    attach `_meta` to a session_info_update; clients that do not know it ignore it)."""
+
     session_update: Literal["session_info_update"] = "session_info_update"
     title: str | None = None
     updated_at: str | None = None
+    meta: SessionInfoMeta | None = Field(default=None, alias="_meta")
 
 
 SessionUpdate = Annotated[

@@ -39,6 +39,7 @@ def provider_block(name: str, wire_api: str, base_url: str, retries: int = 0) ->
         f"[model_providers.{name}]\n"
         f'base_url = "{base_url}"\nwire_api = "{wire_api}"\nenv_key = "MOCK_API_KEY"\n'
         f'default_model = "mock-model"\nrequest_max_retries = {retries}\n'
+        f"stream_max_retries = {retries}\nrequest_retry_window_ms = 400\n"
     )
 
 
@@ -360,6 +361,7 @@ async def test_an_expired_chatgpt_login_is_refreshed_and_the_file_keeps_its_fiel
         )
         cody_env.env["CODY_CHATGPT_TOKEN_URL"] = tokens.url
         cody_env.env["CODY_CHATGPT_BASE_URL"] = backend.base_url
+        backend.chatgpt_backend = True  # refuses a request without `instructions`
         daemon = await Daemon.start(cody_env)
         try:
             init = await daemon.initialize()
@@ -373,9 +375,15 @@ async def test_an_expired_chatgpt_login_is_refreshed_and_the_file_keeps_its_fiel
             await daemon.close()
     assert tokens.requests[0].body["grant_type"] == "refresh_token"
     assert tokens.requests[0].body["refresh_token"] == "refresh-1"
+    assert backend.refused == []
     headers = backend.requests[0].headers
     assert headers["authorization"] == f"Bearer {fresh}"
     assert headers["chatgpt-account-id"] == "acct-123"
+    # Cody says who it is (not the Codex CLI's `codex_cli_rs`).
+    assert headers["originator"] == "cody" and headers["user-agent"].startswith("cody/")
+    body = backend.requests[0].body
+    assert body["instructions"]  # the ChatGPT backend requires them
+    assert body["reasoning"] == {"effort": "medium", "summary": "auto"}  # a login may summarise
     saved = json.loads(auth_file.read_text())
     assert (
         saved["tokens"]["access_token"] == fresh and saved["tokens"]["refresh_token"] == "refresh-2"
@@ -454,7 +462,8 @@ async def test_cost_is_reported_per_call_and_in_total_for_a_priced_model(cody_en
             sid = await daemon.new_session(provider="openai", model="gpt-5.5")
             api.enqueue(
                 mock_responses.text("one"),
-                usage=mock_responses.Usage(input=1_000_000, output=100_000, cached=500_000),
+                # Above the 272K long-context tier, below the 90% compaction threshold.
+                usage=mock_responses.Usage(input=600_000, output=100_000, cached=300_000),
             )
             first = await daemon.prompt(sid, "first")
             api.enqueue(
@@ -466,7 +475,7 @@ async def test_cost_is_reported_per_call_and_in_total_for_a_priced_model(cody_en
     price = price_for("openai", "gpt-5.5")
     assert price is not None
     expected_first = cost_usd(
-        price, TokenUsage(input_tokens=1_000_000, output_tokens=100_000, cached_read_tokens=500_000)
+        price, TokenUsage(input_tokens=600_000, output_tokens=100_000, cached_read_tokens=300_000)
     )
     expected_second = cost_usd(price, TokenUsage(input_tokens=2_000, output_tokens=1_000))
     assert first["_meta"]["cody"]["cost"]["turn"] == pytest.approx(expected_first)

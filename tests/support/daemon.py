@@ -80,6 +80,7 @@ class CodyEnv:
             'env_key = "MOCK_API_KEY"\n'
             'default_model = "mock-model"\n'
             "request_max_retries = 0\n"
+            "stream_max_retries = 0\n"
         )
 
 

@@ -28,6 +28,18 @@ other reason is sent as given, e.g. `incomplete("pause_turn")`); `failed(type, m
 `error` event, then the body ends; `no_terminal()` -> the body ends after the last block (no
 `message_delta`, no `message_stop`).
 
+Refusals the real API makes (checked before the script is consumed), per model:
+- `ADAPTIVE_ONLY` models (Opus 4.7 and later, Claude 5) answer a `thinking.type = "enabled"`
+  (a `budget_tokens`) with 400 "\"thinking.type.enabled\" is not supported for this model. Use
+  \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."
+  (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking; the text as
+  reported in anthropics/claude-code#49219, microsoft/vscode#320605);
+- `NO_ADAPTIVE` models (Haiku 4.5) answer adaptive thinking or `output_config.effort` with a
+  400 (the effort page does not list them; the message text here is not confirmed);
+- a `budget_tokens` not below `max_tokens`, or below 1,024, is a 400
+  (https://platform.claude.com/docs/en/build-with-claude/extended-thinking);
+- `tool_use` / `tool_result` blocks without `tools` are a 400.
+
 `Usage.input` counts ALL input tokens, as in the other mocks; the mock sends
 `input_tokens = input - cached - cache_write`, `cache_read_input_tokens = cached` and
 `cache_creation_input_tokens = cache_write` in `message_start` (with `output_tokens: 1`), and
@@ -38,6 +50,7 @@ the cumulative `output_tokens` in `message_delta`. `cut_after=n` counts events:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -46,6 +59,7 @@ from .mock_responses import (
     MockResponsesServer,
     Output,
     RecordedRequest,
+    Refusal,
     _split,
     _Stream,
     completed,
@@ -205,6 +219,25 @@ def build_events(
     return events
 
 
+ADAPTIVE_ONLY = re.compile(r"^claude-(?:opus-4-(?:[7-9])|(?:opus|sonnet|haiku|fable|mythos)-[5-9])")
+NO_ADAPTIVE = re.compile(r"^claude-(?:haiku-4-5|(?:opus|sonnet)-4-5|[a-z]+-4-[0-1]|3)")
+ENABLED_REFUSED = (
+    '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and '
+    '"output_config.effort" to control thinking behavior.'
+)
+
+
+def _blocks(messages: Any) -> list[dict[str, Any]]:
+    listed = messages if isinstance(messages, list) else []
+    return [
+        block
+        for message in listed
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+
+
 class MockAnthropicServer(MockResponsesServer):
     """Serves `POST /v1/messages`; see the module docstring."""
 
@@ -213,6 +246,38 @@ class MockAnthropicServer(MockResponsesServer):
     def __init__(self) -> None:
         super().__init__()
         self._request_ids = itertools.count(1)
+
+    def _refusal(self, request: RecordedRequest) -> Refusal | None:
+        body = request.body if isinstance(request.body, dict) else {}
+        model = str(body.get("model", ""))
+        thinking = body.get("thinking") if isinstance(body.get("thinking"), dict) else {}
+        kind = thinking.get("type")
+        message: str | None = None
+        if kind == "enabled" and ADAPTIVE_ONLY.search(model):
+            message = ENABLED_REFUSED
+        elif kind == "adaptive" and NO_ADAPTIVE.search(model):
+            message = '"thinking.type.adaptive" is not supported for this model.'
+        elif "output_config" in body and NO_ADAPTIVE.search(model):
+            message = "output_config.effort: the effort parameter is not supported for this model."
+        elif kind == "enabled":
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                message = (
+                    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                )
+            elif budget >= int(body.get("max_tokens") or 0):
+                message = "`max_tokens` must be greater than `thinking.budget_tokens`."
+        if (
+            message is None
+            and "tools" not in body
+            and any(
+                b.get("type") in ("tool_use", "tool_result") for b in _blocks(body.get("messages"))
+            )
+        ):
+            message = "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        if message is None:
+            return None
+        return Refusal(400, self._error_json(400, message, "invalid_request_error", None))
 
     @property
     def base_url(self) -> str:

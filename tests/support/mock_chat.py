@@ -30,6 +30,20 @@ delta, the finish chunk, the usage chunk and `[DONE]`.
 The usage chunk is only sent when the request asked for it (`stream_options.include_usage`),
 as OpenAI does. `enqueue_events` sends exactly the given chunks, then `[DONE]` unless
 `done=False`.
+
+`srv.reasoning_style = "openrouter"` streams reasoning as OpenRouter does for Claude
+(https://openrouter.ai/docs/use-cases/reasoning-tokens): `delta.reasoning` plus
+`delta.reasoning_details` fragments `{type: "reasoning.text", text, format, index}`, the
+signature (the builder's `encrypted`) in a last fragment.
+
+Refusals a real API makes (checked before the script is consumed):
+- `srv.thinking_mode = True` (DeepSeek's thinking mode): an assistant message with
+  `tool_calls` but no `reasoning_content` gets 400 "The `reasoning_content` in the thinking
+  mode must be passed back to the API." (https://api-docs.deepseek.com/guides/thinking_mode#
+  tool-calls; body as reported in github.com/anomalyco/opencode/issues/24083);
+- `srv.thinking_upstream = True` (Claude with thinking behind OpenRouter): the last assistant
+  message with `tool_calls` must carry the `reasoning_details` it was given, else Anthropic's
+  400 "Expected `thinking` or `redacted_thinking`, but found `tool_use`" is passed through.
 """
 
 from __future__ import annotations
@@ -44,6 +58,7 @@ from .mock_responses import (
     MockResponsesServer,
     Output,
     RecordedRequest,
+    Refusal,
     Usage,
     _split,
     _Stream,
@@ -98,12 +113,25 @@ def usage_json(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _deltas(out: Output, index: int, call_index: int) -> list[dict[str, Any]]:
+def _deltas(
+    out: Output, index: int, call_index: int, reasoning_style: str = "reasoning_content"
+) -> list[dict[str, Any]]:
     pieces = _split(out.text, out.chunks)
     if out.kind == "message":
         return [{"content": p} for p in pieces]
     if out.kind == "refusal":
         return [{"refusal": p} for p in pieces]
+    if out.kind == "reasoning" and reasoning_style == "openrouter":
+        detail = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
+        deltas: list[dict[str, Any]] = [
+            {"content": "", "reasoning": p, "reasoning_details": [{**detail, "text": p}]}
+            for p in pieces
+            if p
+        ]
+        if out.encrypted:
+            signed = {**detail, "text": "", "signature": out.encrypted}
+            deltas.append({"content": "", "reasoning": None, "reasoning_details": [signed]})
+        return deltas
     if out.kind == "reasoning":
         return [{"content": None, "reasoning_content": p} for p in pieces if p]
     call_id = out.call_id or f"call_{out.id or f'fc_mock_{index}'}"
@@ -124,6 +152,7 @@ def build_chunks(
     end: End,
     completion_id: str,
     model: str,
+    reasoning_style: str = "reasoning_content",
 ) -> list[Any]:
     """The official frame sequence (chunk dicts, then `DONE`) for one scripted response.
 
@@ -149,7 +178,7 @@ def build_chunks(
     for i, out in enumerate(outputs):
         call_index = next(calls) if out.kind == "function_call" else -1
         has_calls = has_calls or out.kind == "function_call"
-        frames.extend(chunk(delta) for delta in _deltas(out, i, call_index))
+        frames.extend(chunk(delta) for delta in _deltas(out, i, call_index, reasoning_style))
     if end.kind == "failed":
         error = {
             "message": end.message,
@@ -171,10 +200,49 @@ def build_chunks(
     return frames
 
 
+DEEPSEEK_MISSING_REASONING = (
+    "The `reasoning_content` in the thinking mode must be passed back to the API."
+)
+ANTHROPIC_MISSING_THINKING = (
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a "
+    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
+)
+
+
 class MockChatServer(MockResponsesServer):
     """Serves `POST /v1/chat/completions`; see the module docstring."""
 
     ROUTE: ClassVar[str] = "/chat/completions"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasoning_style = "reasoning_content"
+        self.thinking_mode = False
+        self.thinking_upstream = False
+
+    def _refusal(self, request: RecordedRequest) -> Refusal | None:
+        body = request.body if isinstance(request.body, dict) else {}
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return None
+        with_calls = [
+            (i, m)
+            for i, m in enumerate(messages)
+            if isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
+        ]
+        if self.thinking_mode and any("reasoning_content" not in m for _, m in with_calls):
+            error = {
+                "message": DEEPSEEK_MISSING_REASONING,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_request_error",
+            }
+            return Refusal(400, {"error": error})
+        if self.thinking_upstream and with_calls and not with_calls[-1][1].get("reasoning_details"):
+            message = ANTHROPIC_MISSING_THINKING.format(index=with_calls[-1][0])
+            return Refusal(400, {"error": {"message": message, "code": 400}})
+        return None
 
     def enqueue_events(
         self,
@@ -198,6 +266,7 @@ class MockChatServer(MockResponsesServer):
             end=script.end,
             completion_id=f"chatcmpl-mock-{next(self._ids)}",
             model=str(body.get("model", "mock")),
+            reasoning_style=self.reasoning_style,
         )
 
     def _frame(self, event: Any) -> bytes:

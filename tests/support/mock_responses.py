@@ -18,8 +18,23 @@ Scripting is a FIFO queue, one entry per expected request:
     srv.enqueue_error(429, headers={"Retry-After": "1"})
     srv.enqueue(text("slow", chunks=4), delay_s=0.05, cut_after=5)
 
-Every request is recorded in `srv.requests` (path, lower-cased headers, parsed JSON body).
-A request with nothing left in the queue gets HTTP 500 "mock: no scripted response left".
+Every request is recorded in `srv.requests` (path, lower-cased headers, parsed JSON body,
+arrival time). A request with nothing left in the queue gets HTTP 500 "mock: no scripted
+response left", unless `srv.responder` is set: then `responder(request)` returns the script
+(build it with `srv.scripted(...)`, same arguments as `enqueue`).
+
+Refusals a real API makes are checked before the script is consumed (`_refusal`), as the
+real servers refuse before doing any work:
+- `srv.unverified_org = True`: a request asking for `reasoning.summary` gets OpenAI's 400
+  "Your organization must be verified to generate reasoning summaries" (exact body as
+  reported, e.g. github.com/continuedev/continue/issues/9854, and in
+  https://platform.openai.com/docs/guides/reasoning#reasoning-summaries);
+- `srv.chatgpt_backend = True`: a request without `instructions` gets the ChatGPT backend's
+  400 `{"detail": "Instructions are required"}` (github.com/PwnKit-Labs/pwnkit/pull/330);
+- a `reasoning.effort` a listed model does not accept (`MODEL_EFFORTS`) gets the API's 400
+  "Unsupported value" (param `reasoning.effort`, code `unsupported_value`).
+`srv.fail_for(seconds, status)` answers every request with that 5xx until the time is up (a
+burst of server errors, as the providers' own 5xx/529 incidents).
 """
 
 from __future__ import annotations
@@ -272,6 +287,8 @@ class RecordedRequest:
     raw_body: bytes
     client_disconnected: bool = False
     """The client closed the connection before the scripted response was fully sent."""
+    received_at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the request had been read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,8 +332,31 @@ _DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {  # (message, type, c
 }
 
 
-def _error_body(message: str, type: str, code: str | None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+def _error_body(
+    message: str, type: str, code: str | None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+UNVERIFIED_SUMMARY_MESSAGE = (
+    "Your organization must be verified to generate reasoning summaries. Please go to: "
+    "https://platform.openai.com/settings/organization/general and click on Verify "
+    "Organization. If you just verified, it can take up to 15 minutes for access to propagate."
+)
+MODEL_EFFORTS: dict[str, tuple[str, ...]] = {
+    # As in daemon/cody_daemon/providers/models.toml (sources there).
+    "gpt-5.5": ("none", "low", "medium", "high", "xhigh"),
+    "gpt-5.4": ("none", "low", "medium", "high", "xhigh"),
+    "gpt-5.3-codex": ("low", "medium", "high", "xhigh"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An HTTP error a real API answers before doing any work."""
+
+    status: int
+    body: dict[str, Any]
 
 
 class MockResponsesServer:
@@ -332,6 +372,14 @@ class MockResponsesServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.responder: Callable[[RecordedRequest], _Stream | _Error] | None = None
+        """Answers a request when the queue is empty (see the module docstring)."""
+        self.unverified_org = False
+        self.chatgpt_backend = False
+        self.refused: list[Refusal] = []
+        """Every refusal sent, in order."""
+        self._fail_until = 0.0
+        self._fail_status = 503
         self._script: deque[_Stream | _Error | _Disconnect] = deque()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -375,6 +423,21 @@ class MockResponsesServer:
                 headers_delay_s=headers_delay_s,
             )
         )
+
+    def scripted(
+        self,
+        *outputs: Output,
+        usage: Usage | None = None,
+        end: End | None = None,
+        delay_s: float = 0.0,
+    ) -> _Stream:
+        """A script like `enqueue` builds, for `responder` to return."""
+        return _Stream(outputs=outputs, usage=usage or Usage(), end=end or End(), delay_s=delay_s)
+
+    def fail_for(self, seconds: float, status: int = 503) -> None:
+        """Answer every request with HTTP `status` for the next `seconds` (a 5xx burst)."""
+        self._fail_until = time.monotonic() + seconds
+        self._fail_status = status
 
     def enqueue_events(
         self,
@@ -488,7 +551,18 @@ class MockResponsesServer:
             missing = f"mock: no route {request.method} {request.path}"
             body = self._error_json(404, missing, "invalid_request_error", None)
             return await _send(writer, 404, json.dumps(body).encode(), {})
-        script = self._script.popleft() if self._script else None
+        if time.monotonic() < self._fail_until:
+            body = self._error_json(self._fail_status, None, None, None)
+            return await _send(writer, self._fail_status, json.dumps(body).encode(), {})
+        refusal = self._refusal(request)
+        if refusal is not None:
+            self.refused.append(refusal)
+            return await _send(writer, refusal.status, json.dumps(refusal.body).encode(), {})
+        script: _Stream | _Error | _Disconnect | None = (
+            self._script.popleft() if self._script else None
+        )
+        if script is None and self.responder is not None:
+            script = self.responder(request)
         if script is None:
             empty = "mock: no scripted response left"
             body = self._error_json(500, empty, "server_error", "mock_empty")
@@ -502,6 +576,40 @@ class MockResponsesServer:
         if events is None:
             events = self._build_events(script, request)
         await self._stream(request, script, events, reader, writer)
+
+    def _refusal(self, request: RecordedRequest) -> Refusal | None:
+        """The 400 a real Responses API sends for this request, if any (module docstring)."""
+        body = request.body if isinstance(request.body, dict) else {}
+        if self.chatgpt_backend and not body.get("instructions"):
+            return Refusal(400, {"detail": "Instructions are required"})
+        reasoning = body.get("reasoning")
+        if not isinstance(reasoning, dict):
+            return None
+        if self.unverified_org and reasoning.get("summary") not in (None, "none"):
+            return Refusal(
+                400,
+                _error_body(
+                    UNVERIFIED_SUMMARY_MESSAGE,
+                    "invalid_request_error",
+                    "unsupported_value",
+                    "reasoning.summary",
+                ),
+            )
+        allowed = MODEL_EFFORTS.get(str(body.get("model")))
+        effort = reasoning.get("effort")
+        if allowed is not None and effort is not None and effort not in allowed:
+            listed = ", ".join(f"'{value}'" for value in allowed)
+            return Refusal(
+                400,
+                _error_body(
+                    f"Unsupported value: 'reasoning.effort' does not support '{effort}' with "
+                    f"this model. Supported values are: {listed}.",
+                    "invalid_request_error",
+                    "unsupported_value",
+                    "reasoning.effort",
+                ),
+            )
+        return None
 
     def _build_events(self, script: _Stream, request: RecordedRequest) -> list[Any]:
         """The events of a scripted (not `enqueue_events`) response."""

@@ -454,7 +454,7 @@ async def test_awkward_histories_still_alternate_and_start_with_user(
         FunctionCallOutputItem(call_id="call:1/x", output="done"),
     ]
     server.enqueue(text("ok"))
-    await collect(provider, request(history))
+    await collect(provider, request(history, tools=[EXEC]))  # tool blocks need tools
     messages = body_of(server)["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
     assert messages[0]["content"] == [
@@ -500,7 +500,9 @@ async def test_system_tools_and_cache_control(
     assert marked == [(last, len(body["messages"][last]["content"]) - 1)]
     assert body["max_tokens"] == 32000
     assert body["stream"] is True
-    assert "thinking" not in body
+    # Sonnet 4.5 thinks with a budget, by default at medium (Claude Code always thinks).
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 10_000}
+    assert "output_config" not in body
 
 
 async def test_no_tools_and_no_instructions_are_omitted(
@@ -517,8 +519,9 @@ async def test_no_tools_and_no_instructions_are_omitted(
 @pytest.mark.parametrize(
     ("effort", "max_tokens", "budget"),
     [
-        (None, None, None),
-        ("minimal", None, None),
+        (None, None, 10000),  # on by default, at medium
+        ("none", None, None),  # `none` switches thinking off
+        ("minimal", None, 1024),
         ("low", None, 4000),
         ("medium", None, 10000),
         ("high", None, 24000),
@@ -541,6 +544,55 @@ async def test_reasoning_effort_maps_to_a_thinking_budget(
     else:
         assert body["thinking"] == {"type": "enabled", "budget_tokens": budget}
         assert budget < body["max_tokens"]
+
+
+ADAPTIVE = {"type": "adaptive", "display": "summarized"}
+
+
+@pytest.mark.parametrize(
+    ("model", "effort", "expected"),
+    [
+        # Opus 4.7+ accept only adaptive thinking: a budget answers 400.
+        ("claude-opus-4-8", None, {"thinking": ADAPTIVE, "effort": "high"}),
+        ("claude-opus-4-8", "low", {"thinking": ADAPTIVE, "effort": "low"}),
+        ("claude-opus-4-8", "minimal", {"thinking": ADAPTIVE, "effort": "low"}),
+        ("claude-opus-4-8", "xhigh", {"thinking": ADAPTIVE, "effort": "xhigh"}),
+        ("claude-opus-4-8", "none", {}),
+        ("claude-opus-4-7", "medium", {"thinking": ADAPTIVE, "effort": "medium"}),
+        # Sonnet 4.6 takes no xhigh: the nearest lower one it accepts.
+        ("claude-sonnet-4-6", "xhigh", {"thinking": ADAPTIVE, "effort": "high"}),
+        ("claude-opus-5", None, {"thinking": ADAPTIVE, "effort": "high"}),
+        # Haiku 4.5 has no adaptive thinking and no effort parameter: a budget.
+        ("claude-haiku-4-5", None, {"thinking": {"type": "enabled", "budget_tokens": 10000}}),
+        (
+            "claude-haiku-4-5-20251001",
+            "high",
+            {"thinking": {"type": "enabled", "budget_tokens": 24000}},
+        ),
+        # Unknown to the catalog: thinking only when asked for.
+        ("my-local-model", None, {}),
+        ("my-local-model", "low", {"thinking": {"type": "enabled", "budget_tokens": 4000}}),
+    ],
+)
+async def test_thinking_is_chosen_per_model_from_the_catalog(
+    server: MockAnthropicServer,
+    provider: AnthropicMessagesProvider,
+    model: str,
+    effort: ReasoningEffort | None,
+    expected: dict[str, Any],
+) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider, request(model=model, reasoning_effort=effort, tools=[EXEC]))
+    body = body_of(server)
+    assert body.get("thinking") == expected.get("thinking")
+    if "effort" in expected:
+        assert body["output_config"] == {"effort": expected["effort"]}
+    else:
+        assert "output_config" not in body
+    betas = server.requests[0].headers.get("anthropic-beta", "")
+    # Adaptive thinking interleaves by itself; only budget thinking needs the beta.
+    interleaved = body.get("thinking", {}).get("type") == "enabled"
+    assert ("interleaved-thinking-2025-05-14" in betas) == interleaved
 
 
 async def test_headers_version_key_and_merged_betas(
@@ -765,8 +817,8 @@ async def test_stream_cut_mid_response_raises_instead_of_ending(
     assert texts(events)  # some text had arrived...
     assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
     assert error.kind == "network"
-    assert error.retryable is True
-    assert "cut off" in error.message
+    assert error.retryable is False  # sending it again would duplicate what arrived
+    assert "cut off after part of it arrived" in error.message and "kept" in error.message
     assert len(server.requests) == 1  # not retried after deltas were streamed
 
 
@@ -777,7 +829,7 @@ async def test_error_event_mid_stream_is_classified_and_not_retried(
     events, error = await collect_error(provider)
     assert "".join(texts(events)) == "so far"
     assert error.kind == "provider"
-    assert error.retryable is True
+    assert error.retryable is False  # output had arrived: not sent again
     assert error.details == {"type": "overloaded_error"}
     assert "Overloaded" in error.message
     assert len(server.requests) == 1

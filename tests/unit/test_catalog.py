@@ -96,13 +96,14 @@ def test_builtins(codex_home: Path, claude_dir: Path) -> None:
     assert {"gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2"} <= set(
         openai.model_ids
     )
-    assert openai.context_window("gpt-5.5") == 400_000
+    assert openai.context_window("gpt-5.5") == 1_050_000  # from models.toml
     anthropic = cat.get("anthropic")
     assert anthropic.wire_api == "anthropic"
     assert anthropic.default_model == "claude-opus-4-8"
     assert any("sonnet" in m for m in anthropic.model_ids)
     assert any("haiku" in m for m in anthropic.model_ids)
-    assert all(m.context_window == 200_000 for m in anthropic.models)
+    assert anthropic.context_window("claude-opus-4-8") == 1_000_000
+    assert anthropic.context_window("claude-haiku-4-5") == 200_000
     openrouter = cat.get("openrouter")
     assert (openrouter.wire_api, openrouter.default_model) == ("chat", "openai/gpt-5.5")
     offline = cat.get("offline")
@@ -361,3 +362,33 @@ def test_spec_is_hashable_and_frozen(codex_home: Path, claude_dir: Path) -> None
     hash(spec)
     with pytest.raises(AttributeError):
         spec.id = "x"  # type: ignore[misc]
+
+
+def test_a_codex_provider_takes_the_top_level_model_and_codex_keys(
+    codex_home: Path, claude_dir: Path
+) -> None:
+    config = CodyConfig.model_validate(
+        {
+            "model": "gpt-5.5",
+            "model_providers": {
+                "gateway": {
+                    "base_url": "https://gw.example/v1",
+                    "env_key": "GW_KEY",
+                    "env_key_instructions": "Create one at gw.example/keys.",
+                    "env_http_headers": {"X-Org": "GW_ORG"},
+                    "query_params": {"api-version": "1"},
+                    "request_max_retries": 2,
+                    "stream_max_retries": 7,
+                    "request_retry_window_ms": 5_000,
+                    "stream_idle_timeout_ms": 9_000,
+                }
+            },
+        }
+    )
+    spec = catalog(codex_home, claude_dir, config=config).get("gateway")
+    assert (spec.default_model, spec.model_ids) == ("gpt-5.5", ("gpt-5.5",))
+    assert (spec.max_retries, spec.stream_max_retries) == (2, 7)
+    assert (spec.retry_window_s, spec.stream_idle_timeout_s) == (5.0, 9.0)
+    assert spec.env_headers == {"X-Org": "GW_ORG"} and spec.query_params == {"api-version": "1"}
+    fix = catalog(codex_home, claude_dir, config=config).missing_credentials_fix(spec)
+    assert fix.startswith("Set GW_KEY (Create one at gw.example/keys)")

@@ -90,7 +90,10 @@ def test_no_files_gives_defaults(paths: CodyPaths, project: Path) -> None:
     assert config.max_tool_iterations == 100
     assert config.approval_timeout_s == 300
     assert config.sandbox_unavailable == "ask"
-    assert config.model_reasoning_summary == "auto"
+    # Not requested unless configured: unverified OpenAI organisations get a 400 for summaries.
+    assert config.model_reasoning_summary is None
+    assert config.model_auto_compact_ratio == 0.9
+    assert config.tool_output_token_limit == 10_000
 
 
 def test_precedence_across_four_layers(paths: CodyPaths, project: Path) -> None:
@@ -491,3 +494,38 @@ def test_user_file_that_is_also_the_project_file_is_read_once(tmp_path: Path) ->
     assert loaded.sources == [str(paths.config_file)]
     assert loaded.config.approval_policy == "never"
     assert loaded.warnings == []
+
+
+def test_a_codex_config_loads_with_its_unused_keys_ignored_and_named(
+    paths: CodyPaths, project: Path
+) -> None:
+    write_user(
+        paths,
+        'model = "gpt-5.5"\nmodel_provider = "gw"\nmodel_verbosity = "low"\nprofile = "x"\n'
+        "[model_providers.gw]\n"
+        'base_url = "https://gw.example/v1"\nrequires_openai_auth = false\n'
+        "[tools]\nweb_search = true\n"
+        "[tui]\nnotifications = true\n"
+        '[mcp_servers.docs]\ncommand = "docs-mcp"\nstartup_timeout_sec = 20\ntool_timeout_sec = 90\n',
+    )
+    loaded = load(paths, project)
+    assert loaded.config.model_provider == "gw"
+    assert loaded.config.model_providers["gw"].default_model is None  # top-level model is enough
+    assert loaded.config.mcp_servers["docs"].startup_timeout_s == 20
+    assert loaded.config.mcp_servers["docs"].tool_timeout_s == 90
+    [warning] = loaded.warnings
+    for key in ("model_verbosity", "profile", "tui", "tools.web_search", "requires_openai_auth"):
+        assert key in warning
+
+
+def test_a_misspelt_cody_key_is_still_an_error(paths: CodyPaths, project: Path) -> None:
+    write_user(paths, 'model_reasoning_efort = "high"\n')
+    issue = only_issue(config_error(paths, project))
+    assert issue.key == "model_reasoning_efort" and issue.message == "unknown key"
+
+
+def test_a_custom_provider_needs_some_model(paths: CodyPaths, project: Path) -> None:
+    write_user(paths, '[model_providers.gw]\nbase_url = "https://gw.example/v1"\n')
+    issue = only_issue(config_error(paths, project))
+    assert issue.key == "model_providers.gw.default_model"
+    assert "top-level `model`" in issue.message

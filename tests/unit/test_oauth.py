@@ -119,7 +119,7 @@ async def test_expired_chatgpt_token_is_refreshed_before_the_request(
 
     assert headers["Authorization"] == f"Bearer {NEW_ACCESS}"
     assert headers["ChatGPT-Account-ID"] == ACCOUNT
-    assert headers["originator"] == "codex_cli_rs"
+    assert headers["originator"] == "cody"
     [sent] = tokens.requests
     assert sent.method == "POST"
     assert sent.headers["content-type"] == "application/json"
@@ -515,7 +515,8 @@ async def test_responses_provider_sends_refreshed_chatgpt_credentials(
     [sent] = server.requests
     assert sent.headers["authorization"] == f"Bearer {NEW_ACCESS}"
     assert sent.headers["chatgpt-account-id"] == ACCOUNT
-    assert sent.headers["originator"] == "codex_cli_rs"
+    assert sent.headers["originator"] == "cody"
+    assert sent.headers["user-agent"].startswith("cody/")
     assert len(tokens.requests) == 1
 
 

@@ -31,7 +31,7 @@ from cody_daemon.providers.base import (
     ToolSpec,
     UsageReport,
 )
-from cody_daemon.providers.openai_chat import OpenAIChatProvider
+from cody_daemon.providers.openai_chat import OpenAIChatProvider, merge_reasoning_details
 
 from tests.support.mock_chat import (
     MockChatServer,
@@ -539,8 +539,8 @@ async def test_stream_cut_mid_response_raises_instead_of_ending(
     assert texts(events)  # some text had arrived...
     assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
     assert error.kind == "network"
-    assert error.retryable is True
-    assert "cut off" in error.message
+    assert error.retryable is False  # sending it again would duplicate what arrived
+    assert "cut off after part of it arrived" in error.message and "kept" in error.message
     assert len(server.requests) == 1  # not retried after deltas were streamed
 
 
@@ -567,7 +567,7 @@ async def test_error_object_in_the_stream_is_classified(
     assert [e.kind for e in errors] == ["rate_limit", "context_window", "provider"]
     assert errors[0].retry_after_s == 2.5
     assert errors[2].http_status == 502
-    assert errors[2].retryable is True
+    assert errors[2].retryable is False  # "partial" had arrived: not sent again
     assert "Provider disconnected unexpectedly" in errors[2].message
     assert len(server.requests) == 3  # in-stream failures are reported, not retried
 
@@ -629,3 +629,183 @@ async def test_calls_sent_whole_under_one_index_stay_separate(
     end = events[-1]
     assert isinstance(end, StreamEnd)
     assert end.stop == "tool_use"  # finish_reason "stop" with calls (Ollama, vLLM) is tool use
+
+
+# -- reasoning replay, effort, cache breakpoints ----------------------------------------------
+
+
+EXEC = ToolSpec(name="exec", description="Run a command.", parameters={"type": "object"})
+
+
+async def test_deepseek_reasoning_content_is_replayed_so_the_follow_up_is_accepted(
+    server: MockChatServer, sleeps: Sleeps
+) -> None:
+    # DeepSeek's thinking mode 400s the call after a tool call without `reasoning_content`
+    # (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls); the mock refuses too.
+    server.thinking_mode = True
+    p = make_provider(server, sleeps, provider_id="deepseek")
+    server.enqueue(
+        reasoning("I should list the files."), tool_call("exec", {"command": "ls"}, call_id="c1")
+    )
+    server.enqueue(text("Two files."))
+    try:
+        first = await collect(p, request(model="deepseek-v4-pro", tools=[EXEC]))
+        [done] = [e for e in first if isinstance(e, ReasoningDone)]
+        assert done.item.replay_fields == {"reasoning_content": "I should list the files."}
+        history: list[HistoryItem] = [
+            user_message("u1", "list"),
+            done.item,
+            FunctionCallItem(call_id="c1", name="exec", arguments='{"command": "ls"}'),
+            FunctionCallOutputItem(call_id="c1", output="a b"),
+        ]
+        await collect(p, request(history, model="deepseek-v4-pro", tools=[EXEC]))
+    finally:
+        await p.aclose()
+    assert not server.refused
+    assistant = server.requests[1].body["messages"][2]
+    assert assistant["reasoning_content"] == "I should list the files."
+    assert assistant["tool_calls"][0]["id"] == "c1"
+
+
+async def test_reasoning_is_replayed_only_to_the_provider_that_produced_it(
+    provider: OpenAIChatProvider, server: MockChatServer
+) -> None:
+    server.thinking_mode = True
+    history: list[HistoryItem] = [
+        user_message("u1", "list"),
+        ReasoningItem(
+            id="r1",
+            summary=[SummaryPart(text="mine")],
+            provider="deepseek",
+            replay_fields={"reasoning_content": "mine"},
+        ),
+        FunctionCallItem(call_id="c1", name="exec", arguments="{}"),
+        FunctionCallOutputItem(call_id="c1", output="ok"),
+    ]
+    server.enqueue(text("x"))
+    events, error = await collect_error(provider, request(history, tools=[EXEC]))
+    # `provider` is "openrouter": DeepSeek's reasoning is not sent there, and a thinking-mode
+    # server refuses exactly as DeepSeek would.
+    assert error.http_status == 400 and "reasoning_content" in error.message
+    assert "mine" not in json.dumps(server.requests[0].body)
+
+
+async def test_openrouter_reasoning_details_are_merged_and_replayed(
+    server: MockChatServer, sleeps: Sleeps
+) -> None:
+    # Claude with thinking behind OpenRouter: the tool-use turn must carry its
+    # reasoning_details back, or Anthropic's 400 is passed through (the mock refuses too).
+    server.reasoning_style = "openrouter"
+    server.thinking_upstream = True
+    p = make_provider(server, sleeps)
+    server.enqueue(
+        reasoning("Let me look.", chunks=3, encrypted="sig-9"),
+        tool_call("exec", {"command": "ls"}, call_id="c1"),
+    )
+    server.enqueue(text("Done."))
+    model = "anthropic/claude-opus-4.8"
+    try:
+        first = await collect(p, request(model=model, tools=[EXEC]))
+        [done] = [e for e in first if isinstance(e, ReasoningDone)]
+        details = (done.item.replay_fields or {})["reasoning_details"]
+        assert details == [
+            {
+                "type": "reasoning.text",
+                "format": "anthropic-claude-v1",
+                "index": 0,
+                "text": "Let me look.",
+                "signature": "sig-9",
+            }
+        ]
+        history: list[HistoryItem] = [
+            user_message("u1", "look"),
+            done.item,
+            FunctionCallItem(call_id="c1", name="exec", arguments='{"command": "ls"}'),
+            FunctionCallOutputItem(call_id="c1", output="a"),
+        ]
+        await collect(p, request(history, model=model, tools=[EXEC]))
+    finally:
+        await p.aclose()
+    assert not server.refused
+    assert server.requests[1].body["messages"][2]["reasoning_details"] == details
+    assert "reasoning_content" not in server.requests[1].body["messages"][2]
+
+
+def test_reasoning_details_fragments_merge_per_type_and_index() -> None:
+    fragments = [
+        {
+            "type": "reasoning.summary",
+            "summary": "**Plan",
+            "format": "openai-responses-v1",
+            "index": 0,
+        },
+        {
+            "type": "reasoning.summary",
+            "summary": "ning**",
+            "format": "openai-responses-v1",
+            "index": 0,
+        },
+        {"type": "reasoning.encrypted", "data": "abc", "id": "rs_1", "index": 1},
+        {"type": "reasoning.encrypted", "data": "def", "index": 1},
+        {"type": "reasoning.text", "text": "no index"},
+        {"type": "reasoning.text", "text": "stays apart"},
+    ]
+    assert merge_reasoning_details(fragments) == [
+        {
+            "type": "reasoning.summary",
+            "summary": "**Planning**",
+            "format": "openai-responses-v1",
+            "index": 0,
+        },
+        {"type": "reasoning.encrypted", "data": "abcdef", "id": "rs_1", "index": 1},
+        {"type": "reasoning.text", "text": "no index"},
+        {"type": "reasoning.text", "text": "stays apart"},
+    ]
+
+
+async def test_claude_through_openrouter_gets_cache_breakpoints(
+    provider: OpenAIChatProvider, server: MockChatServer
+) -> None:
+    history: list[HistoryItem] = [
+        user_message("u1", "read it"),
+        FunctionCallItem(call_id="c1", name="exec", arguments="{}"),
+        FunctionCallOutputItem(call_id="c1", output="contents"),
+    ]
+    server.enqueue(text("ok"))
+    server.enqueue(text("ok"))
+    await collect(provider, request(history, model="anthropic/claude-sonnet-4.6", tools=[EXEC]))
+    await collect(provider, request(history, model="openai/gpt-5.5", tools=[EXEC]))
+    claude, gpt = (r.body["messages"] for r in server.requests)
+    mark = {"type": "ephemeral"}
+    assert claude[0] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "You are Cody.", "cache_control": mark}],
+    }
+    assert claude[-1]["role"] == "tool"
+    assert claude[-1]["content"] == [{"type": "text", "text": "contents", "cache_control": mark}]
+    marked = [m for m in claude if "cache_control" in json.dumps(m)]
+    assert len(marked) == 2  # at most 4 breakpoints are allowed; two suffice
+    assert "cache_control" not in json.dumps(gpt)  # OpenAI caches by itself
+
+
+@pytest.mark.parametrize(
+    ("model", "configured", "sent"),
+    [
+        ("openai/gpt-5.5", None, "medium"),  # a reasoning model always gets an effort
+        ("openai/gpt-5.5", "minimal", "low"),  # mapped to one it accepts
+        ("openai/gpt-6-preview", None, "medium"),  # unlisted member of a reasoning family
+        ("anthropic/claude-opus-4.8", None, "medium"),  # Claude thinks by default
+        ("meta-llama/llama-3.3-70b", None, None),  # not a reasoning model: nothing
+        ("meta-llama/llama-3.3-70b", "high", "high"),  # unless asked for
+    ],
+)
+async def test_reasoning_effort_follows_the_model_family(
+    provider: OpenAIChatProvider,
+    server: MockChatServer,
+    model: str,
+    configured: str | None,
+    sent: str | None,
+) -> None:
+    server.enqueue(text("ok"))
+    await collect(provider, request(model=model, reasoning_effort=configured))
+    assert server.requests[0].body.get("reasoning_effort") == sent

@@ -117,20 +117,31 @@ def test_load_is_cached() -> None:
     assert PriceTable.load() is PriceTable.load()
 
 
+def entry(price: str) -> str:
+    """A catalog file with one model whose price table is `price`."""
+    return (
+        '[models.p."m"]\ndefault = true\ncontext_window = 1000\nsource = "s"\n'
+        f'date = 2026-01-01\n[models.p."m".price]\n{price}'
+    )
+
+
 @pytest.mark.parametrize(
     ("toml", "complaint"),
     [
-        ('[p."m"]\ninput = 1\ncached_input = 1\noutput = 1\ndate = 2026-01-01', "source"),
+        (entry("input = 1\ncached_input = 1\noutput = 1\ndate = 2026-01-01"), "source"),
         (
-            '[p."m"]\ninput = -1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = 2026-01-01',
+            entry('input = -1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = 2026-01-01'),
             "input",
         ),
-        ('[p."m"]\ninput = 1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = "x"', "date"),
+        (entry('input = 1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = "x"'), "date"),
         (
-            '[p."m"]\ninput = 1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = 2026-01-01\nimput = 2',
+            entry(
+                'input = 1\ncached_input = 1\noutput = 1\nsource = "s"\ndate = 2026-01-01\n'
+                "imput = 2"
+            ),
             "unknown keys",
         ),
-        ('[p."m"]\nsame_as = ["p", "nope"]\nsource = "s"\ndate = 2026-01-01', "same_as"),
+        (entry('same_as = ["p", "nope"]\nsource = "s"\ndate = 2026-01-01'), "same_as"),
     ],
 )
 def test_malformed_entries_are_rejected_naming_the_entry(toml: str, complaint: str) -> None:

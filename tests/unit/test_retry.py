@@ -44,16 +44,33 @@ def error(
     )
 
 
-def test_backoff_is_full_jitter_doubling_up_to_the_cap() -> None:
-    top = RetryPolicy(rand=lambda: 0.999999)
-    assert [round(top.backoff_s(n), 3) for n in range(1, 9)] == [0.5, 1, 2, 4, 8, 16, 30, 30]
-    assert RetryPolicy(rand=lambda: 0.0).backoff_s(5) == 0.0
+def test_default_backoff_doubles_and_rides_out_a_minute() -> None:
+    # Codex's default request_max_retries = 4: waits of 4, 8, 16, 32 s fill the 60 s window.
+    low = RetryPolicy(rand=lambda: 0.0)
+    assert [low.backoff_s(n) for n in range(1, 5)] == [4.0, 8.0, 16.0, 32.0]
+    assert sum(low.backoff_s(n) for n in range(1, 5)) >= 60
+    # Jitter only stretches a wait (by up to 25%), so the window stays a minimum.
+    high = RetryPolicy(rand=lambda: 0.999999)
+    assert all(4.0 * 2 ** (n - 1) < high.backoff_s(n) < 5.0 * 2 ** (n - 1) for n in range(1, 5))
+
+
+@pytest.mark.parametrize(
+    ("retries", "window"), [(1, 60.0), (2, 60.0), (4, 2.0), (8, 60.0), (20, 60.0)]
+)
+def test_backoff_spans_at_least_the_window_whatever_the_retry_count(
+    retries: int, window: float
+) -> None:
+    policy = RetryPolicy(max_retries=retries, window_s=window, rand=lambda: 0.0)
+    waits = [policy.backoff_s(n) for n in range(1, retries + 1)]
+    assert sum(waits) >= window - 1e-9
+    assert all(b >= a for a, b in zip(waits, waits[1:], strict=False))  # never shrinking
+    assert max(waits) <= window and waits[0] >= min(policy.min_delay_s, window)
 
 
 def test_server_requested_wait_replaces_backoff() -> None:
     policy = RetryPolicy(rand=lambda: 0.5)
     assert policy.delay_before_retry(1, error(429, after=12.0)) == 12.0
-    assert policy.delay_before_retry(1, error(429)) == 0.25
+    assert policy.delay_before_retry(1, error(429)) == 4.5
     # Asked to wait longer than we are willing to: report instead of hanging the turn.
     assert policy.delay_before_retry(1, error(429, after=600.0)) is None
 

@@ -9,6 +9,7 @@ import pytest
 from cody_daemon.engine.events import (
     AgentText,
     AgentThought,
+    Compacted,
     ConfigChanged,
     EngineEvent,
     McpStatusChanged,
@@ -185,6 +186,26 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         McpStatusChanged(server="demo", state="ready", tools=2),
         [],
         {},
+    ),
+    (
+        "compaction notice (a session_info_update with _meta.cody)",
+        Compacted(
+            reason="auto", tokens_before=9000, tokens_after=2100, summarized_items=40, kept_items=6
+        ),
+        ["session_info_update"],
+        {
+            "_meta": {
+                "cody": {
+                    "compaction": {
+                        "reason": "auto",
+                        "tokensBefore": 9000,
+                        "tokensAfter": 2100,
+                        "summarizedItems": 40,
+                        "keptItems": 6,
+                    }
+                }
+            }
+        },
     ),
 ]
 

@@ -60,6 +60,70 @@ PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_pri
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
 or let the model reach the user's own network)."""
 
+CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
+    {
+        "review_model",
+        "model_verbosity",
+        "model_supports_reasoning_summaries",
+        "model_reasoning_summary_format",
+        "model_catalog_json",
+        "personality",
+        "model_personality",
+        "sandbox_workspace_write",
+        "shell_environment_policy",
+        "notify",
+        "instructions",
+        "developer_instructions",
+        "base_instructions",
+        "experimental_instructions_file",
+        "compact_prompt",
+        "project_doc_max_bytes",
+        "project_doc_fallback_filenames",
+        "profile",
+        "profiles",
+        "history",
+        "file_opener",
+        "tui",
+        "hide_agent_reasoning",
+        "show_raw_agent_reasoning",
+        "disable_response_storage",
+        "chatgpt_base_url",
+        "projects",
+        "features",
+        "preferred_auth_method",
+        "forced_login_method",
+        "forced_chatgpt_workspace_id",
+        "cli_auth_credentials_store",
+        "mcp_oauth_credentials_store",
+        "otel",
+        "analytics",
+        "feedback",
+        "windows_wsl_setup_acknowledged",
+        "check_for_update_on_startup",
+        "web_search",
+        "oss_provider",
+        "notice",
+        "include_apply_patch_tool",
+        "zsh_path",
+        "approvals_reviewer",
+        "agents",
+        "skills",
+        "hooks",
+        "plugins",
+        "apps",
+        "memories",
+        "ghost_snapshot",
+    }
+)
+"""Top-level keys of a Codex `config.toml` (https://developers.openai.com/codex/config-reference,
+read 2026-11-22) that Cody has no use for: they are ignored with a warning, so a Codex user's
+file works unchanged, while a misspelt Cody key is still an error."""
+
+CODEX_ONLY_PROVIDER_KEYS: Final[frozenset[str]] = frozenset(
+    {"requires_openai_auth", "supports_websockets", "websocket_connect_timeout_ms"}
+)
+"""`[model_providers.<id>]` keys of Codex that Cody ignores (with a warning)."""
+
 _SECRET_TABLES: Final[frozenset[str]] = frozenset({"http_headers", "headers", "env"})
 _UNKNOWN_KEY: Final = "unknown key"
 _MAX_VALUE_CHARS: Final = 80
@@ -128,6 +192,7 @@ class _Loader:
 
     def add_layer(self, data: Mapping[str, Any], source: str) -> CodyConfig | None:
         """Validate one layer on its own; keep its canonical form when it is valid."""
+        data = _without_codex_only_keys(data, source, self.warnings)
         try:
             partial = CodyConfig.model_validate(dict(data), context=PARTIAL)
         except ValidationError as exc:
@@ -187,11 +252,12 @@ class _Loader:
                         source=source,
                     )
                 )
-            if provider.default_model is None and not provider.models:
+            if provider.default_model is None and not provider.models and config.model is None:
                 issues.append(
                     Issue(
                         key=f"{prefix}.default_model",
-                        message="required (or list `models`) for a provider that is not built in",
+                        message="required for a provider that is not built in (or list "
+                        "`models`, or set the top-level `model`)",
                         source=source,
                     )
                 )
@@ -295,6 +361,39 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
         else:
             merged[key] = value
     return merged
+
+
+def _without_codex_only_keys(
+    data: Mapping[str, Any], source: str, warnings: list[str]
+) -> dict[str, Any]:
+    """`data` without the Codex keys Cody ignores (see `CODEX_ONLY_KEYS`); one warning names
+    what was dropped. Codex's boolean tool switches (`[tools] web_search = true`) are dropped
+    too: Cody's `[tools.<name>]` entries are tables."""
+    kept = dict(data)
+    dropped = sorted(key for key in kept if key in CODEX_ONLY_KEYS)
+    for key in dropped:
+        del kept[key]
+    providers = kept.get("model_providers")
+    if isinstance(providers, dict):
+        cleaned: dict[str, Any] = {}
+        for pid, table in providers.items():
+            if not isinstance(table, dict):
+                cleaned[pid] = table
+                continue
+            extra = sorted(k for k in table if k in CODEX_ONLY_PROVIDER_KEYS)
+            dropped.extend(f"model_providers.{pid}.{k}" for k in extra)
+            cleaned[pid] = {k: v for k, v in table.items() if k not in CODEX_ONLY_PROVIDER_KEYS}
+        kept["model_providers"] = cleaned
+    tools = kept.get("tools")
+    if isinstance(tools, dict):
+        switches = sorted(name for name, value in tools.items() if isinstance(value, bool))
+        dropped.extend(f"tools.{name}" for name in switches)
+        kept["tools"] = {k: v for k, v in tools.items() if k not in switches}
+    if dropped:
+        warnings.append(
+            f"ignored Codex settings Cody does not use in {source}: {', '.join(dropped)}"
+        )
+    return kept
 
 
 def _apply_trust(

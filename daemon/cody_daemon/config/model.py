@@ -107,23 +107,44 @@ class ProviderConfig(_ConfigModel):
 
     For a built-in provider only the fields written in config replace the built-in values
     (the catalog reads `model_fields_set`), so `wire_api`'s default does not clobber
-    `anthropic`'s wire format. A provider that is not built in must set `base_url` and
-    `default_model` (or `models`); the loader checks that on the merged configuration.
-    `env_key = ""` means the provider needs no API key (e.g. a local server).
+    `anthropic`'s wire format. A provider that is not built in must set `base_url`, and a
+    model: `default_model`, `models`, or the top-level `model` (as a Codex config does); the
+    loader checks that on the merged configuration. `env_key = ""` means the provider needs no
+    API key (e.g. a local server). The keys and their meaning are Codex's
+    (https://developers.openai.com/codex/config-reference), plus `default_model`, `models` and
+    `request_retry_window_ms`.
     """
 
     name: str | None = None
     base_url: str | None = None
     wire_api: WireApi = "responses"
     env_key: str | None = None
+    env_key_instructions: str | None = None
+    """How to get a key (shown when it is missing), as in Codex."""
     http_headers: dict[str, str] = Field(
         default_factory=dict,
         validation_alias=AliasChoices("http_headers", "headers"),
         repr=False,
     )
     """Extra request headers; may hold secrets, so never part of a repr."""
+    env_http_headers: dict[str, str] = Field(default_factory=dict)
+    """Header name -> environment variable holding its value (sent only when the variable is
+    set and not empty), as in Codex."""
+    query_params: dict[str, str] = Field(default_factory=dict)
+    """Added to the query string of every request (e.g. Azure's `api-version`), as in Codex."""
     request_max_retries: int = Field(default=4, ge=0, le=20)
+    """Retries of a request that failed before its stream started (HTTP error, no connection).
+    Default as Codex (`DEFAULT_REQUEST_MAX_RETRIES`, github.com/openai/codex
+    codex-rs/core/src/model_provider_info.rs, read 2026-11-22)."""
+    stream_max_retries: int = Field(default=5, ge=0, le=20)
+    """Retries of a stream that failed or dropped before the model produced any output.
+    Default as Codex (`DEFAULT_STREAM_MAX_RETRIES`, same file)."""
+    request_retry_window_ms: int = Field(default=60_000, gt=0)
+    """Backoff is spread so the retries together wait at least this long (Cody's own key; a
+    minute rides out the 5xx/529 bursts Codex (~24 s) and Claude Code (minutes) survive)."""
     stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
+    """How long to wait for the first event and between events before abandoning a stream.
+    Default as Codex (`DEFAULT_STREAM_IDLE_TIMEOUT_MS`, same file)."""
     default_model: str | None = None
     models: list[str] = Field(default_factory=list)
 
@@ -153,8 +174,14 @@ class McpServerConfig(_ConfigModel):
     )
     """Extra request headers; may hold secrets, so never part of a repr."""
     bearer_token_env_var: str | None = None
-    startup_timeout_s: float = Field(default=10, gt=0)
-    tool_timeout_s: float = Field(default=60, gt=0)
+    startup_timeout_s: float = Field(
+        default=10, gt=0, validation_alias=AliasChoices("startup_timeout_s", "startup_timeout_sec")
+    )
+    """`startup_timeout_sec` (Codex's name) is accepted too."""
+    tool_timeout_s: float = Field(
+        default=60, gt=0, validation_alias=AliasChoices("tool_timeout_s", "tool_timeout_sec")
+    )
+    """`tool_timeout_sec` (Codex's name) is accepted too."""
     requires_approval: bool = True
     enabled: bool = True
 
@@ -197,6 +224,7 @@ class CodyConfig(_ConfigModel):
 
     `model_reasoning_summary` also accepts booleans, as the seed CLI did (seed 002): `true`
     means `"concise"` summaries and `false` means `"none"` (disabled).
+    `model_auto_compact_ratio` is accepted as an integer too (`1` = 100%).
     `trusted_projects` entries are absolute paths, or paths starting with `~`; only the user
     file's list is consulted when deciding whether a project file is trusted.
     """
@@ -206,7 +234,20 @@ class CodyConfig(_ConfigModel):
     approval_policy: ApprovalPolicy = "on-request"
     sandbox_mode: SandboxMode = "workspace-write"
     model_reasoning_effort: ReasoningEffort | None = None
-    model_reasoning_summary: ReasoningSummary = "auto"
+    model_reasoning_summary: ReasoningSummary | None = None
+    """None: not configured (no summaries are requested on API keys; see PRODUCT docs)."""
+    model_context_window: int | None = Field(default=None, gt=0)
+    """Overrides the catalog's context window of the model (as in Codex)."""
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    """Compact when the next request would pass this many tokens (as in Codex); wins over
+    `model_auto_compact_ratio`."""
+    model_auto_compact_ratio: float = Field(default=0.9, gt=0, le=1)
+    """Compact when the next request would pass this share of the context window (Cody's own
+    key; Codex has only the absolute `model_auto_compact_token_limit`)."""
+    tool_output_token_limit: int = Field(default=10_000, gt=0)
+    """A tool output longer than this (in tokens, about 4 characters each) is cut in the
+    middle before it is sent to the model. Codex's key and default (10,000 tokens; key listed
+    in https://developers.openai.com/codex/config-reference, read 2026-11-22)."""
     max_tool_iterations: int = Field(default=100, ge=1)
     approval_timeout_s: float = Field(default=300, gt=0)
     sandbox_unavailable: SandboxUnavailable = "ask"

@@ -6,8 +6,9 @@ Item shapes follow the Codex rollout style: `message` (role + text parts), `reas
 Invariants:
 - every `function_call` in a history handed to a provider has a matching
   `function_call_output` (the store closes interrupted calls on load);
-- provider-opaque fields (`encrypted_content`) are only sent back to the provider named in
-  `ReasoningItem.provider`; other providers get the summary text or nothing.
+- provider-opaque fields (`encrypted_content`, `signature`, `replay_fields`) are only sent back
+  to the provider named in `ReasoningItem.provider`; other providers get the summary text or
+  nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ class ReasoningItem(_Item):
     """Opaque thinking signature (Anthropic); only valid for `provider`."""
     provider: str | None = None
     """The provider that produced the opaque fields."""
+    replay_fields: dict[str, Any] | None = None
+    """Fields sent back verbatim on the assistant message, only to `provider` (Chat
+    Completions: DeepSeek's and Kimi's `reasoning_content`, OpenRouter's `reasoning_details`)."""
 
     @property
     def text(self) -> str:

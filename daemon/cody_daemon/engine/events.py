@@ -17,6 +17,7 @@ from cody_protocol.updates import ToolCallStatus, ToolKind
 __all__ = [
     "AgentText",
     "AgentThought",
+    "Compacted",
     "ConfigChanged",
     "EngineEvent",
     "McpStatusChanged",
@@ -92,6 +93,17 @@ class TitleChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """The conversation was compacted (sent as a session_info_update with `_meta.cody`)."""
+
+    reason: Literal["auto", "manual"]
+    tokens_before: int
+    tokens_after: int
+    summarized_items: int
+    kept_items: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class McpStatusChanged:
     """An MCP server of the session changed state (sent as `_cody/mcp/status`)."""
 
@@ -112,4 +124,5 @@ EngineEvent = (
     | ConfigChanged
     | TitleChanged
     | McpStatusChanged
+    | Compacted
 )

@@ -1,12 +1,19 @@
-"""The system prompt Cody sends with every model call."""
+"""The system prompt Cody sends with every model call, and the request every call starts from."""
 
 from __future__ import annotations
 
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["build_instructions"]
+from ..providers.base import ModelRequest
+from ..tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["base_request", "build_instructions"]
 
 _BASE = """You are Cody, a coding agent working in the user's repository through tools.
 
@@ -31,4 +38,27 @@ def build_instructions(
         f"- sandbox: {sandbox_mode}\n"
         f"- approval policy: {approval_policy}\n"
         f"- tools: {', '.join(tools) if tools else 'none'}"
+    )
+
+
+def base_request(
+    session: Session, registry: ToolRegistry, allowed: frozenset[str] | None
+) -> ModelRequest:
+    """A model call of `session` with its instructions, tools and settings, and no history
+    yet (turns and compaction fill it in): both use the same prefix, so it stays cached."""
+    settings = session.settings
+    tools = registry.tools(allowed)
+    return ModelRequest(
+        model=settings.model,
+        instructions=build_instructions(
+            cwd=session.cwd,
+            sandbox_mode=settings.sandbox_mode,
+            approval_policy=settings.approval_policy,
+            tools=[tool.name for tool in tools],
+        ),
+        history=[],
+        tools=[tool.spec() for tool in tools],
+        session_id=session.id,
+        reasoning_effort=settings.reasoning_effort,
+        reasoning_summary=settings.reasoning_summary,
     )

@@ -22,6 +22,7 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from .compaction import Compaction
 from .deps import EngineDeps
 from .session import Session
 from .settings import SessionSettings
@@ -122,6 +123,10 @@ class SessionLoader:
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
             warnings=list(loaded.warnings),
+            context_window=config.model_context_window,
+            auto_compact_token_limit=config.model_auto_compact_token_limit,
+            auto_compact_ratio=config.model_auto_compact_ratio,
+            tool_output_token_limit=config.tool_output_token_limit,
         )
         return settings, catalog
 
@@ -190,5 +195,6 @@ class SessionLoader:
             cost_total_usd=record.cost_total_usd,
             title=record.title,
             grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
+            compaction=Compaction.from_event(record.compaction),
         )
         return session, catalog

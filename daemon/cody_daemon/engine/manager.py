@@ -15,7 +15,7 @@ from typing import Any
 from cody_protocol.content import ContentBlock
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
-from ..errors import AuthRequired, InvalidParams, Issue, NotFound, SessionBusy
+from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..providers.catalog import ProviderCatalog
@@ -23,8 +23,11 @@ from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
+from ..tools.registry import ToolRegistry
+from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
 from .replay import prompt_to_text, replay_events
@@ -169,6 +172,44 @@ class SessionManager:
             if session.turn is task:
                 session.turn = None
 
+    async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:
+        """`/compact`: summarise the session now (see engine/compaction.py); None when there
+        is nothing to summarise. Takes the session's turn slot (SessionBusy while a turn
+        runs); `session/cancel` cancels it and nothing changes."""
+        session = self.get(session_id)
+        if session.busy:
+            raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
+        env = self._turn_env(session, link)
+
+        async def compact() -> CompactionResult | None:
+            # MCP tools are awaited inside the task: the session is claimed before any await.
+            if session.mcp is not None:
+                extra = await session.mcp.session_tools()
+                env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
+            return await compact_session(
+                session,
+                env.provider,
+                base_request(session, env.tools, env.allowed),
+                context_window=env.context_window,
+                price=env.price,
+                emit=lambda event: link.emit(session.id, event),
+            )
+
+        task = asyncio.create_task(compact())
+        session.turn = task
+        try:
+            return await task
+        except CompactionFailed as exc:
+            raise ProviderError(
+                kind="provider",
+                provider=session.settings.provider,
+                message=f"Compaction failed: {exc}; nothing was changed. Try /compact again.",
+            ) from None
+        finally:
+            if session.turn is task:
+                session.turn = None
+            await link.flush(session.id)
+
     def _turn_env(self, session: Session, link: ClientLink) -> TurnEnv:
         catalog = self._catalogs[session.id]
         spec = catalog.get(session.settings.provider)
@@ -189,8 +230,8 @@ class SessionManager:
                     )
                 ],
             ) from None
-        window = spec.context_window(session.settings.model)
         settings = session.settings
+        window = settings.context_window or spec.context_window(settings.model)
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cody_protocol.prompt import TokenUsage
 
@@ -17,6 +18,7 @@ from ..core.history import HistoryItem
 from ..policy.approval import Grants
 from ..store.session_file import SessionFile
 from ..tools.mcp import McpSessionManager
+from .compaction import Compaction, ContextMark
 from .settings import SessionSettings
 
 __all__ = ["Session", "TurnOutcome"]
@@ -45,10 +47,15 @@ class Session:
     usage_total: TokenUsage = field(default_factory=TokenUsage)
     cost_total_usd: float = 0.0
     title: str | None = None
-    turn: asyncio.Task[TurnOutcome] | None = None
+    turn: asyncio.Task[Any] | None = None
+    """The running turn (or `/compact`): one at a time."""
     mcp: McpSessionManager | None = None
     """The session's MCP servers (None when it has none)."""
     mcp_warmup: asyncio.Task[object] | None = None
+    compaction: Compaction | None = None
+    """The latest compaction: the model sees its summary plus the history after it."""
+    context: ContextMark | None = None
+    """The last model call's reported size and the history length then (for estimates)."""
 
     @property
     def busy(self) -> bool:

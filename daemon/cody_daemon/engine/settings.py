@@ -84,7 +84,8 @@ class SessionSettings:
     approval_policy: ApprovalPolicy
     sandbox_mode: SandboxMode
     reasoning_effort: ReasoningEffort | None = None
-    reasoning_summary: ReasoningSummary = "auto"
+    reasoning_summary: ReasoningSummary | None = None
+    """None: not configured (shown as `default`)."""
     allowed_tools: list[str] | None = None
     phase: Phase | None = None
     max_tool_iterations: int = 100
@@ -95,6 +96,14 @@ class SessionSettings:
     """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
     """`[tools.<name>]` from the configuration (not persisted: re-read on resume)."""
     warnings: list[str] = field(default_factory=list)
+    context_window: int | None = None
+    """`model_context_window`: overrides the catalog's window (not persisted)."""
+    auto_compact_token_limit: int | None = None
+    """`model_auto_compact_token_limit` (not persisted)."""
+    auto_compact_ratio: float = 0.9
+    """`model_auto_compact_ratio` (not persisted)."""
+    tool_output_token_limit: int = 10_000
+    """`tool_output_token_limit` (not persisted)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""
@@ -192,8 +201,8 @@ def build_config_options(
         _select(
             "reasoning_summary",
             "Reasoning summary",
-            settings.reasoning_summary,
-            list(REASONING_SUMMARIES),
+            settings.reasoning_summary or "default",
+            ["default", *REASONING_SUMMARIES],
             category="thought_level",
         ),
     ]
@@ -223,7 +232,7 @@ def apply_config_option(
         "approval_policy": APPROVAL_POLICIES,
         "sandbox_mode": SANDBOX_MODES,
         "reasoning_effort": ("default", *REASONING_EFFORTS),
-        "reasoning_summary": REASONING_SUMMARIES,
+        "reasoning_summary": ("default", *REASONING_SUMMARIES),
         "provider": tuple(providers),
     }
     if config_id == "model":
@@ -257,7 +266,7 @@ def apply_config_option(
     elif config_id == "reasoning_effort":
         changed.reasoning_effort = None if text == "default" else text  # type: ignore[assignment]
     else:
-        changed.reasoning_summary = text  # type: ignore[assignment]
+        changed.reasoning_summary = None if text == "default" else text  # type: ignore[assignment]
     return changed
 
 

@@ -9,7 +9,7 @@ exactly the streamed text (the reader merges them by item id).
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from ..core.history import HistoryItem, MessageItem, ReasoningItem, SummaryPart, TextPart
 from ..ids import new_id
@@ -38,7 +38,7 @@ class StreamedItem:
         self._pending: list[str] = []
         self._last_write = 0.0
         self._finished = False
-        self.opaque: dict[str, str] = {}
+        self.opaque: dict[str, Any] = {}
 
     @property
     def started(self) -> bool:
@@ -55,7 +55,12 @@ class StreamedItem:
             self._write_segment(now)
 
     def set_opaque(
-        self, *, encrypted_content: str | None, signature: str | None, provider: str | None
+        self,
+        *,
+        encrypted_content: str | None,
+        signature: str | None,
+        provider: str | None,
+        replay_fields: dict[str, Any] | None = None,
     ) -> None:
         """Provider-opaque data for a reasoning item (written with the last segment)."""
         if encrypted_content:
@@ -64,6 +69,8 @@ class StreamedItem:
             self.opaque["signature"] = signature
         if provider:
             self.opaque["provider"] = provider
+        if replay_fields:
+            self.opaque["replay_fields"] = replay_fields
         if self._item is None and self.opaque:
             self._start()
 
@@ -99,7 +106,7 @@ class StreamedItem:
             ).payload()
         else:
             item.summary[0].text = full
-            fields: dict[str, str] = self.opaque if final else {}
+            fields: dict[str, Any] = self.opaque if final else {}
             for name, value in fields.items():
                 setattr(item, name, value)
             payload = ReasoningItem(
@@ -108,5 +115,6 @@ class StreamedItem:
                 encrypted_content=fields.get("encrypted_content"),
                 signature=fields.get("signature"),
                 provider=fields.get("provider"),
+                replay_fields=fields.get("replay_fields"),
             ).payload()
         self._file.append("response_item", payload)

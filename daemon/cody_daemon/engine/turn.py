@@ -17,13 +17,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
 
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
+from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.sandbox import SandboxPolicy
@@ -38,10 +39,11 @@ from ..providers.base import (
     ToolCallRequested,
     UsageReport,
 )
-from ..providers.pricing import Price, cost_usd
+from ..providers.pricing import Price
 from ..store.reader import make_title
 from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
+from .compaction import ContextKeeper
 from .events import (
     AgentText,
     AgentThought,
@@ -51,7 +53,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .instructions import build_instructions
+from .instructions import base_request
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
@@ -66,7 +68,7 @@ from .toolcalls import (
     text_content,
     wire_raw_output,
 )
-from .usage import add_usage, usage_from_report
+from .usage import add_usage, record_call
 
 __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 
@@ -182,25 +184,22 @@ class TurnRunner:
         if self.env.extra_tools is not None:
             extra = await self.env.extra_tools()
             self.env.tools = ToolRegistry([*self.env.tools.tools(), *extra])
-        tools = self.env.tools.tools(self.env.allowed)
-        specs = [tool.spec() for tool in tools]
-        instructions = build_instructions(
-            cwd=self.session.cwd,
-            sandbox_mode=settings.sandbox_mode,
-            approval_policy=settings.approval_policy,
-            tools=[tool.name for tool in tools],
+        keeper = self._keeper = ContextKeeper(
+            self.session,
+            self.env.provider,
+            self.env.context_window,
+            emit=self._emit,
+            on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            request = ModelRequest(
-                model=settings.model,
-                instructions=instructions,
-                history=list(self.session.history),
-                tools=specs,
-                session_id=self.session.id,
-                reasoning_effort=settings.reasoning_effort,
-                reasoning_summary=settings.reasoning_summary,
-            )
-            calls, end = await self._model_call(request)
+            template = base_request(self.session, self.env.tools, self.env.allowed)
+            request = replace(template, history=await keeper.history_for(template))
+            try:
+                calls, end = await self._model_call(request)
+            except ProviderError as error:
+                if error.kind != "context_window" or not await keeper.after_overflow(template):
+                    raise
+                calls, end = await self._model_call(replace(template, history=keeper.view()))
             if not calls:
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
@@ -231,6 +230,7 @@ class TurnRunner:
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
                             provider=event.item.provider,
+                            replay_fields=event.item.replay_fields,
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()
@@ -250,30 +250,22 @@ class TurnRunner:
             session.file.append("response_item", item.payload())
         if usage is not None:
             self._record_usage(usage)
+            self._keeper.mark(usage)
         return calls, end
 
-    def _record_usage(self, report: UsageReport) -> None:
-        session = self.session
-        last = usage_from_report(report)
+    def _record_usage(self, report: UsageReport, *, meter: bool = True) -> None:
+        """Add a call's usage to the turn and session; `meter`: also update the client's
+        context meter (not for a compaction's summary call, which is not the context)."""
+        last, cost = record_call(self.session, report, self.env.price, self.state.turn_id)
         self.state.usage_last = last
         self.state.usage_turn = add_usage(self.state.usage_turn, last)
-        session.usage_total = add_usage(session.usage_total, last)
-        event: dict[str, Any] = {
-            "kind": "usage",
-            "turnId": self.state.turn_id,
-            "last": last.model_dump(),
-            "total": session.usage_total.model_dump(),
-        }
-        cost_total: float | None = None
-        if self.env.price is not None:
-            self.state.cost_last = cost_usd(self.env.price, last)
-            self.state.cost_turn += self.state.cost_last
-            session.cost_total_usd += self.state.cost_last
-            cost_total = session.cost_total_usd
-            event["costUsd"] = {"last": self.state.cost_last, "total": cost_total}
-        session.file.append("event", event)
-        used = report.input_tokens + report.output_tokens
-        self._emit(UsageChanged(used=used, size=self.env.context_window, cost_usd=cost_total))
+        if cost is not None:
+            self.state.cost_last = cost
+            self.state.cost_turn += cost
+        if meter:
+            used = report.input_tokens + report.output_tokens
+            total = self.session.cost_total_usd if cost is not None else None
+            self._emit(UsageChanged(used=used, size=self.env.context_window, cost_usd=total))
 
     # -- tool calls -----------------------------------------------------------------------
 

@@ -1,15 +1,28 @@
 """The Anthropic Messages API provider (`wire_api = "anthropic"`): POST `{base_url}/v1/messages`.
 
 Request shape follows what Claude Code sends (system prompt and the conversation tail marked
-for prompt caching; https://docs.anthropic.com/en/api/messages). Thinking follows
-https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking; stream events are
-translated by `anthropic_stream.MessagesStreamState`.
+for prompt caching; https://docs.anthropic.com/en/api/messages). Stream events are translated
+by `anthropic_stream.MessagesStreamState`.
 
-`model_reasoning_effort` -> `thinking: {"type": "enabled", "budget_tokens": N}`: low 4,000,
-medium 10,000, high 24,000 tokens (Claude Code's "think"/"megathink" budgets; high is below
-its 31,999 "ultrathink" so a 32,000 `max_tokens` leaves room for the answer), never more
-than 3/4 of `max_tokens`; `minimal`, unset, or a budget under the API's 1,024 minimum -> no
-`thinking`. `model_reasoning_summary` has no Messages API equivalent and is ignored.
+Thinking is chosen per model from the catalog (`models.toml`, `reasoning`), as Claude Code
+does (tests/fixtures/providers/messages_requests_from_claude_code.jsonl: Opus 4.8 gets
+`thinking: {type: "adaptive"}` + `output_config: {effort: "high"}`), and is on by default:
+- `adaptive` (Opus 4.6+, Sonnet 4.6+, Claude 5): `thinking: {"type": "adaptive"}` and
+  `output_config: {"effort": e}`, e = the configured effort mapped to one the model accepts,
+  else `high` (the API's default). Opus 4.7 and later answer 400 to a `budget_tokens`
+  (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking, read 2026-11-22);
+- `budget` (Haiku 4.5 and older 4.x): `thinking: {"type": "enabled", "budget_tokens": N}`,
+  N from `THINKING_BUDGETS` (configured effort, else medium), never more than 3/4 of
+  `max_tokens` and at least the API's 1,024 (https://platform.claude.com/docs/en/build-with-
+  claude/extended-thinking); these models take no `output_config.effort`;
+- a model the catalog knows nothing about gets thinking only when an effort is configured
+  (as a budget: what Anthropic-compatible servers accept);
+- `model_reasoning_effort = "none"` sends no `thinking` at all (never `{"type": "disabled"}`,
+  which the always-thinking models refuse).
+Adaptive thinking asks for `display: "summarized"` so the user sees the thinking (Opus 4.7 and
+later default to `omitted`: empty thinking blocks, anthropics/claude-code#49268, read
+2026-11-22); `model_reasoning_summary = "none"` asks for `omitted`. Budget thinking always
+returns its (summarized) text.
 
 Invariants:
 - a call yields model events and ends with exactly one `StreamEnd`, or raises
@@ -38,7 +51,7 @@ from typing import Any
 
 import httpx
 import orjson
-from cody_protocol.settings import ReasoningEffort
+from cody_protocol.settings import ReasoningEffort, ReasoningSummary
 
 from ..core.history import (
     FunctionCallItem,
@@ -49,18 +62,35 @@ from ..core.history import (
 )
 from .anthropic_stream import MessagesStreamState
 from .auth import AuthSource
-from .base import ModelEvent, ModelRequest, ProviderError, TextDelta
+from .base import ModelEvent, ModelRequest, TextDelta
 from .http_provider import Attempt, HttpProvider, SseEvents
+from .models import Capabilities, capabilities, resolve_effort
 from .retry import Sleep
-from .sse import StreamSettings
 
-__all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicMessagesProvider", "thinking_budget"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "THINKING_BUDGETS",
+    "AnthropicMessagesProvider",
+    "thinking_budget",
+    "thinking_params",
+]
 
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
-"""Lets Claude think between tool calls; sent only with `thinking` and tools."""
-THINKING_BUDGETS: Mapping[str, int] = {"low": 4_000, "medium": 10_000, "high": 24_000}
+"""Lets Claude think between tool calls; sent only with budget thinking and tools (adaptive
+thinking interleaves without it)."""
+THINKING_BUDGETS: Mapping[str, int] = {
+    "minimal": 1_024,
+    "low": 4_000,
+    "medium": 10_000,
+    "high": 24_000,
+    "xhigh": 31_999,
+}
+"""Claude Code's "think" / "megathink" / "ultrathink" budgets; `minimal` is the API minimum."""
 MIN_THINKING_BUDGET = 1_024
+ADAPTIVE_DEFAULT_EFFORT = "high"
+"""The API's own default effort, and what Claude Code sends."""
+BUDGET_DEFAULT_EFFORT = "medium"
 EMPTY_TOOL_OUTPUT = "(no output)"
 """Sent for an empty tool output: the API rejects an empty error result."""
 HISTORY_START = "(continuing an earlier conversation)"
@@ -71,13 +101,34 @@ _LEADING_BLOCKS = {"assistant": _THINKING_BLOCKS, "user": frozenset({"tool_resul
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def thinking_budget(effort: ReasoningEffort | None, max_tokens: int) -> int | None:
+def thinking_budget(effort: str | None, max_tokens: int) -> int | None:
     """`budget_tokens` for `effort` under `max_tokens`, or None for no thinking."""
     wanted = THINKING_BUDGETS.get(effort or "")
     if wanted is None:
         return None
     budget = min(wanted, max_tokens * 3 // 4)
     return budget if budget >= MIN_THINKING_BUDGET else None
+
+
+def thinking_params(
+    caps: Capabilities,
+    effort: ReasoningEffort | None,
+    max_tokens: int,
+    summary: ReasoningSummary | None = None,
+) -> dict[str, Any]:
+    """The `thinking` (and `output_config`) fields for a model; see the module docstring."""
+    if effort == "none":
+        return {}
+    if caps.reasoning == "adaptive":
+        chosen = resolve_effort(effort or ADAPTIVE_DEFAULT_EFFORT, caps)
+        config = {"effort": chosen} if chosen else {}
+        display = "omitted" if summary == "none" else "summarized"
+        thinking = {"type": "adaptive", "display": display}
+        return {"thinking": thinking, **({"output_config": config} if config else {})}
+    if caps.reasoning == "budget" or effort is not None:
+        budget = thinking_budget(effort or BUDGET_DEFAULT_EFFORT, max_tokens)
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}} if budget else {}
+    return {}
 
 
 class AnthropicMessagesProvider(HttpProvider):
@@ -93,10 +144,13 @@ class AnthropicMessagesProvider(HttpProvider):
         headers: Mapping[str, str] | None = None,
         max_retries: int = 4,
         connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float = 60.0,
+        first_byte_timeout_s: float | None = None,
         stream_idle_timeout_s: float = 300.0,
         client: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
+        stream_max_retries: int = 5,
+        retry_window_s: float = 60.0,
+        query_params: Mapping[str, str] | None = None,
         default_max_tokens: int = 32_000,
     ) -> None:
         self._betas: list[str] = []
@@ -120,6 +174,9 @@ class AnthropicMessagesProvider(HttpProvider):
             stream_idle_timeout_s=stream_idle_timeout_s,
             client=client,
             sleep=sleep,
+            stream_max_retries=stream_max_retries,
+            retry_window_s=retry_window_s,
+            query_params=query_params,
         )
         # Lower-case names: auth and config headers are merged into these case-insensitively.
         self._base_headers = {name.lower(): value for name, value in self._base_headers.items()}
@@ -130,7 +187,10 @@ class AnthropicMessagesProvider(HttpProvider):
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for `request` (key order and block shapes as Claude Code sends)."""
-        max_tokens = request.max_output_tokens or self._default_max_tokens
+        caps = capabilities(self._id, request.model)
+        max_tokens = request.max_output_tokens or min(
+            self._default_max_tokens, caps.max_output_tokens or self._default_max_tokens
+        )
         body: dict[str, Any] = {"model": request.model, "messages": self.messages(request.history)}
         if request.instructions:
             body["system"] = [
@@ -142,9 +202,9 @@ class AnthropicMessagesProvider(HttpProvider):
                 for t in request.tools
             ]
         body["max_tokens"] = max_tokens
-        budget = thinking_budget(request.reasoning_effort, max_tokens)
-        if budget is not None:
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        body.update(
+            thinking_params(caps, request.reasoning_effort, max_tokens, request.reasoning_summary)
+        )
         body["stream"] = True
         return body
 
@@ -220,8 +280,8 @@ class AnthropicMessagesProvider(HttpProvider):
                 headers[name.lower()] = value
         headers.update(self._config_headers)
         betas.extend(self._betas)
-        if "thinking" in body and "tools" in body:
-            betas.append(INTERLEAVED_THINKING_BETA)
+        if body.get("thinking", {}).get("type") == "enabled" and "tools" in body:
+            betas.append(INTERLEAVED_THINKING_BETA)  # adaptive thinking interleaves by itself
         if betas:
             headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
         return headers
@@ -242,14 +302,6 @@ class AnthropicMessagesProvider(HttpProvider):
                 yield event
             if state.finished:
                 return
-
-    def _retry_delay(
-        self, error: ProviderError, failures: int, settings: StreamSettings
-    ) -> float | None:
-        """A stream that failed after its first event (an `error` event such as
-        `overloaded_error`, a cut) is retried per `RetryPolicy` while nothing was yielded:
-        nothing can be duplicated."""
-        return settings.retry.delay_before_retry(failures, error)
 
 
 def _messages_url(base_url: str) -> str:

@@ -48,7 +48,9 @@ class ModelRequest:
     session_id: str
     """Stable per session; providers may use it as a prompt-cache key."""
     reasoning_effort: ReasoningEffort | None = None
-    reasoning_summary: ReasoningSummary = "auto"
+    """None: not configured (the provider picks the model's default, see `models`)."""
+    reasoning_summary: ReasoningSummary | None = None
+    """None: not configured (no summaries on API keys; see `openai_responses`)."""
     max_output_tokens: int | None = None
 
 

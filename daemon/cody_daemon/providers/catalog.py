@@ -107,7 +107,11 @@ class ProviderCatalog:
         specs = {spec.id: spec for spec in builtin_providers(env)}
         for pid, provider in config.model_providers.items():
             base = specs.get(pid)
-            specs[pid] = _configured(pid, provider) if base is None else _override(base, provider)
+            specs[pid] = (
+                _configured(pid, provider, config.model)
+                if base is None
+                else _override(base, provider)
+            )
         return cls(specs.values(), env=env, codex_home=codex_home, claude_dir=claude_dir)
 
     @classmethod
@@ -188,6 +192,8 @@ class ProviderCatalog:
         steps: list[str] = []
         if spec.env_key:
             steps.append(f"set {spec.env_key}")
+            if spec.env_key_instructions:
+                steps[-1] += f" ({spec.env_key_instructions.strip().rstrip('.')})"
         if self._uses_codex_login(spec):
             path = _display(self._codex_home / CODEX_AUTH_FILE)
             steps.append(f"log in with the Codex CLI (codex login) so {path} exists")
@@ -274,8 +280,18 @@ def _override(base: ProviderSpec, provider: ProviderConfig) -> ProviderSpec:
         changes["env_key"] = provider.env_key or None
     if "http_headers" in written:
         changes["headers"] = {**base.headers, **provider.http_headers}
+    if "env_key_instructions" in written:
+        changes["env_key_instructions"] = provider.env_key_instructions
+    if "env_http_headers" in written:
+        changes["env_headers"] = {**base.env_headers, **provider.env_http_headers}
+    if "query_params" in written:
+        changes["query_params"] = {**base.query_params, **provider.query_params}
     if "request_max_retries" in written:
         changes["max_retries"] = provider.request_max_retries
+    if "stream_max_retries" in written:
+        changes["stream_max_retries"] = provider.stream_max_retries
+    if "request_retry_window_ms" in written:
+        changes["retry_window_s"] = provider.request_retry_window_ms / 1000
     if "stream_idle_timeout_ms" in written:
         changes["stream_idle_timeout_s"] = provider.stream_idle_timeout_ms / 1000
     known = {m.id: m.context_window for m in base.models}
@@ -288,16 +304,22 @@ def _override(base: ProviderSpec, provider: ProviderConfig) -> ProviderSpec:
     return replace(base, **changes)
 
 
-def _configured(pid: str, provider: ProviderConfig) -> ProviderSpec:
-    """A provider that is not built in, entirely from config."""
+def _configured(pid: str, provider: ProviderConfig, top_level_model: str | None) -> ProviderSpec:
+    """A provider that is not built in, entirely from config; without `default_model` or
+    `models`, the top-level `model` is its model (as a Codex config has it)."""
     key = f"model_providers.{pid}"
     if provider.base_url is None:
         raise _config_error(f"{key}.base_url", "required for a provider that is not built in")
-    default = provider.default_model or (provider.models[0] if provider.models else None)
+    default = (
+        provider.default_model
+        or (provider.models[0] if provider.models else None)
+        or top_level_model
+    )
     if default is None:
         raise _config_error(
             f"{key}.default_model",
-            "required (or list `models`) for a provider that is not built in",
+            "required for a provider that is not built in (or list `models`, or set the "
+            "top-level `model`)",
         )
     return ProviderSpec(
         id=pid,
@@ -309,7 +331,12 @@ def _configured(pid: str, provider: ProviderConfig) -> ProviderSpec:
         default_model=default,
         models=_model_specs(default, list(provider.models), {}),
         max_retries=provider.request_max_retries,
+        stream_max_retries=provider.stream_max_retries,
+        retry_window_s=provider.request_retry_window_ms / 1000,
         stream_idle_timeout_s=provider.stream_idle_timeout_ms / 1000,
+        env_headers=dict(provider.env_http_headers),
+        query_params=dict(provider.query_params),
+        env_key_instructions=provider.env_key_instructions,
     )
 
 

@@ -64,6 +64,8 @@ class ErrorInfo:
     code: str | None = None
     type: str | None = None
     message: str | None = None
+    param: str | None = None
+    """The request field the error is about (OpenAI's `param`), when the server names one."""
 
 
 def error_info(body: Any) -> ErrorInfo:
@@ -81,7 +83,10 @@ def error_info(body: Any) -> ErrorInfo:
     if message is None and isinstance(source.get("detail"), str):
         message = source.get("detail")
     return ErrorInfo(
-        code=_str(source.get("code")), type=_str(source.get("type")), message=_str(message)
+        code=_str(source.get("code")),
+        type=_str(source.get("type")),
+        message=_str(message),
+        param=_str(source.get("param")),
     )
 
 
@@ -162,7 +167,11 @@ def classify(
             retryable=retryable,
             http_status=http_status,
             retry_after_s=retry_after_s,
-            details={k: v for k, v in (("code", info.code), ("type", info.type)) if v},
+            details={
+                k: v
+                for k, v in (("code", info.code), ("type", info.type), ("param", info.param))
+                if v
+            },
         )
 
     if http_status == 401 or kind_hint == "authentication_error" or code == "invalid_api_key":

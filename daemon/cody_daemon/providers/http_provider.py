@@ -12,9 +12,16 @@ Invariants:
   refresh changes them (config header values are scrubbed too);
 - a 401 before the first SSE event makes the `AuthSource` refresh at most once per call; when
   it did, the request is sent again, and a second 401 is reported (`_still_rejected`);
-- failures before the first SSE event are retried per `RetryPolicy` by `stream_json_events`;
-  after it nothing is retried unless the subclass's `_retry_delay` says so, and never once a
-  model event has been yielded (it would be duplicated);
+- failures before the first SSE event are retried per `RetryPolicy` (`request_max_retries`)
+  by `stream_json_events`; a stream that fails after its first event but before any model
+  event was yielded (an in-stream `response.failed` / `error` event, a cut) is retried the
+  same way, with `stream_max_retries`: nothing can be duplicated. A request is never sent
+  again because it is slow (see `sse`);
+- once a model event has been yielded nothing is retried (it would be duplicated): the
+  error's message then says the answer was cut off and that what arrived is kept;
+- a request the server refused (before its stream started) may be sent once more with a
+  changed body when the subclass's `_fallback_body` says so (e.g. without reasoning
+  summaries for an organisation that may not request them);
 - the HTTP response is closed on every exit path (end, error, cancellation, `aclose`).
 
 httpx is imported at the top: import this module only from the provider modules, which the
@@ -41,12 +48,15 @@ from .base import ModelEvent, ModelRequest, ProviderError
 from .retry import RetryPolicy, Sleep
 from .sse import StreamSettings, stream_json_events
 
-__all__ = ["Attempt", "HttpProvider", "SseEvents", "secret_values"]
+__all__ = ["USER_AGENT", "Attempt", "HttpProvider", "SseEvents", "secret_values"]
 
 log = logging.getLogger(__name__)
 
 SseEvents = AsyncIterator[tuple[str, dict[str, Any]]]
 """`(event name, JSON object)` per SSE event, as `stream_json_events` yields them."""
+
+USER_AGENT = f"cody/{__version__}"
+"""Every request says it comes from Cody (also on a ChatGPT login, with `originator: cody`)."""
 
 MIN_SECRET_LEN = 8
 """Shorter values are not scrubbed: no credential is that short, and replacing, say, "1"
@@ -80,37 +90,62 @@ class HttpProvider(ABC):
         headers: Mapping[str, str],
         max_retries: int,
         connect_timeout_s: float,
-        first_byte_timeout_s: float,
+        first_byte_timeout_s: float | None,
         stream_idle_timeout_s: float,
         client: httpx.AsyncClient | None,
         sleep: Sleep | None,
+        stream_max_retries: int = 5,
+        retry_window_s: float = 60.0,
+        query_params: Mapping[str, str] | None = None,
     ) -> None:
         """`url` is where requests go, `api_name` names the API in messages (see
-        `StreamSettings`); `headers` are the configured headers, sent last."""
+        `StreamSettings`); `headers` are the configured headers, sent last; `query_params`
+        are added to the URL. The first event may take `first_byte_timeout_s` (default: the
+        idle timeout, as Codex's `stream_idle_timeout_ms` covers both)."""
         self._id = provider_id
         self._url = url
+        self._query = dict(query_params or {})
         self._auth = auth
         self._env_key = env_key
         self._base_headers = {
             "Accept": "text/event-stream",
             "Content-Type": "application/json",
-            "User-Agent": f"cody/{__version__}",
+            "User-Agent": USER_AGENT,
         }
         self._config_headers = dict(headers)
-        # Configured header values could be credentials too: scrubbed like the auth secrets.
-        self._header_secrets = secret_values(self._config_headers.values())
+        # Configured header and query values could be credentials too: scrubbed like the
+        # auth secrets.
+        self._header_secrets = secret_values(
+            (*self._config_headers.values(), *self._query.values())
+        )
+        first_event_s = (
+            stream_idle_timeout_s if first_byte_timeout_s is None else first_byte_timeout_s
+        )
+        wait = sleep or asyncio.sleep
+        longest_wait = max(60.0, retry_window_s)
         self._settings = StreamSettings(
             provider=provider_id,
             base_url=base_url,
             api_name=api_name,
             env_key=env_key,
-            first_byte_timeout_s=first_byte_timeout_s,
+            first_byte_timeout_s=first_event_s,
             idle_timeout_s=stream_idle_timeout_s,
-            retry=RetryPolicy(max_retries=max_retries, sleep=sleep or asyncio.sleep),
+            retry=RetryPolicy(
+                max_retries=max_retries,
+                window_s=retry_window_s,
+                max_retry_after_s=longest_wait,
+                sleep=wait,
+            ),
         )
-        # Read timeouts are enforced by `stream_json_events` (first byte, then idle).
+        self._stream_retry = RetryPolicy(
+            max_retries=stream_max_retries,
+            window_s=retry_window_s,
+            max_retry_after_s=longest_wait,
+            sleep=wait,
+        )
+        # Read timeouts are enforced by `stream_json_events` (first event, then idle).
         self._timeout = httpx.Timeout(
-            connect=connect_timeout_s, read=None, write=first_byte_timeout_s, pool=connect_timeout_s
+            connect=connect_timeout_s, read=None, write=first_event_s, pool=connect_timeout_s
         )
         self._client = client
         self._owns_client = client is None
@@ -151,12 +186,11 @@ class HttpProvider(ABC):
         this attempt's auth headers, for a subclass that scrubs their values too."""
         return (*self._header_secrets, *secret_values(self._auth.secrets if self._auth else ()))
 
-    def _retry_delay(
-        self, error: ProviderError, failures: int, settings: StreamSettings
-    ) -> float | None:
-        """Seconds to wait before repeating a call whose stream failed after its first event
-        but before any model event was yielded (`failures` such failures so far, this one
-        included), or None to raise `error`. None here: such failures are not retried."""
+    def _fallback_body(
+        self, error: ProviderError, body: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """A changed body to send once more after the server refused `body` before its stream
+        started, or None to report `error`. None here: nothing to fall back to."""
         return None
 
     def _still_rejected(self, error: ProviderError) -> ProviderError:
@@ -174,11 +208,12 @@ class HttpProvider(ABC):
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one model call; see the module invariants for what is retried."""
         body = self.request_body(request)
-        payload = orjson.dumps(body)
         client = self._http()
         refreshed = False
+        fell_back = False
         failures = 0
         while True:
+            payload = orjson.dumps(body)
             auth_headers = await self._auth.headers() if self._auth is not None else {}
             headers = self._request_headers(auth_headers, body)
             attempt = Attempt(replace(self._settings, secrets=self._secrets(auth_headers)))
@@ -186,6 +221,7 @@ class HttpProvider(ABC):
                 client.build_request,
                 "POST",
                 self._url,
+                params=self._query or None,
                 content=payload,
                 headers=headers,
                 timeout=self._timeout,
@@ -201,34 +237,53 @@ class HttpProvider(ABC):
                         yield event
                 return
             except ProviderError as error:
-                if not attempt.started:
-                    if error.http_status != 401 or self._auth is None:
-                        raise  # `stream_json_events` already retried what it could
-                    if refreshed:
-                        raise self._still_rejected(error) from None
-                    if not await self._auth.refresh():
-                        raise
-                    refreshed = True
-                    log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
-                    continue
                 if yielded:
-                    raise
+                    raise _after_output(error) from None
+                if not attempt.started:
+                    if error.http_status == 401 and self._auth is not None:
+                        if refreshed:
+                            raise self._still_rejected(error) from None
+                        if not await self._auth.refresh():
+                            raise
+                        refreshed = True
+                        log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
+                        continue
+                    fallback = None if fell_back else self._fallback_body(error, body)
+                    if fallback is None:
+                        raise  # `stream_json_events` already retried what it could
+                    fell_back = True
+                    body = fallback
+                    continue
                 failures += 1
-                delay = self._retry_delay(error, failures, attempt.settings)
+                delay = self._stream_retry.delay_before_retry(failures, error)
                 if delay is None:
                     raise
                 log.warning(
-                    "%s: stream failed before any output (%s); retrying in %.2f s",
+                    "%s: stream failed before any output (%s); retry %d in %.2f s",
                     self._id,
                     error.kind,
+                    failures,
                     delay,
                 )
-                await attempt.settings.retry.sleep(delay)
+                await self._stream_retry.sleep(delay)
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self._timeout)
         return self._client
+
+
+def _after_output(error: ProviderError) -> ProviderError:
+    """`error` raised after part of the answer was streamed: say so, and that it is kept."""
+    detail = error.message.rstrip()
+    return replace(
+        error,
+        retryable=False,
+        message=(
+            f"The answer from '{error.provider}' was cut off after part of it arrived; what "
+            f"arrived is kept in the session. Send another prompt to continue. ({detail})"
+        ),
+    )
 
 
 def secret_values(values: Iterable[str]) -> tuple[str, ...]:

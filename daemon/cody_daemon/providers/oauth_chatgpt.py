@@ -13,13 +13,20 @@ What the Codex CLI does, and this module mirrors (sources read for this, github.
   not `https://api.openai.com/v1`.
 - `codex-rs/codex-api/src/auth.rs`: requests carry `Authorization: Bearer <access_token>` and
   `ChatGPT-Account-ID: <account_id>`; `codex-rs/core/src/default_client.rs`: every request also
-  carries `originator: codex_cli_rs` (the default originator).
+  carries an `originator` header naming the client (Codex sends `codex_cli_rs`/`codex_exec`,
+  see tests/fixtures/providers/responses_requests_from_codex.jsonl). Cody says who it is:
+  `originator: cody` and `User-Agent: cody/<version>`.
+- The ChatGPT backend answers 400 `{"detail": "Instructions are required"}` to a request
+  without a top-level `instructions` field even when the prompt is a developer message in
+  `input` (reported 2026-05 and 2026-06: github.com/PwnKit-Labs/pwnkit/pull/330,
+  github.com/EasyMetaAu/helm-api/pull/311; read 2026-11-22), while Codex 0.169 on an API key
+  sends none. Cody always sends `instructions`, which both accept; the backend no longer
+  insists on Codex's own prompt ("Instructions are not valid", openai/codex#3376, 2025).
 
 Decisions where the sources are silent: expiry comes from the access token's JWT `exp` claim
 (read without verifying the signature; within 60 s counts as expired); when the token has no
-readable `exp`, the Codex rule applies (refresh when `last_refresh` is over 8 days old). The
-`originator` defaults to the Codex CLI's own value because the tokens were issued to the Codex
-CLI's client; pass `originator=` to change it. See `auth_sources` for the shared invariants.
+readable `exp`, the Codex rule applies (refresh when `last_refresh` is over 8 days old). See `auth_sources`
+for the shared invariants.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ __all__ = [
     "CHATGPT_BASE_URL",
     "CHATGPT_TOKEN_URL",
     "CODEX_CLIENT_ID",
-    "CODEX_ORIGINATOR",
+    "CODY_ORIGINATOR",
     "ChatGptAuth",
     "jwt_claims",
 ]
@@ -50,7 +57,8 @@ CHATGPT_BASE_URL: Final = "https://chatgpt.com/backend-api/codex"
 CHATGPT_TOKEN_URL: Final = "https://auth.openai.com/oauth/token"
 CODEX_CLIENT_ID: Final = "app_EMoamEEZ73f0CkXaXp7hrann"
 """The Codex CLI's public OAuth client id (`CLIENT_ID` in codex-rs/core/src/auth.rs)."""
-CODEX_ORIGINATOR: Final = "codex_cli_rs"
+CODY_ORIGINATOR: Final = "cody"
+"""The `originator` header on ChatGPT-login requests: Cody names itself (not `codex_cli_rs`)."""
 _REFRESH_SCOPE: Final = "openid profile email"
 _CODEX_REFRESH_INTERVAL_S: Final = 8 * 24 * 3600.0  # TOKEN_REFRESH_INTERVAL (8 days)
 _AUTH_CLAIM: Final = "https://api.openai.com/auth"
@@ -71,7 +79,7 @@ class ChatGptAuth(OAuthFileAuth):
         now: Callable[[], float] = time.time,
         provider_id: str = "openai",
         api_key_env: str | None = "OPENAI_API_KEY",
-        originator: str = CODEX_ORIGINATOR,
+        originator: str = CODY_ORIGINATOR,
     ) -> None:
         super().__init__(
             codex_home / "auth.json",

@@ -15,11 +15,22 @@ Invariants:
 - the message list sent is always valid for the API: every assistant `tool_calls` message
   is directly followed by one `tool` message per call (outputs recorded later in the history
   are moved up; orphan outputs are dropped), whatever order the history holds them in;
-- reasoning is never sent back: Chat Completions has no portable field for it, so other
-  providers' opaque data (and our own reasoning text) stays out of the request;
-- `ReasoningDone` (summary text only, `provider` = this id) follows each run of reasoning
-  deltas; tool calls are assembled from fragments keyed by `index` and reported once each,
-  at the end; `UsageReport` only when the server sent usage (never invented zeros);
+- reasoning is sent back only to the provider id that produced it, in the field it came in:
+  `reasoning_content` (DeepSeek, Kimi: DeepSeek's thinking mode answers 400 "The
+  `reasoning_content` in the thinking mode must be passed back to the API" to the call after
+  a tool call without it, https://api-docs.deepseek.com/guides/thinking_mode#tool-calls, read
+  2026-11-22) or `reasoning_details` (OpenRouter, fragments merged per `type` + `index`,
+  https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks), on the
+  assistant message that follows it. Chat has no portable reasoning field: other providers'
+  reasoning (and OpenRouter's plain `reasoning` text) stays out of the request;
+- `ReasoningDone` (`provider` = this id, `replay_fields` as above) follows each run of
+  reasoning deltas; tool calls are assembled from fragments keyed by `index` and reported once
+  each, at the end; `UsageReport` only when the server sent usage (never invented zeros);
+- a reasoning model (catalog `reasoning = "effort"`, or an unlisted id of a reasoning family)
+  always gets `reasoning_effort` (configured, else `medium`); any other only when configured;
+- for models that cache only at `cache_control` breakpoints (catalog `prompt_cache =
+  "breakpoints"`: Claude through OpenRouter, https://openrouter.ai/docs/features/prompt-caching)
+  the system prompt and the last message are marked, as the Messages provider does;
 - auth secrets and header values, prompts and model output are never logged and never put
   in error messages.
 """
@@ -57,9 +68,10 @@ from .base import (
 )
 from .http_errors import classify, error_info
 from .http_provider import Attempt, HttpProvider, SseEvents, secret_values
+from .models import capabilities, resolve_effort
 from .retry import Sleep
 
-__all__ = ["OpenAIChatProvider"]
+__all__ = ["OpenAIChatProvider", "merge_reasoning_details"]
 
 _NO_OUTPUT = "No output was recorded for this tool call."
 
@@ -77,10 +89,13 @@ class OpenAIChatProvider(HttpProvider):
         headers: dict[str, str] | None = None,
         max_retries: int = 4,
         connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float = 60.0,
+        first_byte_timeout_s: float | None = None,
         stream_idle_timeout_s: float = 300.0,
         client: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
+        stream_max_retries: int = 5,
+        retry_window_s: float = 60.0,
+        query_params: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             provider_id=provider_id,
@@ -96,6 +111,9 @@ class OpenAIChatProvider(HttpProvider):
             stream_idle_timeout_s=stream_idle_timeout_s,
             client=client,
             sleep=sleep,
+            stream_max_retries=stream_max_retries,
+            retry_window_s=retry_window_s,
+            query_params=query_params,
         )
 
     # -- request -------------------------------------------------------------------------
@@ -108,9 +126,13 @@ class OpenAIChatProvider(HttpProvider):
         ignored. `tools`/`tool_choice`/`parallel_tool_calls` are only sent with tools
         (OpenAI rejects `tool_choice` and an empty `tools` list otherwise).
         """
+        caps = capabilities(self._id, request.model)
+        messages = self.messages(request.instructions, request.history)
+        if caps.prompt_cache == "breakpoints":
+            _mark_cache_breakpoints(messages)
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": self.messages(request.instructions, request.history),
+            "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -124,8 +146,10 @@ class OpenAIChatProvider(HttpProvider):
             body["parallel_tool_calls"] = True
         if request.max_output_tokens is not None:
             body["max_completion_tokens"] = request.max_output_tokens
-        if request.reasoning_effort is not None:
-            body["reasoning_effort"] = request.reasoning_effort
+        configured = request.reasoning_effort
+        effort = configured if caps.reasoning == "none" else resolve_effort(configured, caps)
+        if effort is not None:
+            body["reasoning_effort"] = effort
         return body
 
     def messages(self, instructions: str, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
@@ -138,6 +162,15 @@ class OpenAIChatProvider(HttpProvider):
         if instructions:
             messages.append({"role": "system", "content": instructions})
         open_calls: list[str] = []
+        replay: dict[str, Any] = {}
+        """Reasoning fields waiting for the next assistant message."""
+
+        def assistant(content: str | None) -> dict[str, Any]:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            message.update(replay)
+            replay.clear()
+            messages.append(message)
+            return message
 
         def answer_open_calls() -> None:
             for call_id in open_calls:
@@ -149,9 +182,8 @@ class OpenAIChatProvider(HttpProvider):
         for item in history:
             if isinstance(item, FunctionCallItem):
                 last = messages[-1] if messages else None
-                if last is None or last["role"] != "assistant":
-                    last = {"role": "assistant", "content": None}
-                    messages.append(last)
+                if last is None or last["role"] != "assistant" or replay:
+                    last = assistant(None)
                 call = {"name": item.name, "arguments": item.arguments}
                 last.setdefault("tool_calls", []).append(
                     {"id": item.call_id, "type": "function", "function": call}
@@ -159,12 +191,19 @@ class OpenAIChatProvider(HttpProvider):
                 open_calls.append(item.call_id)
             elif isinstance(item, MessageItem):
                 answer_open_calls()
-                if item.text:
+                if item.role == "assistant":
+                    if item.text:
+                        assistant(item.text)
+                elif item.text:
+                    replay.clear()  # reasoning never answered: nothing to attach it to
                     role = "system" if item.role == "developer" else item.role
                     messages.append({"role": role, "content": item.text})
             elif isinstance(item, FunctionCallOutputItem):
                 answer_open_calls()  # its tool message is written there (or it answers nothing)
-            # ReasoningItem: no portable Chat field; not sent.
+            elif isinstance(item, ReasoningItem):
+                answer_open_calls()
+                if item.provider == self._id and item.replay_fields:
+                    _merge_replay(replay, item.replay_fields)
         answer_open_calls()
         return messages
 
@@ -218,6 +257,10 @@ class _StreamState:
     _slots: dict[int, _Call] = field(default_factory=dict)
     """`index` -> the call its fragments currently extend."""
     _reasoning: list[str] = field(default_factory=list)
+    _reasoning_content: bool = False
+    """This run of reasoning came as `reasoning_content` (replayed in that field)."""
+    _details: list[dict[str, Any]] = field(default_factory=list)
+    """This run's OpenRouter `reasoning_details` fragments."""
     _reasoning_runs: int = 0
     _refused: bool = False
     _usage: dict[str, Any] | None = None
@@ -253,10 +296,16 @@ class _StreamState:
     def _delta(self, delta: dict[str, Any], events: list[ModelEvent]) -> None:
         # DeepSeek/vLLM stream `reasoning_content`, OpenRouter `reasoning`; some servers send
         # both with the same text, so one is used per chunk.
-        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        content_field = delta.get("reasoning_content")
+        if isinstance(content_field, str):
+            self._reasoning_content = True
+        thought = content_field or delta.get("reasoning")
         if isinstance(thought, str) and thought:
             self._reasoning.append(thought)
             events.append(ReasoningDelta(thought))
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            self._details.extend(d for d in details if isinstance(d, dict))
         content = delta.get("content")
         if isinstance(content, str) and content:
             self._close_reasoning(events)
@@ -297,15 +346,24 @@ class _StreamState:
             call.arguments.append(orjson.dumps(arguments).decode())
 
     def _close_reasoning(self, events: list[ModelEvent]) -> None:
-        if not self._reasoning:
+        if not self._reasoning and not self._details and not self._reasoning_content:
             return
         self._reasoning_runs += 1
+        text = "".join(self._reasoning)
+        replay: dict[str, Any] = {}
+        if self._details:
+            replay["reasoning_details"] = merge_reasoning_details(self._details)
+        elif self._reasoning_content:
+            replay["reasoning_content"] = text
         item = ReasoningItem(
             id=f"rs_{self.response_id or 'chat'}_{self._reasoning_runs}",
-            summary=[SummaryPart(text="".join(self._reasoning))],
+            summary=[SummaryPart(text=text)] if text else [],
             provider=self._provider,
+            replay_fields=replay or None,
         )
         self._reasoning.clear()
+        self._details = []
+        self._reasoning_content = False
         events.append(ReasoningDone(item))
 
     def end(self) -> list[ModelEvent]:
@@ -345,6 +403,60 @@ class _StreamState:
             env_key=self._env_key,
             secrets=self._secrets,
         )
+
+
+def merge_reasoning_details(fragments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Streamed `reasoning_details` fragments -> whole entries: consecutive fragments with the
+    same `type` and `index` are one entry (their `text` / `summary` / `data` concatenated; a
+    later non-empty `signature`, `id` or `format` wins); entries without an `index` stay
+    separate."""
+    merged: list[dict[str, Any]] = []
+    for fragment in fragments:
+        last = merged[-1] if merged else None
+        same = (
+            last is not None
+            and "index" in fragment
+            and fragment.get("index") == last.get("index")
+            and fragment.get("type") == last.get("type")
+        )
+        if not same or last is None:
+            merged.append(dict(fragment))
+            continue
+        for key, value in fragment.items():
+            if key in ("text", "summary", "data") and isinstance(value, str):
+                last[key] = (last.get(key) or "") + value
+            elif value not in (None, "") and key not in ("type", "index"):
+                last[key] = value
+    return merged
+
+
+def _merge_replay(pending: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Add one reasoning item's replay fields to those waiting for the assistant message."""
+    for key, value in fields.items():
+        if key == "reasoning_details" and isinstance(value, list):
+            pending[key] = [*pending.get(key, []), *value]
+        elif key == "reasoning_content" and isinstance(value, str):
+            pending[key] = pending.get(key, "") + value
+        else:
+            pending[key] = value
+
+
+def _mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Mark the system prompt and the last message for prompt caching (content as text parts
+    with `cache_control`, the form OpenRouter passes to Anthropic)."""
+    targets = [m for m in messages[:1] if m["role"] == "system"]
+    if (
+        messages
+        and messages[-1]["role"] in ("user", "tool", "system")
+        and (messages[-1] not in targets)
+    ):
+        targets.append(messages[-1])
+    for message in targets:
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            message["content"] = [
+                {"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}
+            ]
 
 
 def _count(value: Any) -> int:

@@ -4,6 +4,18 @@ Request shape follows what the Codex CLI sends (stateless: `store: false`, reaso
 across turns as `encrypted_content`). Stream events follow
 https://platform.openai.com/docs/api-reference/responses-streaming.
 
+Reasoning (https://developers.openai.com/api/docs/guides/reasoning, read 2026-11-22): a
+reasoning model (catalog `reasoning = "effort"`, or an unlisted id of a reasoning family such
+as `gpt-6-*`) always gets an explicit `reasoning.effort`: the configured one mapped to one the
+model accepts, else `medium` (as Codex sends it; GPT-5.1 and later default to `none` when
+none is sent). Any other model gets `reasoning` only when an effort is configured.
+Summaries (`reasoning.summary`) are requested only when `model_reasoning_summary` is
+configured, or by default (`auto`) on a ChatGPT login: OpenAI answers 400 "Your organization
+must be verified to generate reasoning summaries" (param `reasoning.summary`, code
+`unsupported_value`) to unverified organisations. When that 400 comes anyway, the request is
+sent once more without a summary, and this provider instance (one per provider and login)
+never asks for summaries again.
+
 Invariants:
 - a call yields model events and ends with exactly one `StreamEnd`, or raises
   `ProviderError`; a stream that stops before `response.completed`/`.incomplete`/`.failed`
@@ -22,10 +34,12 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import httpx
+from cody_protocol.settings import ReasoningSummary
 
 from ..core.history import (
     FunctionCallItem,
@@ -50,11 +64,14 @@ from .base import (
 )
 from .http_errors import ErrorInfo, classify
 from .http_provider import Attempt, HttpProvider, SseEvents
+from .models import capabilities, resolve_effort
 from .retry import Sleep
 
 __all__ = ["OpenAIResponsesProvider"]
 
-_REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
+log = logging.getLogger(__name__)
+
+_SUMMARY_PARAM = "reasoning.summary"
 _TEXT_DELTA = "response.output_text.delta"
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 
@@ -77,11 +94,20 @@ class OpenAIResponsesProvider(HttpProvider):
         headers: dict[str, str] | None = None,
         max_retries: int = 4,
         connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float = 60.0,
+        first_byte_timeout_s: float | None = None,
         stream_idle_timeout_s: float = 300.0,
         client: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
+        stream_max_retries: int = 5,
+        retry_window_s: float = 60.0,
+        query_params: Mapping[str, str] | None = None,
+        default_summary: ReasoningSummary | None = None,
     ) -> None:
+        """`default_summary` is requested when none is configured (`auto` on a ChatGPT
+        login, None on an API key)."""
+        self._default_summary = default_summary
+        self.summaries_refused = False
+        """Set once the server refused reasoning summaries; they are not requested again."""
         if auth is None:
             auth = ApiKeyAuth(api_key) if api_key else NoAuth()
         super().__init__(
@@ -98,6 +124,9 @@ class OpenAIResponsesProvider(HttpProvider):
             stream_idle_timeout_s=stream_idle_timeout_s,
             client=client,
             sleep=sleep,
+            stream_max_retries=stream_max_retries,
+            retry_window_s=retry_window_s,
+            query_params=query_params,
         )
 
     # -- request -------------------------------------------------------------------------
@@ -124,20 +153,50 @@ class OpenAIResponsesProvider(HttpProvider):
             "stream": True,
             "prompt_cache_key": request.session_id,
         }
-        effort = request.reasoning_effort
-        if effort is not None or request.model.lower().startswith(_REASONING_MODEL_PREFIXES):
-            # Non-reasoning models reject `reasoning`; an explicit effort means "it reasons".
-            reasoning: dict[str, str] = {}
-            if effort is not None:
-                reasoning["effort"] = effort
-            if request.reasoning_summary != "none":
-                reasoning["summary"] = request.reasoning_summary
-            if reasoning:
-                body["reasoning"] = reasoning
+        reasoning = self._reasoning(request)
+        if reasoning is not None:
+            body["reasoning"] = reasoning
             body["include"] = ["reasoning.encrypted_content"]
         if request.max_output_tokens is not None:
             body["max_output_tokens"] = request.max_output_tokens
         return body
+
+    def _reasoning(self, request: ModelRequest) -> dict[str, str] | None:
+        """`reasoning` for this request, or None for a model that does not reason (they
+        reject the field); see the module docstring."""
+        caps = capabilities(self._id, request.model)
+        configured = request.reasoning_effort
+        if caps.reasoning == "none" and configured is None:
+            return None
+        effort = configured if caps.reasoning == "none" else resolve_effort(configured, caps)
+        reasoning: dict[str, str] = {"effort": effort} if effort else {}
+        summary = request.reasoning_summary or self._default_summary
+        if summary is not None and summary != "none" and not self.summaries_refused:
+            reasoning["summary"] = summary
+        return reasoning
+
+    def _fallback_body(
+        self, error: ProviderError, body: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Without `reasoning.summary`, once, when the server refused summaries (see the
+        module docstring); the refusal is remembered by this instance."""
+        reasoning = body.get("reasoning")
+        if error.http_status != 400 or not isinstance(reasoning, dict):
+            return None
+        if "summary" not in reasoning:
+            return None
+        about_summary = error.details.get("param") == _SUMMARY_PARAM or (
+            "reasoning summar" in error.message.lower()
+        )
+        if not about_summary:
+            return None
+        self.summaries_refused = True
+        log.warning(
+            "%s: the server refused reasoning summaries (HTTP 400); sending again without, "
+            "and not asking for them again",
+            self._id,
+        )
+        return {**body, "reasoning": {k: v for k, v in reasoning.items() if k != "summary"}}
 
     def input_items(self, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
         """Neutral history -> Responses `input`; other providers' opaque reasoning is dropped."""

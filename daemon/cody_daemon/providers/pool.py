@@ -39,8 +39,11 @@ class ProviderPool:
             spec.id,
             spec.wire_api,
             spec.base_url,
-            tuple(sorted(spec.headers.items())),
+            tuple(sorted(self._headers(spec).items())),
+            tuple(sorted(spec.query_params.items())),
             spec.max_retries,
+            spec.stream_max_retries,
+            spec.retry_window_s,
             spec.stream_idle_timeout_s,
             credentials.kind if credentials else None,
             credentials.source if credentials else None,
@@ -66,14 +69,19 @@ class ProviderPool:
             "base_url": base_url_for(spec, credentials, self._env),
             "auth": auth,
             "env_key": spec.env_key,
-            "headers": dict(spec.headers),
+            "headers": self._headers(spec),
             "max_retries": spec.max_retries,
+            "stream_max_retries": spec.stream_max_retries,
+            "retry_window_s": spec.retry_window_s,
             "stream_idle_timeout_s": spec.stream_idle_timeout_s,
+            "query_params": dict(spec.query_params),
         }
         if spec.wire_api == "responses":
             from .openai_responses import OpenAIResponsesProvider
 
-            return OpenAIResponsesProvider(**common)  # type: ignore[arg-type]
+            # A ChatGPT login gets summaries by default; an API key only when configured.
+            summary = "auto" if credentials is not None and credentials.kind == "chatgpt" else None
+            return OpenAIResponsesProvider(**common, default_summary=summary)  # type: ignore[arg-type]
         if spec.wire_api == "chat":
             from .openai_chat import OpenAIChatProvider
 
@@ -81,6 +89,16 @@ class ProviderPool:
         from .anthropic_messages import AnthropicMessagesProvider
 
         return AnthropicMessagesProvider(**common)  # type: ignore[arg-type]
+
+    def _headers(self, spec: ProviderSpec) -> dict[str, str]:
+        """`http_headers`, plus each `env_http_headers` entry whose variable is set (Codex's
+        rule: an unset or empty variable sends no header)."""
+        headers = dict(spec.headers)
+        for name, variable in spec.env_headers.items():
+            value = self._env.get(variable, "").strip()
+            if value:
+                headers[name] = value
+        return headers
 
     async def aclose(self) -> None:
         instances = list(self._instances.values())

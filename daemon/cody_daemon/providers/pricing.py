@@ -1,7 +1,7 @@
 """Token prices of the built-in providers' models, and the USD cost of a model call.
 
-The data is `prices.toml` next to this module (packaged with the wheel), read once with
-`importlib.resources` and cached; see that file's header for its format and sources.
+The prices are the `price` tables of the model catalog (`models.toml`, read by `models`; see
+that file's header for the format and the sources), parsed once and cached.
 
 Invariants:
 - `price_for` answers only for models it has a price for: an unknown provider or model gives
@@ -29,15 +29,14 @@ Invariants:
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from importlib import resources
 from typing import Any, Final
 
 from cody_protocol.prompt import TokenUsage
 
+from .models import ModelCatalog
 from .specs import CredentialKind, Credentials, ProviderSpec, official_base_url
 
 __all__ = [
@@ -90,22 +89,21 @@ class PriceTable:
 
     @classmethod
     def load(cls) -> PriceTable:
-        """The packaged `prices.toml` (parsed once per process)."""
+        """The prices of the packaged model catalog (parsed once per process)."""
         return _packaged()
 
     @classmethod
-    def from_toml(cls, text: str) -> PriceTable:
-        """Parse a price file; `ValueError` naming the entry when one is malformed."""
-        data = tomllib.loads(text)
-        raw: dict[tuple[str, str], dict[str, Any]] = {}
-        for provider, models in data.items():
-            if not isinstance(models, dict):
-                raise ValueError(f"prices: `{provider}` must be a table of models")
-            for model, entry in models.items():
-                if not isinstance(entry, dict):
-                    raise ValueError(f"prices: `{provider}.{model}` must be a table")
-                raw[(provider, model)] = entry
+    def from_catalog(cls, models: ModelCatalog) -> PriceTable:
+        """The `price` tables of `models`; `ValueError` naming the entry when one is malformed."""
+        raw: dict[tuple[str, str], dict[str, Any]] = {
+            (m.provider, m.id): dict(m.price) for m in models.entries() if m.price is not None
+        }
         return cls({key: _entry(key, entry, raw) for key, entry in raw.items()})
+
+    @classmethod
+    def from_toml(cls, text: str) -> PriceTable:
+        """The prices of a catalog file in `models.toml`'s format."""
+        return cls.from_catalog(ModelCatalog.from_toml(text))
 
     def price_for(self, provider_id: str, model: str) -> Price | None:
         found = self._prices.get((provider_id, model))
@@ -156,10 +154,7 @@ def billed_per_token(kind: CredentialKind) -> bool:
 
 @functools.cache
 def _packaged() -> PriceTable:
-    text = (
-        resources.files("cody_daemon.providers").joinpath("prices.toml").read_text(encoding="utf-8")
-    )
-    return PriceTable.from_toml(text)
+    return PriceTable.from_catalog(ModelCatalog.load())
 
 
 def _entry(
@@ -167,17 +162,17 @@ def _entry(
     entry: dict[str, Any],
     raw: Mapping[tuple[str, str], dict[str, Any]],
 ) -> Price:
-    name = f"{key[0]}.{key[1]}"
+    name = f"models.{key[0]}.{key[1]}.price"
     unknown = set(entry) - _ENTRY_KEYS
     if unknown:
-        raise ValueError(f"prices: `{name}` has unknown keys: {', '.join(sorted(unknown))}")
+        raise ValueError(f"price: `{name}` has unknown keys: {', '.join(sorted(unknown))}")
     source, read_on, note = entry.get("source"), entry.get("date"), entry.get("note")
     if not isinstance(source, str) or not source:
-        raise ValueError(f"prices: `{name}.source` must name where the price comes from")
+        raise ValueError(f"price: `{name}.source` must name where the price comes from")
     if not isinstance(read_on, date):
-        raise ValueError(f"prices: `{name}.date` must be a date (YYYY-MM-DD)")
+        raise ValueError(f"price: `{name}.date` must be a date (YYYY-MM-DD)")
     if note is not None and not isinstance(note, str):
-        raise ValueError(f"prices: `{name}.note` must be text")
+        raise ValueError(f"price: `{name}.note` must be text")
     rates = entry
     same_as = entry.get("same_as")
     if same_as is not None:
@@ -186,7 +181,7 @@ def _entry(
             other = raw.get((str(same_as[0]), str(same_as[1])))
         if other is None or "same_as" in other or set(entry) & {*_RATE_KEYS, "long_context"}:
             raise ValueError(
-                f"prices: `{name}.same_as` must name another priced entry "
+                f"price: `{name}.same_as` must name another priced entry "
                 "[provider, model] and the entry must have no rates of its own"
             )
         rates = other
@@ -205,10 +200,10 @@ def _entry(
 
 def _long_context(name: str, tier: Any) -> LongContextPrice:
     if not isinstance(tier, dict) or set(tier) - _TIER_KEYS:
-        raise ValueError(f"prices: `{name}` must be a table of {', '.join(sorted(_TIER_KEYS))}")
+        raise ValueError(f"price: `{name}` must be a table of {', '.join(sorted(_TIER_KEYS))}")
     above = tier.get("above_input_tokens")
     if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
-        raise ValueError(f"prices: `{name}.above_input_tokens` must be a positive integer")
+        raise ValueError(f"price: `{name}.above_input_tokens` must be a positive integer")
     return LongContextPrice(
         above_input_tokens=above,
         input=_rate(name, tier, "input"),
@@ -225,7 +220,7 @@ def _optional_rate(name: str, table: Mapping[str, Any], key: str) -> float | Non
 def _rate(name: str, table: Mapping[str, Any], key: str) -> float:
     value = table.get(key)
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"prices: `{name}.{key}` must be a number >= 0 (USD per 1M tokens)")
+        raise ValueError(f"price: `{name}.{key}` must be a number >= 0 (USD per 1M tokens)")
     return float(value)
 
 

@@ -1,15 +1,19 @@
-"""Retry policy shared by every HTTP provider: exponential backoff with full jitter.
+"""Retry policy shared by every HTTP provider: exponential backoff with jitter over a window.
 
 Invariants:
-- only failures that happened before any byte of the response body reached the provider
-  are candidates (the caller guarantees that; once deltas were streamed a retry would
-  duplicate them);
+- only failures that happened before any model output reached the caller are candidates
+  (the caller guarantees that; once deltas were streamed a retry would duplicate them);
 - of those, only errors marked `retryable` whose HTTP status (if any) is 429 or one of the
   transient 5xx codes in `RETRY_STATUSES` are retried; connection errors have no status;
 - a server-sent wait (`retry-after-ms`, `Retry-After` as delta-seconds or HTTP-date) is
-  honoured exactly instead of the jittered backoff; a wait longer than
-  `max_retry_after_s` is not slept through: the error goes to the user, who can decide;
-- at most `max_retries` retries, i.e. `max_retries + 1` attempts in all.
+  honoured exactly instead of the backoff; a wait longer than `max_retry_after_s` is not
+  slept through: the error goes to the user, who can decide;
+- at most `max_retries` retries, i.e. `max_retries + 1` attempts in all;
+- the backoff doubles from retry to retry and is scaled so that the `max_retries` waits
+  together last at least `window_s` (a 5xx burst of up to a minute is ridden out with the
+  default 4 retries: about 4, 8, 16 and 32 s); each wait is stretched by a random 0-25% so
+  that many clients do not retry in lockstep, never shortened (the window stays a minimum);
+  no single wait exceeds `window_s`, and the first is at least `min_delay_s`.
 
 `sleep` and `rand` are injectable so unit tests neither wait nor depend on chance.
 """
@@ -76,11 +80,14 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
-    """When and how long to wait before retrying a failed request."""
+    """When and how long to wait before retrying a failed request (see the invariants)."""
 
     max_retries: int = 4
-    base_delay_s: float = 0.5
-    max_delay_s: float = 30.0
+    window_s: float = 60.0
+    """The waits of all `max_retries` retries add up to at least this."""
+    min_delay_s: float = 0.25
+    jitter: float = 0.25
+    """Each wait is stretched by up to this fraction (never shortened)."""
     max_retry_after_s: float = 60.0
     """A server asking for a longer wait than this is reported instead of waited for."""
     sleep: Sleep = field(default=asyncio.sleep)
@@ -93,10 +100,16 @@ class RetryPolicy:
             return False
         return error.http_status is None or error.http_status in RETRY_STATUSES
 
+    def nominal_delay_s(self, failures: int) -> float:
+        """The wait before retry number `failures` (>= 1) before jitter: doubling, scaled so
+        that `max_retries` of them sum to `window_s`."""
+        retries = max(1, self.max_retries)
+        base = max(self.window_s / (2.0**retries - 1.0), self.min_delay_s)
+        return min(self.window_s, base * 2.0 ** max(0, failures - 1))
+
     def backoff_s(self, failures: int) -> float:
-        """Full-jitter backoff after `failures` (>= 1) failed attempts."""
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** max(0, failures - 1))
-        return float(self.rand()) * ceiling
+        """The jittered wait after `failures` (>= 1) failed attempts."""
+        return self.nominal_delay_s(failures) * (1.0 + self.jitter * float(self.rand()))
 
     def delay_before_retry(self, failures: int, error: ProviderError) -> float | None:
         """Seconds to wait before the next attempt, or None to give up and raise `error`.

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from .models import catalog
+
 __all__ = [
     "ANTHROPIC_BASE_URL",
     "OPENAI_BASE_URL",
@@ -56,7 +58,18 @@ class ProviderSpec:
     default_model: str
     models: tuple[ModelSpec, ...]
     max_retries: int = 4
+    """`request_max_retries`: retries of a request whose stream never started."""
+    stream_max_retries: int = 5
+    """`stream_max_retries`: retries of a stream that failed before any model output."""
+    retry_window_s: float = 60.0
+    """`request_retry_window_ms`: the backoff of all retries spans at least this long."""
     stream_idle_timeout_s: float = 300.0
+    """`stream_idle_timeout_ms`: the longest wait for the first event and between events."""
+    env_headers: dict[str, str] = field(default_factory=dict, hash=False)
+    """`env_http_headers`: header name -> environment variable holding its value."""
+    query_params: dict[str, str] = field(default_factory=dict, repr=False, hash=False)
+    """`query_params`: added to every request URL (may hold secrets: not in repr)."""
+    env_key_instructions: str | None = None
     builtin: bool = False
 
     @property
@@ -114,8 +127,23 @@ def official_base_url(provider_id: str, env: Mapping[str, str] | None = None) ->
 def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpec, ...]:
     """The built-in providers, in `BUILTIN_PROVIDER_IDS` order (fresh objects each call).
 
-    `env` supplies `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` overrides (see `BASE_URL_ENV`).
+    Their models, default model and context windows come from the model catalog
+    (`models.toml`). `env` supplies `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` overrides (see
+    `BASE_URL_ENV`).
     """
+    listed = catalog()
+
+    def models(provider: str) -> tuple[ModelSpec, ...]:
+        return tuple(
+            ModelSpec(id=m.id, context_window=m.capabilities.context_window)
+            for m in listed.models_of(provider)
+        )
+
+    def default(provider: str) -> str:
+        found = listed.default_of(provider)
+        assert found is not None, f"models.toml lists no default model for {provider}"
+        return found
+
     return (
         ProviderSpec(
             id="openai",
@@ -123,14 +151,8 @@ def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpe
             wire_api="responses",
             base_url=official_base_url("openai", env),
             env_key="OPENAI_API_KEY",
-            default_model="gpt-5.5",
-            models=(
-                ModelSpec(id="gpt-5.5", context_window=400_000),
-                ModelSpec(id="gpt-5.4", context_window=400_000),
-                ModelSpec(id="gpt-5.4-mini", context_window=400_000),
-                ModelSpec(id="gpt-5.3-codex", context_window=272_000),
-                ModelSpec(id="gpt-5.2", context_window=272_000),
-            ),
+            default_model=default("openai"),
+            models=models("openai"),
             builtin=True,
         ),
         ProviderSpec(
@@ -139,12 +161,8 @@ def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpe
             wire_api="anthropic",
             base_url=official_base_url("anthropic", env),
             env_key="ANTHROPIC_API_KEY",
-            default_model="claude-opus-4-8",
-            models=(
-                ModelSpec(id="claude-opus-4-8", context_window=200_000),
-                ModelSpec(id="claude-sonnet-4-6", context_window=200_000),
-                ModelSpec(id="claude-haiku-4-5", context_window=200_000),
-            ),
+            default_model=default("anthropic"),
+            models=models("anthropic"),
             builtin=True,
         ),
         ProviderSpec(
@@ -153,11 +171,8 @@ def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpe
             wire_api="chat",
             base_url=OPENROUTER_BASE_URL,
             env_key="OPENROUTER_API_KEY",
-            default_model="openai/gpt-5.5",
-            models=(
-                ModelSpec(id="openai/gpt-5.5", context_window=400_000),
-                ModelSpec(id="anthropic/claude-opus-4.8", context_window=200_000),
-            ),
+            default_model=default("openrouter"),
+            models=models("openrouter"),
             builtin=True,
         ),
         ProviderSpec(
@@ -166,8 +181,8 @@ def builtin_providers(env: Mapping[str, str] | None = None) -> tuple[ProviderSpe
             wire_api="offline",
             base_url=None,
             env_key=None,
-            default_model="offline",
-            models=(ModelSpec(id="offline", context_window=32_768),),
+            default_model=default("offline"),
+            models=models("offline"),
             max_retries=0,
             builtin=True,
         ),

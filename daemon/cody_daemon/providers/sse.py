@@ -5,14 +5,19 @@
 simply stops iterating after its API's terminal event (`aclosing` closes the response).
 
 Invariants:
-- failures before the first event (connect errors, resets, HTTP errors, first-byte timeout)
-  are retried per `RetryPolicy`, since nothing has been yielded yet; after the first event
-  nothing is retried;
+- failures before the first event (connect errors, resets, HTTP errors) are retried per
+  `RetryPolicy`, since nothing has been yielded yet; after the first event nothing is retried
+  here;
+- a request that was sent on a live connection is never sent again because it is slow: the
+  first event may take up to `first_byte_timeout_s` (the provider's `stream_idle_timeout_ms`,
+  300 s by default: a reasoning model may think for minutes before its first byte); after
+  that the stream is abandoned with a `network` error that is not retryable (a second request
+  would be billed a second time);
 - the stream ending (or the connection dropping) while the caller is still iterating raises
   a retryable `network` ProviderError: a response is never silently truncated;
 - waiting longer than `idle_timeout_s` for the next event raises a `network` ProviderError
-  naming `model_providers.<id>.stream_idle_timeout_ms`; time the consumer spends between
-  events never counts;
+  naming `model_providers.<id>.stream_idle_timeout_ms` (not retryable either); time the
+  consumer spends between events never counts;
 - the HTTP response is closed on every exit path (end, error, cancellation, `aclose`).
 """
 
@@ -48,7 +53,8 @@ class StreamSettings:
     env_key: str | None = None
     secrets: tuple[str, ...] = ()
     """Strings scrubbed from every error message (API keys, auth header values)."""
-    first_byte_timeout_s: float = 60.0
+    first_byte_timeout_s: float = 300.0
+    """Response headers and the first event must arrive within this (after connecting)."""
     idle_timeout_s: float = 300.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
@@ -107,8 +113,7 @@ async def _attempt(
                 events = EventSource(response).aiter_sse()
                 sse = await anext(events)
         except TimeoutError:
-            what = f"no answer within {settings.first_byte_timeout_s:g} s"
-            raise _BeforeFirstEvent(_network(settings, what)) from None
+            raise _first_event_timeout(settings) from None
         except StopAsyncIteration:
             raise _BeforeFirstEvent(_cut_off(settings, "the stream was empty")) from None
         except httpx.UnsupportedProtocol:
@@ -265,12 +270,28 @@ def _cut_off(settings: StreamSettings, what: str) -> ProviderError:
     )
 
 
+def _first_event_timeout(settings: StreamSettings) -> ProviderError:
+    name = settings.provider
+    return ProviderError(
+        kind="network",
+        provider=name,
+        retryable=False,
+        message=(
+            f"'{name}' sent nothing for {settings.first_byte_timeout_s:g} s after the request "
+            "was sent, so the request was abandoned; it was not sent again (the provider may "
+            "have been working on it, and a second request would be billed too). Retry the "
+            f"turn, or raise `model_providers.{name}.stream_idle_timeout_ms` if the model "
+            "needs longer to start answering."
+        ),
+    )
+
+
 def _idle_timeout(settings: StreamSettings) -> ProviderError:
     name = settings.provider
     return ProviderError(
         kind="network",
         provider=name,
-        retryable=True,
+        retryable=False,
         message=(
             f"'{name}' sent nothing for {settings.idle_timeout_s:g} s in the middle of a "
             "response, so the stream was abandoned; the turn can be retried. Raise "

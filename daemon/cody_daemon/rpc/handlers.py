@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
 from cody_protocol.extensions import (
+    CompactSessionParams,
+    CompactSessionResult,
     McpServerStatus,
     ModelInfo,
     ModelsListResult,
@@ -208,6 +210,21 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             {"sessionId": session.id, **_session_state(app, session)}
         )
 
+    async def session_compact(params: Any) -> Any:
+        parsed = parse(CompactSessionParams, params)
+        result = await manager.compact(parsed.session_id, link)
+        if result is None:
+            return CompactSessionResult(
+                compacted=False, reason="nothing to summarise yet (no earlier messages)"
+            )
+        return CompactSessionResult(
+            compacted=True,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            summarized_items=result.summarized_items,
+            kept_items=result.kept_items,
+        )
+
     async def tools_list(params: Any) -> Any:
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
@@ -269,6 +286,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.SESSION_SET_MODE: session_set_mode,
         methods.SESSION_SET_CONFIG_OPTION: session_set_config_option,
         methods.CODY_SESSION_FORK: session_fork,
+        methods.CODY_SESSION_COMPACT: session_compact,
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,
     }
@@ -282,6 +300,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
 EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
+    methods.CODY_SESSION_COMPACT,
     methods.CODY_TOOLS_LIST,
     methods.CODY_MODELS_LIST,
     methods.CODY_SESSION_HISTORY,

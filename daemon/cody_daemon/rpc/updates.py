@@ -11,10 +11,13 @@ from typing import Any
 
 from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
+    CodySessionInfoMeta,
+    CompactionNotice,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     PlanEntry,
     PlanUpdate,
+    SessionInfoMeta,
     SessionInfoUpdate,
     ToolCallStart,
     ToolCallUpdate,
@@ -25,6 +28,7 @@ from cody_protocol.updates import Cost as WireCost
 from ..engine.events import (
     AgentText,
     AgentThought,
+    Compacted,
     ConfigChanged,
     EngineEvent,
     McpStatusChanged,
@@ -92,6 +96,16 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [SessionInfoUpdate(title=event.title).wire()]
     if isinstance(event, McpStatusChanged):
         return []  # not a session update: sent as `_cody/mcp/status` (see mcp_status_params)
+    if isinstance(event, Compacted):
+        notice = CompactionNotice(
+            reason=event.reason,
+            tokens_before=event.tokens_before,
+            tokens_after=event.tokens_after,
+            summarized_items=event.summarized_items,
+            kept_items=event.kept_items,
+        )
+        meta = SessionInfoMeta(cody=CodySessionInfoMeta(compaction=notice))
+        return [SessionInfoUpdate(meta=meta).wire()]
     raise TypeError(f"unknown engine event {type(event).__name__}")
 
 

@@ -54,6 +54,8 @@ class SessionRecord:
     rejected: set[tuple[str, ...]] = field(default_factory=set)
     """Grant keys answered `reject_session`."""
     title: str | None = None
+    compaction: dict[str, Any] | None = None
+    """The latest `compaction` event (the history itself is never shortened)."""
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
@@ -112,6 +114,8 @@ class _Folder:
                 self.record.rejected.add(key)
         elif kind == "title" and isinstance(payload.get("title"), str):
             self.record.title = payload["title"]
+        elif kind == "compaction" and isinstance(payload.get("summary"), str):
+            self.record.compaction = payload
 
     def close_interrupted_calls(self) -> None:
         answered = {
@@ -146,7 +150,7 @@ def _merge_segment(
                 target.summary[-1].text += text
             else:
                 target.summary.append(SummaryPart(text=text))
-        for name in ("encrypted_content", "signature", "provider"):
+        for name in ("encrypted_content", "signature", "provider", "replay_fields"):
             value = getattr(segment, name)
             if value is not None:
                 setattr(target, name, value)
