@@ -9,12 +9,33 @@ share one refreshing auth source).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
+
+from cody_protocol.settings import ReasoningSummary
 
 from .base import ModelProvider
 from .offline import OfflineProvider
 from .specs import Credentials, ProviderSpec
 
+if TYPE_CHECKING:
+    from .auth import AuthSource
+
 __all__ = ["ProviderPool", "UnsupportedWireApi"]
+
+
+class HttpProviderArgs(TypedDict):
+    """What every HTTP adapter is built from (type-checked against each constructor)."""
+
+    provider_id: str
+    base_url: str
+    auth: AuthSource
+    env_key: str | None
+    headers: dict[str, str]
+    max_retries: int
+    stream_max_retries: int
+    retry_window_s: float
+    stream_idle_timeout_s: float
+    query_params: dict[str, str]
 
 
 class UnsupportedWireApi(Exception):
@@ -64,7 +85,7 @@ class ProviderPool:
         from .auth_sources import auth_for, base_url_for
 
         auth = auth_for(spec, credentials, env=self._env) if credentials is not None else NoAuth()
-        common = {
+        common: HttpProviderArgs = {
             "provider_id": spec.id,
             "base_url": base_url_for(spec, credentials, self._env),
             "auth": auth,
@@ -80,15 +101,17 @@ class ProviderPool:
             from .openai_responses import OpenAIResponsesProvider
 
             # A ChatGPT login gets summaries by default; an API key only when configured.
-            summary = "auto" if credentials is not None and credentials.kind == "chatgpt" else None
-            return OpenAIResponsesProvider(**common, default_summary=summary)  # type: ignore[arg-type]
+            summary: ReasoningSummary | None = (
+                "auto" if credentials is not None and credentials.kind == "chatgpt" else None
+            )
+            return OpenAIResponsesProvider(**common, default_summary=summary)
         if spec.wire_api == "chat":
             from .openai_chat import OpenAIChatProvider
 
-            return OpenAIChatProvider(**common)  # type: ignore[arg-type]
+            return OpenAIChatProvider(**common)
         from .anthropic_messages import AnthropicMessagesProvider
 
-        return AnthropicMessagesProvider(**common)  # type: ignore[arg-type]
+        return AnthropicMessagesProvider(**common)
 
     def _headers(self, spec: ProviderSpec) -> dict[str, str]:
         """`http_headers`, plus each `env_http_headers` entry whose variable is set (Codex's
