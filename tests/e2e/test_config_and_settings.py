@@ -244,3 +244,74 @@ async def test_the_default_providers_auth_method_comes_first(offline_daemon: Dae
     first = result["authMethods"][0]["id"]
     assert first == "offline-api-key"
     assert await offline_daemon.request("authenticate", {"methodId": first}) == {}
+
+
+async def test_a_model_the_provider_does_not_have_is_refused_at_once(
+    offline_daemon: Daemon,
+) -> None:
+    """Regression: `/model ANYTHING` was accepted (the offline model then answered as it)."""
+    sid = await offline_daemon.new_session()
+    error = await expect_error(
+        offline_daemon.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "model", "value": "gpt-5.5"},
+        ),
+        -32602,
+    )
+    assert "'gpt-5.5' is not a model of" in error.message and "offline" in error.message
+    assert error.data["errors"][0]["valid"] == ["offline"]
+
+    error = await expect_error(
+        offline_daemon.new_session(provider="offline", model="gpt-5.5"), -32602
+    )
+    assert error.data["errors"][0]["source"] == "_meta.cody"
+
+    # Switching to a provider without credentials fails now, not at the next prompt.
+    error = await expect_error(
+        offline_daemon.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "provider", "value": "openai"},
+        ),
+        -32000,
+    )
+    assert "OPENAI_API_KEY" in error.message
+    options = await offline_daemon.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "approval_policy", "value": "never"},
+    )
+    current = {o["id"]: o["currentValue"] for o in options["configOptions"]}
+    assert current["provider"] == "offline" and current["model"] == "offline", "nothing changed"
+
+
+async def test_built_in_providers_take_newer_models_of_their_own_families(
+    cody_env: CodyEnv,
+) -> None:
+    cody_env.env["OPENAI_API_KEY"] = "sk-test-not-real"
+    cody_env.env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-real"
+    cody_env.write_config('model = "gpt-5.5"\n')
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        assert await daemon.new_session(provider="openai", model="gpt-6-mini")
+        assert await daemon.new_session(provider="anthropic", model="claude-opus-5")
+        await expect_error(daemon.new_session(provider="openai", model="llama3:8b"), -32602)
+        await expect_error(daemon.new_session(provider="anthropic", model="gpt-5.5"), -32602)
+    finally:
+        await daemon.close()
+
+
+async def test_a_configured_model_for_a_missing_login_falls_back_to_offline_with_a_warning(
+    cody_env: CodyEnv,
+) -> None:
+    cody_env.write_config('model = "gpt-5.5"\n')
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        result = await daemon.request(
+            "session/new", {"cwd": str(cody_env.workspace), "mcpServers": []}
+        )
+        assert result["_meta"]["cody"]["provider"] == "offline"
+        assert result["_meta"]["cody"]["model"] == "offline"
+        assert any("gpt-5.5" in w for w in result["_meta"]["cody"]["warnings"])
+    finally:
+        await daemon.close()

@@ -110,9 +110,30 @@ class SessionLoader:
             claude_dir=self.deps.claude_dir,
         )
         spec = catalog.resolve(config.model_provider)
+        warnings = list(loaded.warnings)
+        model = config.model or spec.default_model
+        problem = spec.model_problem(model)
+        if problem is not None and "model" not in overrides and spec.wire_api == "offline":
+            # `auto` fell back to offline (no credentials): the configured model is for another.
+            warnings.append(f"model {model!r} from config.toml ignored: using the offline model")
+            model, problem = spec.default_model, None
+        if problem is not None:
+            given = "model" in overrides
+            raise InvalidParams(
+                problem,
+                [
+                    Issue(
+                        key=f"{source}.model" if given else "model",
+                        message="not a model of this provider",
+                        value=model,
+                        valid=spec.model_ids,
+                        source=source if given else "config",
+                    )
+                ],
+            )
         settings = SessionSettings(
             provider=spec.id,
-            model=config.model or spec.default_model,
+            model=model,
             approval_policy=config.approval_policy,
             sandbox_mode=config.sandbox_mode,
             reasoning_effort=config.model_reasoning_effort,
@@ -122,7 +143,7 @@ class SessionLoader:
             sandbox_unavailable=config.sandbox_unavailable,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
-            warnings=list(loaded.warnings),
+            warnings=warnings,
             context_window=config.model_context_window,
             auto_compact_token_limit=config.model_auto_compact_token_limit,
             auto_compact_ratio=config.model_auto_compact_ratio,

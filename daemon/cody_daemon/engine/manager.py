@@ -281,6 +281,7 @@ class SessionManager:
     ) -> list[SessionConfigOption]:
         session = self.get(session_id)
         catalog = self._catalogs[session.id]
+        self._check_option(session, catalog, config_id, value)
         changed = apply_config_option(
             session.settings,
             config_id,
@@ -289,6 +290,33 @@ class SessionManager:
         )
         self._apply_settings(session, changed, mode_of(session.settings), link)
         return self.config_options(session)
+
+    @staticmethod
+    def _check_option(
+        session: Session, catalog: ProviderCatalog, config_id: str, value: Any
+    ) -> None:
+        """Refuse at once what would only fail at the next prompt: a model the provider does
+        not have, a provider without credentials."""
+        if config_id == "model" and isinstance(value, str) and value.strip():
+            spec = catalog.get(session.settings.provider)
+            problem = spec.model_problem(value.strip())
+            if problem is not None:
+                raise InvalidParams(
+                    problem,
+                    [
+                        Issue(
+                            key="model",
+                            message="not a model of this provider",
+                            value=value,
+                            valid=spec.model_ids,
+                            source="params",
+                        )
+                    ],
+                )
+        if config_id == "provider" and isinstance(value, str) and value in catalog.ids():
+            spec = catalog.get(value)
+            if catalog.credentials(spec) is None:
+                raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
 
     def set_mode(self, session_id: str, mode_id: str, link: ClientLink | None) -> None:
         session = self.get(session_id)

@@ -6,6 +6,7 @@ Invariants: a spec's `default_model` is one of its `models`; secrets live only i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -27,6 +28,13 @@ __all__ = [
 ]
 
 ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
+
+_BUILTIN_MODEL_SHAPES: Final = {
+    "openai": re.compile(r"^(?:gpt-\d|o[1-9]\b|o[1-9]-|codex-|chatgpt-)"),
+    "anthropic": re.compile(r"^claude-"),
+    "openrouter": re.compile(r"^[a-z0-9][\w.-]*/[\w.:-]+$"),
+}
+"""Ids a built-in provider's newer, not yet listed models have (the offline model has none)."""
 CredentialKind = Literal["api_key", "chatgpt", "claude_oauth", "none"]
 
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
@@ -75,6 +83,24 @@ class ProviderSpec:
     @property
     def model_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.models)
+
+    def model_problem(self, model: str) -> str | None:
+        """Why `model` is not one of this provider's models, or None when it may be used.
+
+        A configured provider takes any name (its server decides). A built-in one takes its
+        listed models (config's `models` included) and ids shaped like its newer models
+        (`gpt-6-...` on openai, `claude-...` on anthropic, `vendor/model` on openrouter).
+        """
+        if not self.builtin or model in self.model_ids:
+            return None
+        shape = _BUILTIN_MODEL_SHAPES.get(self.id)
+        if shape is not None and shape.search(model):
+            return None
+        return (
+            f"{model!r} is not a model of {self.name}; its models are "
+            f"{', '.join(self.model_ids)}. A model Cody does not list yet can be added to "
+            f"`models` under [model_providers.{self.id}] in config.toml."
+        )
 
     def context_window(self, model: str) -> int | None:
         """The context window of `model` when this provider knows it."""
