@@ -1,0 +1,538 @@
+// @ts-check
+/**
+ * Drives Cody's VS Code extension inside a real VS Code (code-server, already running) from
+ * Debian's chromium with playwright-core, the way a user would: open the Cody view, a text
+ * turn, a tool turn, an edit allowed and one rejected in VS Code's diff editor and modal
+ * dialog, a cancelled command, a settings change that restarts the daemon, and a window
+ * reload that must shut the daemon down cleanly at once.
+ *
+ *     node drive.mjs run.json
+ *
+ * Run with TZ=UTC, like code-server (the Cody log's timestamps are compared with this clock).
+ *
+ * run.json: { url, workspace, userDataDir, outDir, marker, chromium }; the workspace holds
+ * greet.py as ORIGINAL below. `marker` is an
+ * environment entry (NAME=value) that code-server and everything it starts carry, so the
+ * daemon processes of this run are told apart from any other on the machine.
+ *
+ * Writes a screenshot per step and `result.json` into outDir; exits 1 with the reason on the
+ * first failed check. Invariant: every request the browser makes must go to 127.0.0.1 (a
+ * request to any other host fails the run; the resolver maps every other name to nothing).
+ */
+
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { chromium } from "playwright-core";
+
+/** @typedef {import("playwright-core").Page} Page */
+/** @typedef {import("playwright-core").FrameLocator} FrameLocator */
+
+const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8"));
+/** @type {{url: string, workspace: string, userDataDir: string, outDir: string, marker: string, chromium: string}} */
+const run = config;
+
+const CHROMIUM_FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-features=Translate,OptimizationHints,MediaRouter",
+  // nothing but the loopback address can be reached, whatever a page asks for
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+];
+const TURN_MS = 60_000;
+const ORIGINAL = 'def greet(name):\n    return "Hello " + name\n\n\nprint(greet("world"))';
+const IMPROVED = 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n\n\nprint(greet("world"))';
+
+/** @type {{name: string, ms: number, screenshot: string}[]} */
+const steps = [];
+/**
+ * Every request the browser made, and how it was answered: "network" (or "failed", or
+ * "pending" at the end), or "service worker" when a webview's service worker answered it
+ * without any network (VS Code's webviews load their resources from
+ * https://*.vscode-resource.vscode-cdn.net that way, through the workbench).
+ * @type {Map<import("playwright-core").Request | string, {url: string, host: string, servedBy: string}>}
+ */
+const requests = new Map();
+/** The one host a service worker may answer for: VS Code's webview resources. */
+const WEBVIEW_RESOURCES = /\.vscode-resource\.vscode-cdn\.net$/;
+/** @type {Record<string, unknown>} */
+const result = { steps };
+
+/**
+ * Requests that went (or tried to go) anywhere but 127.0.0.1.
+ * @returns {string[]}
+ */
+function foreignRequests() {
+  return [...requests.values()]
+    .filter(({ host, servedBy }) => host !== "127.0.0.1" && !(servedBy === "service worker" && WEBVIEW_RESOURCES.test(host)))
+    .map(({ url, servedBy }) => `${url} (${servedBy})`);
+}
+
+/** @returns {Record<string, Record<string, number>>} host -> how it was served -> count */
+function requestSummary() {
+  /** @type {Record<string, Record<string, number>>} */
+  const summary = {};
+  for (const { host, servedBy } of requests.values()) {
+    const counts = (summary[host] ??= {});
+    counts[servedBy] = (counts[servedBy] ?? 0) + 1;
+  }
+  return summary;
+}
+
+// ------------------------------------------------------------------ processes
+
+/**
+ * The processes of this run whose argv contains `needle` (read from /proc).
+ * @param {string} needle
+ * @returns {{pid: number, ppid: number, argv: string[]}[]}
+ */
+function processes(needle) {
+  const found = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
+      if (!argv.some((arg) => arg.includes(needle))) continue;
+      const environ = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
+      if (!environ.includes(run.marker)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      found.push({ pid: Number(entry), ppid, argv });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
+/** @returns {{pid: number, ppid: number, argv: string[]}[]} */
+function daemons() {
+  return processes("cody_daemon");
+}
+
+/**
+ * The `sleep 47` processes started under `ancestor` (the command may run in a sandbox with
+ * an environment of its own, so they are found by ancestry, not by the marker).
+ * @param {number} ancestor
+ * @returns {number[]}
+ */
+function sleeps(ancestor) {
+  /** @type {Map<number, number>} */
+  const parents = new Map();
+  /** @type {number[]} */
+  const candidates = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z") continue;
+      parents.set(Number(entry), Number(fields[1]));
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
+      if (argv.length === 2 && argv[0]?.endsWith("sleep") && argv[1] === "47") candidates.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return candidates.filter((pid) => {
+    for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) if (at === ancestor) return true;
+    return false;
+  });
+}
+
+/** @param {number} pid */
+function alive(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Poll until `check()` is true; fail with `what` after `timeoutMs`.
+ * @param {() => boolean} check
+ * @param {number} timeoutMs
+ * @param {string} what
+ * @param {number} [everyMs]
+ */
+async function until(check, timeoutMs, what, everyMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${String(timeoutMs)} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+// ------------------------------------------------------------------ the workbench
+
+/**
+ * The chat webview's document (VS Code nests it in two iframes).
+ * @param {Page} page
+ * @returns {FrameLocator}
+ */
+function chatFrame(page) {
+  return page.locator("iframe.webview.ready").contentFrame().locator("iframe#active-frame").contentFrame();
+}
+
+/**
+ * Show the Cody view (clicking its activity bar icon when the view is not already shown: a
+ * click on the active icon would hide the side bar).
+ * @param {Page} page
+ */
+async function showCody(page) {
+  const icon = page.locator(".activitybar li.action-item", { has: page.locator('a.action-label[aria-label="Cody"]') });
+  await icon.waitFor({ timeout: 30_000 });
+  if (!((await icon.getAttribute("class")) ?? "").includes("checked")) await icon.click();
+}
+
+/**
+ * The transcript shows its newest line (the chat follows the conversation).
+ * @param {FrameLocator} chat
+ */
+async function following(chat) {
+  const transcript = chat.locator("#transcript");
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const gap = await transcript.evaluate((node) => node.scrollHeight - node.scrollTop - node.clientHeight);
+    if (gap <= 2) return;
+    if (Date.now() > deadline) throw new Error(`the chat stopped following: its newest ${String(gap)} px are scrolled out of view`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Run a command from the Command Palette, as a user does.
+ * @param {Page} page
+ * @param {string} title
+ */
+async function runCommand(page, title) {
+  await page.locator(".command-center-center").click();
+  const input = page.locator(".quick-input-widget .quick-input-box input");
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: title }).waitFor();
+  await input.press("Enter");
+}
+
+/**
+ * @param {Page} page
+ * @param {string} name
+ */
+async function screenshot(page, name) {
+  await page.mouse.move(1000, 700); // no hover tooltips in the picture
+  const path = join(run.outDir, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+/**
+ * Send a prompt from the chat's prompt box.
+ * @param {FrameLocator} chat
+ * @param {string} text
+ */
+async function ask(chat, text) {
+  const box = chat.locator("#prompt");
+  await box.fill(text);
+  await box.press("Enter");
+  await chat.locator(".message.user", { hasText: text.split("\n")[0] }).last().waitFor({ timeout: 10_000 });
+}
+
+/**
+ * The turn is over (Send is enabled again) and the chat shows its end.
+ * @param {FrameLocator} chat
+ */
+async function idle(chat) {
+  await chat.locator("#send:not([disabled])").waitFor({ timeout: TURN_MS });
+  await following(chat);
+}
+
+/**
+ * VS Code's modal dialog, once it shows `message`.
+ * @param {Page} page
+ * @param {string} message
+ */
+async function dialog(page, message) {
+  const box = page.locator(".monaco-dialog-box");
+  await box.locator(".dialog-message-text", { hasText: message }).waitFor({ timeout: TURN_MS });
+  return box;
+}
+
+/**
+ * The last tool card in the chat.
+ * @param {FrameLocator} chat
+ */
+function lastCard(chat) {
+  return chat.locator(".tool").last();
+}
+
+/**
+ * The Cody log of the extension host that ran daemon `pid` (VS Code writes each log channel
+ * to a file under the user data dir).
+ * @param {number} pid
+ * @returns {string}
+ */
+function codyLogOf(pid) {
+  const logs = join(run.userDataDir, "logs");
+  for (const session of readdirSync(logs)) {
+    for (const host of readdirSync(join(logs, session))) {
+      const file = join(logs, session, host, "cody.cody-vscode", "Cody.log");
+      let text;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch {
+        continue;
+      }
+      if (text.includes(`, pid ${String(pid)},`)) return text;
+    }
+  }
+  return "";
+}
+
+// ------------------------------------------------------------------ the steps
+
+/**
+ * @param {Page} page
+ * @param {string} name
+ * @param {() => Promise<void>} body
+ */
+async function step(page, name, body) {
+  const started = Date.now();
+  process.stdout.write(`step ${name} ... `);
+  await body();
+  const shot = await screenshot(page, `${String(steps.length + 1).padStart(2, "0")}-${name}`);
+  const ms = Date.now() - started;
+  steps.push({ name, ms, screenshot: shot });
+  process.stdout.write(`${String(ms)} ms\n`);
+}
+
+/** @param {string} path */
+function workspaceFile(path) {
+  return readFileSync(join(run.workspace, path), "utf8");
+}
+
+/** @param {Page} page */
+async function scenario(page) {
+  /** @type {FrameLocator} */
+  let chat = chatFrame(page);
+
+  await step(page, "cody-view", async () => {
+    await page.goto(`${run.url}?folder=${encodeURIComponent(run.workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    await showCody(page);
+    chat = chatFrame(page);
+    await chat.locator("#transcript", { hasText: "Ask Cody something" }).waitFor({ timeout: 30_000 });
+    await chat.locator("#daemon", { hasText: "not started" }).waitFor();
+    // widen the side bar (drag its edge) so that the chat reads well in the screenshots
+    const bar = await page.locator(".part.sidebar").boundingBox();
+    assert.ok(bar, "the side bar is shown");
+    const edge = { x: bar.x + bar.width + 1, y: bar.y + bar.height / 2 };
+    await page.mouse.move(edge.x, edge.y);
+    await page.mouse.down();
+    await page.mouse.move(edge.x + 160, edge.y, { steps: 8 });
+    await page.mouse.up();
+  });
+
+  await step(page, "text-turn", async () => {
+    await ask(chat, "hello");
+    await chat.locator(".message.agent", { hasText: "built-in offline model" }).waitFor({ timeout: TURN_MS });
+    await idle(chat);
+    await chat.locator("#daemon", { hasText: "ready" }).waitFor();
+    await chat.locator("#status .chip", { hasText: "offline" }).first().waitFor();
+  });
+  const [first] = daemons();
+  assert.ok(first, "a daemon runs after the first turn");
+  assert.deepEqual(first.argv.slice(-2), ["-m", "cody_daemon"], "the daemon is the one from cody.daemon.command");
+  result.firstDaemon = first.pid;
+
+  await step(page, "tool-turn", async () => {
+    assert.equal(workspaceFile("greet.py"), ORIGINAL);
+    await ask(chat, "read greet.py");
+    const card = chat.locator(".tool.completed", { hasText: "greet.py" });
+    await card.waitFor({ timeout: TURN_MS });
+    await idle(chat);
+    assert.match(await card.locator(".tool-output").innerText(), /return "Hello " \+ name/);
+    assert.equal(await card.locator(".tool-status").innerText(), "done");
+  });
+
+  await step(page, "edit-approval", async () => {
+    await ask(chat, `write greet.py: ${IMPROVED}`);
+    const box = await dialog(page, "Cody wants to change greet.py");
+    // VS Code's own diff editor, opened before the dialog, with the old and the new text
+    const diff = page.locator(".monaco-diff-editor");
+    await diff.waitFor({ timeout: 10_000 });
+    await page.locator(".tab", { hasText: "greet.py ↔ Cody's proposed change" }).waitFor();
+    await diff.locator(".editor.original .view-lines", { hasText: 'return "Hello " + name' }).waitFor();
+    await diff.locator(".editor.modified .view-lines", { hasText: 'return f"Hello, {name}!"' }).waitFor();
+    const buttons = await box.locator(".dialog-buttons .monaco-button").allInnerTexts();
+    assert.deepEqual(
+      buttons.map((b) => b.trim()).sort(),
+      ["Allow for this session", "Allow once", "Reject", "Reject for this session", "Stop Turn"].sort(),
+    );
+    assert.match(await box.locator(".dialog-message-detail").innerText(), /greet\.py/);
+    await chat.locator("#approval", { hasText: "Waiting for your approval" }).waitFor();
+    await following(chat);
+  });
+
+  await step(page, "edit-allowed", async () => {
+    await page.locator(".monaco-dialog-box .dialog-buttons .monaco-button", { hasText: /^Allow once$/ }).click();
+    await chat.locator(".tool.completed", { hasText: "allowed once" }).waitFor({ timeout: TURN_MS });
+    await idle(chat);
+    assert.equal(workspaceFile("greet.py"), IMPROVED);
+    // the preview closes with the answer
+    await page.locator(".tab", { hasText: "Cody's proposed change" }).waitFor({ state: "detached", timeout: 10_000 });
+  });
+
+  await step(page, "edit-rejected", async () => {
+    await ask(chat, "write greet.py: print('this must not be written')");
+    await dialog(page, "Cody wants to change greet.py");
+    await page.locator(".monaco-diff-editor .editor.modified .view-lines", { hasText: "this must not be written" }).waitFor();
+    await page.locator(".monaco-dialog-box .dialog-buttons .monaco-button", { hasText: /^Reject$/ }).click();
+    await chat.locator(".tool.failed", { hasText: "rejected" }).waitFor({ timeout: TURN_MS });
+    await idle(chat);
+    assert.equal(workspaceFile("greet.py"), IMPROVED, "a rejected edit leaves the file alone");
+  });
+
+  await step(page, "cancel", async () => {
+    await ask(chat, "run sleep 47");
+    await dialog(page, "Cody wants to run a command");
+    await page.locator(".monaco-dialog-box .dialog-buttons .monaco-button", { hasText: /^Allow once$/ }).click();
+    await chat.locator(".tool.in_progress", { hasText: "sleep 47" }).waitFor({ timeout: TURN_MS });
+    const daemon = daemons()[0];
+    assert.ok(daemon);
+    await until(() => sleeps(daemon.pid).length > 0, 10_000, "the sleep to start");
+    await chat.locator("#cancel:not([disabled])").click();
+    await chat.locator(".notice", { hasText: "Turn cancelled." }).waitFor({ timeout: 20_000 });
+    await idle(chat);
+    await until(() => sleeps(daemon.pid).length === 0, 10_000, "the cancelled command's process to end");
+    await chat.locator(".tool.failed", { hasText: "sleep 47" }).waitFor();
+  });
+
+  await step(page, "settings", async () => {
+    await page.keyboard.press("Control+,");
+    const search = page.locator(".settings-editor .settings-header .suggest-input-container textarea");
+    await search.waitFor({ timeout: 20_000 });
+    await search.fill("cody.approvalPolicy");
+    const item = page.locator(".settings-editor .setting-item-contents", { hasText: "When Cody asks before running a command" });
+    await item.waitFor({ timeout: 20_000 });
+    await item.locator("select").selectOption("never");
+    // a settings change restarts the daemon
+    await until(() => !alive(first.pid), 15_000, "the first daemon to stop after the settings change");
+  });
+
+  await step(page, "after-settings", async () => {
+    await runCommand(page, "View: Close All Editors");
+    await showCody(page);
+    await ask(chat, "run echo approved-by-policy");
+    await chat.locator(".tool.completed", { hasText: "approved-by-policy" }).waitFor({ timeout: TURN_MS });
+    await idle(chat);
+    assert.equal(await page.locator(".monaco-dialog-box").count(), 0, "approvalPolicy never: no dialog");
+    // the session went on in the new daemon
+    assert.equal(await chat.locator(".message.user", { hasText: "read greet.py" }).count(), 1);
+  });
+  const running = daemons();
+  assert.equal(running.length, 1, `one daemon after the restart: ${JSON.stringify(running)}`);
+  const daemon = running[0];
+  assert.ok(daemon && daemon.pid !== first.pid, "the settings change started a new daemon");
+  result.secondDaemon = daemon.pid;
+
+  await step(page, "reload", async () => {
+    const host = daemon.ppid;
+    const reloaded = page.waitForEvent("load", { timeout: 60_000 });
+    const started = Date.now();
+    await runCommand(page, "Developer: Reload Window");
+    await until(() => !alive(daemon.pid), 10_000, "the daemon to exit after the reload", 5);
+    const goneAt = Date.now();
+    result.daemonGoneMs = goneAt - started;
+    await until(() => !alive(host), 10_000, "the old extension host to exit");
+    result.extensionHostGoneMs = Date.now() - started;
+    // the new window restores the Cody view (a fresh chat), and no daemon runs until it is used
+    await reloaded;
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    await chat.locator("#daemon", { hasText: "not started" }).waitFor({ timeout: 30_000 });
+    assert.deepEqual(daemons(), [], "no daemon is left after the reload");
+    // the old extension host's Cody log: this daemon's shutdown handshake, as the protocol
+    // trace (cody.trace "verbose", the default) wrote it
+    const log = codyLogOf(daemon.pid).split("\n");
+    const ready = log.findIndex((line) => line.includes(`, pid ${String(daemon.pid)},`));
+    const asked = log.findIndex((line, index) => index > ready && line.includes("Sending request 'shutdown"));
+    assert.ok(ready >= 0 && asked > ready, "the shutdown is in the Cody log (the channel stays open until the daemon stopped)");
+    const handshake = log.slice(asked).filter((line) => /(Sending|Received) (request|response|notification) '(shutdown|exit)/.test(line));
+    result.shutdownLog = handshake;
+    assert.match(handshake[1] ?? "", /Received response 'shutdown/, "the shutdown reply was handled (and traced)");
+    assert.match(handshake[2] ?? "", /Sending notification 'exit'/, "then exit was sent (the log channel no longer throws)");
+    // VS Code stamps log lines in local time; code-server and this script both run with TZ=UTC
+    const at = (/** @type {string} */ line) => Date.parse(`${line.slice(0, 23).replace(" ", "T")}Z`);
+    const asks = at(handshake[0] ?? "");
+    result.shutdownToExitMs = at(handshake[2] ?? "") - asks;
+    const exitedMs = goneAt - asks;
+    result.shutdownToGoneMs = exitedMs;
+    assert.ok(exitedMs < 1000, `the daemon exited ${String(exitedMs)} ms after VS Code asked it to shut down`);
+  });
+}
+
+// ------------------------------------------------------------------ main
+
+async function main() {
+  const browser = await chromium.launch({ executablePath: run.chromium, args: CHROMIUM_FLAGS });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    /**
+     * @param {import("playwright-core").Request | string} key
+     * @param {string} url
+     * @param {string} servedBy
+     */
+    const record = (key, url, servedBy) => {
+      const parsed = new URL(url);
+      if (["data:", "blob:", "about:"].includes(parsed.protocol)) return;
+      requests.set(key, { url, host: parsed.hostname, servedBy });
+    };
+    context.on("request", (request) => {
+      record(request, request.url(), "pending");
+    });
+    context.on("requestfinished", (request) => {
+      void request.response().then((response) => {
+        record(request, request.url(), response?.fromServiceWorker() ? "service worker" : "network");
+      });
+    });
+    context.on("requestfailed", (request) => {
+      record(request, request.url(), `failed: ${request.failure()?.errorText ?? "?"}`);
+    });
+    context.on("page", (page) => {
+      page.on("websocket", (socket) => {
+        record(`ws ${String(requests.size)}`, socket.url(), "network");
+      });
+    });
+    const page = await context.newPage();
+    try {
+      await scenario(page);
+    } catch (error) {
+      await page.screenshot({ path: join(run.outDir, "failure.png") }).catch(() => undefined);
+      throw error;
+    }
+    await context.close();
+  } finally {
+    await browser.close();
+    result.requests = requestSummary();
+    result.foreignRequests = foreignRequests();
+    writeFileSync(join(run.outDir, "result.json"), JSON.stringify(result, null, 2));
+  }
+  assert.deepEqual(foreignRequests(), [], "the browser only ever talks to 127.0.0.1");
+}
+
+main().then(
+  () => {
+    process.exit(0);
+  },
+  (/** @type {unknown} */ error) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
+  },
+);
