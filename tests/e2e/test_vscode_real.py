@@ -45,9 +45,9 @@ CHROMIUM = os.environ.get("CODY_CHROMIUM", "/usr/bin/chromium")
 # what the native modules of code-server need to build (Debian: build-essential, libkrb5-dev)
 BUILD_TOOLS = ("make", "g++", "python3", "krb5-config")
 LISTENING = re.compile(r"HTTP server listening on (http://127\.0\.0\.1:\d+/)")
-# nothing is reachable there: the extension gallery must never be asked anything real
 # the workspace the driver expects (drive.mjs: ORIGINAL)
 GREET_PY = 'def greet(name):\n    return "Hello " + name\n\n\nprint(greet("world"))'
+# nothing is reachable there: the extension gallery must never be asked anything real
 DEAD_GALLERY = {
     "serviceUrl": "http://127.0.0.1:9/gallery",
     "itemUrl": "http://127.0.0.1:9/item",
@@ -135,10 +135,14 @@ def _marked(marker: str) -> list[tuple[int, str]]:
 
 
 @contextlib.contextmanager
-def _code_server(binary: Path, args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
-    """code-server in its own process group; yields its URL; kills the whole group after.
-
-    Killing only the main process would leave the extension host and the daemon running."""
+def _code_server(
+    binary: Path, args: list[str], env: dict[str, str], log: Path, left: list[str]
+) -> Iterator[str]:
+    """code-server in its own process group; yields its URL. After: the whole group is killed
+    (killing only the main process would leave the extension host and the daemon running),
+    and whatever still carries the run's marker (`env`'s CODY_VSCODE_E2E_RUN) 10 s later is
+    killed too and reported in `left`."""
+    marker = f"CODY_VSCODE_E2E_RUN={env['CODY_VSCODE_E2E_RUN']}"
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [str(binary), *args],
@@ -163,6 +167,13 @@ def _code_server(binary: Path, args: list[str], env: dict[str, str], log: Path) 
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while (stragglers := _marked(marker)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid, argv in stragglers:
+            left.append(f"{pid} {argv}")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _settings(cody: CodyEnv) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -227,7 +238,7 @@ def _drive(
         (user_data / scope).mkdir(parents=True)
         (user_data / scope / "settings.json").write_text(json.dumps(settings, indent=2))
     (tmp_path / "config.yaml").write_text("bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n")
-    marker_name, marker_value = "CODY_VSCODE_E2E_RUN", uuid.uuid4().hex
+    marker_value = uuid.uuid4().hex
     env = dict(cody.env)
     for name in ("CONFIG", "DATA", "CACHE", "STATE"):
         path = tmp_path / f"xdg-{name.lower()}"
@@ -235,7 +246,7 @@ def _drive(
         env[f"XDG_{name}_HOME"] = str(path)
     env["EXTENSIONS_GALLERY"] = json.dumps(DEAD_GALLERY)
     env["TZ"] = "UTC"  # the driver compares the Cody log's local-time stamps with its clock
-    env[marker_name] = marker_value
+    env["CODY_VSCODE_E2E_RUN"] = marker_value  # every process of this run inherits it
     common = [
         "--config",
         str(tmp_path / "config.yaml"),
@@ -262,9 +273,10 @@ def _drive(
         "--disable-getting-started-override",
         str(workspace),
     ]
-    marker = f"{marker_name}={marker_value}"
+    marker = f"CODY_VSCODE_E2E_RUN={marker_value}"
+    left: list[str] = []
     try:
-        with _code_server(code_server, serve, env, OUTPUT / "code-server.log") as url:
+        with _code_server(code_server, serve, env, OUTPUT / "code-server.log", left) as url:
             run = {
                 "url": url,
                 "workspace": str(workspace),
@@ -292,7 +304,8 @@ def _drive(
             assert driven.returncode == 0, f"the scenario failed (see {OUTPUT})\n{report}"
     finally:
         # VS Code's logs (the Cody channel included) and the settings, beside the screenshots
-        shutil.copytree(user_data / "logs", OUTPUT / "vscode-logs", dirs_exist_ok=True)
+        if (user_data / "logs").is_dir():
+            shutil.copytree(user_data / "logs", OUTPUT / "vscode-logs", dirs_exist_ok=True)
         for scope in ("User", "Machine"):
             shutil.copy(user_data / scope / "settings.json", OUTPUT / f"settings-{scope}.json")
 
@@ -326,7 +339,4 @@ def _drive(
     assert "Sending notification 'exit'" in handshake[2], handshake
     assert result["shutdownToGoneMs"] < 1000, result
 
-    deadline = time.monotonic() + 10
-    while (left := _marked(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert left == [], f"processes left after code-server was stopped: {left}"
+    assert left == [], f"processes left 10 s after code-server's group was killed: {left}"

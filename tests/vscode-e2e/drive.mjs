@@ -11,9 +11,9 @@
  * Run with TZ=UTC, like code-server (the Cody log's timestamps are compared with this clock).
  *
  * run.json: { url, workspace, userDataDir, outDir, marker, chromium }; the workspace holds
- * greet.py as ORIGINAL below. `marker` is an
- * environment entry (NAME=value) that code-server and everything it starts carry, so the
- * daemon processes of this run are told apart from any other on the machine.
+ * greet.py as ORIGINAL below. `marker` is an environment entry (NAME=value) that code-server
+ * and everything it starts carry, so the daemons of this run are told apart from any other
+ * on the machine. processes.mjs reads /proc; workbench.mjs works the VS Code UI.
  *
  * Writes a screenshot per step and `result.json` into outDir; exits 1 with the reason on the
  * first failed check. Invariant: every request the browser makes must go to 127.0.0.1 (a
@@ -21,11 +21,13 @@
  */
 
 import assert from "node:assert/strict";
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 
 import { chromium } from "playwright-core";
+
+import { alive, daemons as daemonsOf, descendants, until } from "./processes.mjs";
+import { TURN_MS, ask, chatFrame, codyLogOf, dialog, following, idle, runCommand, screenshot, showCody } from "./workbench.mjs";
 
 /** @typedef {import("playwright-core").Page} Page */
 /** @typedef {import("playwright-core").FrameLocator} FrameLocator */
@@ -46,7 +48,6 @@ const CHROMIUM_FLAGS = [
   // nothing but the loopback address can be reached, whatever a page asks for
   "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ];
-const TURN_MS = 60_000;
 const ORIGINAL = 'def greet(name):\n    return "Hello " + name\n\n\nprint(greet("world"))';
 const IMPROVED = 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n\n\nprint(greet("world"))';
 
@@ -86,216 +87,6 @@ function requestSummary() {
   return summary;
 }
 
-// ------------------------------------------------------------------ processes
-
-/**
- * The processes of this run whose argv contains `needle` (read from /proc).
- * @param {string} needle
- * @returns {{pid: number, ppid: number, argv: string[]}[]}
- */
-function processes(needle) {
-  const found = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
-      if (!argv.some((arg) => arg.includes(needle))) continue;
-      const environ = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
-      if (!environ.includes(run.marker)) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      found.push({ pid: Number(entry), ppid, argv });
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return found;
-}
-
-/** @returns {{pid: number, ppid: number, argv: string[]}[]} */
-function daemons() {
-  return processes("cody_daemon");
-}
-
-/**
- * The `sleep 47` processes started under `ancestor` (the command may run in a sandbox with
- * an environment of its own, so they are found by ancestry, not by the marker).
- * @param {number} ancestor
- * @returns {number[]}
- */
-function sleeps(ancestor) {
-  /** @type {Map<number, number>} */
-  const parents = new Map();
-  /** @type {number[]} */
-  const candidates = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (fields[0] === "Z") continue;
-      parents.set(Number(entry), Number(fields[1]));
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
-      if (argv.length === 2 && argv[0]?.endsWith("sleep") && argv[1] === "47") candidates.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return candidates.filter((pid) => {
-    for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) if (at === ancestor) return true;
-    return false;
-  });
-}
-
-/** @param {number} pid */
-function alive(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Poll until `check()` is true; fail with `what` after `timeoutMs`.
- * @param {() => boolean} check
- * @param {number} timeoutMs
- * @param {string} what
- * @param {number} [everyMs]
- */
-async function until(check, timeoutMs, what, everyMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${String(timeoutMs)} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-// ------------------------------------------------------------------ the workbench
-
-/**
- * The chat webview's document (VS Code nests it in two iframes).
- * @param {Page} page
- * @returns {FrameLocator}
- */
-function chatFrame(page) {
-  return page.locator("iframe.webview.ready").contentFrame().locator("iframe#active-frame").contentFrame();
-}
-
-/**
- * Show the Cody view (clicking its activity bar icon when the view is not already shown: a
- * click on the active icon would hide the side bar).
- * @param {Page} page
- */
-async function showCody(page) {
-  const icon = page.locator(".activitybar li.action-item", { has: page.locator('a.action-label[aria-label="Cody"]') });
-  await icon.waitFor({ timeout: 30_000 });
-  if (!((await icon.getAttribute("class")) ?? "").includes("checked")) await icon.click();
-}
-
-/**
- * The transcript shows its newest line (the chat follows the conversation).
- * @param {FrameLocator} chat
- */
-async function following(chat) {
-  const transcript = chat.locator("#transcript");
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const gap = await transcript.evaluate((node) => node.scrollHeight - node.scrollTop - node.clientHeight);
-    if (gap <= 2) return;
-    if (Date.now() > deadline) throw new Error(`the chat stopped following: its newest ${String(gap)} px are scrolled out of view`);
-    await sleep(50);
-  }
-}
-
-/**
- * Run a command from the Command Palette, as a user does.
- * @param {Page} page
- * @param {string} title
- */
-async function runCommand(page, title) {
-  await page.locator(".command-center-center").click();
-  const input = page.locator(".quick-input-widget .quick-input-box input");
-  await input.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: title }).waitFor();
-  await input.press("Enter");
-}
-
-/**
- * @param {Page} page
- * @param {string} name
- */
-async function screenshot(page, name) {
-  await page.mouse.move(1000, 700); // no hover tooltips in the picture
-  const path = join(run.outDir, `${name}.png`);
-  await page.screenshot({ path });
-  return path;
-}
-
-/**
- * Send a prompt from the chat's prompt box.
- * @param {FrameLocator} chat
- * @param {string} text
- */
-async function ask(chat, text) {
-  const box = chat.locator("#prompt");
-  await box.fill(text);
-  await box.press("Enter");
-  await chat.locator(".message.user", { hasText: text.split("\n")[0] }).last().waitFor({ timeout: 10_000 });
-}
-
-/**
- * The turn is over (Send is enabled again) and the chat shows its end.
- * @param {FrameLocator} chat
- */
-async function idle(chat) {
-  await chat.locator("#send:not([disabled])").waitFor({ timeout: TURN_MS });
-  await following(chat);
-}
-
-/**
- * VS Code's modal dialog, once it shows `message`.
- * @param {Page} page
- * @param {string} message
- */
-async function dialog(page, message) {
-  const box = page.locator(".monaco-dialog-box");
-  await box.locator(".dialog-message-text", { hasText: message }).waitFor({ timeout: TURN_MS });
-  return box;
-}
-
-/**
- * The last tool card in the chat.
- * @param {FrameLocator} chat
- */
-function lastCard(chat) {
-  return chat.locator(".tool").last();
-}
-
-/**
- * The Cody log of the extension host that ran daemon `pid` (VS Code writes each log channel
- * to a file under the user data dir).
- * @param {number} pid
- * @returns {string}
- */
-function codyLogOf(pid) {
-  const logs = join(run.userDataDir, "logs");
-  for (const session of readdirSync(logs)) {
-    for (const host of readdirSync(join(logs, session))) {
-      const file = join(logs, session, host, "cody.cody-vscode", "Cody.log");
-      let text;
-      try {
-        text = readFileSync(file, "utf8");
-      } catch {
-        continue;
-      }
-      if (text.includes(`, pid ${String(pid)},`)) return text;
-    }
-  }
-  return "";
-}
-
 // ------------------------------------------------------------------ the steps
 
 /**
@@ -307,10 +98,16 @@ async function step(page, name, body) {
   const started = Date.now();
   process.stdout.write(`step ${name} ... `);
   await body();
-  const shot = await screenshot(page, `${String(steps.length + 1).padStart(2, "0")}-${name}`);
+  const shot = join(run.outDir, `${String(steps.length + 1).padStart(2, "0")}-${name}.png`);
+  await screenshot(page, shot);
   const ms = Date.now() - started;
   steps.push({ name, ms, screenshot: shot });
   process.stdout.write(`${String(ms)} ms\n`);
+}
+
+/** The daemons of this run. */
+function daemons() {
+  return daemonsOf(run.marker);
 }
 
 /** @param {string} path */
@@ -407,11 +204,11 @@ async function scenario(page) {
     await chat.locator(".tool.in_progress", { hasText: "sleep 47" }).waitFor({ timeout: TURN_MS });
     const daemon = daemons()[0];
     assert.ok(daemon);
-    await until(() => sleeps(daemon.pid).length > 0, 10_000, "the sleep to start");
+    await until(() => descendants(daemon.pid, ["sleep", "47"]).length > 0, 10_000, "the sleep to start");
     await chat.locator("#cancel:not([disabled])").click();
     await chat.locator(".notice", { hasText: "Turn cancelled." }).waitFor({ timeout: 20_000 });
     await idle(chat);
-    await until(() => sleeps(daemon.pid).length === 0, 10_000, "the cancelled command's process to end");
+    await until(() => descendants(daemon.pid, ["sleep", "47"]).length === 0, 10_000, "the cancelled command's process to end");
     await chat.locator(".tool.failed", { hasText: "sleep 47" }).waitFor();
   });
 
@@ -460,7 +257,7 @@ async function scenario(page) {
     assert.deepEqual(daemons(), [], "no daemon is left after the reload");
     // the old extension host's Cody log: this daemon's shutdown handshake, as the protocol
     // trace (cody.trace "verbose", the default) wrote it
-    const log = codyLogOf(daemon.pid).split("\n");
+    const log = codyLogOf(run.userDataDir, daemon.pid).split("\n");
     const ready = log.findIndex((line) => line.includes(`, pid ${String(daemon.pid)},`));
     const asked = log.findIndex((line, index) => index > ready && line.includes("Sending request 'shutdown"));
     assert.ok(ready >= 0 && asked > ready, "the shutdown is in the Cody log (the channel stays open until the daemon stopped)");
