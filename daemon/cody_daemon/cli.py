@@ -1,16 +1,19 @@
 """`cody-daemon [--framing auto|lsp|ndjson] [--log-file PATH] [-v]`: serve Cody on stdio.
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
-prompts, file contents or secrets at INFO.
+prompts, file contents or secrets at INFO. The process ends as soon as serving ends (see
+`_exit_now`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from . import __version__
 
@@ -83,4 +86,19 @@ def main(argv: list[str] | None = None) -> None:
         code = asyncio.run(run())
     except KeyboardInterrupt:
         code = 130
-    sys.exit(code)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process without the interpreter's teardown.
+
+    By now every session is persisted and closed and the protocol stream is closed; freeing
+    the imported modules (lsprotocol's thousands of classes above all) would take most of a
+    second more, and an editor waiting for the daemon to end after `exit` notices that (a
+    VS Code window reload waited for it). The daemon registers no atexit handlers; logs and
+    stdio are flushed here."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -1,9 +1,11 @@
 """Take the README's screenshots: real programs in tmux, captured with `capture-pane -pe`.
 
-    uv run python docs/screenshots/capture.py [demo|chat|nvim|all]
+    uv run python docs/screenshots/capture.py [demo|chat|nvim|vscode|all]
 
 Needs tmux and `rsvg-convert` (Debian: librsvg2-bin). The ANSI capture is turned into SVG
 with rich, then into PNG. Sessions run with a temporary CODY_HOME and no API keys.
+`vscode` runs tests/e2e/test_vscode_real.py (a real VS Code in chromium) and keeps its
+approval screenshot.
 """
 
 from __future__ import annotations
@@ -149,9 +151,24 @@ def shot_nvim(root: Path) -> None:
         session.close()
 
 
+def shot_vscode() -> None:
+    """The VS Code e2e test screenshots every step; its approval step is the README's."""
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "tests/e2e/test_vscode_real.py"],
+        cwd=ROOT,
+        check=True,
+    )
+    shutil.copy(
+        ROOT / "tests" / "vscode-e2e" / "output" / "04-edit-approval.png",
+        HERE / "vscode-approval.png",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("which", nargs="?", default="all", choices=("demo", "nvim", "all"))
+    parser.add_argument(
+        "which", nargs="?", default="all", choices=("demo", "nvim", "vscode", "all")
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -159,6 +176,8 @@ def main() -> None:
             shot_demo(root / "demo")
         if args.which in ("nvim", "all"):
             shot_nvim(root / "nvim")
+        if args.which in ("vscode", "all"):
+            shot_vscode()
 
 
 if __name__ == "__main__":

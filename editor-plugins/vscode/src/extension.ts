@@ -3,7 +3,10 @@
  * approval dialogs, diff previews, settings, log channel).
  *
  * Invariants: one daemon per window, started on first use and restarted when a `cody.*`
- * setting changes (never in a loop after a crash); it is shut down on deactivate.
+ * setting changes (never in a loop after a crash); it is shut down on deactivate. The log
+ * channel outlives the daemon: it is not one of the context's subscriptions (VS Code disposes
+ * those while `deactivate()` is still running) but disposed at the end of `deactivate()`, and
+ * every write goes through `safeLog`, so logging never throws.
  */
 
 import { homedir } from "node:os";
@@ -16,11 +19,14 @@ import type { WebviewMessage } from "./chat/view-model";
 import { createApprovalUi } from "./editor/approvals";
 import { ChatViewProvider } from "./editor/chatView";
 import { DiffContentProvider } from "./editor/diffContent";
+import { safeLog, type CodyLog } from "./editor/log";
 import type { Tracer } from "vscode-jsonrpc/node";
+import { describeExit } from "./protocol/process";
 import type { SessionInfo } from "./protocol/types";
 import { parseSettings, type Settings } from "./settings";
 
 let controller: ChatController | undefined;
+let channel: CodyLog | undefined;
 
 function workspaceCwd(): string {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? homedir();
@@ -43,13 +49,13 @@ function readSettings(): Settings {
   );
 }
 
-function logStderr(log: vscode.LogOutputChannel, line: string): void {
+function logStderr(log: CodyLog, line: string): void {
   if (/\b(ERROR|CRITICAL)\b|Traceback/.test(line)) log.error(`[daemon] ${line}`);
   else if (/\bWARNING\b/.test(line)) log.warn(`[daemon] ${line}`);
   else log.info(`[daemon] ${line}`);
 }
 
-function controllerOptions(log: vscode.LogOutputChannel, diffs: DiffContentProvider): ControllerOptions {
+function controllerOptions(log: CodyLog, diffs: DiffContentProvider): ControllerOptions {
   const settings = readSettings();
   for (const problem of settings.problems) {
     log.warn(problem);
@@ -108,7 +114,8 @@ async function sendPrompt(chat: ChatController, text?: unknown): Promise<void> {
 }
 
 export function activate(context: vscode.ExtensionContext): void {
-  const log = vscode.window.createOutputChannel("Cody", { log: true });
+  const log = safeLog(vscode.window.createOutputChannel("Cody", { log: true }));
+  channel = log;
   const diffs = new DiffContentProvider();
   const chat = new ChatController(controllerOptions(log, diffs));
   controller = chat;
@@ -163,7 +170,6 @@ export function activate(context: vscode.ExtensionContext): void {
   };
 
   context.subscriptions.push(
-    log,
     diffs,
     view,
     chat.onDidChange(onState),
@@ -190,6 +196,14 @@ export function activate(context: vscode.ExtensionContext): void {
 
 export async function deactivate(): Promise<void> {
   const chat = controller;
+  const log = channel;
   controller = undefined;
-  await chat?.dispose();
+  channel = undefined;
+  try {
+    const started = Date.now();
+    const exit = await chat?.dispose();
+    if (exit) log?.info(`Daemon stopped (${describeExit(exit)}), ${String(Date.now() - started)} ms after deactivate`);
+  } finally {
+    log?.dispose();
+  }
 }

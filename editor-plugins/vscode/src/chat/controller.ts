@@ -12,6 +12,7 @@ import { Emitter, type Event } from "vscode-jsonrpc/node";
 
 import { CodyClient, type CodyClientOptions } from "../protocol/client";
 import { CodyError, toCodyError } from "../protocol/errors";
+import type { ExitInfo } from "../protocol/process";
 import type { CodySessionMeta, PermissionOutcome, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
 import { initialState, reduce, type ApprovalDecision, type ChatEvent, type ChatState, type ErrorInfo } from "./state";
 
@@ -177,17 +178,18 @@ export class ChatController {
     if (wasRunning) await this.start();
   }
 
-  /** Stop the daemon (`shutdown`, `exit`, kill after the timeout). */
-  async stop(): Promise<void> {
+  /** Stop the daemon (`shutdown`, `exit`, kill after the timeout). Resolves to how it exited, if it ran. */
+  async stop(): Promise<ExitInfo | undefined> {
     const client = this.client ?? (await this.starting?.catch(() => undefined));
     this.client = undefined;
     this.starting = undefined;
-    if (client) await client.shutdown();
+    return client ? await client.shutdown() : undefined;
   }
 
-  async dispose(): Promise<void> {
-    await this.stop();
+  async dispose(): Promise<ExitInfo | undefined> {
+    const exit = await this.stop();
     this.changed.dispose();
+    return exit;
   }
 
   private async resume(sessionId: string, cwd: string): Promise<string | undefined> {

@@ -12,12 +12,13 @@ import { describeApproval } from "../chat/approval";
 import type { ApprovalUi } from "../chat/controller";
 import type { PermissionOutcome } from "../protocol/types";
 import { closeDiff, showDiff, type DiffContentProvider, type DiffPreviewHandle } from "./diffContent";
+import type { CodyLog } from "./log";
 
 interface ApprovalItem extends vscode.MessageItem {
   optionId: string | undefined;
 }
 
-export function createApprovalUi(diffs: DiffContentProvider, log: vscode.LogOutputChannel): ApprovalUi {
+export function createApprovalUi(diffs: DiffContentProvider, log: CodyLog): ApprovalUi {
   return async (request, signal): Promise<PermissionOutcome> => {
     const prompt = describeApproval(request);
     const previews: DiffPreviewHandle[] = prompt.diffs.map((diff) => diffs.register(diff.path, diff.oldText ?? null, diff.newText));

@@ -10,7 +10,8 @@
  *
  * Invariants: no `vscode` import; every failure is a `CodyError`; an approval request is
  * always answered (the handler's choice, an error when it fails, or -32800 once the daemon
- * withdraws it with `$/cancelRequest`, which aborts the handler's signal).
+ * withdraws it with `$/cancelRequest`, which aborts the handler's signal); a tracer that
+ * throws loses its line, never a message (vscode-jsonrpc traces a reply before resolving it).
  */
 
 import {
@@ -184,7 +185,7 @@ export class CodyClient {
       if (box.client) box.client.closed = true;
     });
     if (options.tracer && options.trace && options.trace !== "off") {
-      await connection.trace(traceValue(options.trace), options.tracer);
+      await connection.trace(traceValue(options.trace), neverThrows(options.tracer));
     }
     connection.listen();
 
@@ -374,6 +375,20 @@ export class CodyClient {
     );
     return Promise.race([decided, withdrawn]);
   }
+}
+
+/** A tracer whose failures are swallowed: an exception there would drop the reply being traced. */
+function neverThrows(tracer: Tracer): Tracer {
+  return {
+    log: (dataObject: unknown, data?: string): void => {
+      try {
+        if (typeof dataObject === "string") tracer.log(dataObject, data);
+        else tracer.log(dataObject);
+      } catch {
+        // a trace line is not worth a lost message
+      }
+    },
+  };
 }
 
 function noHandlerError(): ResponseError<null> {

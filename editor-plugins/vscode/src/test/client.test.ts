@@ -111,6 +111,29 @@ describe("CodyClient", () => {
     }
   });
 
+  test("a tracer that throws loses its lines but not the shutdown reply: exit is still sent", TIMEOUT, async () => {
+    const sent: string[] = [];
+    const client = await CodyClient.start(
+      env.clientOptions({
+        trace: "verbose",
+        tracer: {
+          log: () => {
+            throw new Error("Channel has been closed");
+          },
+        },
+        observer: (direction, message) => {
+          if (direction === "send" && "method" in message && typeof message.method === "string") sent.push(message.method);
+        },
+        shutdownTimeoutMs: 30_000,
+      }),
+    );
+    const { sessionId } = await within(client.newSession({ cwd: env.workspace }), 30_000, "session/new");
+    assert.ok(sessionId, "requests are answered although every trace line throws");
+    const exit = await within(client.shutdown(), 15_000, "shutdown");
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.deepEqual(sent.slice(-2), ["shutdown", "exit"]);
+  });
+
   test("a daemon that ignores shutdown is killed after the timeout", TIMEOUT, async () => {
     const argv = [process.execPath, join(__dirname, "support", "stubborn-daemon.js")];
     const [command, ...args] = argv;

@@ -146,10 +146,43 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     await waitFor(() => daemonPids().length === 2, 30_000, "daemon restarted");
     await waitFor(() => !alive(firstPid), 10_000, "old daemon gone");
   } finally {
-    await within(extension.deactivate(), 15_000, "deactivate");
+    // as VS Code does: deactivate() is called, then the subscriptions are disposed at once,
+    // without waiting for it
+    const deactivated = extension.deactivate();
     for (const disposable of context.subscriptions) disposable.dispose();
+    await within(deactivated, 15_000, "deactivate");
   }
   const pids = daemonPids();
   assert.ok(pids.length > 0);
   for (const pid of pids) assert.equal(alive(pid), false, `daemon ${String(pid)} stopped on deactivate`);
+});
+
+test("shutdown with the default verbose trace sends exit although VS Code disposed the subscriptions", { timeout: 60_000 }, async () => {
+  // the regression: the log channel was a subscription, closed while deactivate() waited for the
+  // `shutdown` reply; tracing that reply threw `Channel has been closed`, so `exit` was never
+  // sent and the daemon was killed after 5 s
+  fake.log.length = 0;
+  fake.calls.length = 0;
+  fake.workspaceFolder = env.workspace;
+  fake.configuration = {
+    "cody.daemon.command": daemonArgv(),
+    "cody.daemon.env": { HOME: env.env.HOME, CODY_HOME: env.codyHome, TMPDIR: env.env.TMPDIR },
+  };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const extension = require("../extension") as ExtensionModule;
+  const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(resolve(__dirname, "..", "..")) };
+  extension.activate(context);
+  await within(Promise.resolve(fake.commands.get("cody.newSession")?.()), 30_000, "newSession");
+  const [pid] = daemonPids();
+  assert.ok(pid && alive(pid));
+
+  const started = Date.now();
+  const deactivated = extension.deactivate();
+  for (const disposable of context.subscriptions) disposable.dispose();
+  await within(deactivated, 15_000, "deactivate");
+  assert.ok(Date.now() - started < 4_000, `deactivate took ${String(Date.now() - started)} ms: the daemon was killed, not stopped`);
+  assert.equal(alive(pid), false);
+  assert.ok(fake.log.some((line) => line.includes("Sending notification 'exit'")), "exit was sent (verbose trace)");
+  assert.ok(fake.log.some((line) => /Daemon stopped \(exit code 0\)/.test(line)), fake.log.filter((l) => l.includes("Daemon")).join("\n"));
+  assert.ok(fake.calls.some((call) => call.kind === "disposeLog"), "the log channel is disposed at the end of deactivate");
 });

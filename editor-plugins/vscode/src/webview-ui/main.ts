@@ -147,7 +147,6 @@ function render(view: ChatViewModel): void {
   if (view.items.length === 0 && !view.loading) {
     transcript.appendChild(el("div", "notice", "Ask Cody something. Commands and edits ask for your approval first."));
   }
-  if (atBottom) transcript.scrollTop = transcript.scrollHeight;
 
   const approval = byId("approval");
   approval.hidden = view.approval === null;
@@ -160,6 +159,9 @@ function render(view: ChatViewModel): void {
   const plan = byId("plan");
   plan.hidden = view.plan.length === 0;
   plan.replaceChildren(...view.plan.map((entry) => el("div", `plan-entry ${entry.status}`, entry.content)));
+  // last, once the approval and plan boxes have taken their room: scrolling before they
+  // appear left the newest lines hidden under them, and the chat stopped following
+  if (atBottom) transcript.scrollTop = transcript.scrollHeight;
 
   button("cancel").disabled = !view.busy;
   button("send").disabled = view.busy;

@@ -141,10 +141,16 @@ function record(kind: string, ...args: unknown[]): void {
   fake.calls.push({ kind, args });
 }
 
+/** Like VS Code's: once disposed, every call throws `Channel has been closed`. */
 const channel = (name: string): Record<string, unknown> => {
+  let disposed = false;
+  const validate = (): void => {
+    if (disposed) throw new Error("Channel has been closed");
+  };
   const write =
     (level: string) =>
     (message: string): void => {
+      validate();
       fake.log.push(`${level} ${message}`);
     };
   return {
@@ -156,9 +162,13 @@ const channel = (name: string): Record<string, unknown> => {
     trace: write("trace"),
     appendLine: write("info"),
     show: () => {
+      validate();
       record("showLog");
     },
-    dispose: () => undefined,
+    dispose: () => {
+      disposed = true;
+      record("disposeLog");
+    },
   };
 };
 
