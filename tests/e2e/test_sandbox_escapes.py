@@ -230,7 +230,8 @@ async def test_every_escape_route_is_refused_unless_the_mode_allows_it(
     routes = exec_routes(world) + file_routes(world)
     model.enqueue(*[tool_call(r.tool, r.args, call_id=r.name) for r in routes])
     model.enqueue(text("tried every route"))
-    world.env.use_mock_provider(model.base_url)
+    # A trusted project: its `.cody/config.toml` could lift the sandbox, so it is protected.
+    world.env.use_mock_provider(model.base_url, extra=f"trusted_projects = [{str(world.ws)!r}]")
     daemon = await Daemon.start(world.env)
     try:
         await daemon.initialize()
@@ -429,3 +430,23 @@ async def test_nothing_a_command_starts_outlives_it(
         assert live_processes_with(tag) == [], "a detached process outlived the exec call"
     finally:
         await daemon.close()
+
+
+async def test_an_untrusted_project_gets_no_cody_folder_from_running_commands(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Protecting `.cody` must not litter every project: only a trusted project's config can
+    set the sandbox, so only there is an empty `.cody` made to be mounted read-only."""
+    require_bwrap(cody_env)
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "echo hi"}, call_id="c1"))
+    model.enqueue(text("done"))
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session(approvalPolicy="never")
+        await daemon.prompt(sid, "say hi")
+    finally:
+        await daemon.close()
+    assert "Exit code: 0" in tool_outputs(model.requests[-1])["c1"]
+    assert not (cody_env.workspace / ".cody").exists()

@@ -44,6 +44,7 @@ __all__ = [
     "deep_merge",
     "load_effective_config",
     "load_user_config",
+    "project_trusted",
 ]
 
 PROTECTED_KEYS: Final[tuple[str, ...]] = (
@@ -438,6 +439,15 @@ def _apply_trust(
             f'To trust it, add "{_real(cwd)}" to trusted_projects in {paths.config_file}.'
         )
     return kept
+
+
+def project_trusted(paths: CodyPaths, cwd: Path) -> bool:
+    """Whether the user's config lists `cwd` in `trusted_projects` (False when it is invalid)."""
+    try:
+        trusted = load_user_config(paths).trusted_projects
+    except InvalidParams:
+        return False
+    return _is_trusted(cwd, list(trusted))
 
 
 def _is_trusted(cwd: Path, trusted: list[str]) -> bool:

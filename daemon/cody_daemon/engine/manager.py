@@ -15,6 +15,7 @@ from typing import Any
 from cody_protocol.content import ContentBlock
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
+from ..config.loader import project_trusted
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
@@ -244,6 +245,7 @@ class SessionManager:
                 settings.sandbox_unavailable,
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
                 hidden_files=login_files(self.deps.env),
+                guard_project_config=project_trusted(self.deps.paths, session.cwd),
             ),
             env=self.deps.env,
             price=billable_price(spec, credentials, settings.model, self.deps.env),

@@ -163,6 +163,8 @@ class SandboxPolicy:
     network: bool = False
     protected: tuple[Path, ...] = ()
     """Cody's own directories (user config, data): never writable, even inside a root."""
+    guard_project_config: bool = False
+    """A trusted project: its `.cody` is made (empty) when missing, to be mounted read-only."""
     hidden_files: tuple[Path, ...] = ()
     """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
 
@@ -176,6 +178,7 @@ class SandboxPolicy:
         network: bool = False,
         protected: tuple[str | Path, ...] = (),
         hidden_files: tuple[Path, ...] = (),
+        guard_project_config: bool = False,
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -184,6 +187,7 @@ class SandboxPolicy:
             network=network,
             protected=tuple(Path(os.path.realpath(path)) for path in protected),
             hidden_files=hidden_files,
+            guard_project_config=guard_project_config,
         )
 
     def writable_roots(self) -> tuple[Path, ...]:
@@ -268,10 +272,13 @@ class SandboxPolicy:
                     own.mkdir(parents=True, exist_ok=True)
                 if own.exists():
                     found.add(own)
-        # The session's own project config: an empty `.cody` is made so that a command cannot
-        # create `.cody/config.toml` and lift the next session's sandbox.
-        with contextlib.suppress(OSError):
-            (self.cwd / ".cody").mkdir(exist_ok=True)
+        # A trusted project's config can set the sandbox and approvals: an empty `.cody` is
+        # made (when missing) so that it is mounted read-only and a command cannot create
+        # `.cody/config.toml` to lift the next session's sandbox. An untrusted project's
+        # `.cody/config.toml` cannot set those keys, so nothing is created there.
+        if self.guard_project_config:
+            with contextlib.suppress(OSError):
+                (self.cwd / ".cody").mkdir(exist_ok=True)
         for root in roots:
             if root == self.cwd:
                 result = protected.scan(root, roots)
