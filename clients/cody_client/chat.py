@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from typing import Any
 
@@ -67,6 +69,7 @@ class Chat:
         self._prompt_session: Any = None
         self._interrupted = [False]
         """Whether the last key press that mattered was a Ctrl-C (two in a row quit)."""
+        self._quit = False
 
     # -- input ----------------------------------------------------------------------------
 
@@ -101,8 +104,12 @@ class Chat:
                 bottom_toolbar=self._toolbar, key_bindings=bindings
             )
         while True:
+            if self._quit:
+                return None
             try:
-                text: str = await self._prompt_session.prompt_async("› ")
+                # handle_sigint=False: the chat's own SIGINT handler stays in place (a Ctrl-C
+                # typed before the prompt is up arrives as a signal, not as a key).
+                text: str = await self._prompt_session.prompt_async("› ", handle_sigint=False)
             except KeyboardInterrupt:
                 if self._interrupted[0]:
                     return None  # the second Ctrl-C in a row
@@ -114,6 +121,18 @@ class Chat:
             self._interrupted[:] = [False]
             return text
 
+    def between_turns_interrupt(self) -> None:
+        """SIGINT while no turn runs (the terminal not yet in the prompt's raw mode): the
+        first is a hint, the second in a row quits (also when the first cancelled a turn)."""
+        if self._interrupted[0]:
+            self._quit = True
+        else:
+            self._interrupted[:] = [True]
+            self.renderer.line("(Ctrl-C again or Ctrl-D to leave)")
+        app = getattr(self._prompt_session, "app", None)
+        if self._quit and app is not None and app.is_running:
+            app.exit(exception=KeyboardInterrupt())
+
     # -- the loop -------------------------------------------------------------------------
 
     def banner(self) -> None:
@@ -122,6 +141,11 @@ class Chat:
         self.renderer.line(style.dim("Ctrl-C interrupts a turn, Ctrl-D quits, /help for help."))
 
     async def run(self, first_prompt: str | None) -> None:
+        if self.interactive:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().add_signal_handler(
+                    signal.SIGINT, self.between_turns_interrupt
+                )
         pending = first_prompt
         while True:
             text = pending if pending is not None else await self.read()
@@ -142,6 +166,7 @@ class Chat:
                     self.renderer.on_update,
                     self.spinner,
                     interrupted=self._interrupted,
+                    after_turn=self.between_turns_interrupt if self.interactive else None,
                 )
             except RemoteError as exc:
                 self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))

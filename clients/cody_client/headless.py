@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from cody_protocol.permission import RequestPermissionParams
@@ -76,11 +77,14 @@ async def run_turn(
     spinner: Spinner | None = None,
     *,
     interrupted: list[bool] | None = None,
+    after_turn: Callable[[], None] | None = None,
 ) -> PromptResult:
     """One prompt; the first Ctrl-C cancels the turn, a second one quits (KeyboardInterrupt).
 
     `interrupted[0]` is set when the turn was cancelled by Ctrl-C (the chat then quits on the
-    next Ctrl-C at its prompt: the second press may arrive after the turn has ended)."""
+    next Ctrl-C at its prompt: the second press may arrive after the turn has ended).
+    `after_turn` becomes the SIGINT handler when the turn ends (the chat's own between-turns
+    handler), so that no Ctrl-C ever meets Python's default handler in between."""
     loop = asyncio.get_running_loop()
 
     def update(event: Any) -> None:
@@ -121,7 +125,10 @@ async def run_turn(
         if spinner is not None:
             spinner.stop()
         if installed:
-            loop.remove_signal_handler(signal.SIGINT)
+            if after_turn is not None:
+                loop.add_signal_handler(signal.SIGINT, after_turn)
+            else:
+                loop.remove_signal_handler(signal.SIGINT)
 
 
 class _JsonApprover:

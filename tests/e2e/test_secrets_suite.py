@@ -108,6 +108,8 @@ def plant(env: CodyEnv, model_url: str) -> dict[str, Path]:
     env.write_config(
         'model_provider = "mock"\n'
         'approval_policy = "never"\n'
+        # Whole tool outputs to the model: the exec head/tail cut is what `x-cut` is about.
+        "tool_output_token_limit = 100000\n"
         "[model_providers.mock]\n"
         f'base_url = "{model_url}"\n'
         'wire_api = "responses"\n'
@@ -116,6 +118,8 @@ def plant(env: CodyEnv, model_url: str) -> dict[str, Path]:
         "request_max_retries = 0\n"
         "[tools.webSearch]\n"
         'env_key = "SEARCH_ACCESS"\n'
+        "[tools.fetchUrl]\n"
+        'allow_private = ["127.0.0.1"]\n'  # the "site" the model leaks to runs on loopback
         "[mcp_servers.envecho]\n"
         f'command = "{sys.executable}"\n'
         f'args = ["{SCRIPTS["envecho"]}"]\n'
@@ -168,7 +172,14 @@ def attack_calls(logins: dict[str, Path], web: MockWeb, mode: str) -> list[Outpu
     return [
         exec_call("env", "x-env"),
         exec_call(["printenv"], "x-printenv"),
-        exec_call("cat /proc/$PPID/environ | tr '\\0' '\\n'", "x-proc"),
+        # The daemon's own environment: walk up from the command (a subreaper may be between).
+        exec_call(
+            'p=$PPID; while [ "$p" -gt 1 ]; do '
+            "if tr '\\0' '\\n' < /proc/$p/cmdline | grep -qx cody_daemon; then "
+            "tr '\\0' '\\n' < /proc/$p/environ; "
+            "break; fi; p=$(awk '{print $4}' /proc/$p/stat); done",
+            "x-proc",
+        ),
         exec_call(f"cat {files} auth-link.json auth-hardlink.json .env", "x-cat"),
         exec_call(f"{pad}; cat {codex}; python3 -c \"print('b' * 40000)\"", "x-cut"),
         exec_call(f"cat {codex}; sleep 0.3; cat {claude}; sleep 0.3; cat {codex}", "x-live"),
