@@ -9,6 +9,8 @@ from pydantic import Field
 from ._base import WireModel
 
 __all__ = [
+    "AgentInfo",
+    "AgentsListResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -69,3 +71,25 @@ class ProviderModels(WireModel):
 
 class ModelsListResult(WireModel):
     providers: list[ProviderModels]
+
+
+class AgentInfo(WireModel):
+    """One external agent CLI a session can use as its backend (`_cody/agents/list`)."""
+
+    id: Literal["codex", "claude"]
+    name: str
+    found: bool
+    path: str | None = None
+    found_via: str | None = None
+    """Where it was found: `CODEX_CLI_PATH`/`CLAUDE_CLI_PATH`, `PATH`, or the install dir."""
+    version: str | None = None
+    login: Literal["ok", "missing", "unknown"]
+    """Whether a login or an API key the CLI can use was found."""
+    login_source: str | None = None
+    """Where that login comes from (a file or an env var name; never its value)."""
+    hint: str | None = None
+    """How to install it or log in, when something is missing."""
+
+
+class AgentsListResult(WireModel):
+    agents: list[AgentInfo]

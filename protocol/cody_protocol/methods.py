@@ -6,6 +6,7 @@ __all__ = [
     "AUTHENTICATE",
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
+    "CODY_AGENTS_LIST",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_SESSION_FORK",
@@ -49,3 +50,4 @@ CODY_SESSION_FORK = "_cody/session/fork"
 CODY_TOOLS_LIST = "_cody/tools/list"
 CODY_MODELS_LIST = "_cody/models/list"
 CODY_MCP_STATUS = "_cody/mcp/status"
+CODY_AGENTS_LIST = "_cody/agents/list"

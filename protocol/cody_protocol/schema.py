@@ -54,6 +54,7 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     extensions.ToolsListParams,
     extensions.ToolsListResult,
     extensions.ModelsListResult,
+    extensions.AgentsListResult,
     extensions.McpStatusNotification,
     errors.RpcError,
     errors.InvalidParamsData,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cody_protocol.content import ContentBlock
+from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, SessionBusy
@@ -24,6 +25,8 @@ from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
 from ..tools.registry import ToolRegistry
+from .agents import agent_for, check_backend_installed, stop_agent
+from .backend_turn import BackendTurnRunner
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .loading import SessionLoader
@@ -62,6 +65,7 @@ class SessionManager:
     ) -> Session:
         session, catalog = self._loader.create(cwd, meta)
         try:
+            check_backend_installed(session.settings.backend, self.deps.env)
             self._attach_mcp(session, mcp_servers)
         except BaseException:
             session.file.close()
@@ -150,11 +154,15 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
-        env = self._turn_env(session, link)
-        if session.mcp is not None:
-            extra = await session.mcp.session_tools()
-            env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
-        runner = TurnRunner(session, env)
+        runner: TurnRunner | BackendTurnRunner
+        if session.settings.backend != "native":
+            runner = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None)
+        else:
+            env = self._turn_env(session, link)
+            if session.mcp is not None:
+                extra = await session.mcp.session_tools()
+                env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
+            runner = TurnRunner(session, env)
         task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
         session.turn = task
         try:
@@ -167,6 +175,13 @@ class SessionManager:
         finally:
             if session.turn is task:
                 session.turn = None
+
+    def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
+        """What a prompt would run in this session, without running or writing anything."""
+        from .agents import dry_run_report
+
+        session = self.get(session_id)
+        return dry_run_report(session, prompt_to_text(blocks), self.deps.env)
 
     def _turn_env(self, session: Session, link: ClientLink) -> TurnEnv:
         catalog = self._catalogs[session.id]
@@ -234,6 +249,14 @@ class SessionManager:
             value,
             providers={s.id: s.default_model for s in catalog.all()},
         )
+        if changed.backend != session.settings.backend:
+            if session.history or session.busy:
+                raise InvalidParams(
+                    "The agent (backend) of a session is fixed once it has a turn; start a new "
+                    "session with _meta.cody.backend instead.",
+                    [Issue(key="backend", message="fixed after the first turn", value=value)],
+                )
+            check_backend_installed(changed.backend, self.deps.env)
         self._apply_settings(session, changed, mode_of(session.settings), link)
         return self.config_options(session)
 
@@ -293,6 +316,7 @@ class SessionManager:
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
+        await stop_agent(session)
         await _close_mcp(session)
         await session.file.sync()
         session.file.close()
@@ -351,6 +375,7 @@ class SessionManager:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):
             try:
+                await stop_agent(session)
                 await _close_mcp(session)
                 await session.file.sync()
             finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cody_protocol.prompt import TokenUsage
 
+from ..backends.base import AgentBackend
 from ..core.history import HistoryItem
 from ..policy.approval import Grants
 from ..store.session_file import SessionFile
@@ -49,6 +50,10 @@ class Session:
     mcp: McpSessionManager | None = None
     """The session's MCP servers (None when it has none)."""
     mcp_warmup: asyncio.Task[object] | None = None
+    backend_resume_id: str | None = None
+    """The agent CLI's id of this conversation (codex/claude sessions)."""
+    agent: AgentBackend | None = None
+    """The live agent CLI of a codex/claude session (created at its first prompt)."""
 
     @property
     def busy(self) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
 from cody_protocol.extensions import (
+    AgentsListResult,
     McpServerStatus,
     ModelInfo,
     ModelsListResult,
@@ -28,6 +29,7 @@ from cody_protocol.prompt import (
     PromptMeta,
     PromptParams,
     PromptResult,
+    TokenUsage,
     TurnCost,
     TurnUsage,
 )
@@ -50,6 +52,7 @@ from cody_protocol.session import (
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
+from ..engine.agents import agents_list
 from ..engine.auth import authenticate as engine_authenticate
 from ..engine.session import Session
 from ..engine.settings import build_modes
@@ -103,6 +106,7 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
             cody=CodySessionResultMeta(
                 provider=session.settings.provider,
                 model=session.settings.model,
+                backend=session.settings.backend,
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
             )
@@ -167,6 +171,19 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def session_prompt(params: Any) -> Any:
         parsed = parse(PromptParams, params)
+        if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
+            report = manager.dry_run(parsed.session_id, parsed.prompt)
+            zero = TokenUsage()
+            return PromptResult(
+                stop_reason="end_turn",
+                meta=PromptMeta(
+                    cody=CodyPromptMeta(
+                        turn_id="dry-run",
+                        usage=TurnUsage(last=zero, turn=zero, total=zero),
+                        dry_run=report,
+                    )
+                ),
+            )
         outcome = await manager.prompt(parsed.session_id, parsed.prompt, link)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
@@ -254,6 +271,9 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             ]
         )
 
+    async def agents_list_handler(params: Any) -> Any:
+        return AgentsListResult(agents=await agents_list(app.env))
+
     table: dict[str, Handler] = {
         methods.INITIALIZE: initialize,
         methods.AUTHENTICATE: authenticate,
@@ -271,6 +291,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_SESSION_FORK: session_fork,
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,
+        methods.CODY_AGENTS_LIST: agents_list_handler,
     }
     for name, fn in table.items():
         server.feature(name)(_guard(name, fn))
@@ -280,4 +301,5 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
     methods.CODY_TOOLS_LIST,
     methods.CODY_MODELS_LIST,
+    methods.CODY_AGENTS_LIST,
 )

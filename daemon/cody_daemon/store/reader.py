@@ -54,6 +54,8 @@ class SessionRecord:
     rejected: set[tuple[str, ...]] = field(default_factory=set)
     """Grant keys answered `reject_session`."""
     title: str | None = None
+    backend_resume_id: str | None = None
+    """The id the session's agent CLI resumes it by (`backend` events; codex/claude sessions)."""
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
@@ -112,6 +114,8 @@ class _Folder:
                 self.record.rejected.add(key)
         elif kind == "title" and isinstance(payload.get("title"), str):
             self.record.title = payload["title"]
+        elif kind == "backend" and isinstance(payload.get("resumeId"), str):
+            self.record.backend_resume_id = payload["resumeId"]
 
     def close_interrupted_calls(self) -> None:
         answered = {
