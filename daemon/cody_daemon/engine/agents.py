@@ -29,10 +29,12 @@ from ..backends.discovery import (
 from ..backends.select import make_backend
 from ..errors import InvalidParams, Issue, ProviderError
 from ..policy.allowlist import allowed_tools
+from ..providers.catalog import ProviderCatalog, ProviderSpec
 from .backend_turn import backend_settings_of
 from .session import Session
 
 __all__ = [
+    "missing_credentials_fix",
     "agent_for",
     "agents_list",
     "check_backend_installed",
@@ -41,6 +43,28 @@ __all__ = [
 ]
 
 KINDS: tuple[BackendKind, ...] = ("codex", "claude")
+
+
+def missing_credentials_fix(
+    catalog: ProviderCatalog, spec: ProviderSpec, env: Mapping[str, str]
+) -> str:
+    """What to do when `spec` has no credentials; a Claude login is pointed to Claude Code.
+
+    A claude.ai subscription may only be used by Claude Code itself, so Cody's own loop never
+    sends it; the `claude` backend is how a subscriber uses Cody (and it must be installed).
+    """
+    login = catalog.claude_login_file(spec)
+    if login is None:
+        return catalog.missing_credentials_fix(spec)
+    text = (
+        f"Your Claude login ({login}) can only be used by Claude Code itself, not by Cody's own "
+        "agent loop: start the session with the `claude` backend (`cody-client --backend "
+        'claude`, or `_meta.cody.backend = "claude"` in session/new), or set ANTHROPIC_API_KEY '
+        "to use the API directly."
+    )
+    if not find_cli("claude", env).found:
+        text += f" Claude Code is not installed: {INSTALL_HINTS['claude']}."
+    return text
 
 
 def check_backend_installed(backend: Backend, env: Mapping[str, str]) -> None:

@@ -25,7 +25,7 @@ from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
 from ..tools.registry import ToolRegistry
-from .agents import agent_for, check_backend_installed, stop_agent
+from .agents import agent_for, check_backend_installed, missing_credentials_fix, stop_agent
 from .backend_turn import BackendTurnRunner
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
@@ -188,7 +188,7 @@ class SessionManager:
         spec = catalog.get(session.settings.provider)
         credentials = catalog.credentials(spec)
         if credentials is None:
-            raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
+            raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, self.deps.env))
         try:
             provider = self.deps.providers.get(spec, credentials)
         except UnsupportedWireApi as exc:
