@@ -52,6 +52,7 @@ from .base import (
     ToolStarted,
     UsageReported,
 )
+from .discovery import codex_home
 from .display import (
     canonical_key,
     command_display,
@@ -65,6 +66,7 @@ from .env import relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
 from .mapping import CODEX_ENFORCEMENT, codex_policy
 from .process import JsonLineProcess
+from .project_guard import codex_project_overrides
 
 __all__ = ["CodexBackend"]
 
@@ -123,8 +125,11 @@ class CodexBackend(AgentBackend):
 
     # -- the command line -------------------------------------------------------------------
 
-    def argv(self) -> list[str]:
-        return [str(self.launch.cli), "app-server"]
+    def argv(self, settings: BackendSettings) -> list[str]:
+        args = [str(self.launch.cli), "app-server"]
+        if not settings.project_trusted:
+            args += codex_project_overrides(self.launch.cwd, codex_home(self.launch.env))
+        return args
 
     def _thread_params(self, settings: BackendSettings) -> dict[str, Any]:
         policy = codex_policy(settings)
@@ -163,7 +168,7 @@ class CodexBackend(AgentBackend):
         found = self.launch.cli is not None
         return DryRunReport(
             backend="codex",
-            command=self.argv() if found else None,
+            command=self.argv(settings) if found else None,
             cwd=str(self.launch.cwd),
             env=relevant_env_names("codex", self.launch.env),
             flags={
@@ -191,13 +196,13 @@ class CodexBackend(AgentBackend):
 
     # -- the process ------------------------------------------------------------------------
 
-    async def _ensure_process(self) -> None:
+    async def _ensure_process(self, settings: BackendSettings) -> None:
         if self._proc is not None and self._proc.running and self._dead is None:
             return
         await self._reset()
         assert self.launch.cli is not None
         self._proc = JsonLineProcess(
-            self.argv(),
+            self.argv(settings),
             cwd=self.launch.cwd,
             env=self.launch.env,
             on_message=self._on_message,
@@ -302,7 +307,7 @@ class CodexBackend(AgentBackend):
         approve: Approver,
     ) -> StopReason:
         try:
-            await self._ensure_process()
+            await self._ensure_process(settings)
             thread_id = await self._ensure_thread(settings, emit)
             started = await self._request(
                 "turn/start", self._turn_params(thread_id, prompt, settings)

@@ -34,6 +34,7 @@ __all__ = [
     "CliLocation",
     "LoginStatus",
     "cli_version",
+    "codex_home",
     "find_cli",
     "login_status",
     "not_installed_message",
@@ -154,12 +155,13 @@ def login_status(kind: BackendKind, env: Mapping[str, str]) -> LoginStatus:
     return _codex_login(env) if kind == "codex" else _claude_login(env)
 
 
-def _codex_home(env: Mapping[str, str]) -> Path:
+def codex_home(env: Mapping[str, str]) -> Path:
+    """`$CODEX_HOME`, else `~/.codex` (HOME taken from `env`)."""
     return Path(env.get("CODEX_HOME") or _home(env) / ".codex")
 
 
 def _codex_login(env: Mapping[str, str]) -> LoginStatus:
-    home = _codex_home(env)
+    home = codex_home(env)
     auth = _json_object(home / "auth.json")
     if auth is not None and (auth.get("tokens") or auth.get("OPENAI_API_KEY")):
         return LoginStatus("ok", str(home / "auth.json"))
