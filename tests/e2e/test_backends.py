@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -427,3 +428,44 @@ async def test_a_cloned_repository_cannot_run_code_through_the_agents_own_settin
             assert not places["hostile"][1].exists()
         finally:
             await daemon.close()
+
+
+async def _cody_client(cody_env: CodyEnv, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cody_client",
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cody_env.env,
+        cwd=cody_env.workspace,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 90)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_cody_client_exec_runs_a_backend_session(
+    kind: BackendKind, cody_env: CodyEnv
+) -> None:
+    async with BackendRig.open(kind, cody_env) as rig:
+        code, out, err = await _cody_client(
+            cody_env, "exec", "--backend", kind, "--dry-run", "look around"
+        )
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["backend"] == kind and report["found"] is True
+        assert Path(report["command"][0]).name == kind
+        assert rig.mock.requests == []
+
+        rig.run("touch via-client.txt", "call_client")
+        rig.say("made it")
+        code, out, err = await _cody_client(
+            cody_env, "exec", "--backend", kind, "--approve", "allow", "make the file"
+        )
+        assert code == 0, err
+        assert "made it" in out
+        assert (cody_env.workspace / "via-client.txt").exists()
