@@ -6,13 +6,19 @@ Skipped when Neovim is not installed, except on CI (CI=true), where a missing Ne
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.support import mock_anthropic, mock_responses
+from tests.support.agent_clis import claude, claude_env, codex, codex_env, write_codex_config
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +35,28 @@ def find_nvim() -> str | None:
     return shutil.which("nvim")
 
 
+@contextmanager
+def backend_env(root: Path) -> Iterator[dict[str, str]]:
+    """Mock models for the Codex CLI and Claude Code, each scripted for one turn, and the daemon
+    environment that points the CLIs at them (for tests/backends_spec.lua)."""
+    with ExitStack() as stack:
+        responses = stack.enter_context(mock_responses.MockResponsesServer.in_thread())
+        messages = stack.enter_context(mock_anthropic.MockAnthropicServer.in_thread())
+        responses.enqueue(mock_responses.text("Hello from codex"))
+        messages.enqueue(mock_anthropic.text("Hello from claude"))
+        write_codex_config(root / "codex-home", responses.base_url)
+        env = {
+            **codex_env(root / "home", root / "codex-home"),
+            **claude_env(root / "home", root / "claude-config", messages.base_url),
+            "CODEX_CLI_PATH": str(codex()),
+            "CLAUDE_CLI_PATH": str(claude()),
+        }
+        keep = ("CODEX_", "CLAUDE_", "ANTHROPIC_", "MOCK_KEY", "IS_SANDBOX", "DISABLE_", "RUST_LOG")
+        yield {name: value for name, value in env.items() if name.startswith(keep)}
+
+
 @pytest.mark.timeout(300)
-def test_nvim_plugin_suite_passes() -> None:
+def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     nvim = find_nvim()
     if nvim is None:
         message = "Neovim (nvim) not found next to the Python executable or on PATH"
@@ -41,16 +67,20 @@ def test_nvim_plugin_suite_passes() -> None:
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
     env["NVIM"] = nvim
     env["CODY_DAEMON_CMD"] = f"{sys.executable} -m cody_daemon"
-    result = subprocess.run(
-        ["bash", str(RUN_SH)],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    with backend_env(tmp_path) as daemon_env:
+        env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
+        result = subprocess.run(
+            ["bash", str(RUN_SH)],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
     output = f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     assert result.returncode == 0, f"run.sh exited {result.returncode}\n{output}"
     assert " passed, 0 failed" in result.stdout, output
+    assert "ok   backends_spec: :CodyBackend runs a turn" in result.stdout, output
+    assert "(skipped" not in result.stdout, output

@@ -45,6 +45,7 @@ from .base import (
     BackendSettings,
     CostReported,
     Decision,
+    Launch,
     PlanStatus,
     PlanUpdated,
     ResumeIdAssigned,
@@ -115,7 +116,7 @@ class ClaudeBackend(AgentBackend):
     kind = "claude"
     display_name = "Claude Code"
 
-    def __init__(self, launch: Any) -> None:
+    def __init__(self, launch: Launch) -> None:
         super().__init__(launch)
         self._proc: JsonLineProcess | None = None
         self._inbox: asyncio.Queue[dict[str, Any] | _Ended] = asyncio.Queue()

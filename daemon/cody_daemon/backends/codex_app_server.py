@@ -40,6 +40,7 @@ from .base import (
     BackendEvent,
     BackendSettings,
     Decision,
+    Launch,
     PlanStatus,
     PlanUpdated,
     ResumeIdAssigned,
@@ -113,7 +114,7 @@ class CodexBackend(AgentBackend):
     kind = "codex"
     display_name = "Codex CLI"
 
-    def __init__(self, launch: Any) -> None:
+    def __init__(self, launch: Launch) -> None:
         super().__init__(launch)
         self._proc: JsonLineProcess | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}

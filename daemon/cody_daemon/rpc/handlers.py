@@ -104,7 +104,11 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
         "configOptions": app.manager.config_options(session),
         "_meta": SessionResultMeta(
             cody=CodySessionResultMeta(
-                provider=session.settings.provider,
+                provider=(
+                    session.settings.provider
+                    if session.settings.backend == "native"
+                    else session.settings.backend
+                ),
                 model=session.settings.model,
                 backend=session.settings.backend,
                 session_file=str(session.file.path),

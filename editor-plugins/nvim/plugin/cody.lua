@@ -34,3 +34,13 @@ end, { nargs = "?", desc = "Cody: resume a saved session (replays it into the ch
 vim.api.nvim_create_user_command("CodyNew", function()
   require("cody").new_session()
 end, { nargs = 0, desc = "Cody: start a new session with an empty chat" })
+
+vim.api.nvim_create_user_command("CodyBackend", function(cmd)
+  require("cody").backend(cmd.args ~= "" and cmd.args or nil)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "native", "codex", "claude" }
+  end,
+  desc = "Cody: run new sessions on Cody's loop, the Codex CLI or Claude Code",
+})
