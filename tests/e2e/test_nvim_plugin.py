@@ -11,14 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support import mock_anthropic, mock_responses
-from tests.support.agent_clis import claude, claude_env, codex, codex_env, write_codex_config
+from tests.support import mock_responses
+from tests.support.backend_agents import offline_backends_env
 
 pytestmark = pytest.mark.e2e
 
@@ -35,24 +33,8 @@ def find_nvim() -> str | None:
     return shutil.which("nvim")
 
 
-@contextmanager
-def backend_env(root: Path) -> Iterator[dict[str, str]]:
-    """Mock models for the Codex CLI and Claude Code, each scripted for one turn, and the daemon
-    environment that points the CLIs at them (for tests/backends_spec.lua)."""
-    with ExitStack() as stack:
-        responses = stack.enter_context(mock_responses.MockResponsesServer.in_thread())
-        messages = stack.enter_context(mock_anthropic.MockAnthropicServer.in_thread())
-        responses.enqueue(mock_responses.text("Hello from codex"))
-        messages.enqueue(mock_anthropic.text("Hello from claude"))
-        write_codex_config(root / "codex-home", responses.base_url)
-        env = {
-            **codex_env(root / "home", root / "codex-home"),
-            **claude_env(root / "home", root / "claude-config", messages.base_url),
-            "CODEX_CLI_PATH": str(codex()),
-            "CLAUDE_CLI_PATH": str(claude()),
-        }
-        keep = ("CODEX_", "CLAUDE_", "ANTHROPIC_", "MOCK_KEY", "IS_SANDBOX", "DISABLE_", "RUST_LOG")
-        yield {name: value for name, value in env.items() if name.startswith(keep)}
+def _one_text_turn(kind: str, mock: mock_responses.MockResponsesServer) -> None:
+    mock.enqueue(mock_responses.text(f"Hello from {kind}"))
 
 
 @pytest.mark.timeout(300)
@@ -67,7 +49,7 @@ def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
     env["NVIM"] = nvim
     env["CODY_DAEMON_CMD"] = f"{sys.executable} -m cody_daemon"
-    with backend_env(tmp_path) as daemon_env:
+    with offline_backends_env(tmp_path, _one_text_turn) as daemon_env:
         env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
         result = subprocess.run(
             ["bash", str(RUN_SH)],

@@ -16,9 +16,10 @@ Nothing here talks to the daemon: tests do that through `tests.support.daemon.Da
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from . import mock_anthropic as anthropic
@@ -26,7 +27,7 @@ from . import mock_responses as responses
 from .agent_clis import claude, claude_env, codex, codex_env, write_codex_config
 from .daemon import CodyEnv
 
-__all__ = ["BackendKind", "BackendRig", "KINDS"]
+__all__ = ["BackendKind", "BackendRig", "KINDS", "offline_backends_env"]
 
 BackendKind = Literal["codex", "claude"]
 KINDS: tuple[BackendKind, ...] = ("codex", "claude")
@@ -127,3 +128,28 @@ class BackendRig:
         calls = [r for r in self.mock.requests if isinstance(r.body, dict)]
         body = calls[index].body
         return json.dumps(body.get("input") if self.kind == "codex" else body.get("messages"))
+
+
+@contextmanager
+def offline_backends_env(
+    root: Path, script: Callable[[BackendKind, responses.MockResponsesServer], None]
+) -> Iterator[dict[str, str]]:
+    """For clients tested outside Python (Neovim, the ACP TypeScript SDK): both mock models on
+    threads, scripted by `script(kind, mock)`, and the environment variables a daemon needs to
+    run codex and claude sessions against them (CLI paths, CODEX_HOME, Claude's offline env)."""
+    with ExitStack() as stack:
+        mocks: dict[BackendKind, responses.MockResponsesServer] = {
+            "codex": stack.enter_context(responses.MockResponsesServer.in_thread()),
+            "claude": stack.enter_context(anthropic.MockAnthropicServer.in_thread()),
+        }
+        for kind, mock in mocks.items():
+            script(kind, mock)
+        write_codex_config(root / "codex-home", mocks["codex"].base_url)
+        env = {
+            **codex_env(root / "home", root / "codex-home"),
+            **claude_env(root / "home", root / "claude-config", mocks["claude"].base_url),
+            "CODEX_CLI_PATH": str(codex()),
+            "CLAUDE_CLI_PATH": str(claude()),
+        }
+        keep = ("CODEX_", "CLAUDE_", "ANTHROPIC_", "MOCK_KEY", "IS_SANDBOX", "DISABLE_", "RUST_LOG")
+        yield {name: value for name, value in env.items() if name.startswith(keep)}
