@@ -123,6 +123,8 @@ class CodexBackend(AgentBackend):
         self._thread_id: str | None = None
         self._turn_id: str | None = None
         self._dead: ProviderError | None = None
+        self._applied: dict[str, Any] = {}
+        """The settings the thread runs with (those given to thread/start and turn/start)."""
 
     # -- the command line -------------------------------------------------------------------
 
@@ -146,18 +148,19 @@ class CodexBackend(AgentBackend):
     def _turn_params(
         self, thread_id: str, prompt: str, settings: BackendSettings
     ) -> dict[str, Any]:
+        """`turn/start`; settings are sent only when they differ from the thread's (a changed
+        setting costs Codex a new turn context, ~tens of ms)."""
         policy = codex_policy(settings)
-        params: dict[str, Any] = {
-            "threadId": thread_id,
-            "input": [{"type": "text", "text": prompt}],
+        wanted: dict[str, Any] = {
             "approvalPolicy": policy.approval_policy,
             "sandboxPolicy": _SANDBOX_POLICY[policy.sandbox],
         }
         if settings.model:
-            params["model"] = settings.model
+            wanted["model"] = settings.model
         if settings.reasoning_effort:
-            params["effort"] = settings.reasoning_effort
-        return params
+            wanted["effort"] = settings.reasoning_effort
+        changed = {k: v for k, v in wanted.items() if self._applied.get(k) != v}
+        return {"threadId": thread_id, "input": [{"type": "text", "text": prompt}], **changed}
 
     def dry_run(self, prompt: str, settings: BackendSettings) -> DryRunReport:
         policy = codex_policy(settings)
@@ -228,6 +231,7 @@ class CodexBackend(AgentBackend):
         self._dead = None
         self._thread_id = None
         self._turn_id = None
+        self._applied = {}
         for future in self._pending.values():
             future.cancel()
         self._pending.clear()
@@ -319,6 +323,13 @@ class CodexBackend(AgentBackend):
             raise classify("codex", exc.detail) from None
         turn_id = str(((started or {}).get("turn") or {}).get("id", ""))
         self._turn_id = turn_id
+        policy = codex_policy(settings)
+        self._applied.update(
+            approvalPolicy=policy.approval_policy,
+            sandboxPolicy=_SANDBOX_POLICY[policy.sandbox],
+            model=settings.model,
+            effort=settings.reasoning_effort,
+        )
         turn = _CodexTurn(self, thread_id, turn_id, emit, approve)
         try:
             return await turn.run()
@@ -349,6 +360,13 @@ class CodexBackend(AgentBackend):
         if not thread_id:
             raise classify("codex", "thread/start answered without a thread id")
         self._thread_id = thread_id
+        policy = codex_policy(settings)
+        self._applied = {
+            "approvalPolicy": policy.approval_policy,
+            "sandboxPolicy": _SANDBOX_POLICY[policy.sandbox],
+            "model": settings.model,
+            "effort": None,
+        }
         if thread_id != self.resume_id:
             self.resume_id = thread_id
             emit(ResumeIdAssigned(thread_id))
