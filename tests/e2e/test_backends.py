@@ -175,6 +175,37 @@ async def test_turns_stream_and_ask_our_client(kind: BackendKind, cody_env: Cody
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_an_edit_shows_its_diff_and_path(kind: BackendKind, cody_env: CodyEnv) -> None:
+    target = cody_env.workspace / "notes.txt"
+    target.write_text("first\nold line\nlast\n")
+    async with BackendRig.open(kind, cody_env) as rig:
+        daemon = await _start(cody_env)
+        try:
+            sid = await daemon.new_session(backend=kind)
+            rig.edit("notes.txt", "old line", "new line", "call_edit")
+            rig.say("edited")
+            daemon.answer("allow_once")
+            assert (await daemon.prompt(sid, "fix notes.txt"))["stopReason"] == "end_turn"
+            assert target.read_text() == "first\nnew line\nlast\n"
+
+            asked = daemon.permission_requests[-1]["toolCall"]
+            assert asked["kind"] == "edit"
+            diff = next(c for c in asked["content"] if c["type"] == "diff")
+            assert diff["path"] == str(target)
+            assert diff["oldText"] == "first\nold line\nlast\n"
+            assert diff["newText"] == "first\nnew line\nlast\n"
+            opened = next(
+                u
+                for u in daemon.tool_updates(sid, "call_edit")
+                if u["sessionUpdate"] == "tool_call"
+            )
+            assert opened["locations"] == [{"path": str(target)}]
+            assert daemon.tool_updates(sid, "call_edit")[-1]["status"] == "completed"
+        finally:
+            await daemon.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_cancel_mid_command_kills_the_cli_and_its_children(
     kind: BackendKind, cody_env: CodyEnv
 ) -> None:

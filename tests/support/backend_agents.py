@@ -103,6 +103,53 @@ class BackendRig:
             )
         self.mock.enqueue(*outputs, usage=self._usage(200, 20))
 
+    def edit(self, path: str, old: str, new: str, call_id: str) -> None:
+        """The next model call replaces the line `old` with `new` in `path` (relative).
+
+        Codex: its `apply_patch` custom tool (the raw patch as input; the shared mock has no
+        builder for custom tool calls, so the events are spelled out per the Responses
+        streaming reference); Claude Code: its `Edit` tool."""
+        if self.kind == "claude":  # Claude Code edits only files it has read in the session
+            full = str(self.cody_env.workspace / path)
+            read = {"file_path": full}
+            self.mock.enqueue(responses.tool_call("Read", read, call_id=f"{call_id}_read"))
+            arguments = {"file_path": full, "old_string": old, "new_string": new}
+            self.mock.enqueue(responses.tool_call("Edit", arguments, call_id=call_id))
+            return
+        patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n"
+        item = {
+            "id": f"ctc_{call_id}",
+            "type": "custom_tool_call",
+            "status": "completed",
+            "call_id": call_id,
+            "name": "apply_patch",
+            "input": patch,
+        }
+        base = {"id": f"resp_{call_id}", "object": "response", "created_at": 0, "model": "gpt-5.5"}
+        where = {"output_index": 0, "item_id": item["id"]}
+        self.mock.enqueue_events(
+            [
+                {"type": "response.created", "response": {**base, "status": "in_progress"}},
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {**item, "status": "in_progress", "input": ""},
+                },
+                {"type": "response.custom_tool_call_input.delta", **where, "delta": patch},
+                {"type": "response.custom_tool_call_input.done", **where, "input": patch},
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+                {
+                    "type": "response.completed",
+                    "response": {
+                        **base,
+                        "status": "completed",
+                        "output": [item],
+                        "usage": responses.Usage(input=50, output=5).to_json(),
+                    },
+                },
+            ]
+        )
+
     def stall(self, seconds: float) -> None:
         """The next model call sends its headers only after `seconds` (a hanging provider)."""
         self.mock.enqueue(responses.text("too late"), headers_delay_s=seconds)
