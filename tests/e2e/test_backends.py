@@ -156,6 +156,33 @@ async def test_turns_stream_and_ask_our_client(kind: BackendKind, cody_env: Cody
             assert len(daemon.permission_requests) == asked_so_far
             assert (cody_env.workspace / "always.txt").exists()
 
+            # 5. a mode change applies from the next turn: in read-only mode a command that is
+            # not known to be read-only is refused without asking (Codex would run an approved
+            # command outside its sandbox; Claude Code has none), the turn goes on
+            await daemon.request("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
+            report = (
+                await daemon.request(
+                    "session/prompt",
+                    {
+                        "sessionId": sid,
+                        "prompt": [{"type": "text", "text": "x"}],
+                        "_meta": {"cody": {"dryRun": True}},
+                    },
+                )
+            )["_meta"]["cody"]["dryRun"]
+            if kind == "codex":
+                assert report["flags"]["sandbox"] == "read-only"
+            else:
+                assert report["flags"]["permissionMode"] == "plan"
+            asked_before = len(daemon.permission_requests)
+            rig.run("touch readonly.txt", "call_ro")
+            rig.say("not allowed to write")
+            assert (await daemon.prompt(sid, "create readonly.txt"))["stopReason"] == "end_turn"
+            assert not (cody_env.workspace / "readonly.txt").exists()
+            assert len(daemon.permission_requests) == asked_before
+            assert daemon.tool_updates(sid, "call_ro")[-1]["status"] == "failed"
+            assert "say hello" in rig.model_inputs(), "the conversation went on"
+
             # the session is listed like a native one, and its file has the usual lines
             listed = await daemon.request("session/list", {})
             assert [s["sessionId"] for s in listed["sessions"]] == [sid]
@@ -167,8 +194,8 @@ async def test_turns_stream_and_ask_our_client(kind: BackendKind, cody_env: Cody
             ]
             assert decisions[:3] == ["allow_once", "reject_once", "allow_session"]
             # Codex remembers `acceptForSession` itself; Claude Code asks again and the
-            # daemon's session grant answers without the client.
-            assert decisions[3:] in ([], ["allow"])
+            # daemon's session grant answers without the client. Then the read-only refusal.
+            assert decisions[3:] in (["deny"], ["allow", "deny"])
             assert any(line["payload"].get("kind") == "backend" for line in lines)
         finally:
             await daemon.close()

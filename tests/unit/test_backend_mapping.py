@@ -268,3 +268,36 @@ def test_kill_tree_reaches_children_that_left_the_group(tmp_path: Path) -> None:
         asyncio.run(asyncio.sleep(0.02))
     else:
         raise AssertionError("the grandchild survived")
+
+
+def test_cody_sandbox_is_kept_where_the_cli_would_not_keep_it(tmp_path: Path) -> None:
+    from cody_daemon.backends.mapping import sandbox_violation
+
+    read_only = settings("on-request", "read-only")
+    workspace = settings("on-request", "workspace-write")
+    assert (
+        sandbox_violation("codex", read_only, tmp_path, cody_tool="exec", known_safe=True) is None
+    )
+    refused = sandbox_violation("codex", read_only, tmp_path, cody_tool="exec", known_safe=False)
+    assert refused is not None and "outside any sandbox" in refused
+    assert (
+        sandbox_violation("claude", workspace, tmp_path, cody_tool="exec", known_safe=False) is None
+    )
+    inside = (str(tmp_path / "a.txt"),)
+    outside = ("/etc/passwd",)
+    assert (
+        sandbox_violation(
+            "claude", workspace, tmp_path, cody_tool="applyPatch", known_safe=False, paths=inside
+        )
+        is None
+    )
+    assert "outside the writable roots" in str(
+        sandbox_violation(
+            "claude", workspace, tmp_path, cody_tool="applyPatch", known_safe=False, paths=outside
+        )
+    )
+    assert "read-only" in str(
+        sandbox_violation(
+            "codex", read_only, tmp_path, cody_tool="applyPatch", known_safe=False, paths=inside
+        )
+    )

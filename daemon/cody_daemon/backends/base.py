@@ -35,7 +35,9 @@ from cody_protocol.updates import ToolKind
 from ..core.tooling import GrantKey
 
 __all__ = [
+    "DENIED",
     "AgentBackend",
+    "Answer",
     "ApprovalAsk",
     "Approver",
     "BackendEvent",
@@ -182,9 +184,23 @@ class ApprovalAsk:
     grant_key: GrantKey
     known_safe: bool = False
     """An `exec` of a command Cody's policy knows to be read-only."""
+    sandbox_violation: str | None = None
+    """Why Cody's sandbox mode forbids the call, where the CLI would not stop it (mapping.py)."""
+    runs_unsandboxed: bool = False
+    """Once approved, the CLI runs it outside any sandbox (the request says so plainly)."""
 
 
-Approver = Callable[[ApprovalAsk], Awaitable[Decision]]
+DENIED = "User denied approval"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    decision: Decision
+    message: str = DENIED
+    """What the model is told when the call is refused (Claude Code passes it on)."""
+
+
+Approver = Callable[[ApprovalAsk], Awaitable[Answer]]
 
 
 # -- settings ---------------------------------------------------------------------------------

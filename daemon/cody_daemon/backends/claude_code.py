@@ -38,13 +38,14 @@ from cody_protocol.updates import ToolKind
 
 from ..errors import ProviderError
 from .base import (
+    DENIED,
     AgentBackend,
+    Answer,
     ApprovalAsk,
     Approver,
     BackendEvent,
     BackendSettings,
     CostReported,
-    Decision,
     Launch,
     PlanStatus,
     PlanUpdated,
@@ -66,7 +67,7 @@ from .display import (
 )
 from .env import relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
-from .mapping import CLAUDE_ENFORCEMENT, claude_flags, claude_tool_to_cody
+from .mapping import CLAUDE_ENFORCEMENT, claude_flags, claude_tool_to_cody, sandbox_violation
 from .process import JsonLineProcess
 
 __all__ = ["ClaudeBackend"]
@@ -75,7 +76,6 @@ logger = logging.getLogger(__name__)
 
 INIT_TIMEOUT_S: Final = 60.0
 INTERRUPT_GRACE_S: Final = 1.0
-DENIED: Final = "User denied approval"
 _EFFORT: Final = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 _KINDS: Final[dict[str, ToolKind]] = {
     "Bash": "execute",
@@ -546,17 +546,17 @@ class _ClaudeTurn:
             started = describe_tool(call_id, name, tool_input, self.cwd)
             self.started[call_id] = started
             self.emit(started)
-        decision = await self.approve(_ask(started, name, tool_input, self.cwd))
-        self.backend.answer_permission(request_id, _permission_answer(decision, tool_input))
+        answer = await self.approve(_ask(started, name, tool_input, self.cwd, self.settings))
+        self.backend.answer_permission(request_id, _permission_answer(answer, tool_input))
 
 
-def _permission_answer(decision: Decision, tool_input: dict[str, Any]) -> dict[str, Any]:
-    if decision in ("allow_once", "allow_session"):
+def _permission_answer(answer: Answer, tool_input: dict[str, Any]) -> dict[str, Any]:
+    if answer.decision in ("allow_once", "allow_session"):
         return {"behavior": "allow", "updatedInput": tool_input}
-    answer: dict[str, Any] = {"behavior": "deny", "message": DENIED}
-    if decision == "cancelled":
-        answer["interrupt"] = True
-    return answer
+    reply: dict[str, Any] = {"behavior": "deny", "message": answer.message or DENIED}
+    if answer.decision == "cancelled":
+        reply["interrupt"] = True
+    return reply
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -663,11 +663,22 @@ def describe_tool(call_id: str, name: str, tool_input: dict[str, Any], cwd: Path
     )
 
 
-def _ask(started: ToolStarted, name: str, tool_input: dict[str, Any], cwd: Path) -> ApprovalAsk:
+def _ask(
+    started: ToolStarted,
+    name: str,
+    tool_input: dict[str, Any],
+    cwd: Path,
+    settings: BackendSettings,
+) -> ApprovalAsk:
+    content = started.content or text_content(json.dumps(tool_input, indent=1)[:4000])
     if name == "Bash":
         command = str(tool_input.get("command", ""))
         key = exec_grant_key(command)
         safe = exec_known_safe(command)
+        content = [
+            *content,
+            *text_content("Claude Code has no sandbox: this runs with your access."),
+        ]
     elif started.kind == "edit" and started.locations:
         key, safe = paths_grant_key(list(started.locations), cwd), False
     else:
@@ -678,7 +689,16 @@ def _ask(started: ToolStarted, name: str, tool_input: dict[str, Any], cwd: Path)
         title=started.title,
         kind=started.kind,
         raw_input=tool_input,
-        content=started.content or text_content(json.dumps(tool_input, indent=1)[:4000]),
+        content=content,
         grant_key=key,
         known_safe=safe,
+        sandbox_violation=sandbox_violation(
+            "claude",
+            settings,
+            cwd,
+            cody_tool=started.cody_tool,
+            known_safe=safe,
+            paths=started.locations,
+        ),
+        runs_unsandboxed=name == "Bash",
     )

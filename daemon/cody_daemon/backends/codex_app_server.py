@@ -35,6 +35,7 @@ from cody_protocol.prompt import DryRunReport
 from ..errors import ProviderError
 from .base import (
     AgentBackend,
+    Answer,
     ApprovalAsk,
     Approver,
     BackendEvent,
@@ -65,7 +66,7 @@ from .display import (
 )
 from .env import relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
-from .mapping import CODEX_ENFORCEMENT, codex_policy
+from .mapping import CODEX_ENFORCEMENT, codex_policy, sandbox_violation
 from .process import JsonLineProcess
 from .project_guard import codex_project_overrides
 
@@ -330,7 +331,7 @@ class CodexBackend(AgentBackend):
             model=settings.model,
             effort=settings.reasoning_effort,
         )
-        turn = _CodexTurn(self, thread_id, turn_id, emit, approve)
+        turn = _CodexTurn(self, thread_id, turn_id, emit=emit, approve=approve, settings=settings)
         try:
             return await turn.run()
         finally:
@@ -421,10 +422,13 @@ class _CodexTurn:
         backend: CodexBackend,
         thread_id: str,
         turn_id: str,
+        *,
         emit: Callable[[BackendEvent], None],
         approve: Approver,
+        settings: BackendSettings,
     ) -> None:
         self.backend = backend
+        self.settings = settings
         self.thread_id = thread_id
         self.turn_id = turn_id
         self.emit = emit
@@ -655,8 +659,8 @@ class _CodexTurn:
             self.backend._respond(request_id, error=f"{method} is not supported by Cody")
             return
         ask = self._ask(method, params)
-        decision = await self.approve(ask)
-        self.backend._respond(request_id, {"decision": _DECISIONS[decision]})
+        answer: Answer = await self.approve(ask)
+        self.backend._respond(request_id, {"decision": _DECISIONS[answer.decision]})
 
     def _ask(self, method: str, params: dict[str, Any]) -> ApprovalAsk:
         item_id = str(params.get("itemId", ""))
@@ -668,6 +672,8 @@ class _CodexTurn:
             lines = [f"$ {shown}", f"cwd: {cwd}"]
             if params.get("reason"):
                 lines += ["", f"Codex says: {params['reason']}"]
+            lines += ["", "Once approved, Codex runs this command outside its sandbox."]
+            safe = bool(command) and exec_known_safe(command)
             return ApprovalAsk(
                 call_id=item_id,
                 cody_tool="exec",
@@ -676,7 +682,11 @@ class _CodexTurn:
                 raw_input={"command": shown, "cwd": cwd},
                 content=text_content("\n".join(lines)),
                 grant_key=exec_grant_key(command) if command else canonical_key("exec", params),
-                known_safe=bool(command) and exec_known_safe(command),
+                known_safe=safe,
+                sandbox_violation=sandbox_violation(
+                    "codex", self.settings, self.cwd, cody_tool="exec", known_safe=safe
+                ),
+                runs_unsandboxed=True,
             )
         described = self._describe(item) if item else None
         paths = list(described.locations) if described is not None else []
@@ -689,6 +699,14 @@ class _CodexTurn:
             content=(described.content or []) if described is not None else [],
             grant_key=(
                 paths_grant_key(paths, self.cwd) if paths else canonical_key("applyPatch", params)
+            ),
+            sandbox_violation=sandbox_violation(
+                "codex",
+                self.settings,
+                self.cwd,
+                cody_tool="applyPatch",
+                known_safe=False,
+                paths=tuple(paths),
             ),
         )
 

@@ -22,6 +22,12 @@ Allowlists (`allowedTools`, or a phase's list) are Cody tool names:
   `read-only` too. Commands Codex itself knows to be read-only (`ls`, `cat`, `rg`, ...) still
   run in that read-only sandbox without asking.
 
+Cody's sandbox where the CLI would not keep it (`sandbox_violation`, applied by the daemon to
+each approval the CLI asks for, before the client is asked): an edit outside the writable
+roots of the sandbox mode (every edit under `read-only`) is refused, and under `read-only` so
+is a command that is not known to be read-only, because Codex runs an approved command
+outside its sandbox and Claude Code has none.
+
 `codex_policy` and `claude_flags` are pure functions of `BackendSettings`; tests check every
 row of the table.
 """
@@ -29,11 +35,13 @@ row of the table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from cody_protocol.settings import ApprovalPolicy, SandboxMode
 
-from .base import BackendSettings
+from ..policy.sandbox import SandboxPolicy
+from .base import BackendKind, BackendSettings
 
 __all__ = [
     "CLAUDE_TOOLS",
@@ -45,6 +53,7 @@ __all__ = [
     "claude_flags",
     "claude_tool_to_cody",
     "codex_policy",
+    "sandbox_violation",
 ]
 
 WRITING_TOOLS: Final = frozenset({"exec", "writeFile", "applyPatch"})
@@ -179,3 +188,31 @@ def claude_flags(settings: BackendSettings) -> ClaudeFlags:
         setting_sources=sources,
         notes=notes,
     )
+
+
+_NAMES: Final[dict[BackendKind, str]] = {"codex": "the Codex CLI", "claude": "Claude Code"}
+
+
+def sandbox_violation(
+    backend: BackendKind,
+    settings: BackendSettings,
+    cwd: Path,
+    *,
+    cody_tool: str | None,
+    known_safe: bool,
+    paths: tuple[str, ...] = (),
+) -> str | None:
+    """Why Cody's sandbox mode forbids this call of the CLI, or None (see the module docstring)."""
+    if cody_tool in ("applyPatch", "writeFile"):
+        sandbox = SandboxPolicy.create(settings.sandbox_mode, cwd, "allow")
+        for path in paths:
+            violation = sandbox.check_write(path)
+            if violation is not None:
+                return violation
+        return None
+    if cody_tool == "exec" and settings.sandbox_mode == "read-only" and not known_safe:
+        return (
+            "the sandbox is read-only and this command is not known to be read-only: "
+            f"{_NAMES[backend]} would run it outside any sandbox once approved"
+        )
+    return None

@@ -27,11 +27,11 @@ from cody_protocol.prompt import TokenUsage
 
 from ..backends.base import (
     AgentBackend,
+    Answer,
     ApprovalAsk,
     BackendEvent,
     BackendSettings,
     CostReported,
-    Decision,
     PlanUpdated,
     ResumeIdAssigned,
     TextDelta,
@@ -375,7 +375,7 @@ class BackendTurnRunner:
 
     # -- approvals --------------------------------------------------------------------------
 
-    async def _approve(self, ask: ApprovalAsk) -> Decision:
+    async def _approve(self, ask: ApprovalAsk) -> Answer:
         session = self.session
         settings = session.settings
         allowed = self.backend_settings().allowed_tools
@@ -383,7 +383,7 @@ class BackendTurnRunner:
             tool_name=ask.cody_tool or ask.title,
             requires_approval=True,
             allowed_by_allowlist=allowed is None or (ask.cody_tool in allowed),
-            sandbox_violation=None,
+            sandbox_violation=ask.sandbox_violation,
             unsandboxed=False,
             sandbox_unavailable=settings.sandbox_unavailable,
             known_safe=ask.known_safe,
@@ -395,11 +395,13 @@ class BackendTurnRunner:
         tool = ask.cody_tool or ask.title
         if isinstance(verdict, Deny):
             self._record(ask, tool, "deny", verdict.reason)
-            return "reject_once"
+            if verdict.reason == "sandbox":
+                self.state.failure_seen = True
+            return Answer("reject_once", verdict.message)
         if isinstance(verdict, Allow):
             self._record(ask, tool, "allow", verdict.reason)
             self._running(ask.call_id)
-            return "allow_session" if verdict.reason == "grant" else "allow_once"
+            return Answer("allow_session" if verdict.reason == "grant" else "allow_once")
         request = ApprovalRequest(
             call_id=ask.call_id,
             title=ask.title,
@@ -407,7 +409,7 @@ class BackendTurnRunner:
             raw_input=ask.raw_input,
             content=ask.content,
             grant_key=describe_grant(ask.grant_key),
-            sandboxed=None,
+            sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
         )
         reason = "user"
         answer: ApprovalAnswer
@@ -432,7 +434,7 @@ class BackendTurnRunner:
             grants.turn_rejected.add(ask.grant_key)
         if answer in ("allow_once", "allow_session"):
             self._running(ask.call_id)
-        return answer
+        return Answer(answer)
 
     def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:
         self.session.file.append(
