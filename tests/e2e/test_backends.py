@@ -197,6 +197,15 @@ async def test_turns_stream_and_ask_our_client(kind: BackendKind, cody_env: Cody
             # daemon's session grant answers without the client. Then the read-only refusal.
             assert decisions[3:] in (["deny"], ["allow", "deny"])
             assert any(line["payload"].get("kind") == "backend" for line in lines)
+
+            # a fork copies the history into a native session (the CLI's conversation is not
+            # shared by two sessions), with the native provider's model, not "default"
+            forked = await daemon.request(
+                "_cody/session/fork",
+                {"sessionId": sid, "cwd": str(cody_env.workspace), "mcpServers": []},
+            )
+            assert forked["_meta"]["cody"]["backend"] == "native"
+            assert forked["_meta"]["cody"]["model"] != "default"
         finally:
             await daemon.close()
 
@@ -377,6 +386,8 @@ async def test_a_missing_cli_says_how_to_install_it(kind: BackendKind, cody_env:
         agents = (await daemon.request("_cody/agents/list", {}))["agents"]
         info = next(a for a in agents if a["id"] == kind)
         assert info["found"] is False and package in info["hint"]
+        listed = await daemon.request("session/list", {})
+        assert listed["sessions"] == [], "a refused session leaves no file behind"
     finally:
         await daemon.close()
 

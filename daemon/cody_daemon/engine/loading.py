@@ -22,6 +22,7 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from .agents import check_backend_installed
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
@@ -73,6 +74,7 @@ class SessionLoader:
             # The config file's `model` is the native provider's; a CLI gets only an explicit one.
             settings.model = (meta.model if meta is not None else None) or BACKEND_DEFAULT_MODEL
         self._check_allowlist(settings)
+        check_backend_installed(settings.backend, self.deps.env)
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)

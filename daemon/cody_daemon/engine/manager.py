@@ -65,7 +65,6 @@ class SessionManager:
     ) -> Session:
         session, catalog = self._loader.create(cwd, meta)
         try:
-            check_backend_installed(session.settings.backend, self.deps.env)
             self._attach_mcp(session, mcp_servers)
         except BaseException:
             session.file.close()
@@ -359,7 +358,8 @@ class SessionManager:
     def _apply_persisted(self, session: Session, persisted: dict[str, Any]) -> None:
         settings = session.settings.copy()
         settings.provider = persisted.get("model_provider") or settings.provider
-        settings.model = persisted.get("model") or settings.model
+        if persisted.get("backend", "native") == "native":  # a CLI's model is not the provider's
+            settings.model = persisted.get("model") or settings.model
         settings.approval_policy = persisted.get("approval_policy") or settings.approval_policy
         settings.sandbox_mode = persisted.get("sandbox_mode") or settings.sandbox_mode
         session.settings = settings
