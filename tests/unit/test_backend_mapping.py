@@ -301,3 +301,14 @@ def test_cody_sandbox_is_kept_where_the_cli_would_not_keep_it(tmp_path: Path) ->
             "codex", read_only, tmp_path, cody_tool="applyPatch", known_safe=False, paths=inside
         )
     )
+
+
+def test_codex_is_billed_per_token_only_with_an_api_key(tmp_path: Path) -> None:
+    from cody_daemon.backends.discovery import codex_bills_per_token
+
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "cx")}
+    assert not codex_bills_per_token(env)
+    assert codex_bills_per_token({**env, "OPENAI_API_KEY": "k"})
+    (tmp_path / "cx").mkdir()
+    (tmp_path / "cx" / "auth.json").write_text('{"tokens": {"access_token": "t"}}')
+    assert not codex_bills_per_token({**env, "OPENAI_API_KEY": "k"}), "a ChatGPT plan login"

@@ -243,6 +243,9 @@ class AgentBackend(ABC):
     def __init__(self, launch: Launch) -> None:
         self.launch = launch
         self.resume_id: str | None = launch.resume_id
+        self.priced_model: tuple[str, str] | None = None
+        """(provider id, model) when the agent's calls are billed per token to an API key of a
+        provider Cody has prices for; the engine then shows their cost (the agent gives none)."""
 
     @abstractmethod
     async def run_turn(

@@ -54,7 +54,7 @@ from .base import (
     ToolStarted,
     UsageReported,
 )
-from .discovery import codex_home
+from .discovery import codex_bills_per_token, codex_home
 from .display import (
     canonical_key,
     command_display,
@@ -357,7 +357,15 @@ class CodexBackend(AgentBackend):
                 ) from None
         else:
             result = await self._request("thread/start", params)
-        thread_id = str(((result or {}).get("thread") or {}).get("id", ""))
+        thread = (result or {}).get("thread") or {}
+        thread_id = str(thread.get("id", ""))
+        provider, model = thread.get("modelProvider"), thread.get("model")
+        if (
+            provider == "openai"
+            and isinstance(model, str)
+            and codex_bills_per_token(self.launch.env)
+        ):
+            self.priced_model = ("openai", model)
         if not thread_id:
             raise classify("codex", "thread/start answered without a thread id")
         self._thread_id = thread_id

@@ -34,6 +34,7 @@ __all__ = [
     "CliLocation",
     "LoginStatus",
     "cli_version",
+    "codex_bills_per_token",
     "codex_home",
     "find_cli",
     "login_status",
@@ -176,6 +177,14 @@ def _codex_login(env: Mapping[str, str]) -> LoginStatus:
     if env.get("OPENAI_API_KEY"):
         return LoginStatus("ok", "env OPENAI_API_KEY")
     return LoginStatus("missing")
+
+
+def codex_bills_per_token(env: Mapping[str, str]) -> bool:
+    """Codex calls OpenAI with an API key (billed per token), not a ChatGPT plan login."""
+    auth = _json_object(codex_home(env) / "auth.json")
+    if auth is not None and auth.get("tokens"):
+        return False
+    return bool((auth or {}).get("OPENAI_API_KEY") or env.get("OPENAI_API_KEY"))
 
 
 def _codex_custom_provider(config: Path) -> tuple[str, str | None] | None:

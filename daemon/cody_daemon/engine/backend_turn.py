@@ -46,7 +46,7 @@ from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_messag
 from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide
-from ..providers.pricing import Price, cost_usd
+from ..providers.pricing import Price, cost_usd, price_for
 from ..store.reader import make_title
 from .events import (
     AgentText,
@@ -330,6 +330,8 @@ class BackendTurnRunner:
             "last": last.model_dump(),
             "total": session.usage_total.model_dump(),
         }
+        if self.price is None and self.agent.priced_model is not None:
+            self.price = price_for(*self.agent.priced_model)
         if self.price is not None:
             cost = cost_usd(self.price, last)
             state.cost_last = cost
