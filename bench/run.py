@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|backends|all] [--runs 9]
 
 Each scenario spawns `python -m cody_daemon` with temp HOME/CODY_HOME and no keys, talks
 to it with the project's client library, and points it at `bench/sse_server.py` (a canned
@@ -297,12 +297,20 @@ async def bench_resume(runs: int) -> dict[str, Any]:
     }
 
 
+async def bench_backends(runs: int) -> dict[str, Any]:
+    """The daemon's overhead on Codex CLI / Claude Code turns (bench/backends.py)."""
+    from bench.backends import bench_backends as run
+
+    return await run(runs)
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
     "turn": bench_turn,
     "memory": bench_memory,
     "resume": bench_resume,
+    "backends": bench_backends,
 }
 
 

@@ -37,6 +37,7 @@ VALUE_OPTIONS = {
     "--resume",
     "--approve",
     "--allowed-tools",
+    "--backend",
 }
 
 
@@ -75,6 +76,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         choices=("read-only", "workspace-write", "danger-full-access"),
         help="sandbox mode",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("native", "codex", "claude"),
+        help="whose agent loop runs the session: Cody's own (native), the Codex CLI or "
+        "Claude Code (default: the `backend` config key)",
+    )
     parser.add_argument("--resume", metavar="ID", help="continue a saved session")
     parser.add_argument("--no-thoughts", action="store_true", help="hide the model's reasoning")
 
@@ -112,6 +119,12 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "--allowed-tools",
         metavar="A,B",
         help="only these tools (comma-separated), e.g. readFile,grepFiles",
+    )
+    exec_.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the turn would run (the agent CLI's command line, env var names, "
+        "mapped flags, tool allowlist) as JSON, and run nothing",
     )
     exec_.add_argument("prompt", nargs="+", help='the prompt ("-" reads it from stdin)')
 

@@ -35,7 +35,7 @@ from cody_protocol.history import (
 )
 from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
-from cody_protocol.prompt import PromptResult
+from cody_protocol.prompt import DryRunReport, PromptResult
 from cody_protocol.session import (
     CodySessionResultMeta,
     ListSessionsResult,
@@ -112,6 +112,22 @@ class ClientSession:
 
     def cancel(self) -> None:
         self.client.connection.notify("session/cancel", {"sessionId": self.id})
+
+    async def dry_run(self, prompt: str) -> DryRunReport:
+        """What `prompt` would run (the agent CLI's command line, flags, allowlist); runs nothing."""
+        raw = await self.client.connection.request(
+            "session/prompt",
+            {
+                "sessionId": self.id,
+                "prompt": [{"type": "text", "text": prompt}],
+                "_meta": {"cody": {"dryRun": True}},
+            },
+        )
+        result = PromptResult.model_validate(raw)
+        report = result.meta.cody.dry_run if result.meta is not None else None
+        if report is None:
+            raise RemoteError(-32603, "the daemon answered a dry run without a report")
+        return report
 
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode`: `read-only`, `auto` or `full-access`."""
@@ -361,9 +377,13 @@ class CodyClient:
         reasoning_summary: str | None = None,
         allowed_tools: Sequence[str] | None = None,
         phase: str | None = None,
+        backend: str | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
     ) -> ClientSession:
-        """`session/new`; settings not given come from the daemon's configuration."""
+        """`session/new`; settings not given come from the daemon's configuration.
+
+        `backend`: `native` (Cody's own agent loop), `codex` (the Codex CLI) or `claude`
+        (Claude Code); the daemon's `backend` config key when not given."""
         meta = {
             "provider": provider,
             "model": model,
@@ -373,6 +393,7 @@ class CodyClient:
             "reasoningSummary": reasoning_summary,
             "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
             "phase": phase,
+            "backend": backend,
         }
         params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -67,6 +68,7 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
         "allowed_tools": [name.strip() for name in allowed.split(",") if name.strip()]
         if allowed
         else None,
+        "backend": getattr(args, "backend", None),
     }
 
 
@@ -190,6 +192,10 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
                 session = await client.resume_session(session_id, cwd)
             else:
                 session = await client.new_session(cwd, **session_settings(args))
+            if getattr(args, "dry_run", False):
+                report = await session.dry_run(prompt)
+                sys.stdout.write(json.dumps(report.wire(), indent=2, ensure_ascii=False) + "\n")
+                return 0
             if events is not None:
                 meta = session.meta
                 events.session_started(

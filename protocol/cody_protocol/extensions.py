@@ -11,6 +11,8 @@ from ._base import WireModel
 __all__ = [
     "CompactSessionParams",
     "CompactSessionResult",
+    "AgentInfo",
+    "AgentsListResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -90,3 +92,25 @@ class CompactSessionResult(WireModel):
     tokens_after: int = 0
     summarized_items: int = 0
     kept_items: int = 0
+
+
+class AgentInfo(WireModel):
+    """One external agent CLI a session can use as its backend (`_cody/agents/list`)."""
+
+    id: Literal["codex", "claude"]
+    name: str
+    found: bool
+    path: str | None = None
+    found_via: str | None = None
+    """Where it was found: `CODEX_CLI_PATH`/`CLAUDE_CLI_PATH`, `PATH`, or the install dir."""
+    version: str | None = None
+    login: Literal["ok", "missing", "unknown"]
+    """Whether a login or an API key the CLI can use was found."""
+    login_source: str | None = None
+    """Where that login comes from (a file or an env var name; never its value)."""
+    hint: str | None = None
+    """How to install it or log in, when something is missing."""
+
+
+class AgentsListResult(WireModel):
+    agents: list[AgentInfo]

@@ -6,6 +6,7 @@ __all__ = [
     "AUTHENTICATE",
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
+    "CODY_AGENTS_LIST",
     "CODY_MCP_STATUS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
@@ -59,3 +60,4 @@ CODY_SESSION_HISTORY = "_cody/session/history"
 CODY_HISTORY_LIST = "_cody/history/list"
 CODY_HISTORY_READ = "_cody/history/read"
 CODY_HISTORY_IMPORT = "_cody/history/import"
+CODY_AGENTS_LIST = "_cody/agents/list"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -12,8 +12,11 @@ from .content import ContentBlock
 __all__ = [
     "CancelParams",
     "CodyPromptMeta",
+    "CodyPromptParamsMeta",
+    "DryRunReport",
     "PromptMeta",
     "PromptParams",
+    "PromptParamsMeta",
     "PromptResult",
     "StopReason",
     "TokenUsage",
@@ -24,9 +27,19 @@ __all__ = [
 StopReason = Literal["end_turn", "cancelled", "max_turn_requests", "max_tokens", "refusal"]
 
 
+class CodyPromptParamsMeta(WireModel):
+    dry_run: bool = False
+    """Answer with what the turn would run (`_meta.cody.dryRun` of the result); run nothing."""
+
+
+class PromptParamsMeta(WireModel):
+    cody: CodyPromptParamsMeta | None = None
+
+
 class PromptParams(WireModel):
     session_id: str
     prompt: list[ContentBlock] = Field(min_length=1)
+    meta: PromptParamsMeta | None = Field(default=None, alias="_meta")
 
 
 class TokenUsage(WireModel):
@@ -57,10 +70,35 @@ class TurnCost(WireModel):
     currency: str = "USD"
 
 
+class DryRunReport(WireModel):
+    """What a turn would run, without running it (`session/prompt` with `_meta.cody.dryRun`)."""
+
+    backend: str
+    """`native`, `codex` or `claude`."""
+    command: list[str] | None = None
+    """The exact argv of the agent CLI (None for the native loop, or when the CLI is missing)."""
+    cwd: str
+    env: list[str] = Field(default_factory=list)
+    """Names (never values) of the environment variables the CLI gets that affect it."""
+    flags: dict[str, Any] = Field(default_factory=dict)
+    """The mapped settings: approval policy, sandbox, permission mode, model, ..."""
+    allowed_tools: list[str] | None = None
+    """The effective Cody tool allowlist (None: every tool)."""
+    backend_tools: list[str] | None = None
+    """The same allowlist in the agent's own tool names (None: every tool)."""
+    requests: list[dict[str, Any]] = Field(default_factory=list)
+    """The protocol messages the daemon would send to the CLI for this turn, in order."""
+    found: bool = True
+    """False when the CLI is not installed (`notes` then says how to install it)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the backend cannot enforce, or how to install/log in."""
+
+
 class CodyPromptMeta(WireModel):
     turn_id: str
     usage: TurnUsage
     cost: TurnCost | None = None
+    dry_run: DryRunReport | None = None
 
 
 class PromptMeta(WireModel):

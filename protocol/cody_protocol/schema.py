@@ -67,6 +67,7 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     extensions.ToolsListParams,
     extensions.ToolsListResult,
     extensions.ModelsListResult,
+    extensions.AgentsListResult,
     extensions.McpStatusNotification,
     extensions.CompactSessionParams,
     extensions.CompactSessionResult,

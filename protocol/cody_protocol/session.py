@@ -141,6 +141,8 @@ class SessionConfigOption(WireModel):
 class CodySessionResultMeta(WireModel):
     provider: str
     model: str
+    backend: Backend = "native"
+    """Whose agent loop runs the session: Cody's own (`native`), the Codex CLI or Claude Code."""
     session_file: str
     warnings: list[str] = Field(default_factory=list)
     """Configuration that was ignored, e.g. an untrusted project's `approval_policy`."""

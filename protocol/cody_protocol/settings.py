@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 __all__ = [
     "APPROVAL_POLICIES",
+    "BACKENDS",
     "REASONING_EFFORTS",
     "REASONING_SUMMARIES",
     "SANDBOX_MODES",
@@ -36,3 +37,4 @@ APPROVAL_POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 REASONING_EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 REASONING_SUMMARIES: tuple[str, ...] = get_args(ReasoningSummary)
+BACKENDS: tuple[str, ...] = get_args(Backend)

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import mock_responses
+from tests.support.backend_agents import offline_backends_env
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,8 +51,17 @@ def _output(proc: subprocess.CompletedProcess[str]) -> str:
     return f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
 
 
+def _approved_command_turn(kind: str, mock: mock_responses.MockResponsesServer) -> None:
+    """The model runs `touch acp-<kind>.txt` (asking the client first), then answers."""
+    name, args = ("exec_command", {"cmd": f"touch acp-{kind}.txt"})
+    if kind == "claude":
+        name, args = "Bash", {"command": f"touch acp-{kind}.txt", "description": "touch"}
+    mock.enqueue(mock_responses.tool_call(name, args, call_id=f"call_acp_{kind}"))
+    mock.enqueue(mock_responses.text(f"done on {kind}"))
+
+
 @pytest.mark.timeout(900)
-def test_official_typescript_sdk_client_conforms() -> None:
+def test_official_typescript_sdk_client_conforms(tmp_path: Path) -> None:
     node = shutil.which("node")
     npm = shutil.which("npm")
     if node is None or npm is None:
@@ -80,17 +92,21 @@ def test_official_typescript_sdk_client_conforms() -> None:
     env["CODY_DAEMON_PYTHON"] = sys.executable
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
         env.pop(key, None)
-    proc = subprocess.run(
-        [node, str(SCRIPT)],
-        cwd=TS_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    with offline_backends_env(tmp_path, _approved_command_turn) as daemon_env:
+        env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
+        proc = subprocess.run(
+            [node, str(SCRIPT)],
+            cwd=TS_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     assert proc.returncode == 0, (
         f"the ACP TypeScript SDK conformance script failed (exit {proc.returncode})\n"
         f"{_output(proc)}"
     )
     assert "conformance: " in proc.stdout and " 0 failed" in proc.stdout, _output(proc)
+    for kind in ("codex", "claude"):
+        assert f"a turn on the {kind} backend" in proc.stdout, _output(proc)

@@ -6,6 +6,7 @@ Skipped when Neovim is not installed, except on CI (CI=true), where a missing Ne
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import mock_responses
+from tests.support.backend_agents import offline_backends_env
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +33,12 @@ def find_nvim() -> str | None:
     return shutil.which("nvim")
 
 
+def _one_text_turn(kind: str, mock: mock_responses.MockResponsesServer) -> None:
+    mock.enqueue(mock_responses.text(f"Hello from {kind}"))
+
+
 @pytest.mark.timeout(300)
-def test_nvim_plugin_suite_passes() -> None:
+def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     nvim = find_nvim()
     if nvim is None:
         message = "Neovim (nvim) not found next to the Python executable or on PATH"
@@ -41,16 +49,20 @@ def test_nvim_plugin_suite_passes() -> None:
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
     env["NVIM"] = nvim
     env["CODY_DAEMON_CMD"] = f"{sys.executable} -m cody_daemon"
-    result = subprocess.run(
-        ["bash", str(RUN_SH)],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    with offline_backends_env(tmp_path, _one_text_turn) as daemon_env:
+        env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
+        result = subprocess.run(
+            ["bash", str(RUN_SH)],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
     output = f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     assert result.returncode == 0, f"run.sh exited {result.returncode}\n{output}"
     assert " passed, 0 failed" in result.stdout, output
+    assert "ok   backends_spec: :CodyBackend runs a turn" in result.stdout, output
+    assert "(skipped" not in result.stdout, output

@@ -404,45 +404,42 @@ async def test_an_expired_chatgpt_login_is_refreshed_and_the_file_keeps_its_fiel
     )
 
 
-async def test_an_expired_claude_login_is_refreshed(cody_env: CodyEnv) -> None:
+async def test_a_claude_login_is_never_sent_by_the_native_loop(cody_env: CodyEnv) -> None:
+    """A claude.ai login may only be used by Claude Code itself: Cody's own loop refuses it,
+    says to use the `claude` backend, and (Claude Code not installed) how to install it."""
     credentials = Path(cody_env.env["CLAUDE_CONFIG_DIR"]) / ".credentials.json"
     credentials.write_text(
         json.dumps(
             {
                 "claudeAiOauth": {
-                    "accessToken": "sk-ant-oat-old",
+                    "accessToken": "sk-ant-oat-never-sent",
                     "refreshToken": "sk-ant-ort-1",
-                    "expiresAt": int((time.time() - 60) * 1000),
-                    "scopes": ["user:inference"],
+                    "expiresAt": int((time.time() + 3600) * 1000),
                     "subscriptionType": "max",
-                },
-                "otherTool": {"x": 1},
+                }
             }
         )
     )
-    async with MockTokenServer() as tokens, mock_anthropic.MockAnthropicServer() as api:
-        tokens.enqueue(
-            200,
-            {"access_token": "sk-ant-oat-new", "refresh_token": "sk-ant-ort-2", "expires_in": 3600},
-        )
-        cody_env.env["CODY_CLAUDE_TOKEN_URL"] = tokens.url
+    cody_env.env["PATH"] = "/usr/bin:/bin"  # no Claude Code anywhere
+    async with mock_anthropic.MockAnthropicServer() as api:
         cody_env.env["ANTHROPIC_BASE_URL"] = api.base_url
         daemon = await Daemon.start(cody_env)
         try:
             init = await daemon.initialize()
-            assert init["_meta"]["cody"]["defaultProvider"] == "anthropic"
-            sid = await daemon.new_session()
-            api.enqueue(mock_anthropic.text("hi from claude"))
-            assert (await daemon.prompt(sid, "hello"))["stopReason"] == "end_turn"
+            assert init["_meta"]["cody"]["defaultProvider"] == "offline"
+            sid = await daemon.new_session(provider="anthropic")
+            error = await expect_error(daemon.prompt(sid, "hello"), -32000)
+            auth = await expect_error(
+                daemon.request("authenticate", {"methodId": "anthropic-api-key"}), -32000
+            )
         finally:
             await daemon.close()
-    headers = api.requests[0].headers
-    assert headers["authorization"] == "Bearer sk-ant-oat-new"
-    assert "oauth-2025-04-20" in headers["anthropic-beta"]
-    assert "x-api-key" not in headers
-    saved = json.loads(credentials.read_text())
-    assert saved["claudeAiOauth"]["accessToken"] == "sk-ant-oat-new"
-    assert saved["claudeAiOauth"]["subscriptionType"] == "max" and saved["otherTool"] == {"x": 1}
+    for message in (error.message, auth.message):
+        assert "can only be used by Claude Code itself" in message
+        assert "--backend claude" in message
+        assert "npm install -g @anthropic-ai/claude-code" in message
+        assert "sk-ant-oat-never-sent" not in message
+    assert api.requests == []
 
 
 async def test_missing_credentials_say_how_to_log_in(offline_daemon: Daemon) -> None:

@@ -263,15 +263,15 @@ def test_malformed_login_file_counts_as_absent(codex_home: Path, claude_dir: Pat
     assert catalog(codex_home, claude_dir).resolve_auto().id == "offline"
 
 
-def test_claude_login(codex_home: Path, claude_dir: Path) -> None:
+def test_a_claude_login_is_never_a_credential(codex_home: Path, claude_dir: Path) -> None:
+    """Only Claude Code may use a claude.ai login: the native loop never sends it."""
     write_claude_login(claude_dir)
     cat = catalog(codex_home, claude_dir, {"OPENROUTER_API_KEY": SECRET})
-    assert cat.resolve_auto().id == "anthropic"
-    creds = cat.credentials(cat.get("anthropic"))
-    assert creds is not None
-    assert creds.kind == "claude_oauth"
-    assert creds.secret == SECRET
-    assert creds.expires_at == 1_900_000_000
+    assert cat.resolve_auto().id == "openrouter"
+    assert cat.credentials(cat.get("anthropic")) is None
+    assert cat.claude_login_file(cat.get("anthropic")) == str(claude_dir / ".credentials.json")
+    assert cat.claude_login_file(cat.get("openai")) is None
+    assert "Claude login" not in cat.auth_description(cat.get("anthropic"))
 
 
 def test_login_file_not_used_when_base_url_is_overridden(
@@ -325,7 +325,7 @@ def test_missing_credentials_fix(codex_home: Path, claude_dir: Path) -> None:
     )
     anthropic_fix = cat.missing_credentials_fix(cat.get("anthropic"))
     assert "ANTHROPIC_API_KEY" in anthropic_fix
-    assert ".credentials.json" in anthropic_fix
+    assert "the `claude` backend" in anthropic_fix
     assert "OPENROUTER_API_KEY" in cat.missing_credentials_fix(cat.get("openrouter"))
     assert "auth.json" in cat.auth_description(cat.get("openai"))
 
@@ -342,6 +342,9 @@ def test_secrets_never_in_repr_or_str(codex_home: Path, claude_dir: Path) -> Non
         shown += [repr(spec), str(spec), cat.missing_credentials_fix(spec)]
         shown.append(cat.auth_description(spec))
         creds = cat.credentials(spec)
+        if spec.id == "anthropic":  # a Claude login is not a credential
+            assert creds is None
+            continue
         assert creds is not None
         shown += [repr(creds), str(creds), creds.source]
     shown += [repr(config), str(config)]

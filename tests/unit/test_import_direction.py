@@ -28,7 +28,19 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"core", "config", "errors", "ids", "__init__"},
     "tools": {"core", "config", "policy", "errors", "ids", "__init__"},
     "history": {"core", "errors", "ids", "store"},
-    "engine": {"core", "config", "errors", "ids", "policy", "providers", "store", "tools"},
+    "backends": {"core", "config", "errors", "ids", "policy"},
+    "engine": {
+        "core",
+        "config",
+        "errors",
+        "ids",
+        "policy",
+        "providers",
+        "store",
+        "tools",
+        "backends",
+        "history",
+    },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }
 """Which top-level parts of cody_daemon each part may import (the layer diagram)."""

@@ -1,4 +1,7 @@
-"""ChatGPT and Claude OAuth logins: real temp files, a real token endpoint on 127.0.0.1."""
+"""The ChatGPT OAuth login: real temp files, a real token endpoint on 127.0.0.1.
+
+(A Claude subscription login is never used by Cody's own loop: see tests/e2e/test_providers.py.)
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,6 @@ from cody_daemon.providers import auth_sources
 from cody_daemon.providers.auth import ApiKeyAuth, NoAuth
 from cody_daemon.providers.auth_sources import (
     CHATGPT_TOKEN_URL_ENV,
-    CLAUDE_TOKEN_URL_ENV,
     auth_for,
     base_url_for,
 )
@@ -26,11 +28,6 @@ from cody_daemon.providers.oauth_chatgpt import (
     CHATGPT_TOKEN_URL,
     CODEX_CLIENT_ID,
     ChatGptAuth,
-)
-from cody_daemon.providers.oauth_claude import (
-    CLAUDE_CLIENT_ID,
-    CLAUDE_TOKEN_URL,
-    ClaudeOAuth,
 )
 from cody_daemon.providers.openai_responses import OpenAIResponsesProvider
 from cody_daemon.providers.specs import Credentials, builtin_providers
@@ -315,116 +312,6 @@ async def test_account_id_falls_back_to_the_id_token_claim(
     assert headers["ChatGPT-Account-ID"] == "acct-from-jwt"
 
 
-# -- Claude -------------------------------------------------------------------------------------
-
-OLD_CLAUDE = "sk-ant-oat01-fake-old-access"
-NEW_CLAUDE = "sk-ant-oat01-fake-new-access"
-OLD_CLAUDE_REFRESH = "sk-ant-ort01-fake-old-refresh"
-NEW_CLAUDE_REFRESH = "sk-ant-ort01-fake-new-refresh"
-
-
-def write_claude(directory: Path, expires_ms: int, mode: int = 0o600) -> Path:
-    path = directory / ".credentials.json"
-    path.write_text(
-        json.dumps(
-            {
-                "claudeAiOauth": {
-                    "accessToken": OLD_CLAUDE,
-                    "refreshToken": OLD_CLAUDE_REFRESH,
-                    "expiresAt": expires_ms,
-                    "scopes": ["user:inference", "user:profile"],
-                    "subscriptionType": "max",
-                },
-                "mcpOAuth": {"some-server": {"kept": True}},
-            }
-        )
-    )
-    path.chmod(mode)
-    return path
-
-
-def claude(directory: Path, srv: MockTokenServer) -> ClaudeOAuth:
-    return ClaudeOAuth(directory, token_url=srv.url, now=clock)
-
-
-async def test_expired_claude_token_is_refreshed_and_saved(
-    tmp_path: Path, tokens: MockTokenServer
-) -> None:
-    path = write_claude(tmp_path, expires_ms=int((NOW - 5) * 1000), mode=0o600)
-    answer = {"access_token": NEW_CLAUDE, "refresh_token": NEW_CLAUDE_REFRESH, "expires_in": 28800}
-    tokens.enqueue(200, answer)
-
-    headers = await claude(tmp_path, tokens).headers()
-
-    assert headers == {
-        "Authorization": f"Bearer {NEW_CLAUDE}",
-        "anthropic-beta": "oauth-2025-04-20",
-    }
-    assert tokens.requests[0].body == {
-        "grant_type": "refresh_token",
-        "refresh_token": OLD_CLAUDE_REFRESH,
-        "client_id": CLAUDE_CLIENT_ID,
-    }
-    saved = json.loads(path.read_text())
-    assert saved == {
-        "claudeAiOauth": {
-            "accessToken": NEW_CLAUDE,
-            "refreshToken": NEW_CLAUDE_REFRESH,
-            "expiresAt": int((NOW + 28800) * 1000),
-            "scopes": ["user:inference", "user:profile"],
-            "subscriptionType": "max",
-        },
-        "mcpOAuth": {"some-server": {"kept": True}},
-    }
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-
-
-async def test_claude_expiry_is_in_milliseconds(tmp_path: Path, tokens: MockTokenServer) -> None:
-    write_claude(tmp_path, expires_ms=int((NOW + 3600) * 1000))  # valid for an hour
-    headers = await claude(tmp_path, tokens).headers()
-    assert headers["Authorization"] == f"Bearer {OLD_CLAUDE}"
-    assert tokens.requests == []
-
-
-async def test_claude_401_refreshes_once(tmp_path: Path, tokens: MockTokenServer) -> None:
-    write_claude(tmp_path, expires_ms=int((NOW + 3600) * 1000))
-    tokens.enqueue(200, {"access_token": NEW_CLAUDE, "expires_in": 3600}, delay_s=0.05)
-    auth = claude(tmp_path, tokens)
-    await auth.headers()
-    assert await asyncio.gather(auth.refresh(), auth.refresh()) == [True, True]
-    assert (await auth.headers())["Authorization"] == f"Bearer {NEW_CLAUDE}"
-    assert len(tokens.requests) == 1
-    saved = json.loads((tmp_path / ".credentials.json").read_text())["claudeAiOauth"]
-    assert saved["refreshToken"] == OLD_CLAUDE_REFRESH  # not rotated by this answer: kept
-
-
-async def test_claude_failed_refresh_says_how_to_log_in(
-    tmp_path: Path, tokens: MockTokenServer
-) -> None:
-    write_claude(tmp_path, expires_ms=int((NOW - 5) * 1000))
-    tokens.enqueue(400, {"error": "invalid_grant", "error_description": OLD_CLAUDE_REFRESH})
-    auth = claude(tmp_path, tokens)
-    with pytest.raises(ProviderError) as caught:
-        await auth.headers()
-    error = caught.value
-    assert error.kind == "auth"
-    assert error.provider == "anthropic"
-    assert "/login" in error.message
-    assert "ANTHROPIC_API_KEY" in error.message
-    for text_ in (error.message, repr(error), repr(auth)):
-        assert_no_secret(text_, OLD_CLAUDE, OLD_CLAUDE_REFRESH)
-
-
-async def test_claude_missing_file_says_how_to_log_in(
-    tmp_path: Path, tokens: MockTokenServer
-) -> None:
-    with pytest.raises(ProviderError) as caught:
-        await claude(tmp_path, tokens).headers()
-    assert caught.value.kind == "auth"
-    assert "/login" in caught.value.message
-    assert "does not exist" in caught.value.message
-
-
 # -- auth_for / base_url_for -------------------------------------------------------------------
 
 
@@ -444,24 +331,17 @@ def test_api_keys_map_to_the_wire_apis_header() -> None:
     assert isinstance(auth_for(spec("offline"), none, env={}), NoAuth)
 
 
-def test_oauth_kinds_map_to_login_sources_with_overridable_token_urls(tmp_path: Path) -> None:
+def test_a_chatgpt_login_maps_to_its_source_with_an_overridable_token_url(tmp_path: Path) -> None:
     env = {
         "CODEX_HOME": str(tmp_path / "codex"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
         CHATGPT_TOKEN_URL_ENV: "http://127.0.0.1:1/chatgpt",
-        CLAUDE_TOKEN_URL_ENV: "http://127.0.0.1:1/claude",
     }
     gpt = Credentials(kind="chatgpt", source="~/.codex/auth.json", secret="t")
-    cl = Credentials(kind="claude_oauth", source="~/.claude/.credentials.json", secret="t")
 
     from_env = auth_for(spec("openai"), gpt, env=env)
     assert isinstance(from_env, ChatGptAuth)
     assert from_env.path == tmp_path / "codex" / "auth.json"
     assert from_env.token_url == "http://127.0.0.1:1/chatgpt"
-    claude_auth = auth_for(spec("anthropic"), cl, env=env)
-    assert isinstance(claude_auth, ClaudeOAuth)
-    assert claude_auth.path == tmp_path / "claude" / ".credentials.json"
-    assert claude_auth.token_url == "http://127.0.0.1:1/claude"
 
     explicit = auth_for(spec("openai"), gpt, env=env, token_urls={"chatgpt": "http://x/t"})
     assert isinstance(explicit, ChatGptAuth)
@@ -469,9 +349,6 @@ def test_oauth_kinds_map_to_login_sources_with_overridable_token_urls(tmp_path: 
     defaults = auth_for(spec("openai"), gpt, env={"CODEX_HOME": str(tmp_path)})
     assert isinstance(defaults, ChatGptAuth)
     assert defaults.token_url == CHATGPT_TOKEN_URL == "https://auth.openai.com/oauth/token"
-    claude_default = auth_for(spec("anthropic"), cl, env={"CLAUDE_CONFIG_DIR": str(tmp_path)})
-    assert isinstance(claude_default, ClaudeOAuth)
-    assert claude_default.token_url == CLAUDE_TOKEN_URL
 
 
 def test_base_url_is_the_chatgpt_backend_only_for_a_chatgpt_login() -> None:

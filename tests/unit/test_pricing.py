@@ -110,7 +110,6 @@ def test_subscription_logins_are_not_billed_per_token() -> None:
     assert billed_per_token("api_key")
     assert billed_per_token("none")
     assert not billed_per_token("chatgpt")
-    assert not billed_per_token("claude_oauth")
 
 
 def test_load_is_cached() -> None:

@@ -53,9 +53,10 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "sandbox_unavailable",
     "mcp_servers",
     "model_providers",
+    "backend",
 )
-"""Top-level keys an untrusted project file may not set: they run code, lift the sandbox or
-decide where prompts and API keys are sent."""
+"""Top-level keys an untrusted project file may not set: they run code (`backend` starts an
+external agent CLI), lift the sandbox or decide where prompts and API keys are sent."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
@@ -140,6 +141,8 @@ class LoadedConfig:
     """Human-readable notes (e.g. keys ignored from an untrusted project file)."""
     sources: list[str] = field(default_factory=list)
     """The config files that were read, lowest precedence first."""
+    project_trusted: bool = False
+    """`cwd` is listed in the user file's `trusted_projects`."""
 
 
 @dataclass(slots=True)
@@ -336,7 +339,12 @@ def load_effective_config(
     config = loader.merge()
     loader.raise_if_problems()
     assert config is not None
-    return LoadedConfig(config=config, warnings=loader.warnings, sources=loader.sources)
+    return LoadedConfig(
+        config=config,
+        warnings=loader.warnings,
+        sources=loader.sources,
+        project_trusted=_is_trusted(cwd, trusted),
+    )
 
 
 def load_user_config(paths: CodyPaths) -> CodyConfig:

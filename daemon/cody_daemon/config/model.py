@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from cody_protocol.settings import (
     ApprovalPolicy,
+    Backend,
     ReasoningEffort,
     ReasoningSummary,
     SandboxMode,
@@ -251,6 +252,10 @@ class CodyConfig(_ConfigModel):
     max_tool_iterations: int = Field(default=100, ge=1)
     approval_timeout_s: float = Field(default=300, gt=0)
     sandbox_unavailable: SandboxUnavailable = "ask"
+    backend: Backend = "native"
+    """Whose agent loop runs new sessions: Cody's own, the Codex CLI or Claude Code."""
+    backend_timeout_s: float = Field(default=3600, gt=0)
+    """Longest turn of a `codex`/`claude` session; then it is interrupted and the CLI killed."""
     trusted_projects: list[str] = Field(default_factory=list)
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)

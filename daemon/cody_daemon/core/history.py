@@ -84,6 +84,10 @@ class FunctionCallItem(_Item):
     name: str
     arguments: str
     """The arguments exactly as the model produced them (a JSON text, maybe invalid)."""
+    title: str | None = None
+    kind: str | None = None
+    """How clients show a call made by an external agent (a session backend), whose tool
+    Cody's registry does not know; None for Cody's own tools (their registry describes them)."""
 
 
 class FunctionCallOutputItem(_Item):

@@ -2,7 +2,8 @@
 
 Usable means credentials exist and, for an OAuth login, that a current token can be had: an
 expired login is refreshed (and written back) here, so a client learns of a dead login before
-its first prompt.
+its first prompt. A Claude subscription login is not usable by Cody's own loop (only Claude
+Code may use it): `anthropic-api-key` then answers -32000 pointing to the `claude` backend.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 
 from ..errors import AuthRequired, InvalidParams, Issue, ProviderError
 from ..providers.catalog import ProviderCatalog
+from .agents import missing_credentials_fix
 
 __all__ = ["AUTH_METHOD_SUFFIX", "authenticate"]
 
@@ -38,8 +40,8 @@ async def authenticate(catalog: ProviderCatalog, method_id: str, env: Mapping[st
     spec = catalog.get(provider_id)
     credentials = catalog.credentials(spec)
     if credentials is None:
-        raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
-    if credentials.kind in ("chatgpt", "claude_oauth"):
+        raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, env))
+    if credentials.kind == "chatgpt":
         from ..providers.auth_sources import auth_for  # httpx: not at daemon start
 
         try:

@@ -58,6 +58,8 @@ class ToolCallOpened:
     status: ToolCallStatus = "pending"
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
+    locations: tuple[str, ...] | None = None
+    """Paths the call touches (clients may follow them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

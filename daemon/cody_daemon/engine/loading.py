@@ -22,10 +22,11 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from .agents import check_backend_installed
 from .compaction import Compaction
 from .deps import EngineDeps
 from .session import Session
-from .settings import SessionSettings
+from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
 
 __all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd"]
 
@@ -36,6 +37,7 @@ META_TO_CONFIG = {
     "sandbox_mode": "sandbox_mode",
     "reasoning_effort": "model_reasoning_effort",
     "reasoning_summary": "model_reasoning_summary",
+    "backend": "backend",
 }
 """`_meta.cody` field -> config key (PROTOCOL.md settings table)."""
 
@@ -69,7 +71,11 @@ class SessionLoader:
                 list(meta.allowed_tools) if meta.allowed_tools is not None else None
             )
             settings.phase = meta.phase
+        if settings.backend != "native":
+            # The config file's `model` is the native provider's; a CLI gets only an explicit one.
+            settings.model = (meta.model if meta is not None else None) or BACKEND_DEFAULT_MODEL
         self._check_allowlist(settings)
+        check_backend_installed(settings.backend, self.deps.env)
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)
@@ -141,6 +147,9 @@ class SessionLoader:
             max_tool_iterations=config.max_tool_iterations,
             approval_timeout_s=config.approval_timeout_s,
             sandbox_unavailable=config.sandbox_unavailable,
+            backend=config.backend,
+            backend_timeout_s=config.backend_timeout_s,
+            project_trusted=loaded.project_trusted,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
             warnings=warnings,
@@ -217,5 +226,6 @@ class SessionLoader:
             title=record.title,
             grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
             compaction=Compaction.from_event(record.compaction),
+            backend_resume_id=record.backend_resume_id,
         )
         return session, catalog

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cody_protocol.content import ContentBlock
+from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
 from ..config.loader import project_trusted
@@ -25,6 +26,8 @@ from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
 from ..tools.registry import ToolRegistry
+from .agents import agent_for, check_backend_installed, missing_credentials_fix, stop_agent
+from .backend_turn import BackendTurnRunner
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
@@ -154,10 +157,14 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
-        env = self._turn_env(session, link)
-        if session.mcp is not None:
-            env.extra_tools = session.mcp.session_tools
-        runner = TurnRunner(session, env)
+        runner: TurnRunner | BackendTurnRunner
+        if session.settings.backend != "native":
+            runner = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None)
+        else:
+            env = self._turn_env(session, link)
+            if session.mcp is not None:
+                env.extra_tools = session.mcp.session_tools
+            runner = TurnRunner(session, env)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
@@ -180,6 +187,12 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
+        if session.settings.backend != "native":
+            raise InvalidParams(
+                f"Session {session_id} runs on the {session.settings.backend} backend, which "
+                "manages (and compacts) its own conversation.",
+                [Issue(key="sessionId", message="not a native session", source="params")],
+            )
         env = self._turn_env(session, link)
 
         async def compact() -> CompactionResult | None:
@@ -211,12 +224,19 @@ class SessionManager:
                 session.turn = None
             await link.flush(session.id)
 
+    def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
+        """What a prompt would run in this session, without running or writing anything."""
+        from .agents import dry_run_report
+
+        session = self.get(session_id)
+        return dry_run_report(session, prompt_to_text(blocks), self.deps.env)
+
     def _turn_env(self, session: Session, link: ClientLink) -> TurnEnv:
         catalog = self._catalogs[session.id]
         spec = catalog.get(session.settings.provider)
         credentials = catalog.credentials(spec)
         if credentials is None:
-            raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
+            raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, self.deps.env))
         try:
             provider = self.deps.providers.get(spec, credentials)
         except UnsupportedWireApi as exc:
@@ -290,6 +310,14 @@ class SessionManager:
             value,
             providers={s.id: s.default_model for s in catalog.all()},
         )
+        if changed.backend != session.settings.backend:
+            if session.history or session.busy:
+                raise InvalidParams(
+                    "The agent (backend) of a session is fixed once it has a turn; start a new "
+                    "session with _meta.cody.backend instead.",
+                    [Issue(key="backend", message="fixed after the first turn", value=value)],
+                )
+            check_backend_installed(changed.backend, self.deps.env)
         self._apply_settings(session, changed, mode_of(session.settings), link)
         return self.config_options(session)
 
@@ -376,6 +404,7 @@ class SessionManager:
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
+        await stop_agent(session)
         await _close_mcp(session)
         await session.file.sync()
         session.file.close()
@@ -432,7 +461,8 @@ class SessionManager:
     def _apply_persisted(self, session: Session, persisted: dict[str, Any]) -> None:
         settings = session.settings.copy()
         settings.provider = persisted.get("model_provider") or settings.provider
-        settings.model = persisted.get("model") or settings.model
+        if persisted.get("backend", "native") == "native":  # a CLI's model is not the provider's
+            settings.model = persisted.get("model") or settings.model
         settings.approval_policy = persisted.get("approval_policy") or settings.approval_policy
         settings.sandbox_mode = persisted.get("sandbox_mode") or settings.sandbox_mode
         session.settings = settings
@@ -448,6 +478,7 @@ class SessionManager:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):
             try:
+                await stop_agent(session)
                 await _close_mcp(session)
                 await session.file.sync()
             finally:

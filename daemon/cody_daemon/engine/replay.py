@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import get_args
 
 from cody_protocol.content import (
     AudioContent,
@@ -13,6 +14,7 @@ from cody_protocol.content import (
     TextContent,
     TextResourceContents,
 )
+from cody_protocol.updates import ToolKind
 
 from ..core.history import (
     FunctionCallItem,
@@ -48,13 +50,20 @@ def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Ite
             raw = {**((output.raw_output or {}) if output else {}), "output": text}
             yield ToolCallOpened(
                 call_id=item.call_id,
-                title=info.title,
-                kind=info.kind,
+                title=item.title or info.title,
+                kind=_kind(item.kind) or info.kind,
                 raw_input=info.raw_input,
                 status=status,
                 content=text_content(text),
                 raw_output=raw,
             )
+
+
+TOOL_KINDS = frozenset(get_args(ToolKind))
+
+
+def _kind(value: str | None) -> ToolKind | None:
+    return value if value in TOOL_KINDS else None  # type: ignore[return-value]
 
 
 def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from cody_protocol.prompt import TokenUsage
 
+from ..backends.base import AgentBackend
 from ..core.history import HistoryItem
 from ..policy.approval import Grants
 from ..store.session_file import SessionFile
@@ -56,6 +57,10 @@ class Session:
     """The latest compaction: the model sees its summary plus the history after it."""
     context: ContextMark | None = None
     """The last model call's reported size and the history length then (for estimates)."""
+    backend_resume_id: str | None = None
+    """The agent CLI's id of this conversation (codex/claude sessions)."""
+    agent: AgentBackend | None = None
+    """The live agent CLI of a codex/claude session (created at its first prompt)."""
 
     @property
     def busy(self) -> bool:

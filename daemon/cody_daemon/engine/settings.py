@@ -20,10 +20,12 @@ from cody_protocol.session import (
 )
 from cody_protocol.settings import (
     APPROVAL_POLICIES,
+    BACKENDS,
     REASONING_EFFORTS,
     REASONING_SUMMARIES,
     SANDBOX_MODES,
     ApprovalPolicy,
+    Backend,
     Phase,
     ReasoningEffort,
     ReasoningSummary,
@@ -35,6 +37,7 @@ from ..config.model import McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 
 __all__ = [
+    "BACKEND_DEFAULT_MODEL",
     "CONFIG_KEYS",
     "MODES",
     "SessionSettings",
@@ -54,6 +57,9 @@ CONFIG_KEYS: dict[str, str] = {
     "reasoning_summary": "model_reasoning_summary",
 }
 """configOption id -> config key (PROTOCOL.md settings table)."""
+
+BACKEND_DEFAULT_MODEL = "default"
+"""The `model` of a codex/claude session that uses the CLI's own default model."""
 
 MODES: dict[str, tuple[str, str, ApprovalPolicy, SandboxMode]] = {
     "read-only": (
@@ -91,6 +97,11 @@ class SessionSettings:
     max_tool_iterations: int = 100
     approval_timeout_s: float = 300.0
     sandbox_unavailable: SandboxUnavailable = "ask"
+    backend: Backend = "native"
+    """Whose agent loop runs the session (fixed once the session has a turn)."""
+    backend_timeout_s: float = 3600.0
+    project_trusted: bool = False
+    """The workspace is in the user's trusted_projects (a backend CLI may read its settings)."""
     tool_config: dict[str, ToolConfig] = field(default_factory=dict)
     mcp_config: dict[str, McpServerConfig] = field(default_factory=dict)
     """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
@@ -116,6 +127,7 @@ class SessionSettings:
             "model_reasoning_summary": self.reasoning_summary,
             "allowed_tools": self.allowed_tools,
             "phase": self.phase,
+            "backend": self.backend,
         }
 
     def copy(self) -> SessionSettings:
@@ -177,7 +189,45 @@ def _select(
 def build_config_options(
     settings: SessionSettings, providers: list[str], models: list[str]
 ) -> list[SessionConfigOption]:
-    """All config options with their current values (the current provider's models)."""
+    """All config options with their current values (the current provider's models).
+
+    A codex/claude session has no provider or reasoning summary of Cody's: its `model` is the
+    CLI's (`default` = the CLI's own choice).
+    """
+    backend = _select(
+        "backend",
+        "Agent",
+        settings.backend,
+        list(BACKENDS),
+        category="_cody_backend",
+        description="native: Cody's own loop; codex: the Codex CLI; claude: Claude Code",
+    )
+    if settings.backend != "native":
+        return [
+            backend,
+            _select("model", "Model", settings.model, [BACKEND_DEFAULT_MODEL], category="model"),
+            _select(
+                "approval_policy",
+                "Approval policy",
+                settings.approval_policy,
+                list(APPROVAL_POLICIES),
+                category="mode",
+            ),
+            _select(
+                "sandbox_mode",
+                "Sandbox",
+                settings.sandbox_mode,
+                list(SANDBOX_MODES),
+                category="mode",
+            ),
+            _select(
+                "reasoning_effort",
+                "Reasoning effort",
+                settings.reasoning_effort or "default",
+                ["default", *REASONING_EFFORTS],
+                category="thought_level",
+            ),
+        ]
     return [
         _select("provider", "Provider", settings.provider, providers, category="model"),
         _select("model", "Model", settings.model, models, category="model"),
@@ -205,6 +255,7 @@ def build_config_options(
             ["default", *REASONING_SUMMARIES],
             category="thought_level",
         ),
+        backend,
     ]
 
 
@@ -234,6 +285,7 @@ def apply_config_option(
         "reasoning_effort": ("default", *REASONING_EFFORTS),
         "reasoning_summary": ("default", *REASONING_SUMMARIES),
         "provider": tuple(providers),
+        "backend": BACKENDS,
     }
     if config_id == "model":
         if not text or not text.strip():
@@ -256,7 +308,13 @@ def apply_config_option(
         )
     if text not in choices[config_id]:
         raise _invalid(config_id, value, choices[config_id], "invalid value")
-    if config_id == "provider":
+    if config_id == "backend":
+        changed.backend = text  # type: ignore[assignment]
+        if text != settings.backend:
+            changed.model = (
+                BACKEND_DEFAULT_MODEL if text != "native" else providers[changed.provider]
+            )
+    elif config_id == "provider":
         changed.provider = text
         changed.model = providers[text]
     elif config_id == "approval_policy":

@@ -3,7 +3,8 @@
 `auth_for(spec, credentials, env=...)` maps a credential kind to a source:
 `api_key` -> `ApiKeyAuth` (`Authorization: Bearer <key>` for `responses`/`chat`, `x-api-key: <key>`
 without a scheme for `anthropic`), `chatgpt` -> `ChatGptAuth` (Codex CLI login),
-`claude_oauth` -> `ClaudeOAuth` (Claude Code login), `none` -> `NoAuth`.
+`none` -> `NoAuth`. (A Claude subscription login is never used here: only Claude Code itself may
+use it, so it is reached through the `claude` session backend, see backends/claude_code.py.)
 `base_url_for(spec, credentials)` is the ChatGPT backend for a ChatGPT login, else `spec.base_url`.
 
 Environment variables (both optional; for tests, proxies and users whose network needs another
@@ -12,11 +13,9 @@ endpoint; a refresh token is sent there, so only the user's own environment can 
   (default `https://auth.openai.com/oauth/token`, as in the Codex CLI);
 - `CODY_CHATGPT_BASE_URL`: where a ChatGPT login's model requests go (default the ChatGPT
   Codex backend, `https://chatgpt.com/backend-api/codex`);
-- `CODY_CLAUDE_TOKEN_URL`: the OAuth token endpoint used to refresh a Claude login
-  (default `https://platform.claude.com/v1/oauth/token`).
-An explicit `token_urls` argument (keys `chatgpt`, `claude_oauth`) wins over both.
+An explicit `token_urls` argument (key `chatgpt`) wins over both.
 
-`OAuthFileAuth` invariants (shared by `ChatGptAuth` and `ClaudeOAuth`):
+`OAuthFileAuth` invariants (of `ChatGptAuth`, and of any other login-file source):
 - the login file is read lazily, and again whenever its mtime/size changes (a `codex login` or
   `/login` made while the daemon runs is picked up), and always right before a refresh;
 - refreshing is serialized by one `asyncio.Lock` per source: concurrent callers that find the
@@ -52,12 +51,11 @@ import httpx
 from .. import __version__
 from .auth import ApiKeyAuth, AuthSource, NoAuth
 from .base import ProviderError
-from .catalog import default_claude_dir, default_codex_home
+from .catalog import default_codex_home
 from .specs import Credentials, ProviderSpec
 
 __all__ = [
     "CHATGPT_TOKEN_URL_ENV",
-    "CLAUDE_TOKEN_URL_ENV",
     "OAuthFileAuth",
     "TokenState",
     "auth_for",
@@ -69,7 +67,6 @@ log = logging.getLogger(__name__)
 
 CHATGPT_TOKEN_URL_ENV: Final = "CODY_CHATGPT_TOKEN_URL"
 CHATGPT_BASE_URL_ENV: Final = "CODY_CHATGPT_BASE_URL"
-CLAUDE_TOKEN_URL_ENV: Final = "CODY_CLAUDE_TOKEN_URL"
 EXPIRY_SKEW_S: Final = 60.0
 """A token expiring within this many seconds counts as expired."""
 _RECENT_REFRESH_S: Final = 10.0
@@ -89,12 +86,11 @@ def auth_for(
     env: Mapping[str, str],
     token_urls: Mapping[str, str] | None = None,
     codex_home: Path | None = None,
-    claude_dir: Path | None = None,
 ) -> AuthSource:
     """The auth source for `spec` with `credentials` (see the module docstring).
 
-    The login directories default to the ones the catalog reads (`$CODEX_HOME` or `~/.codex`,
-    `$CLAUDE_CONFIG_DIR` or `~/.claude`, taken from `env`).
+    The login directory defaults to the one the catalog reads (`$CODEX_HOME` or `~/.codex`,
+    taken from `env`).
     """
     kind = credentials.kind
     if kind == "none":
@@ -106,20 +102,11 @@ def auth_for(
             return ApiKeyAuth(credentials.secret, header="x-api-key", scheme=None)
         return ApiKeyAuth(credentials.secret)
     urls = token_urls or {}
-    if kind == "chatgpt":
-        from .oauth_chatgpt import CHATGPT_TOKEN_URL, ChatGptAuth
+    from .oauth_chatgpt import CHATGPT_TOKEN_URL, ChatGptAuth
 
-        return ChatGptAuth(
-            codex_home or default_codex_home(env),
-            token_url=urls.get("chatgpt") or env.get(CHATGPT_TOKEN_URL_ENV) or CHATGPT_TOKEN_URL,
-            provider_id=spec.id,
-            api_key_env=spec.env_key,
-        )
-    from .oauth_claude import CLAUDE_TOKEN_URL, ClaudeOAuth
-
-    return ClaudeOAuth(
-        claude_dir or default_claude_dir(env),
-        token_url=urls.get("claude_oauth") or env.get(CLAUDE_TOKEN_URL_ENV) or CLAUDE_TOKEN_URL,
+    return ChatGptAuth(
+        codex_home or default_codex_home(env),
+        token_url=urls.get("chatgpt") or env.get(CHATGPT_TOKEN_URL_ENV) or CHATGPT_TOKEN_URL,
         provider_id=spec.id,
         api_key_env=spec.env_key,
     )

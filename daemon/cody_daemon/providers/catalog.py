@@ -10,10 +10,12 @@ Invariants:
 - `auto` is the first of openai, anthropic, openrouter that has credentials, else `offline`
   (PRODUCT.md section 2). `offline`, and a provider whose `env_key` is unset or `""`, needs none.
 - Credentials are read when asked for (a login made while the daemon runs is seen): env var
-  first, then the Codex CLI login (`$CODEX_HOME/auth.json`) for `openai` or the Claude Code
-  login (`$CLAUDE_CONFIG_DIR/.credentials.json`) for `anthropic`. A login file is only used
-  while that provider still points at its official `base_url`, so a token is never sent to a
-  server it was not issued for. Unreadable or malformed login files count as absent.
+  first, then the Codex CLI login (`$CODEX_HOME/auth.json`) for `openai`. A login file is only
+  used while that provider still points at its official `base_url`, so a token is never sent
+  to a server it was not issued for. Unreadable or malformed login files count as absent.
+- A Claude subscription login (`$CLAUDE_CONFIG_DIR/.credentials.json`) is never a credential:
+  only Claude Code itself may use it (a session with the `claude` backend does).
+  `claude_login_file` only says whether one exists, so errors can point there.
 - Secrets live only in `Credentials` fields excluded from repr; no message, repr or log here
   contains a secret (nor does a `ProviderSpec` repr show its headers).
 """
@@ -168,10 +170,6 @@ class ProviderCatalog:
             found = self._codex_login()
             if found is not None:
                 return found
-        if self._uses_claude_login(spec):
-            found = self._claude_login()
-            if found is not None:
-                return found
         if not spec.env_key:
             return Credentials(kind="none", source="none needed (no env_key configured)")
         return None
@@ -183,8 +181,6 @@ class ProviderCatalog:
             places.append(f"env {spec.env_key}")
         if self._uses_codex_login(spec):
             places.append(f"ChatGPT login in {_display(self._codex_home / CODEX_AUTH_FILE)}")
-        if self._uses_claude_login(spec):
-            places.append(f"Claude login in {_display(self._claude_dir / CLAUDE_CREDENTIALS_FILE)}")
         return " or ".join(places) if places else "no credentials needed"
 
     def missing_credentials_fix(self, spec: ProviderSpec) -> str:
@@ -197,9 +193,11 @@ class ProviderCatalog:
         if self._uses_codex_login(spec):
             path = _display(self._codex_home / CODEX_AUTH_FILE)
             steps.append(f"log in with the Codex CLI (codex login) so {path} exists")
-        if self._uses_claude_login(spec):
-            path = _display(self._claude_dir / CLAUDE_CREDENTIALS_FILE)
-            steps.append(f"log in with Claude Code (claude, then /login) so {path} exists")
+        if spec.id == "anthropic":
+            steps.append(
+                "to use a Claude subscription, start the session with the `claude` backend "
+                "(Claude Code runs it with its own login: `/login` in `claude`)"
+            )
         steps.append(_PICK_ANOTHER)
         text = ", or ".join(steps)
         return text[0].upper() + text[1:] + "."
@@ -243,23 +241,19 @@ class ProviderCatalog:
             )
         return None
 
-    def _claude_login(self) -> Credentials | None:
+    def claude_login_file(self, spec: ProviderSpec) -> str | None:
+        """Where a Claude subscription login for `spec` is (shown as `~/...`), if there is one.
+
+        It is not a credential (see the module docstring); this is for error messages only.
+        """
+        if not self._uses_claude_login(spec):
+            return None
         path = self._claude_dir / CLAUDE_CREDENTIALS_FILE
         data = _read_json_object(path)
         oauth = data.get("claudeAiOauth") if data is not None else None
-        if not isinstance(oauth, dict):
-            return None
-        access = _str_or_none(oauth.get("accessToken"))
-        if not access:
-            return None
-        expires = oauth.get("expiresAt")
-        return Credentials(
-            kind="claude_oauth",
-            source=_display(path),
-            secret=access,
-            refresh_token=_str_or_none(oauth.get("refreshToken")),
-            expires_at=expires / 1000 if isinstance(expires, int | float) else None,
-        )
+        if isinstance(oauth, dict) and _str_or_none(oauth.get("accessToken")):
+            return _display(path)
+        return None
 
 
 def _override(base: ProviderSpec, provider: ProviderConfig) -> ProviderSpec:

@@ -35,7 +35,7 @@ _BUILTIN_MODEL_SHAPES: Final = {
     "openrouter": re.compile(r"^[a-z0-9][\w.-]*/[\w.:-]+$"),
 }
 """Ids a built-in provider's newer, not yet listed models have (the offline model has none)."""
-CredentialKind = Literal["api_key", "chatgpt", "claude_oauth", "none"]
+CredentialKind = Literal["api_key", "chatgpt", "none"]
 
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL: Final = "https://api.anthropic.com"
@@ -115,8 +115,7 @@ class Credentials:
     """Where a provider's credentials come from; the secret values never appear in a repr.
 
     `kind`: `api_key` (sent as the provider's API key), `chatgpt` (a Codex CLI ChatGPT login:
-    `secret` is the access token, `account_id` the ChatGPT account), `claude_oauth` (a Claude
-    Code login: `secret` is the access token), `none` (nothing to send).
+    `secret` is the access token, `account_id` the ChatGPT account), `none` (nothing to send).
     `source` is safe to show: e.g. `env OPENAI_API_KEY` or `~/.codex/auth.json`.
     """
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
 from cody_protocol.extensions import (
+    AgentsListResult,
     CompactSessionParams,
     CompactSessionResult,
     McpServerStatus,
@@ -30,6 +31,7 @@ from cody_protocol.prompt import (
     PromptMeta,
     PromptParams,
     PromptResult,
+    TokenUsage,
     TurnCost,
     TurnUsage,
 )
@@ -52,6 +54,7 @@ from cody_protocol.session import (
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
+from ..engine.agents import agents_list
 from ..engine.auth import authenticate as engine_authenticate
 from ..engine.session import Session
 from ..engine.settings import build_modes
@@ -103,8 +106,13 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
         "configOptions": app.manager.config_options(session),
         "_meta": SessionResultMeta(
             cody=CodySessionResultMeta(
-                provider=session.settings.provider,
+                provider=(
+                    session.settings.provider
+                    if session.settings.backend == "native"
+                    else session.settings.backend
+                ),
                 model=session.settings.model,
+                backend=session.settings.backend,
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
             )
@@ -169,6 +177,19 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def session_prompt(params: Any) -> Any:
         parsed = parse(PromptParams, params)
+        if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
+            report = manager.dry_run(parsed.session_id, parsed.prompt)
+            zero = TokenUsage()
+            return PromptResult(
+                stop_reason="end_turn",
+                meta=PromptMeta(
+                    cody=CodyPromptMeta(
+                        turn_id="dry-run",
+                        usage=TurnUsage(last=zero, turn=zero, total=zero),
+                        dry_run=report,
+                    )
+                ),
+            )
         outcome = await manager.prompt(parsed.session_id, parsed.prompt, link)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
@@ -271,6 +292,9 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             ]
         )
 
+    async def agents_list_handler(params: Any) -> Any:
+        return AgentsListResult(agents=await agents_list(app.env))
+
     table: dict[str, Handler] = {
         methods.INITIALIZE: initialize,
         methods.AUTHENTICATE: authenticate,
@@ -289,6 +313,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_SESSION_COMPACT: session_compact,
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,
+        methods.CODY_AGENTS_LIST: agents_list_handler,
     }
     for name, fn in table.items():
         server.feature(name)(_guard(name, fn))
@@ -307,4 +332,5 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_HISTORY_LIST,
     methods.CODY_HISTORY_READ,
     methods.CODY_HISTORY_IMPORT,
+    methods.CODY_AGENTS_LIST,
 )

@@ -19,6 +19,7 @@ from cody_protocol.updates import (
     PlanUpdate,
     SessionInfoMeta,
     SessionInfoUpdate,
+    ToolCallLocation,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
@@ -65,6 +66,11 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_input=event.raw_input,
                 content=event.content,
                 raw_output=event.raw_output,
+                locations=(
+                    [ToolCallLocation(path=path) for path in event.locations]
+                    if event.locations
+                    else None
+                ),
             ).wire()
         ]
     if isinstance(event, ToolCallProgress):

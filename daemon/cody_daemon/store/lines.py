@@ -9,7 +9,8 @@ terminated by `\n`, where T is one of:
   reasoning are written as *segments*: several consecutive lines with the same item `id`
   whose texts concatenate (coalesced: at most one line per 100 ms, plus one at item end).
 - `event`: `{kind, ...}` with kind `approval` (decision + reason), `usage`, `config`
-  (settings change), `turn_end`, `title`, `interrupted` (calls closed on load).
+  (settings change), `turn_end`, `title`, `interrupted` (calls closed on load), `backend`
+  (`{backend, resumeId}`: the agent CLI's own id for the conversation, codex/claude sessions).
 """
 
 from __future__ import annotations

@@ -56,6 +56,8 @@ class SessionRecord:
     title: str | None = None
     compaction: dict[str, Any] | None = None
     """The latest `compaction` event (the history itself is never shortened)."""
+    backend_resume_id: str | None = None
+    """The id the session's agent CLI resumes it by (`backend` events; codex/claude sessions)."""
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
@@ -116,6 +118,8 @@ class _Folder:
             self.record.title = payload["title"]
         elif kind == "compaction" and isinstance(payload.get("summary"), str):
             self.record.compaction = payload
+        elif kind == "backend" and isinstance(payload.get("resumeId"), str):
+            self.record.backend_resume_id = payload["resumeId"]
 
     def close_interrupted_calls(self) -> None:
         answered = {

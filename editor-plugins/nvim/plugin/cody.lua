@@ -44,3 +44,13 @@ end, {
   end,
   desc = "Cody: pick a Codex, Claude Code or Cody session and continue it in Cody",
 })
+
+vim.api.nvim_create_user_command("CodyBackend", function(cmd)
+  require("cody").backend(cmd.args ~= "" and cmd.args or nil)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "native", "codex", "claude" }
+  end,
+  desc = "Cody: run new sessions on Cody's loop, the Codex CLI or Claude Code",
+})

@@ -14,6 +14,7 @@ local SPECS = {
   "errors_spec",
   "health_spec",
   "lifecycle_spec",
+  "backends_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

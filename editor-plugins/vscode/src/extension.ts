@@ -42,6 +42,7 @@ function readSettings(): Settings {
       model: config.get<unknown>("model"),
       approvalPolicy: config.get<unknown>("approvalPolicy"),
       sandboxMode: config.get<unknown>("sandboxMode"),
+      backend: config.get<unknown>("backend"),
       trace: config.get<unknown>("trace"),
     },
     process.env,

@@ -16,6 +16,7 @@ export interface RawSettings {
   model: unknown;
   approvalPolicy: unknown;
   sandboxMode: unknown;
+  backend?: unknown;
   trace: unknown;
 }
 
@@ -31,6 +32,7 @@ export const DEFAULT_COMMAND = ["cody-daemon"];
 const POLICIES: readonly ApprovalPolicy[] = ["untrusted", "on-request", "on-failure", "never"];
 const SANDBOXES: readonly SandboxMode[] = ["read-only", "workspace-write", "danger-full-access"];
 const TRACES: readonly TraceLevel[] = ["off", "messages", "verbose"];
+const BACKENDS = ["native", "codex", "claude"] as const;
 
 function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === "string");
@@ -73,6 +75,8 @@ export function parseSettings(raw: RawSettings, baseEnv: NodeJS.ProcessEnv, cwd:
   else if (raw.approvalPolicy) problems.push(`cody.approvalPolicy must be one of ${POLICIES.join(", ")}; ignored`);
   if (oneOf(raw.sandboxMode, SANDBOXES)) sessionMeta.sandboxMode = raw.sandboxMode;
   else if (raw.sandboxMode) problems.push(`cody.sandboxMode must be one of ${SANDBOXES.join(", ")}; ignored`);
+  if (oneOf(raw.backend, BACKENDS)) sessionMeta.backend = raw.backend;
+  else if (raw.backend) problems.push(`cody.backend must be one of ${BACKENDS.join(", ")}; ignored`);
 
   const trace = oneOf(raw.trace, TRACES) ? raw.trace : "verbose";
   const [command, ...args] = argv;

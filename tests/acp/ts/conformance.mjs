@@ -4,6 +4,9 @@
 // Usage:  node conformance.mjs            (from tests/acp/ts, after `npm ci`)
 // Env:    CODY_DAEMON_PYTHON  the Python that runs `-m cody_daemon` (default: <repo>/.venv/bin/python)
 //         CODY_ACP_VERBOSE=1  print every JSON-RPC frame as it goes by
+//         CODY_TEST_BACKEND_ENV  JSON env for a daemon that runs codex/claude sessions against mock
+//                             models (set by tests/e2e/test_acp_ts_sdk.py); without it the
+//                             backend flows are skipped and say so
 //
 // Every flow is asserted; the first failure prints what was expected, what Cody sent, the
 // last frames of the transcript and the daemon's stderr, and exits 1. Every `session/update`,
@@ -539,7 +542,55 @@ async function main() {
     check(code === 0, "daemon#2 must exit 0 after stdin EOF", { code, signal });
   });
 
-  const validated = first.rawUpdates + second.rawUpdates;
+  let validated = first.rawUpdates + second.rawUpdates;
+  if (process.env.CODY_TEST_BACKEND_ENV) {
+    const third = new DaemonSession({ ...env, env: { ...env.env, ...JSON.parse(process.env.CODY_TEST_BACKEND_ENV) } }, "daemon#3");
+    await step("initialize (a daemon with the Codex CLI and Claude Code)", third, async () => {
+      await third.agent.request(methods.agent.initialize, {
+        protocolVersion: PROTOCOL_VERSION,
+        clientCapabilities: {},
+        clientInfo: { name: "cody-acp-conformance", version: SDK_VERSION },
+      });
+    });
+    for (const backend of ["codex", "claude"]) {
+      await step(`a turn on the ${backend} backend, its approval answered here`, third, async () => {
+        const created = await third.agent.request(methods.agent.session.new, {
+          cwd: env.workspace,
+          mcpServers: [],
+          _meta: { cody: { backend, sandboxMode: "danger-full-access" } },
+        });
+        const sessionId = created.sessionId;
+        check(created._meta?.cody?.backend === backend, `${backend}: session/new must report the backend`, created._meta);
+        let seen;
+        third.permissionHandlers.set(sessionId, async ({ params }) => {
+          seen = params;
+          return { outcome: { outcome: "selected", optionId: "allow_once" } };
+        });
+        const startSeq = third.seq;
+        const response = await withTimeout(
+          third.agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `touch acp-${backend}.txt` }] }),
+          STEP_TIMEOUT_MS * 2,
+          `the ${backend} turn`,
+        );
+        await settle();
+        check(response.stopReason === "end_turn", `${backend}: stopReason must be end_turn`, response);
+        check(seen && seen.toolCall.kind === "execute", `${backend}: the CLI's approval must reach the client`, seen);
+        check(existsSync(join(env.workspace, `acp-${backend}.txt`)), `${backend}: the approved command must have run`);
+        const updates = third.updatesFor(sessionId, startSeq).map((u) => u.update);
+        const call = toolCalls(updates).get(seen.toolCall.toolCallId);
+        check(call && call.final.status === "completed", `${backend}: the tool call must reach completed`, call?.updates);
+        const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
+        check(text.includes(`done on ${backend}`), `${backend}: the agent's answer must stream`, text);
+      });
+    }
+    await step("daemon#3 exits cleanly", third, async () => {
+      const { code, signal } = await third.close();
+      check(code === 0, "daemon#3 must exit 0 after stdin EOF", { code, signal });
+    });
+    validated += third.rawUpdates;
+  } else {
+    console.log("skipped: the codex/claude backend flows (CODY_TEST_BACKEND_ENV is not set)");
+  }
   console.log(`validated ${validated} session/update notifications against ${SCHEMA_PATH.replace(HERE + "/", "")}`);
   console.log(`conformance: ${results.length} passed, 0 failed`);
   rmSync(env.root, { recursive: true, force: true });

@@ -4,6 +4,7 @@ local M = {}
 
 ---@alias cody.ApprovalPolicy "untrusted"|"on-request"|"on-failure"|"never"
 ---@alias cody.SandboxMode "read-only"|"workspace-write"|"danger-full-access"
+---@alias cody.Backend "native"|"codex"|"claude"
 
 ---@class cody.KeymapsConfig
 ---@field prompt string|false Chat buffer, normal mode: ask for a prompt (default `i`).
@@ -25,6 +26,7 @@ local M = {}
 ---@field approval_policy cody.ApprovalPolicy? `_meta.cody.approvalPolicy`.
 ---@field sandbox_mode cody.SandboxMode? `_meta.cody.sandboxMode`.
 ---@field reasoning_effort string? `_meta.cody.reasoningEffort`.
+---@field backend cody.Backend? `_meta.cody.backend`: whose agent loop runs new sessions.
 ---@field shutdown_timeout_ms integer How long `VimLeavePre` waits for `shutdown`/exit.
 ---@field chat cody.ChatConfig
 ---@field keymaps cody.KeymapsConfig
@@ -39,6 +41,7 @@ local M = {}
 ---@field approval_policy? cody.ApprovalPolicy
 ---@field sandbox_mode? cody.SandboxMode
 ---@field reasoning_effort? string
+---@field backend? cody.Backend
 ---@field shutdown_timeout_ms? integer
 ---@field chat? cody.ChatConfig|{}
 ---@field keymaps? cody.KeymapsConfig|{}
@@ -54,6 +57,7 @@ M.defaults = {
   approval_policy = nil,
   sandbox_mode = nil,
   reasoning_effort = nil,
+  backend = nil,
   shutdown_timeout_ms = 3000,
   chat = {
     position = "right",
@@ -69,6 +73,9 @@ M.defaults = {
 
 ---@type cody.Config
 M.options = vim.deepcopy(M.defaults)
+
+--- The session backends: Cody's own loop, the Codex CLI, Claude Code.
+M.BACKENDS = { "native", "codex", "claude" }
 
 --- Checks the type of one option; raises a readable error naming it.
 ---@param name string
@@ -94,8 +101,11 @@ function M.setup(opts)
       check(("cmd[%d]"):format(i), word, { "string" })
     end
   end
-  for _, key in ipairs({ "cwd", "log_file", "provider", "model", "approval_policy", "sandbox_mode", "reasoning_effort" }) do
+  for _, key in ipairs({ "cwd", "log_file", "provider", "model", "approval_policy", "sandbox_mode", "reasoning_effort", "backend" }) do
     check(key, opts[key], { "string" })
+  end
+  if opts.backend and not vim.tbl_contains(M.BACKENDS, opts.backend) then
+    error(("cody.setup: `backend` must be one of %s, got %q"):format(table.concat(M.BACKENDS, ", "), opts.backend), 2)
   end
   check("env", opts.env, { "table" })
   check("chat", opts.chat, { "table" })
@@ -135,6 +145,7 @@ function M.session_meta()
     approvalPolicy = o.approval_policy,
     sandboxMode = o.sandbox_mode,
     reasoningEffort = o.reasoning_effort,
+    backend = o.backend,
   }
   return next(meta) and meta or nil
 end

@@ -313,6 +313,49 @@ function M.new_session()
   chat.clear()
 end
 
+--- Chooses whose agent loop runs the next session (`native`, `codex`, `claude`) and starts it
+--- fresh. Without a name, picks with |vim.ui.select()|, showing which CLIs are installed
+--- (`_cody/agents/list`).
+---@param name string?
+function M.backend(name)
+  if name then
+    if not vim.tbl_contains(config.BACKENDS, name) then
+      notify(("unknown backend %q; use one of %s"):format(name, table.concat(config.BACKENDS, ", ")), vim.log.levels.ERROR)
+      return
+    end
+    config.options.backend = name
+    M.new_session()
+    notify(("new sessions run on %s"):format(name))
+    return
+  end
+  M.connect(function(conn_err, conn)
+    if conn_err or not conn then
+      return
+    end
+    conn:request("_cody/agents/list", {}, function(err, result)
+      if err then
+        report(err)
+        return
+      end
+      local found = { native = "Cody's own agent loop" }
+      for _, agent in ipairs(result.agents or {}) do
+        found[agent.id] = agent.found and ("%s %s"):format(agent.name, agent.version or "")
+          or ("%s: not installed"):format(agent.name)
+      end
+      vim.ui.select(config.BACKENDS, {
+        prompt = "Cody agent for new sessions",
+        format_item = function(item)
+          return ("%s — %s"):format(item, found[item] or "")
+        end,
+      }, function(choice)
+        if choice then
+          M.backend(choice)
+        end
+      end)
+    end)
+  end)
+end
+
 --- All saved sessions, newest first (following `nextCursor`).
 ---@param callback fun(err: cody.RpcError?, sessions: table[]?)
 function M.list_sessions(callback)

@@ -158,4 +158,12 @@ describe("settings", () => {
     assert.match(settings.problems.join("\n"), /cody\.daemon\.command/);
     assert.match(settings.problems.join("\n"), /cody\.approvalPolicy must be one of/);
   });
+
+  test("the backend setting picks whose agent loop runs new sessions", () => {
+    const base = { command: undefined, env: undefined, provider: "", model: "", approvalPolicy: "", sandboxMode: "", trace: undefined };
+    assert.deepEqual(parseSettings({ ...base, backend: "claude" }, {}, undefined).sessionMeta, { backend: "claude" });
+    const bad = parseSettings({ ...base, backend: "gemini" }, {}, undefined);
+    assert.deepEqual(bad.sessionMeta, {});
+    assert.match(bad.problems.join("\n"), /cody\.backend must be one of native, codex, claude/);
+  });
 });

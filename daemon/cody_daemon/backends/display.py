@@ -1,0 +1,152 @@
+"""How an agent's tool call looks to Cody's clients and policy: titles, grant keys, diffs.
+
+Shared by the backends: the same command gets the same grant key as Cody's own `exec`
+(policy/commands.py normalisation), the same file set the same key as its file tools, so an
+"allow for this session" answer means the same thing whichever loop runs the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from cody_protocol.content import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TextContent,
+    ToolCallContent,
+)
+
+from ..core.tooling import GrantKey
+from ..policy.commands import normalize_command
+from ..policy.safe_commands import is_known_safe
+
+__all__ = [
+    "apply_unified_diff",
+    "canonical_key",
+    "command_display",
+    "exec_grant_key",
+    "exec_known_safe",
+    "file_diff",
+    "paths_grant_key",
+    "text_content",
+]
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+_SHELL_FLAG = re.compile(r"^-[li]*c[li]*$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def text_content(text: str) -> list[ToolCallContent]:
+    return [ContentToolCallContent(content=TextContent(text=text))]
+
+
+def command_display(command: str | list[str]) -> str:
+    """The command as the user would type it: `/bin/bash -lc 'git status'` -> `git status`."""
+    words = command if isinstance(command, list) else _split(command)
+    if words is None:
+        return command if isinstance(command, str) else shlex.join(command)
+    if len(words) == 3 and os.path.basename(words[0]) in _SHELLS and _SHELL_FLAG.match(words[1]):
+        return words[2]
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _split(text: str) -> list[str] | None:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
+def exec_grant_key(command: str | list[str]) -> GrantKey:
+    return ("exec", *normalize_command(command))
+
+
+def exec_known_safe(command: str | list[str]) -> bool:
+    return is_known_safe(command)
+
+
+def paths_grant_key(paths: list[str], cwd: Path) -> GrantKey:
+    resolved = sorted({os.path.realpath(os.path.join(cwd, os.path.expanduser(p))) for p in paths})
+    return ("paths", *resolved)
+
+
+def canonical_key(tool: str, arguments: Any) -> GrantKey:
+    return (
+        "tool",
+        tool,
+        json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def apply_unified_diff(old: str, diff: str) -> str | None:
+    """`old` with the hunks of a unified diff applied; None when a hunk does not match."""
+    lines = old.splitlines(keepends=True)
+    out: list[str] = []
+    position = 0
+    hunk_lines: list[str] = []
+    start: int | None = None
+
+    def flush() -> bool:
+        nonlocal position
+        if start is None:
+            return True
+        target = max(start - 1, 0)
+        if target < position:
+            return False
+        out.extend(lines[position:target])
+        position = target
+        for raw in hunk_lines:
+            tag, body = raw[:1], raw[1:]
+            if tag == "\\":
+                continue
+            if tag in (" ", "-"):
+                if position >= len(lines) or lines[position].rstrip("\n") != body.rstrip("\n"):
+                    return False
+                if tag == " ":
+                    out.append(lines[position])
+                position += 1
+            elif tag == "+":
+                out.append(body if body.endswith("\n") else body + "\n")
+        return True
+
+    for raw in diff.splitlines(keepends=True):
+        match = _HUNK.match(raw)
+        if match:
+            if not flush():
+                return None
+            start, hunk_lines = int(match.group(1)), []
+        elif start is not None and raw[:1] in (" ", "-", "+", "\\"):
+            hunk_lines.append(raw)
+        elif start is not None and raw.strip() == "":
+            hunk_lines.append(" \n")
+    if not flush():
+        return None
+    out.extend(lines[position:])
+    return "".join(out)
+
+
+def file_diff(path: str, kind: str, diff: str, cwd: Path) -> ToolCallContent:
+    """ACP diff content for one changed file (read before the change is applied)."""
+    full = Path(path) if os.path.isabs(path) else cwd / path
+    if kind == "add":
+        return DiffToolCallContent(path=str(full), old_text=None, new_text=diff)
+    old = _read(full)
+    if kind == "delete":
+        return DiffToolCallContent(path=str(full), old_text=old or "", new_text="")
+    if old is not None:
+        new = apply_unified_diff(old, diff)
+        if new is not None:
+            return DiffToolCallContent(path=str(full), old_text=old, new_text=new)
+    return ContentToolCallContent(content=TextContent(text=f"{full}\n{diff}"))
