@@ -451,14 +451,26 @@ async def test_exec_cannot_write_any_git_metadata(repos: Dirs, bwrap: None) -> N
     git("-C", ws / "wt", "status")  # the worktree still works
 
 
-async def test_exec_cannot_create_or_change_the_project_config(dirs: Dirs, bwrap: None) -> None:
+async def test_exec_cannot_create_or_change_a_trusted_projects_config(
+    dirs: Dirs, bwrap: None
+) -> None:
     ws = dirs.workspace
-    sandbox = policy("workspace-write", ws)
+    sandbox = SandboxPolicy.create("workspace-write", ws, guard_project_config=True)
     result = await sh(sandbox, "mkdir -p .cody && echo x > .cody/config.toml")
     assert "Read-only file system" in text_of(result)
     assert (ws / ".cody").is_dir() and list((ws / ".cody").iterdir()) == []
     result = await sh(sandbox, "rmdir .cody || mv .cody .cody2 || true; ls -a")
     assert (ws / ".cody").is_dir() and not (ws / ".cody2").exists()
+
+
+async def test_an_untrusted_projects_config_is_not_guarded_and_not_created(
+    dirs: Dirs, bwrap: None
+) -> None:
+    """Its `.cody/config.toml` cannot set the sandbox (ignored unless trusted), so no empty
+    `.cody` is made in every project a command runs in."""
+    ws = dirs.workspace
+    result = await sh(policy("workspace-write", ws), "true")
+    assert "Exit code: 0" in result.output and not (ws / ".cody").exists()
 
 
 async def test_exec_cannot_write_codys_own_files(dirs: Dirs, bwrap: None) -> None:
