@@ -118,7 +118,8 @@ class SessionLoader:
         spec = catalog.resolve(config.model_provider)
         warnings = list(loaded.warnings)
         model = config.model or spec.default_model
-        problem = spec.model_problem(model)
+        # A codex/claude session's model is the CLI's to check (see create()).
+        problem = spec.model_problem(model) if config.backend == "native" else None
         if problem is not None and "model" not in overrides and spec.wire_api == "offline":
             # `auto` fell back to offline (no credentials): the configured model is for another.
             warnings.append(f"model {model!r} from config.toml ignored: using the offline model")
