@@ -624,3 +624,18 @@ async def test_sysv_shared_memory_outside_is_invisible(dirs: Dirs, bwrap: None) 
         assert shmid not in listed
     finally:
         subprocess.run(["ipcrm", "-m", shmid], check=False, capture_output=True)
+
+
+async def test_read_only_mode_runs_programs_that_live_in_tmp(dirs: Dirs, bwrap: None) -> None:
+    """Regression: read-only mode hid all of /tmp, so a virtualenv or checkout there (CI's
+    clone under /tmp, a project's venv) could not even start its interpreter."""
+    tool_dir = Path(tempfile.mkdtemp(dir="/tmp", prefix="cody-tool-"))
+    try:
+        script = tool_dir / "hello"
+        script.write_text("#!/bin/sh\necho hello from /tmp\n")
+        script.chmod(0o755)
+        result = await sh(policy("read-only", dirs.workspace), f"{script}; touch {tool_dir}/x")
+        assert "hello from /tmp" in result.output, result.output
+        assert not (tool_dir / "x").exists(), "still read-only"
+    finally:
+        shutil.rmtree(tool_dir, ignore_errors=True)

@@ -235,12 +235,16 @@ class SandboxPolicy:
         # Mount order matters: a later mount hides earlier ones beneath it, so parents are
         # mounted before children and the read-only protected binds come last.
         if self.mode == "read-only":
-            private = sorted({Path("/tmp"), *_temp_roots()} - {Path("/")}, key=_depth)
-            for tmp in private:
-                args += ["--tmpfs", str(tmp)]
-            if any(_is_within(self.cwd, tmp) for tmp in private):
-                # The workspace stays visible (read-only) even when it lives in a temp dir.
-                args += ["--ro-bind", str(self.cwd), str(self.cwd)]
+            if seccomp_fd is None:
+                # Without the seccomp filter, a private /tmp at least hides the unix sockets
+                # there. With it, /tmp stays visible (read-only like everything else), so a
+                # program or virtualenv that lives in /tmp keeps working.
+                private = sorted({Path("/tmp"), *_temp_roots()} - {Path("/")}, key=_depth)
+                for tmp in private:
+                    args += ["--tmpfs", str(tmp)]
+                if any(_is_within(self.cwd, tmp) for tmp in private):
+                    # The workspace stays visible (read-only) even when it lives in a temp dir.
+                    args += ["--ro-bind", str(self.cwd), str(self.cwd)]
         else:
             roots = sorted(self.writable_roots(), key=_depth)
             for root in roots:
