@@ -24,6 +24,8 @@ __all__ = [
     "PlanChanged",
     "TitleChanged",
     "ToolCallOpened",
+    "ToolCallOutput",
+    "ToolCallOutputEnd",
     "ToolCallProgress",
     "UsageChanged",
     "UserText",
@@ -58,6 +60,28 @@ class ToolCallOpened:
     status: ToolCallStatus = "pending"
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
+    live_cwd: str | None = None
+    """Set for a tool that streams output while it runs (`Tool.live_output`): the directory
+    it runs in. Clients that can show a display-only terminal get one for it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutput:
+    """New output of a running live-output tool: only what came since the previous one."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallOutputEnd:
+    """The live-output tool's process ended (sent just before the call's final progress)."""
+
+    call_id: str
+    exit_code: int | None
+    signal: str | None = None
+    complete: bool = True
+    """False when the stream stopped early (its limit): the final text is shown too."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +143,8 @@ EngineEvent = (
     | UserText
     | ToolCallOpened
     | ToolCallProgress
+    | ToolCallOutput
+    | ToolCallOutputEnd
     | PlanChanged
     | UsageChanged
     | ConfigChanged

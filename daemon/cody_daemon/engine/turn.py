@@ -50,6 +50,8 @@ from .events import (
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
+    ToolCallOutput,
+    ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
 )
@@ -273,9 +275,14 @@ class TurnRunner:
         described = [describe_call(self.env.tools, c.name, c.arguments) for c in calls]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(call.call_id, call.name)
+            live = info.error is None and info.tool is not None and info.tool.live_output
             self._emit(
                 ToolCallOpened(
-                    call_id=call.call_id, title=info.title, kind=info.kind, raw_input=info.raw_input
+                    call_id=call.call_id,
+                    title=info.title,
+                    kind=info.kind,
+                    raw_input=info.raw_input,
+                    live_cwd=str(self.session.cwd) if live else None,
                 )
             )
         for call, info in zip(calls, described, strict=True):
@@ -293,7 +300,7 @@ class TurnRunner:
             call_id=call.call_id,
             cwd=self.session.cwd,
             sandbox=self.env.sandbox,
-            on_output=live.add,
+            on_output=live.add if tool.live_output else None,
             env=self.env.env,
             tool_config=self.session.settings.tool_config,
             on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
@@ -358,7 +365,18 @@ class TurnRunner:
         except Exception as exc:
             logger.exception("tool %s raised", tool.name)
             result = error_result(f"internal error in {tool.name}: {exc.__class__.__name__}: {exc}")
-        live.close()
+        finally:
+            live.close()  # the rest of the stream goes out before the call's final update
+        if result.live_end is not None:
+            end = result.live_end
+            self._emit(
+                ToolCallOutputEnd(
+                    call_id=call.call_id,
+                    exit_code=end.exit_code,
+                    signal=end.signal,
+                    complete=end.complete and not live.cut,
+                )
+            )
         if not result.success:
             self.state.failure_seen = True
         self._finish_call(call.call_id, result)
@@ -447,8 +465,7 @@ class TurnRunner:
             self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
-        text = self.env.secrets.redact(text)
-        self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
+        self._emit(ToolCallOutput(call_id, self.env.secrets.redact(text)))
 
     def _emit(self, event: Any) -> None:
         self.env.link.emit(self.session.id, event)

@@ -119,6 +119,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def initialize(params: Any) -> Any:
         parsed = parse(InitializeParams, params)
         app.client_capabilities = parsed.client_capabilities
+        link.capabilities = parsed.client_capabilities
         return app.initialize_result()
 
     async def authenticate(params: Any) -> Any:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
 from cody_protocol.permission import (
     PERMISSION_OPTIONS,
@@ -35,6 +36,7 @@ from pygls.exceptions import JsonRpcException
 
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
 from ..engine.ports import ApprovalAnswer, ApprovalRequest
+from .live_output import TerminalView
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates, mcp_status_params
 
@@ -60,6 +62,9 @@ class RpcClientLink:
         self._pending: dict[str, _Pending] = {}
         self._last_chunk_at: dict[str, float] = {}
         self._ids = itertools.count(1)
+        self.capabilities = ClientCapabilities()
+        """What the client declared in `initialize` (set by the handler)."""
+        self._terminals = TerminalView()
 
     # -- updates --------------------------------------------------------------------------
 
@@ -73,7 +78,10 @@ class RpcClientLink:
             self._protocol.notify(CODY_MCP_STATUS, mcp_status_params(session_id, event))
             return
         self._flush_pending(session_id)
-        for update in event_updates(event):
+        updates = None
+        if self.capabilities.terminal_output:
+            updates = self._terminals.updates(session_id, event)
+        for update in updates if updates is not None else event_updates(event):
             self._send_update(session_id, update)
 
     def _chunk(self, session_id: str, kind: str, text: str) -> None:

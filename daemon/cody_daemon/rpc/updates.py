@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cody_protocol.content import ContentToolCallContent, TextContent
 from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
     CodySessionInfoMeta,
@@ -35,12 +36,18 @@ from ..engine.events import (
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
+    ToolCallOutput,
+    ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
     UserText,
 )
 
-__all__ = ["chunk_update", "event_updates", "mcp_status_params"]
+__all__ = ["APPENDED_OUTPUT_META", "chunk_update", "event_updates", "mcp_status_params"]
+
+APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
+"""`_meta` of a live-output `tool_call_update` whose text continues the previous ones (ACP's
+`content` replaces; Cody's own clients append it; others show the latest piece)."""
 
 
 def chunk_update(kind: str, text: str) -> dict[str, Any]:
@@ -76,6 +83,16 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_output=event.raw_output,
             ).wire()
         ]
+    if isinstance(event, ToolCallOutput):
+        return [
+            ToolCallUpdate(
+                tool_call_id=event.call_id,
+                content=[ContentToolCallContent(content=TextContent(text=event.text))],
+                meta=APPENDED_OUTPUT_META,
+            ).wire()
+        ]
+    if isinstance(event, ToolCallOutputEnd):
+        return []  # shown only as a terminal's exit (rpc/live_output.py)
     if isinstance(event, PlanChanged):
         return [
             PlanUpdate(
