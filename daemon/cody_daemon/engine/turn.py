@@ -44,6 +44,7 @@ from ..store.reader import make_title
 from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .editor_files import editor_files_for
 from .events import (
     AgentText,
     AgentThought,
@@ -77,6 +78,8 @@ __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 logger = logging.getLogger(__name__)
 
 DENIED = "User denied approval"
+PREVIEW_TIMEOUT_S = 15.0
+"""How long an approval preview may wait for the client's file read (then: the disk's)."""
 
 
 class TurnCancelled(Exception):
@@ -305,6 +308,7 @@ class TurnRunner:
             tool_config=self.session.settings.tool_config,
             on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
             secrets=self.env.secrets,
+            files=editor_files_for(self.env.link, self.session.id),
         )
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)
@@ -392,12 +396,18 @@ class TurnRunner:
         ctx: ToolContext,
     ) -> bool:
         assert info.tool is not None and info.args is not None
+        try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
+            preview = await asyncio.wait_for(
+                info.tool.preview_async(info.args, ctx), PREVIEW_TIMEOUT_S
+            )
+        except TimeoutError:
+            preview = info.tool.preview(info.args, ctx)
         request = ApprovalRequest(
             call_id=call_id,
             title=info.title,
             kind=info.kind,
             raw_input=info.raw_input,
-            content=redact_content(self.env.secrets, info.tool.preview(info.args, ctx)),
+            content=redact_content(self.env.secrets, preview),
             grant_key=describe_grant(grant_key),
             sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
         )

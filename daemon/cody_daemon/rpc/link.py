@@ -20,8 +20,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
 from cody_protocol.initialize import ClientCapabilities
-from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
+from cody_protocol.methods import (
+    CODY_MCP_STATUS,
+    FS_READ_TEXT_FILE,
+    FS_WRITE_TEXT_FILE,
+    SESSION_REQUEST_PERMISSION,
+    SESSION_UPDATE,
+)
 from cody_protocol.permission import (
     PERMISSION_OPTIONS,
     CancelledOutcome,
@@ -35,7 +42,8 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
-from ..engine.ports import ApprovalAnswer, ApprovalRequest
+from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from ..errors import ClientFileError
 from .live_output import TerminalView
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates, mcp_status_params
@@ -154,6 +162,39 @@ class RpcClientLink:
             logger.info("approval %s answered with error %s", msg_id, exc.code)
             return "invalid"
         return _answer_of(result)
+
+    # -- the client's files (fs/*) --------------------------------------------------------
+
+    def file_access(self) -> ClientFileAccess:
+        fs = self.capabilities.fs
+        return ClientFileAccess(read=fs.read_text_file, write=fs.write_text_file)
+
+    async def read_text_file(self, session_id: str, path: str) -> str:
+        params = ReadTextFileParams(session_id=session_id, path=path).wire()
+        result = await self._file_request(session_id, FS_READ_TEXT_FILE, params)
+        try:
+            return ReadTextFileResult.model_validate(result).content
+        except ValidationError:
+            raise ClientFileError("its answer to fs/read_text_file has no `content` text") from None
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        params = WriteTextFileParams(session_id=session_id, path=path, content=content).wire()
+        await self._file_request(session_id, FS_WRITE_TEXT_FILE, params)
+
+    async def _file_request(self, session_id: str, method: str, params: dict[str, Any]) -> Any:
+        self._flush_pending(session_id)
+        msg_id = f"cody-{next(self._ids)}"
+        future = self._protocol.send_request_async(method, params, msg_id=msg_id)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._protocol.withdraw_request(msg_id)
+            raise
+        except JsonRpcException as exc:
+            logger.info("%s %s answered with error %s", method, msg_id, exc.code)
+            raise ClientFileError(
+                f"{exc.message or 'error'} (JSON-RPC error {exc.code})", exc.code
+            ) from None
 
 
 def _answer_of(result: Any) -> ApprovalAnswer:

@@ -28,6 +28,7 @@ from ..config.model import ToolConfig
 from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
+from .editor_files import EditorFiles
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -95,6 +96,8 @@ class ToolContext:
     """Publishes the agent's plan (`updatePlan`): sent to the client as a `plan` update."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """Credentials tools must not pass on (exec drops them from the child environment)."""
+    files: EditorFiles | None = None
+    """The client's file I/O when it offers it (tools/editor_files.py); None: the disk."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,6 +173,11 @@ class Tool(ABC, Generic[A]):
     def preview(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
         """What the approval request shows: the command and cwd, or the diff of an edit."""
         return []
+
+    async def preview_async(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
+        """`preview`, for tools that must ask the client (an edit's diff against the
+        editor's buffer); the engine calls this one."""
+        return self.preview(args, ctx)
 
     def path_reads(self, args: A, ctx: ToolContext) -> tuple[PathRead, ...]:
         """The files and directories this call reads (the engine refuses login files)."""
