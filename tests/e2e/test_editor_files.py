@@ -59,7 +59,9 @@ async def test_write_file_goes_through_the_editor_after_approval_with_the_buffer
     (ws / "notes.md").write_text("disk text\n")
     editor.open(ws / "notes.md", "buffer text\n")
     model.enqueue(
-        tool_call("writeFile", {"filePath": "docs/new/notes.md", "content": "fresh\n"}, call_id="w0"),
+        tool_call(
+            "writeFile", {"filePath": "docs/new/notes.md", "content": "fresh\n"}, call_id="w0"
+        ),
         tool_call("writeFile", {"filePath": "notes.md", "content": "rewritten\n"}, call_id="w1"),
     )
     model.enqueue(text("written"))
