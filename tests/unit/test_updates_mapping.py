@@ -9,6 +9,7 @@ import pytest
 from cody_daemon.engine.events import (
     AgentText,
     AgentThought,
+    CommandsAvailable,
     Compacted,
     ConfigChanged,
     EngineEvent,
@@ -197,6 +198,17 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         ConfigChanged(options=list(OPTIONS), mode_id="full-access", mode_changed=True),
         ["config_option_update", "current_mode_update"],
         {},
+    ),
+    (
+        "available commands",
+        CommandsAvailable((("compact", "Summarise", None), ("model", "Switch", "model name"))),
+        ["available_commands_update"],
+        {
+            "availableCommands": [
+                {"name": "compact", "description": "Summarise"},
+                {"name": "model", "description": "Switch", "input": {"hint": "model name"}},
+            ]
+        },
     ),
     ("title", TitleChanged("Fix the build"), ["session_info_update"], {"title": "Fix the build"}),
     (

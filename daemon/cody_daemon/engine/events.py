@@ -17,6 +17,7 @@ from cody_protocol.updates import ToolCallStatus, ToolKind
 __all__ = [
     "AgentText",
     "AgentThought",
+    "CommandsAvailable",
     "Compacted",
     "ConfigChanged",
     "EngineEvent",
@@ -137,6 +138,14 @@ class McpStatusChanged:
     tools: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class CommandsAvailable:
+    """The slash commands a session offers (sent as `available_commands_update`)."""
+
+    commands: tuple[tuple[str, str, str | None], ...]
+    """(name, description, input hint or None), in the order clients should list them."""
+
+
 EngineEvent = (
     AgentText
     | AgentThought
@@ -151,4 +160,5 @@ EngineEvent = (
     | TitleChanged
     | McpStatusChanged
     | Compacted
+    | CommandsAvailable
 )

@@ -40,6 +40,8 @@ from .settings import (
     build_config_options,
     mode_of,
 )
+from .slash import parse_command
+from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "SessionManager"]
@@ -153,6 +155,11 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
+        command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
+        if command is not None:
+            if command.command.kind == "local":
+                return await run_local_command(self, session, command, link)
+            blocks = command.turn_prompt()
         env = self._turn_env(session, link)
         if session.mcp is not None:
             env.extra_tools = session.mcp.session_tools
@@ -269,6 +276,10 @@ class SessionManager:
         return True
 
     # -- settings ---------------------------------------------------------------------------
+
+    def catalog_of(self, session: Session) -> ProviderCatalog:
+        """The providers as this session sees them (its configuration)."""
+        return self._catalogs[session.id]
 
     def config_options(self, session: Session) -> list[SessionConfigOption]:
         catalog = self._catalogs[session.id]

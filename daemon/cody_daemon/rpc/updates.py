@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
 from cody_protocol.content import ContentToolCallContent, TextContent
 from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
@@ -29,6 +30,7 @@ from cody_protocol.updates import Cost as WireCost
 from ..engine.events import (
     AgentText,
     AgentThought,
+    CommandsAvailable,
     Compacted,
     ConfigChanged,
     EngineEvent,
@@ -123,6 +125,16 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         )
         meta = SessionInfoMeta(cody=CodySessionInfoMeta(compaction=notice))
         return [SessionInfoUpdate(meta=meta).wire()]
+    if isinstance(event, CommandsAvailable):
+        commands = [
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(hint=hint) if hint is not None else None,
+            )
+            for name, description, hint in event.commands
+        ]
+        return [AvailableCommandsUpdate(available_commands=commands).wire()]
     raise TypeError(f"unknown engine event {type(event).__name__}")
 
 
