@@ -21,6 +21,7 @@ from cody_daemon.engine.events import (
     ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
     UserText,
 )
 from cody_daemon.rpc.live_output import TerminalView
@@ -75,6 +76,12 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
     ("agent text", AgentText("Hello ✓"), ["agent_message_chunk"], {}),
     ("agent thought", AgentThought("hmm\n"), ["agent_thought_chunk"], {}),
     ("user text (replay)", UserText("list files"), ["user_message_chunk"], {}),
+    (
+        "user image (replay)",
+        UserImage(data="iVBORw0KGgo=", mime_type="image/png"),
+        ["user_message_chunk"],
+        {"content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}},
+    ),
     (
         "tool call pending",
         ToolCallOpened(

@@ -29,6 +29,7 @@ __all__ = [
     "ToolCallOutputEnd",
     "ToolCallProgress",
     "UsageChanged",
+    "UserImage",
     "UserText",
 ]
 
@@ -48,6 +49,15 @@ class UserText:
     """A user message (sent only when replaying a session on `session/load`)."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserImage:
+    """An image of a user message (sent only when replaying a session on `session/load`)."""
+
+    data: str
+    """Base64."""
+    mime_type: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +160,7 @@ EngineEvent = (
     AgentText
     | AgentThought
     | UserText
+    | UserImage
     | ToolCallOpened
     | ToolCallProgress
     | ToolCallOutput

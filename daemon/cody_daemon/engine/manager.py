@@ -27,6 +27,7 @@ from ..tools.registry import ToolRegistry
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .images import prompt_images, takes_images
 from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
@@ -161,12 +162,19 @@ class SessionManager:
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
         env = self._turn_env(session, link)
+        settings = session.settings
+        images = prompt_images(
+            blocks,
+            provider=settings.provider,
+            model=settings.model,
+            wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+        )
         if session.mcp is not None:
             env.extra_tools = session.mcp.session_tools
         runner = TurnRunner(session, env)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
-        task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
+        task = asyncio.create_task(runner.run(prompt_to_text(blocks), images))
         session.turn = task
         try:
             return await task
@@ -253,6 +261,7 @@ class SessionManager:
                 hidden_files=login_files(self.deps.env),
             ),
             env=self.deps.env,
+            accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
             secrets=secret_guard(
                 env=self.deps.env,

@@ -23,7 +23,13 @@ from typing import Any, Literal
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
 
-from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
+from ..core.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    ImagePart,
+    user_message,
+)
 from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
@@ -56,6 +62,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
+from .images import without_images
 from .instructions import base_request
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
@@ -95,6 +102,8 @@ class TurnEnv:
     link: ClientLink
     sandbox: SandboxPolicy
     env: Mapping[str, str] = field(default_factory=dict)
+    accepts_images: bool = True
+    """False for a model known to read text only: earlier images are sent as a note."""
     price: Price | None = None
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
     extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
@@ -128,7 +137,7 @@ class TurnRunner:
 
     # -- public ---------------------------------------------------------------------------
 
-    async def run(self, prompt_text: str) -> TurnOutcome:
+    async def run(self, prompt_text: str, images: Sequence[ImagePart] = ()) -> TurnOutcome:
         session = self.session
         session.grants.turn_rejected.clear()
         settings = session.settings
@@ -136,7 +145,7 @@ class TurnRunner:
             "turn_context",
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
-        user_item = user_message(new_id("msg_"), prompt_text)
+        user_item = user_message(new_id("msg_"), prompt_text, images)
         session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
         if session.title is None and prompt_text.strip():
@@ -198,18 +207,26 @@ class TurnRunner:
         )
         for _ in range(settings.max_tool_iterations):
             template = base_request(self.session, self.env.tools, self.env.allowed)
-            request = replace(template, history=await keeper.history_for(template))
+            history = self._readable(await keeper.history_for(template))
+            request = replace(template, history=history)
             try:
                 calls, end = await self._model_call(request)
             except ProviderError as error:
                 if error.kind != "context_window" or not await keeper.after_overflow(template):
                     raise
-                calls, end = await self._model_call(replace(template, history=keeper.view()))
+                history = self._readable(keeper.view())
+                calls, end = await self._model_call(replace(template, history=history))
             if not calls:
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
+
+    def _readable(self, history: Sequence[HistoryItem]) -> list[HistoryItem]:
+        """What the model can read: a text-only model gets a note in place of each image."""
+        if self.env.accepts_images:
+            return list(history)
+        return without_images(history, self.session.settings.model)
 
     async def _model_call(self, request: ModelRequest) -> tuple[list[ToolCallRequested], str]:
         session = self.session

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
-from cody_protocol.content import ContentToolCallContent, TextContent
+from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
 from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
     CodySessionInfoMeta,
@@ -24,6 +24,7 @@ from cody_protocol.updates import (
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
+    UserMessageChunk,
 )
 from cody_protocol.updates import Cost as WireCost
 
@@ -42,6 +43,7 @@ from ..engine.events import (
     ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
     UserText,
 )
 
@@ -64,6 +66,9 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("agent_thought_chunk", event.text)]
     if isinstance(event, UserText):
         return [chunk_update("user_message_chunk", event.text)]
+    if isinstance(event, UserImage):
+        image = ImageContent(data=event.data, mime_type=event.mime_type)
+        return [UserMessageChunk(content=image).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
