@@ -150,6 +150,7 @@ class DaemonSession {
     this.seq = 0;
     this.permissionHandlers = new Map(); // sessionId -> async (ctx) => response
     this.permissionRequests = [];
+    this.editor = null; // {buffers: Map(path -> text), reads: [], writes: []} for a Zed-like client
 
     this.child = spawn(PYTHON, ["-m", "cody_daemon"], {
       cwd: env.workspace,
@@ -204,6 +205,26 @@ class DaemonSession {
           return { outcome: { outcome: "cancelled" } };
         }
         return handler(ctx);
+      })
+      .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+        if (!this.editor) {
+          this.problems.push(`fs/read_text_file from a client that did not declare fs: ${short(params)}`);
+          throw RequestError.methodNotFound(methods.client.fs.readTextFile);
+        }
+        this.editor.reads.push(params.path);
+        if (this.editor.buffers.has(params.path)) return { content: this.editor.buffers.get(params.path) };
+        if (!existsSync(params.path)) throw RequestError.resourceNotFound(params.path);
+        return { content: readFileSync(params.path, "utf8") };
+      })
+      .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+        if (!this.editor) {
+          this.problems.push(`fs/write_text_file from a client that did not declare fs: ${short(params)}`);
+          throw RequestError.methodNotFound(methods.client.fs.writeTextFile);
+        }
+        this.editor.writes.push({ path: params.path, content: params.content });
+        this.editor.buffers.set(params.path, params.content);
+        writeFileSync(params.path, params.content); // the editor saves the buffer
+        return {};
       });
     this.connection = this.app.connect({ readable, writable });
     this.agent = this.connection.agent;
@@ -230,6 +251,12 @@ class DaemonSession {
       invalid("SessionNotification", `session/update (${msg.params?.update?.sessionUpdate})`, msg.params);
     } else if (msg.method === methods.client.session.requestPermission) {
       invalid("RequestPermissionRequest", "session/request_permission params", msg.params);
+    } else if (msg.method === methods.client.fs.readTextFile) {
+      invalid("ReadTextFileRequest", "fs/read_text_file params", msg.params);
+    } else if (msg.method === methods.client.fs.writeTextFile) {
+      invalid("WriteTextFileRequest", "fs/write_text_file params", msg.params);
+    } else if (typeof msg.method === "string" && msg.method.startsWith("terminal/")) {
+      this.problems.push(`${where}: Cody asked the client to run a command (${msg.method}); commands must run in Cody's sandbox`);
     } else if (msg.method === methods.protocol.cancelRequest) {
       invalid("CancelRequestNotification", "$/cancel_request params", msg.params);
     } else if (!("method" in msg) && "id" in msg && "result" in msg) {
@@ -307,6 +334,15 @@ function toolCalls(updates) {
     }
   }
   return calls;
+}
+
+/** Polls `predicate` until it holds (a notification sent right after a response). */
+async function waitFor(predicate, what, ms = 5_000) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new ConformanceError(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** Lets notification handlers that started before a response finish (they run on microtasks). */
@@ -515,8 +551,13 @@ async function main() {
     const frames = second.transcript.map((f) => f.msg);
     const loadId = [...second.outgoing].find(([, m]) => m === methods.agent.session.load)[0];
     const responseAt = frames.findIndex((m) => m.id === loadId && !("method" in m));
-    const lastReplay = frames.findLastIndex((m) => m.method === methods.client.session.update && m.params.sessionId === ids.main);
+    const isUpdate = (m) => m.method === methods.client.session.update && m.params.sessionId === ids.main;
+    const lastReplay = frames.findLastIndex((m) => isUpdate(m) && m.params.update.sessionUpdate !== "available_commands_update");
     check(lastReplay < responseAt, "load: replayed updates must come before the session/load response", { lastReplay, responseAt });
+    // The session's slash commands are advertised after the response (as after session/new).
+    await waitFor(() => second.transcript.some((f) => isUpdate(f.msg) && f.msg.params.update.sessionUpdate === "available_commands_update"), "available_commands_update after session/load");
+    const commandsAt = second.transcript.map((f) => f.msg).findLastIndex((m) => isUpdate(m) && m.params.update.sessionUpdate === "available_commands_update");
+    check(commandsAt > responseAt, "load: available_commands_update must follow the session/load response", { commandsAt, responseAt });
   });
 
   await step("session/set_mode, session/set_config_option, session/close", second, async () => {
@@ -539,12 +580,122 @@ async function main() {
     check(code === 0, "daemon#2 must exit 0 after stdin EOF", { code, signal });
   });
 
-  const validated = first.rawUpdates + second.rawUpdates;
+  const third = await zedLikeFlows(env);
+
+  const validated = first.rawUpdates + second.rawUpdates + third.rawUpdates;
   console.log(`validated ${validated} session/update notifications against ${SCHEMA_PATH.replace(HERE + "/", "")}`);
   console.log(`conformance: ${results.length} passed, 0 failed`);
   rmSync(env.root, { recursive: true, force: true });
 }
 
+// -- a client that declares what Zed declares (issue 13: slash commands, fs, terminal, images) --
+
+const ZED_CAPABILITIES = {
+  fs: { readTextFile: true, writeTextFile: true },
+  terminal: true,
+  _meta: { terminal_output: true, "terminal-auth": true },
+};
+const COMMANDS = ["compact", "model", "approvals", "fork", "history", "init", "review"];
+
+async function zedLikeFlows(env) {
+  const zed = new DaemonSession(env, "daemon#3 (Zed-like)");
+  zed.editor = { buffers: new Map(), reads: [], writes: [] };
+  let active;
+
+  await step("Zed-like initialize: image only when a configured model takes images", zed, async () => {
+    const init = await zed.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: ZED_CAPABILITIES,
+      clientInfo: { name: "zed", version: "0.0.0-conformance" },
+    });
+    const prompt = init.agentCapabilities?.promptCapabilities ?? {};
+    check(prompt.image === false, "initialize: only the text-only offline model is usable here, so promptCapabilities.image must be false", prompt);
+  });
+
+  await step("available_commands_update follows the session/new response", zed, async () => {
+    active = await zed.agent.buildSession(env.workspace).start();
+    const sid = active.sessionId;
+    await waitFor(() => zed.updatesFor(sid).some((u) => u.update.sessionUpdate === "available_commands_update"), "available_commands_update after session/new");
+    const update = zed.updatesFor(sid).find((u) => u.update.sessionUpdate === "available_commands_update");
+    check(update, "session/new: no available_commands_update arrived");
+    const names = update.update.availableCommands.map((c) => c.name);
+    check(JSON.stringify(names) === JSON.stringify(COMMANDS), "the advertised commands", names);
+    const frames = zed.transcript.map((f) => f.msg);
+    const responseAt = frames.findIndex((m) => m.result?.sessionId === sid);
+    const updateAt = frames.findIndex((m) => m.params?.update?.sessionUpdate === "available_commands_update");
+    check(responseAt >= 0 && responseAt < updateAt, "the update must come after the response that names the session", { responseAt, updateAt });
+  });
+
+  await step("slash commands run by the daemon: /model and /approvals; /foo goes to the model", zed, async () => {
+    const listing = await runTurn(zed, active, "/model");
+    const text = listing.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
+    check(listing.response.stopReason === "end_turn" && text.includes("Model: offline/offline"), "/model lists the models", text);
+    const mode = await runTurn(zed, active, "/approvals read-only");
+    check(mode.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "read-only"), "/approvals read-only switches the mode", mode.updates.map((u) => u.sessionUpdate));
+    await runTurn(zed, active, "/approvals auto");
+    const other = await runTurn(zed, active, "/nothing to see");
+    const answer = other.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
+    check(answer.includes("offline model"), "an unknown /word goes to the model as text", answer);
+  });
+
+  await step("file tools read the unsaved buffer and write through fs/write_text_file", zed, async () => {
+    const notes = join(env.workspace, "notes.txt");
+    writeFileSync(notes, "saved on disk\n");
+    zed.editor.buffers.set(notes, "unsaved in the editor\n");
+    const read = await runTurn(zed, active, "read notes.txt");
+    const readCall = [...toolCalls(read.updates).values()][0];
+    check(toolText(readCall.final).includes("unsaved in the editor"), "readFile must see the editor's buffer", readCall.final);
+    check(zed.editor.reads.includes(notes), "fs/read_text_file must name the absolute path", zed.editor.reads);
+    let permission;
+    zed.permissionHandlers.set(active.sessionId, async ({ params }) => {
+      permission = params;
+      return { outcome: { outcome: "selected", optionId: "allow_once" } };
+    });
+    const written = await runTurn(zed, active, "write out.txt: from the editor");
+    const diff = (permission?.toolCall?.content ?? []).find((c) => c.type === "diff");
+    check(diff && diff.newText === "from the editor", "the approval carries the diff", permission);
+    const target = join(env.workspace, "out.txt");
+    check(zed.editor.writes.some((w) => w.path === target && w.content === "from the editor"), "writeFile must go through fs/write_text_file", zed.editor.writes);
+    check(readFileSync(target, "utf8") === "from the editor", "the editor saved the file");
+    const writeCall = [...toolCalls(written.updates).values()][0];
+    check(writeCall.final.status === "completed", "the write completes", writeCall.updates);
+  });
+
+  await step("a command's output streams into a display-only terminal (never terminal/create)", zed, async () => {
+    const turn = await runTurn(zed, active, "run printf 'one\\ntwo\\n'; sleep 0.2; printf 'three\\n'");
+    const [call] = [...toolCalls(turn.updates).values()];
+    check(call, "run: no tool call", turn.updates);
+    const embedded = call.start.content ?? [];
+    check(embedded.length === 1 && embedded[0].type === "terminal" && embedded[0].terminalId === call.start.toolCallId, "the tool_call embeds the terminal", call.start);
+    check(call.start._meta?.terminal_info?.terminal_id === call.start.toolCallId, "the tool_call carries _meta.terminal_info", call.start._meta);
+    const data = call.updates.map((u) => u._meta?.terminal_output?.data).filter((d) => d !== undefined).join("");
+    check(data === "one\ntwo\nthree\n", "terminal_output carries each byte once, in order", data);
+    const exit = call.updates.at(-1)._meta?.terminal_exit;
+    check(exit && exit.exit_code === 0 && exit.terminal_id === call.start.toolCallId, "the final update carries terminal_exit", call.updates.at(-1));
+    check(call.final.status === "completed", "the command completes", call.final);
+  });
+
+  await step("an image for a text-only model is a clear -32602", zed, async () => {
+    let error;
+    try {
+      await zed.agent.request(methods.agent.session.prompt, {
+        sessionId: active.sessionId,
+        prompt: [{ type: "text", text: "what is this?" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }],
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    check(error instanceof RequestError && error.code === -32602, "session/prompt with an image must fail with -32602", error);
+    check(String(error.message).includes("offline") && String(error.message).includes("does not accept images"), "the error names the model", error.message);
+  });
+
+  await step("daemon#3 exits cleanly", zed, async () => {
+    active.dispose();
+    const { code, signal } = await zed.close();
+    check(code === 0, "daemon#3 must exit 0 after stdin EOF", { code, signal });
+  });
+  return zed;
+}
 
 main().catch((error) => {
   reportError(`FAIL [harness]: ${error?.stack ?? error}`);
