@@ -581,8 +581,9 @@ async function main() {
   });
 
   const third = await zedLikeFlows(env);
+  const fourth = await imageFlows(env);
 
-  const validated = first.rawUpdates + second.rawUpdates + third.rawUpdates;
+  const validated = first.rawUpdates + second.rawUpdates + third.rawUpdates + fourth.rawUpdates;
   console.log(`validated ${validated} session/update notifications against ${SCHEMA_PATH.replace(HERE + "/", "")}`);
   console.log(`conformance: ${results.length} passed, 0 failed`);
   rmSync(env.root, { recursive: true, force: true });
@@ -695,6 +696,77 @@ async function zedLikeFlows(env) {
     check(code === 0, "daemon#3 must exit 0 after stdin EOF", { code, signal });
   });
   return zed;
+}
+
+/** A mock Responses API in a child process (tests/support/serve_mock.py). */
+async function startMockModel(answer) {
+  const child = spawn(PYTHON, ["-m", "tests.support.serve_mock", "responses", answer], {
+    cwd: REPO,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk.toString()));
+  const exited = new Promise((resolveExit) => child.on("exit", resolveExit));
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  while (!out.includes("\n")) {
+    if (Date.now() > deadline) throw new ConformanceError(`the mock model did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const baseUrl = out.split("\n")[0].replace(/^READY /, "");
+  return {
+    baseUrl,
+    /** Stops the mock; the JSON bodies of every request it received. */
+    async requests() {
+      child.stdin.end();
+      await exited;
+      return JSON.parse(out.split("\n")[1]);
+    },
+  };
+}
+
+async function imageFlows(env) {
+  const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+  const mock = await startMockModel("I see one pixel.");
+  writeFileSync(
+    join(env.dirs["cody-home"], "config.toml"),
+    `model_provider = "mock"\n[model_providers.mock]\nname = "Mock"\nbase_url = "${mock.baseUrl}"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\ndefault_model = "mock-model"\nrequest_max_retries = 0\nstream_max_retries = 0\n`,
+  );
+  const withKey = { ...env, env: { ...env.env, MOCK_API_KEY: "test-key-not-secret" } };
+  const daemon = new DaemonSession(withKey, "daemon#4 (images)");
+  daemon.editor = { buffers: new Map(), reads: [], writes: [] };
+  let sessionId;
+
+  await step("image prompts reach the model as input_image and are replayed", daemon, async () => {
+    const init = await daemon.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: ZED_CAPABILITIES,
+      clientInfo: { name: "zed", version: "0.0.0-conformance" },
+    });
+    check(init.agentCapabilities?.promptCapabilities?.image === true, "initialize: a model that may take images is configured, so promptCapabilities.image must be true", init.agentCapabilities);
+    const active = await daemon.agent.buildSession(env.workspace).start();
+    sessionId = active.sessionId;
+    const turn = await runTurn(daemon, active, [
+      { type: "text", text: "what is in this picture?" },
+      { type: "image", data: PIXEL, mimeType: "image/png" },
+    ]);
+    check(turn.response.stopReason === "end_turn", "the image prompt ends end_turn", turn.response);
+    active.dispose();
+    await daemon.agent.request(methods.agent.session.close, { sessionId });
+    const startSeq = daemon.seq;
+    await daemon.agent.request(methods.agent.session.load, { sessionId, cwd: env.workspace, mcpServers: [] });
+    await settle();
+    const replayed = daemon.updatesFor(sessionId, startSeq).map((u) => u.update).filter((u) => u.sessionUpdate === "user_message_chunk");
+    check(replayed.some((u) => u.content.type === "image" && u.content.data === PIXEL && u.content.mimeType === "image/png"), "session/load replays the image", replayed);
+  });
+
+  await step("daemon#4 exits cleanly; the model saw the image", daemon, async () => {
+    const { code, signal } = await daemon.close();
+    check(code === 0, "daemon#4 must exit 0 after stdin EOF", { code, signal });
+    const bodies = await mock.requests();
+    const parts = bodies.flatMap((b) => b.input ?? []).flatMap((item) => item.content ?? []);
+    check(parts.some((p) => p.type === "input_image" && p.image_url === `data:image/png;base64,${PIXEL}`), "the Responses request carries the image as input_image with a data URL", parts);
+  });
+  return daemon;
 }
 
 main().catch((error) => {
