@@ -1,4 +1,5 @@
-"""The rpc implementation of the engine's `ClientLink`: updates out, approvals round-trip.
+"""The rpc implementation of the engine's `ClientLink`: updates out, approvals and the
+client's files (`fs/read_text_file`, `fs/write_text_file`) round-trip.
 
 Coalescing: consecutive text chunks of the same kind in one session are merged. The first
 chunk after a quiet period is sent at once (no added latency); later ones are held for at
@@ -9,6 +10,13 @@ Approvals: `session/request_permission` with the JSON-RPC id repeated in
 `_meta.cody.requestId`; an error answer or an unknown option is `invalid` (the engine treats
 it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
 request is withdrawn and cancelled on the wire.
+
+Files: sent only when the client declared `fs.readTextFile` / `writeTextFile` (`file_access`);
+an error answer or a malformed result raises `ClientFileError` (a tool error for the model);
+cancelling the awaiting tool withdraws the request like an approval.
+
+Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
+shown as display-only terminals (rpc/live_output.py); others get appended text.
 """
 
 from __future__ import annotations
