@@ -192,3 +192,28 @@ async def test_the_chat_client_sends_init_and_review_to_the_daemon(
     prompt = user_texts(model.requests[0])[-1]
     assert prompt.startswith("/review: review the uncommitted changes")
     assert prompt.endswith("The user adds: the tests")
+
+
+async def test_session_cancel_stops_a_compact_which_answers_cancelled(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(text("Hello."))
+        await daemon.prompt(sid, "hello")
+        model.enqueue(text("Summary that never finishes", chunks=50), delay_s=0.2)
+        compacting = asyncio.ensure_future(daemon.prompt(sid, "/compact"))
+        await daemon.wait_for(lambda: len(model.requests) == 2)
+        daemon.conn.notify("session/cancel", {"sessionId": sid})
+        result = await compacting
+        model.enqueue(text("Still here."))
+        after = await daemon.prompt(sid, "still there?")
+    finally:
+        await daemon.close()
+    assert result["stopReason"] == "cancelled"
+    assert "Compaction cancelled; nothing was changed." in daemon.agent_text(sid)
+    assert after["stopReason"] == "end_turn"
+    assert user_texts(model.requests[-1]) == ["hello", "still there?"], "nothing was summarised"

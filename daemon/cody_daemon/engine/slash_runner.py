@@ -1,12 +1,13 @@
 """Running the slash commands the daemon answers itself (see engine/slash.py).
 
 Each answer is agent text sent to the client, then flushed; the result is an `end_turn`
-outcome with no model usage (`/compact`'s summary call is counted in the session's usage as
+outcome (`cancelled` for a `/compact` stopped by `session/cancel`) with no model usage (`/compact`'s summary call is counted in the session's usage as
 any compaction is). Nothing here enters the model's history.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,17 @@ async def run_local_command(
 ) -> TurnOutcome:
     """Run `/compact`, `/model`, `/approvals`, `/fork` or `/history`; answer as agent text."""
     name, argument = call.command.name, call.argument
+    stop = "end_turn"
     try:
         if name == "compact":
-            text = await _compact(manager, session, link)
+            try:
+                text = await _compact(manager, session, link)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the request itself was cancelled
+                # session/cancel stopped the summary: nothing changed, the prompt answers so
+                text, stop = "Compaction cancelled; nothing was changed.", "cancelled"
         elif name == "model":
             text = _model(manager, session, argument, link)
         elif name == "approvals":
@@ -52,7 +61,7 @@ async def run_local_command(
     link.emit(session.id, AgentText(text))
     await link.flush(session.id)
     return TurnOutcome(
-        stop_reason="end_turn",
+        stop_reason=stop,
         turn_id=new_id(),
         last=TokenUsage(),
         turn=TokenUsage(),
