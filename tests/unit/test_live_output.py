@@ -55,3 +55,15 @@ async def test_traffic_is_linear_in_the_output(count: int) -> None:
         live.add(line)
     live.close()
     assert sum(len(piece) for piece in sent) == count * len(line)
+
+
+async def test_a_line_written_in_two_pieces_is_sent_in_one() -> None:
+    """So redaction sees a whole secret even when the pipe split it (engine/secrets.py)."""
+    sent: list[str] = []
+    live = LiveOutput(sent.append, interval_s=0.05)
+    live.add("token=sk-live-0123")
+    live.add("456789abcdef\nnext")
+    assert sent == ["token=sk-live-0123456789abcdef\n"]
+    await asyncio.sleep(0.15)
+    assert sent[-1] == "next", "the unfinished line follows with the timer"
+    live.close()

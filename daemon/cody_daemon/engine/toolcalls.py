@@ -110,7 +110,9 @@ def describe_grant(key: GrantKey) -> str:
 class LiveOutput:
     """Throttles a running tool's output into increments: each `send` gets only the text that
     came since the previous one, at most every `interval_s` (a timer sends what is left, so
-    a command that prints a line and then waits is seen at once; `close` sends the rest).
+    a command that prints a line and then waits is seen within the interval; `close` sends
+    the rest). Sent at once after a quiet spell, only whole lines go (the rest follows with
+    the timer), so a line that arrives in two reads is sent, and redacted, in one piece.
 
     Memory and traffic are bounded: at most `limit_chars` are forwarded in all (then one
     notice), and whatever is pending is sent as soon as it reaches `max_pending_chars`.
@@ -149,13 +151,18 @@ class LiveOutput:
         self._pending.append(chunk)
         self._pending_chars += len(chunk)
         now = time.monotonic()
-        if self._pending_chars >= self._max_pending or now - self._last >= self._interval_s:
+        if self._pending_chars >= self._max_pending:
             self._flush()
-        elif self._timer is None:
-            delay = self._interval_s - (now - self._last)
+        elif now - self._last >= self._interval_s:
+            self._flush(whole_lines=True)
+        if self._pending and self._timer is None:
+            delay = max(0.0, self._interval_s - (time.monotonic() - self._last))
             self._timer = asyncio.get_running_loop().call_later(delay, self._flush)
 
-    def _flush(self) -> None:
+    def _flush(self, *, whole_lines: bool = False) -> None:
+        """Send what is pending; with `whole_lines`, only up to its last newline (the rest
+        waits for the timer): a line written in two pieces then travels, and is redacted,
+        as one."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -164,6 +171,14 @@ class LiveOutput:
         text = "".join(self._pending)
         self._pending.clear()
         self._pending_chars = 0
+        if whole_lines:
+            cut = text.rfind("\n") + 1
+            if cut < len(text):
+                self._pending.append(text[cut:])
+                self._pending_chars = len(text) - cut
+                text = text[:cut]
+        if not text:
+            return
         self._last = time.monotonic()
         self._send(text)
 
