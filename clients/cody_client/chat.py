@@ -2,7 +2,9 @@
 
 Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
 Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
-/quit.
+/quit run here (with this terminal's own pickers and listings); /init and /review are sent to
+the daemon, which runs them as turns with its built-in prompts (the same commands it
+advertises to editors over ACP).
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
 """
@@ -28,6 +30,9 @@ from .wording import for_terminal, lookup_message
 
 __all__ = ["HELP", "run_chat"]
 
+DAEMON_COMMANDS = frozenset({"/init", "/review"})
+"""Slash commands the daemon runs as turns (sent as the prompt text, like an editor does)."""
+
 PICK_LIMIT = 20
 """How many recent sessions bare `/resume` offers."""
 
@@ -51,6 +56,8 @@ HELP = """Commands:
   /history                         replay this session's history
   /compact                         summarise the conversation so far to free context
                                    (the session file keeps everything)
+  /init [NOTES]                    have the model write an AGENTS.md for this project
+  /review [FOCUS]                  have the model review the working tree's uncommitted changes
   /help, /quit
 Keys: Enter sends · Alt-Enter (or Esc then Enter) starts a new line · Ctrl-C interrupts a turn · Ctrl-C twice or Ctrl-D quits
 Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
@@ -155,28 +162,31 @@ class Chat:
             text = text.strip()
             if not text:
                 continue
-            if text.startswith("/"):
+            if text.startswith("/") and text.split()[0] not in DAEMON_COMMANDS:
                 if not await self.command(text):
                     break
                 continue
-            try:
-                result = await run_turn(
-                    self.session,
-                    text,
-                    self.renderer.on_update,
-                    self.spinner,
-                    interrupted=self._interrupted,
-                    after_turn=self.between_turns_interrupt if self.interactive else None,
-                )
-            except RemoteError as exc:
-                self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
-                continue
-            self.renderer.turn_finished(result, model=self.session.option("model"))
+            await self.turn(text)
         self.renderer.line(
             self.renderer.style.dim(
                 f"Session saved. Resume with: cody-client --resume {self.session.id}"
             )
         )
+
+    async def turn(self, text: str) -> None:
+        try:
+            result = await run_turn(
+                self.session,
+                text,
+                self.renderer.on_update,
+                self.spinner,
+                interrupted=self._interrupted,
+                after_turn=self.between_turns_interrupt if self.interactive else None,
+            )
+        except RemoteError as exc:
+            self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
+            return
+        self.renderer.turn_finished(result, model=self.session.option("model"))
 
     # -- slash commands -------------------------------------------------------------------
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cody_protocol.initialize import (
+    AgentCapabilities,
     AuthMethod,
     ClientCapabilities,
     CodyInitializeMeta,
     Implementation,
     InitializeMeta,
     InitializeResult,
+    PromptCapabilities,
     ProviderInfo,
 )
 
@@ -23,6 +25,7 @@ from .config.model import CodyConfig
 from .config.paths import CodyPaths
 from .engine.auth import AUTH_METHOD_SUFFIX
 from .engine.deps import EngineDeps
+from .engine.images import takes_images
 from .engine.manager import SessionManager
 from .errors import InvalidParams
 from .policy.programs import binaries_report
@@ -102,6 +105,9 @@ class DaemonApp:
         # The default provider's method first: some ACP clients authenticate with the first one.
         auth_methods.sort(key=lambda method: method.id != f"{default}{AUTH_METHOD_SUFFIX}")
         return InitializeResult(
+            agent_capabilities=AgentCapabilities(
+                prompt_capabilities=PromptCapabilities(image=_any_takes_images(catalog))
+            ),
             agent_info=Implementation(name="cody", title="Cody", version=__version__),
             auth_methods=auth_methods,
             meta=InitializeMeta(
@@ -123,3 +129,16 @@ class DaemonApp:
             return
         self._shutdown_started = True
         await self.manager.shutdown()
+
+
+def _any_takes_images(catalog: ProviderCatalog) -> bool:
+    """`promptCapabilities.image`: said once per daemon, so true when any model of a provider
+    with credentials may take images (each prompt is then checked against its session's
+    model: engine/images.py)."""
+    for spec in catalog.all():
+        if catalog.credentials(spec) is None:
+            continue
+        models = {spec.default_model, *(model.id for model in spec.models)}
+        if any(takes_images(spec.id, model) for model in models):
+            return True
+    return False

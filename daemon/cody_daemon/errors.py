@@ -8,6 +8,9 @@
     ├── AuthRequired            -> -32000  (no credentials at all for the chosen provider)
     └── ProviderError           -> -32010  (a model call failed: kind, retryable, status)
 
+    ClientFileError: the client failed an `fs/*_text_file` request (never sent to the client:
+    file tools report it to the model as a tool error).
+
 Messages are for users: they say what happened and what to do, and never contain secrets,
 prompts or file contents.
 """
@@ -21,6 +24,7 @@ from cody_protocol.errors import ProviderErrorKind
 
 __all__ = [
     "AuthRequired",
+    "ClientFileError",
     "CodyError",
     "InvalidParams",
     "InvalidRequest",
@@ -80,6 +84,16 @@ class AuthRequired(CodyError):
         super().__init__(f"No credentials for provider '{provider}'. {fix}")
         self.provider = provider
         self.fix = fix
+
+
+class ClientFileError(Exception):
+    """The client (editor) failed a file request it was asked to do (`fs/*_text_file`):
+    an error answer, or an answer of the wrong shape. File tools turn it into a tool error."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 @dataclass(slots=True, kw_only=True)

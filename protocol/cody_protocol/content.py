@@ -17,6 +17,7 @@ __all__ = [
     "EmbeddedResource",
     "ImageContent",
     "ResourceLink",
+    "TerminalToolCallContent",
     "TextContent",
     "TextResourceContents",
     "ToolCallContent",
@@ -91,6 +92,18 @@ class DiffToolCallContent(WireModel):
     new_text: str
 
 
+class TerminalToolCallContent(WireModel):
+    """A terminal shown in the tool call, by id.
+
+    Cody never asks the client to run anything (`terminal/create`): the id names the
+    display-only terminal announced in the `tool_call`'s `_meta.terminal_info` (the Zed
+    convention), and the command's output reaches it through `_meta.terminal_output`."""
+
+    type: Literal["terminal"] = "terminal"
+    terminal_id: str
+
+
 ToolCallContent = Annotated[
-    ContentToolCallContent | DiffToolCallContent, Field(discriminator="type")
+    ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent,
+    Field(discriminator="type"),
 ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ._base import WireModel
+from .terminal import TERMINAL_OUTPUT_CAPABILITY
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -37,7 +38,16 @@ class FileSystemCapabilities(WireModel):
 
 class ClientCapabilities(WireModel):
     fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
+    """When set, file tools read and write through the client (`fs/*_text_file`)."""
     terminal: bool = False
+    """Cody never uses `terminal/*` (commands run only in its own sandbox)."""
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """`terminal_output: true` (Zed's convention): show live command output as a
+    display-only terminal (cody_protocol.terminal)."""
+
+    @property
+    def terminal_output(self) -> bool:
+        return self.meta is not None and self.meta.get(TERMINAL_OUTPUT_CAPABILITY) is True
 
 
 class Implementation(WireModel):

@@ -17,6 +17,8 @@ __all__ = [
     "CODY_SESSION_HISTORY",
     "CODY_TOOLS_LIST",
     "EXIT",
+    "FS_READ_TEXT_FILE",
+    "FS_WRITE_TEXT_FILE",
     "INITIALIZE",
     "SESSION_CANCEL",
     "SESSION_CLOSE",
@@ -49,6 +51,8 @@ SESSION_SET_MODE = "session/set_mode"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
 SESSION_UPDATE = "session/update"
 SESSION_REQUEST_PERMISSION = "session/request_permission"
+FS_READ_TEXT_FILE = "fs/read_text_file"
+FS_WRITE_TEXT_FILE = "fs/write_text_file"
 CANCEL_REQUEST_LSP = "$/cancelRequest"
 CANCEL_REQUEST_ACP = "$/cancel_request"
 CODY_SESSION_FORK = "_cody/session/fork"

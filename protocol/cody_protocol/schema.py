@@ -16,14 +16,17 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from . import (
+    commands,
     errors,
     exec_events,
     extensions,
+    files,
     history,
     initialize,
     permission,
     prompt,
     session,
+    terminal,
     updates,
 )
 
@@ -64,6 +67,13 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     updates.SessionNotification,
     permission.RequestPermissionParams,
     permission.RequestPermissionResult,
+    files.ReadTextFileParams,
+    files.ReadTextFileResult,
+    files.WriteTextFileParams,
+    commands.AvailableCommandsUpdate,
+    terminal.TerminalInfoMeta,
+    terminal.TerminalOutputMeta,
+    terminal.TerminalExitMeta,
     extensions.ToolsListParams,
     extensions.ToolsListResult,
     extensions.ModelsListResult,

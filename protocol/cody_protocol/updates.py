@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ._base import WireModel
+from .commands import AvailableCommandsUpdate
 from .content import ContentBlock, ToolCallContent
 from .session import SessionConfigOption
 
@@ -69,6 +70,8 @@ class ToolCallStart(WireModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Any = None
     raw_output: Any = None
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """`terminal_info` (cody_protocol.terminal) for a command shown as a terminal."""
 
 
 class ToolCallUpdate(WireModel):
@@ -83,6 +86,8 @@ class ToolCallUpdate(WireModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Any = None
     raw_output: Any = None
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """`terminal_output` / `terminal_exit` (cody_protocol.terminal); `cody.liveOutput`."""
 
 
 class PlanEntry(WireModel):
@@ -165,7 +170,8 @@ SessionUpdate = Annotated[
     | UsageUpdate
     | ConfigOptionUpdate
     | CurrentModeUpdate
-    | SessionInfoUpdate,
+    | SessionInfoUpdate
+    | AvailableCommandsUpdate,
     Field(discriminator="session_update"),
 ]
 

@@ -116,3 +116,31 @@ async def test_a_silent_cli_is_stopped_by_the_turn_timeout(cody_env: CodyEnv) ->
         assert _running("sleep\x0031.777") == [], "the CLI's child is gone too"
     finally:
         await daemon.close()
+
+
+@pytest.mark.parametrize("kind", ["codex", "claude"])
+async def test_an_image_for_a_backend_session_is_refused_not_dropped(
+    kind: str, cody_env: CodyEnv
+) -> None:
+    """Cody passes an agent CLI text only: an image must fail the prompt, never vanish."""
+    _fake(cody_env, kind, GARBAGE)
+    daemon, sid = await _session(cody_env, kind)
+    try:
+        pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+        error = await expect_error(
+            daemon.request(
+                "session/prompt",
+                {
+                    "sessionId": sid,
+                    "prompt": [
+                        {"type": "text", "text": "what is in this picture?"},
+                        {"type": "image", "mimeType": "image/png", "data": pixel},
+                    ],
+                },
+            ),
+            -32602,
+        )
+        assert f"{kind} backend" in error.message and "without images" in error.message
+        assert not _running(str(cody_env.root / "fake" / kind)), "the CLI was never started"
+    finally:
+        await daemon.close()

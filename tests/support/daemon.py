@@ -155,12 +155,12 @@ class Daemon:
     async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
         return await asyncio.wait_for(self.conn.request(method, params), timeout)
 
-    async def initialize(self) -> Any:
+    async def initialize(self, capabilities: dict[str, Any] | None = None) -> Any:
         result = await self.request(
             "initialize",
             {
                 "protocolVersion": 1,
-                "clientCapabilities": {},
+                "clientCapabilities": capabilities or {},
                 "clientInfo": {"name": "tests", "version": "0"},
             },
         )

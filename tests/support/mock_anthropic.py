@@ -16,6 +16,12 @@ a test can run one script against any of the three APIs by swapping the module:
 
 `base_url` is the server root: the provider appends `/v1/messages`.
 
+Images are `{"type": "image", "source": {"type": "base64", "media_type", "data"}}` blocks
+(https://docs.anthropic.com/en/docs/build-with-claude/vision); `image_sources(request)` lists
+them. An image whose base64 text is over 5 MB (5,242,880 characters) gets the API's 400
+"messages.<i>.content.<j>.image.source.base64: image exceeds 5 MB maximum: <n> bytes >
+5242880 bytes" (the body as reported in github.com/gptme/gptme/issues/185).
+
 How the shared builders map onto Messages: every output is one content block at its index
 (`content_block_start`, deltas, `content_block_stop`): `text` -> a `text` block
 (`text_delta`); `reasoning(summary, signature=...)` -> a `thinking` block (`thinking_delta`,
@@ -238,6 +244,38 @@ def _blocks(messages: Any) -> list[dict[str, Any]]:
     ]
 
 
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+
+
+def _image_blocks(messages: Any) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    listed = messages if isinstance(messages, list) else []
+    for i, message in enumerate(listed):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and block.get("type") == "image":
+                found.append((f"messages.{i}.content.{j}", block))
+    return found
+
+
+def _image_too_large(messages: Any) -> str | None:
+    for where, block in _image_blocks(messages):
+        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        size = len(str(source.get("data", "")))
+        if source.get("type") == "base64" and size > MAX_IMAGE_BASE64:
+            return (
+                f"{where}.image.source.base64: image exceeds 5 MB maximum: {size} bytes > "
+                f"{MAX_IMAGE_BASE64} bytes"
+            )
+    return None
+
+
+def image_sources(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The `source` of every image block the request sent, in order."""
+    body = request.body if isinstance(request.body, dict) else {}
+    return [dict(block.get("source") or {}) for _, block in _image_blocks(body.get("messages"))]
+
+
 class MockAnthropicServer(MockResponsesServer):
     """Serves `POST /v1/messages`; see the module docstring."""
 
@@ -267,6 +305,8 @@ class MockAnthropicServer(MockResponsesServer):
                 )
             elif budget >= int(body.get("max_tokens") or 0):
                 message = "`max_tokens` must be greater than `thinking.budget_tokens`."
+        if message is None:
+            message = _image_too_large(body.get("messages"))
         if (
             message is None
             and "tools" not in body

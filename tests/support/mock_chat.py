@@ -36,7 +36,15 @@ as OpenAI does. `enqueue_events` sends exactly the given chunks, then `[DONE]` u
 `delta.reasoning_details` fragments `{type: "reasoning.text", text, format, index}`, the
 signature (the builder's `encrypted`) in a last fragment.
 
+Images are user content parts `{"type": "image_url", "image_url": {"url": <data: or https
+URL>}}` (https://platform.openai.com/docs/guides/images-vision?api-mode=chat);
+`image_urls(request)` lists them.
+
 Refusals a real API makes (checked before the script is consumed):
+- a model in `srv.text_only_models` sent an `image_url` part gets OpenAI's 400 "Invalid
+  content type. image_url is only supported by certain models." (param
+  `messages.[i].content.[j].type`, code null; the body as reported for GPT-3.5 in
+  github.com/vllm-project/vllm/issues/11629);
 - `srv.thinking_mode = True` (DeepSeek's thinking mode): an assistant message with
   `tool_calls` but no `reasoning_content` gets 400 "The `reasoning_content` in the thinking
   mode must be passed back to the API." (https://api-docs.deepseek.com/guides/thinking_mode#
@@ -220,12 +228,23 @@ class MockChatServer(MockResponsesServer):
         self.reasoning_style = "reasoning_content"
         self.thinking_mode = False
         self.thinking_upstream = False
+        self.text_only_models: set[str] = set()
 
     def _refusal(self, request: RecordedRequest) -> Refusal | None:
         body = request.body if isinstance(request.body, dict) else {}
         messages = body.get("messages")
         if not isinstance(messages, list):
             return None
+        if str(body.get("model")) in self.text_only_models:
+            for where, _ in _image_parts(messages):
+                error = {
+                    "message": "Invalid content type. image_url is only supported by certain "
+                    "models.",
+                    "type": "invalid_request_error",
+                    "param": f"{where}.type",
+                    "code": None,
+                }
+                return Refusal(400, {"error": error})
         with_calls = [
             (i, m)
             for i, m in enumerate(messages)
@@ -272,3 +291,24 @@ class MockChatServer(MockResponsesServer):
     def _frame(self, event: Any) -> bytes:
         data = event if isinstance(event, str) else json.dumps(event, separators=(",", ":"))
         return f"data: {data}\n\n".encode()
+
+
+def _image_parts(messages: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(`messages.[i].content.[j]`, part) for every `image_url` part, in order."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                found.append((f"messages.[{i}].content.[{j}]", part))
+    return found
+
+
+def image_urls(request: RecordedRequest) -> list[str]:
+    """The URL of every `image_url` part the request sent, in order."""
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages")
+    return [
+        str((part.get("image_url") or {}).get("url"))
+        for _, part in _image_parts(messages if isinstance(messages, list) else [])
+    ]

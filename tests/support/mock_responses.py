@@ -33,6 +33,12 @@ real servers refuse before doing any work:
   400 `{"detail": "Instructions are required"}` (github.com/PwnKit-Labs/pwnkit/pull/330);
 - a `reasoning.effort` a listed model does not accept (`MODEL_EFFORTS`) gets the API's 400
   "Unsupported value" (param `reasoning.effort`, code `unsupported_value`).
+- an `input_image` whose `image_url` is not a string (an object, as Chat's shape) gets the
+  400 "Invalid type for 'input[i].content[j].image_url': expected an image URL, but got an
+  object instead." (code `invalid_type`; the body as reported in
+  https://community.openai.com/t/reponses-api-does-not-support-image-content/1268992).
+  Images are `input_image` parts with a `data:` URL or an https URL
+  (https://platform.openai.com/docs/guides/images-vision); `input_images(request)` lists them.
 `srv.fail_for(seconds, status)` answers every request with that 5xx until the time is up (a
 burst of server errors, as the providers' own 5xx/529 incidents).
 """
@@ -61,6 +67,7 @@ __all__ = [
     "completed",
     "failed",
     "incomplete",
+    "input_images",
     "no_terminal",
     "reasoning",
     "refusal",
@@ -359,6 +366,24 @@ class Refusal:
     body: dict[str, Any]
 
 
+def _input_image_parts(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(`input[i].content[j]`, part) for every `input_image` part of a Responses request."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    items = body.get("input")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        content = item.get("content") if isinstance(item, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if isinstance(part, dict) and part.get("type") == "input_image":
+                found.append((f"input[{i}].content[{j}]", part))
+    return found
+
+
+def input_images(request: RecordedRequest) -> list[str]:
+    """The `image_url` of every `input_image` the request sent, in order."""
+    body = request.body if isinstance(request.body, dict) else {}
+    return [str(part.get("image_url")) for _, part in _input_image_parts(body)]
+
+
 class MockResponsesServer:
     """See the module docstring. `base_url` is what a provider's `base_url` should be.
 
@@ -582,6 +607,19 @@ class MockResponsesServer:
         body = request.body if isinstance(request.body, dict) else {}
         if self.chatgpt_backend and not body.get("instructions"):
             return Refusal(400, {"detail": "Instructions are required"})
+        for where, part in _input_image_parts(body):
+            if not isinstance(part.get("image_url"), str):
+                got = type(part.get("image_url")).__name__.replace("dict", "object")
+                return Refusal(
+                    400,
+                    _error_body(
+                        f"Invalid type for '{where}.image_url': expected an image URL, but got "
+                        f"an {got} instead.",
+                        "invalid_request_error",
+                        "invalid_type",
+                        f"{where}.image_url",
+                    ),
+                )
         reasoning = body.get("reasoning")
         if not isinstance(reasoning, dict):
             return None

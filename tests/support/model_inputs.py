@@ -29,6 +29,7 @@ def user_texts(request: RecordedRequest) -> list[str]:
         for item in input_items(request)
         if item.get("type") == "message" and item.get("role") == "user"
         for part in item["content"]
+        if "text" in part
     ]
 
 

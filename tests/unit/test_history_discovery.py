@@ -315,3 +315,16 @@ def test_import_plan_keeps_the_conversation_and_pairs_every_call() -> None:
         4,
         1,
     )
+
+
+def test_an_imported_inline_image_stays_an_image_of_the_user_message() -> None:
+    pixel = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
+    }
+    linked = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    plan = plan_import([Msg("user", [text_block("look"), pixel, linked], 1)])
+    (message,) = plan.items
+    assert isinstance(message, MessageItem)
+    assert [image.image_url for image in message.images] == ["data:image/png;base64,iVBO"]
+    assert "look" in message.text and "only inline (base64) images are imported" in message.text

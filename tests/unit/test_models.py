@@ -139,9 +139,41 @@ def test_a_model_without_reasoning_gets_no_effort() -> None:
             '[[families]]\npattern = "^x"\ncontext_window = 5\nsource = "s"\ndate = 2026-01-01',
             "unknown keys: context_window",  # a family never guesses limits
         ),
+        (
+            '[[families]]\npattern = "^x"\nimages = true\nsource = "s"\ndate = 2026-01-01',
+            "images_source",  # image support is sourced like every other value
+        ),
+        (
+            '[[families]]\npattern = "^x"\nimages = "yes"\nimages_source = "s"\n'
+            'source = "s"\ndate = 2026-01-01',
+            "must be true or false",
+        ),
     ],
 )
 def test_a_malformed_catalog_is_rejected_naming_the_entry(toml: str, complaint: str) -> None:
     with pytest.raises(ModelCatalogError) as caught:
         ModelCatalog.from_toml(toml)
     assert complaint in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "images"),
+    [
+        ("openai", "gpt-5.5", True),
+        ("anthropic", "claude-haiku-4-5-20251001", True),
+        ("openrouter", "anthropic/claude-opus-4.8", True),
+        ("offline", "offline", False),
+        ("deepseek", "deepseek-chat", False),
+        ("mine", "claude-sonnet-5", True),
+        ("mine", "gpt-6-mini", True),
+        ("mine", "my-local-model", None),  # unknown: sent, the API decides
+        ("openai", "o3-mini", None),
+    ],
+)
+def test_image_support_is_known_where_the_catalog_says(
+    provider: str, model: str, images: bool | None
+) -> None:
+    caps = capabilities(provider, model)
+    assert caps.images is images
+    if images is not None:
+        assert caps.images_source and caps.images_source.startswith(("https://", "none:"))

@@ -9,6 +9,7 @@ import pytest
 from cody_daemon.engine.events import (
     AgentText,
     AgentThought,
+    CommandsAvailable,
     Compacted,
     ConfigChanged,
     EngineEvent,
@@ -16,10 +17,14 @@ from cody_daemon.engine.events import (
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
+    ToolCallOutput,
+    ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
     UserText,
 )
+from cody_daemon.rpc.live_output import TerminalView
 from cody_daemon.rpc.updates import chunk_update, event_updates
 from cody_protocol.content import (
     ContentToolCallContent,
@@ -72,6 +77,12 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
     ("agent thought", AgentThought("hmm\n"), ["agent_thought_chunk"], {}),
     ("user text (replay)", UserText("list files"), ["user_message_chunk"], {}),
     (
+        "user image (replay)",
+        UserImage(data="iVBORw0KGgo=", mime_type="image/png"),
+        ["user_message_chunk"],
+        {"content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}},
+    ),
+    (
         "tool call pending",
         ToolCallOpened(
             call_id="call_1", title="Run ls -la", kind="execute", raw_input={"command": "ls -la"}
@@ -123,6 +134,21 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         ToolCallProgress(call_id="call_1", content=list(OUTPUT)),
         ["tool_call_update"],
         {"toolCallId": "call_1"},
+    ),
+    (
+        "live output increment (appended text for clients without a terminal)",
+        ToolCallOutput("call_1", "line 2\n"),
+        ["tool_call_update"],
+        {
+            "content": [{"type": "content", "content": {"type": "text", "text": "line 2\n"}}],
+            "_meta": {"cody": {"appendOutput": True}},
+        },
+    ),
+    (
+        "live output end (only a terminal shows it)",
+        ToolCallOutputEnd(call_id="call_1", exit_code=0),
+        [],
+        {},
     ),
     (
         "progress completed",
@@ -179,6 +205,17 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         ConfigChanged(options=list(OPTIONS), mode_id="full-access", mode_changed=True),
         ["config_option_update", "current_mode_update"],
         {},
+    ),
+    (
+        "available commands",
+        CommandsAvailable((("compact", "Summarise", None), ("model", "Switch", "model name"))),
+        ["available_commands_update"],
+        {
+            "availableCommands": [
+                {"name": "compact", "description": "Summarise"},
+                {"name": "model", "description": "Switch", "input": {"hint": "model name"}},
+            ]
+        },
     ),
     ("title", TitleChanged("Fix the build"), ["session_info_update"], {"title": "Fix the build"}),
     (
@@ -289,3 +326,64 @@ def test_mcp_status_is_sent_as_its_own_notification() -> None:
         "tools": 0,
     }
     assert McpStatusNotification.model_validate(params).reason == "timed out after 1 s"
+
+
+def _valid(update: dict[str, Any]) -> dict[str, Any]:
+    assert acp_errors("SessionUpdate", update) == [], update
+    assert UPDATE.validate_python(update).wire() == update
+    return update
+
+
+def test_a_terminal_client_gets_info_output_increments_and_one_exit() -> None:
+    view = TerminalView()
+    opened = ToolCallOpened(
+        call_id="c1", title="make", kind="execute", raw_input={"command": "make"}, live_cwd="/w"
+    )
+    (start,) = view.updates("s", opened) or []
+    assert _valid(start)["content"] == [{"type": "terminal", "terminalId": "c1"}]
+    assert start["_meta"] == {"terminal_info": {"terminal_id": "c1", "cwd": "/w"}}
+    (running,) = view.updates("s", ToolCallProgress(call_id="c1", status="in_progress")) or []
+    assert _valid(running)["content"] == [{"type": "terminal", "terminalId": "c1"}]
+    outputs = [view.updates("s", ToolCallOutput("c1", piece)) or [] for piece in ("a\n", "b\n")]
+    assert [_valid(u)["_meta"]["terminal_output"]["data"] for (u,) in outputs] == ["a\n", "b\n"]
+    assert view.updates("s", ToolCallOutputEnd(call_id="c1", exit_code=2)) == []
+    final = ToolCallProgress(call_id="c1", status="failed", content=list(OUTPUT), raw_output={})
+    (done,) = view.updates("s", final) or []
+    assert _valid(done)["_meta"] == {
+        "terminal_exit": {"terminal_id": "c1", "exit_code": 2, "signal": None}
+    }
+    assert done["content"] == [{"type": "terminal", "terminalId": "c1"}], "the stream was whole"
+    assert view.updates("s", ToolCallOutput("c1", "late")) is None, "the terminal is closed"
+
+
+def test_a_cut_stream_or_a_refused_call_shows_the_final_text_and_still_exits() -> None:
+    view = TerminalView()
+    for call in ("cut", "refused"):
+        view.updates(
+            "s",
+            ToolCallOpened(call_id=call, title="t", kind="execute", raw_input={}, live_cwd="/w"),
+        )
+    view.updates("s", ToolCallProgress(call_id="cut", status="in_progress"))
+    view.updates("s", ToolCallOutputEnd(call_id="cut", exit_code=0, complete=False))
+    (cut,) = view.updates("s", ToolCallProgress(call_id="cut", status="completed", content=OUTPUT))
+    assert _valid(cut)["content"][0] == {"type": "terminal", "terminalId": "cut"}
+    assert cut["content"][1:] == [o.wire() for o in OUTPUT], "head + tail after the terminal"
+    refused = ToolCallProgress(call_id="refused", status="failed", content=OUTPUT)
+    (no_run,) = view.updates("s", refused) or []
+    assert _valid(no_run)["content"] == [o.wire() for o in OUTPUT]
+    assert no_run["_meta"]["terminal_exit"] == {
+        "terminal_id": "refused",
+        "exit_code": None,
+        "signal": None,
+    }
+
+
+def test_replayed_and_ordinary_calls_are_not_terminals() -> None:
+    view = TerminalView()
+    replayed = ToolCallOpened(
+        call_id="r", title="t", kind="execute", raw_input={}, status="completed", live_cwd="/w"
+    )
+    assert view.updates("s", replayed) is None
+    plain = ToolCallOpened(call_id="p", title="t", kind="read", raw_input={})
+    assert view.updates("s", plain) is None
+    assert view.updates("s", ToolCallProgress(call_id="p", status="completed")) is None

@@ -1,6 +1,7 @@
 """The neutral conversation history, as stored in session files (`response_item` payloads).
 
-Item shapes follow the Codex rollout style: `message` (role + text parts), `reasoning`
+Item shapes follow the Codex rollout style: `message` (role + text parts, and for a user
+message `input_image` parts holding a `data:` URL, as Codex stores pasted images), `reasoning`
 (summary text + provider-opaque data), `function_call`, `function_call_output`.
 
 Invariants:
@@ -13,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -22,6 +24,7 @@ __all__ = [
     "FunctionCallItem",
     "FunctionCallOutputItem",
     "HistoryItem",
+    "ImagePart",
     "MessageItem",
     "ReasoningItem",
     "SummaryPart",
@@ -43,15 +46,39 @@ class TextPart(BaseModel):
     text: str
 
 
+class ImagePart(BaseModel):
+    """An image the user attached: `data:<mime type>;base64,<data>` (Codex's rollout shape)."""
+
+    type: Literal["input_image"] = "input_image"
+    image_url: str
+
+    @property
+    def mime_type(self) -> str:
+        head = self.image_url.partition(";base64,")[0]
+        return head.removeprefix("data:") or "application/octet-stream"
+
+    @property
+    def data(self) -> str:
+        """The base64 data (without the `data:` prefix)."""
+        return self.image_url.partition(";base64,")[2]
+
+
+MessagePart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
 class MessageItem(_Item):
     type: Literal["message"] = "message"
     id: str
     role: Literal["user", "assistant", "developer"]
-    content: list[TextPart]
+    content: list[MessagePart]
 
     @property
     def text(self) -> str:
-        return "".join(part.text for part in self.content)
+        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [part for part in self.content if isinstance(part, ImagePart)]
 
 
 class SummaryPart(BaseModel):
@@ -108,5 +135,7 @@ HistoryItem = Annotated[
 HISTORY_ITEM: TypeAdapter[HistoryItem] = TypeAdapter(HistoryItem)
 
 
-def user_message(item_id: str, text: str) -> MessageItem:
-    return MessageItem(id=item_id, role="user", content=[TextPart(type="input_text", text=text)])
+def user_message(item_id: str, text: str, images: Sequence[ImagePart] = ()) -> MessageItem:
+    """A user message: its text, then the images the user attached (in prompt order)."""
+    parts: list[TextPart | ImagePart] = [TextPart(type="input_text", text=text), *images]
+    return MessageItem(id=item_id, role="user", content=parts)

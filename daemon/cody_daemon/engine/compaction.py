@@ -230,9 +230,15 @@ def _is_user(item: HistoryItem) -> bool:
     return isinstance(item, MessageItem) and item.role == "user"
 
 
+IMAGE_TOKENS: Final = 1600
+"""Estimated tokens of one attached image (a ~1.15 megapixel image costs about 1,600 on
+Claude, https://docs.anthropic.com/en/docs/build-with-claude/vision; OpenAI's high detail is
+in the same range). Its base64 text is not counted: the APIs do not tokenise it as text."""
+
+
 def _item_chars(item: HistoryItem) -> int:
     if isinstance(item, MessageItem):
-        return len(item.text) + 16
+        return len(item.text) + 16 + len(item.images) * IMAGE_TOKENS * CHARS_PER_TOKEN
     if isinstance(item, ReasoningItem):
         opaque = len(item.encrypted_content or "") + len(item.signature or "")
         replay = len(orjson.dumps(item.replay_fields)) if item.replay_fields else 0

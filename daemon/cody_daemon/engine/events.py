@@ -17,6 +17,7 @@ from cody_protocol.updates import ToolCallStatus, ToolKind
 __all__ = [
     "AgentText",
     "AgentThought",
+    "CommandsAvailable",
     "Compacted",
     "ConfigChanged",
     "EngineEvent",
@@ -24,8 +25,11 @@ __all__ = [
     "PlanChanged",
     "TitleChanged",
     "ToolCallOpened",
+    "ToolCallOutput",
+    "ToolCallOutputEnd",
     "ToolCallProgress",
     "UsageChanged",
+    "UserImage",
     "UserText",
 ]
 
@@ -48,6 +52,15 @@ class UserText:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UserImage:
+    """An image of a user message (sent only when replaying a session on `session/load`)."""
+
+    data: str
+    """Base64."""
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallOpened:
     """The model asked for a tool (status pending), or on replay the call's final state."""
 
@@ -60,6 +73,28 @@ class ToolCallOpened:
     raw_output: Any = None
     locations: tuple[str, ...] | None = None
     """Paths the call touches (clients may follow them)."""
+    live_cwd: str | None = None
+    """Set for a tool that streams output while it runs (`Tool.live_output`): the directory
+    it runs in. Clients that can show a display-only terminal get one for it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutput:
+    """New output of a running live-output tool: only what came since the previous one."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallOutputEnd:
+    """The live-output tool's process ended (sent just before the call's final progress)."""
+
+    call_id: str
+    exit_code: int | None
+    signal: str | None = None
+    complete: bool = True
+    """False when the stream stopped early (its limit): the final text is shown too."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,16 +150,28 @@ class McpStatusChanged:
     tools: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class CommandsAvailable:
+    """The slash commands a session offers (sent as `available_commands_update`)."""
+
+    commands: tuple[tuple[str, str, str | None], ...]
+    """(name, description, input hint or None), in the order clients should list them."""
+
+
 EngineEvent = (
     AgentText
     | AgentThought
     | UserText
+    | UserImage
     | ToolCallOpened
     | ToolCallProgress
+    | ToolCallOutput
+    | ToolCallOutputEnd
     | PlanChanged
     | UsageChanged
     | ConfigChanged
     | TitleChanged
     | McpStatusChanged
     | Compacted
+    | CommandsAvailable
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from cody_protocol.content import ContentBlock
@@ -31,6 +31,7 @@ from .backend_turn import BackendTurnRunner
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .images import prompt_images, refuse_images_for_backend, takes_images
 from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
@@ -44,6 +45,8 @@ from .settings import (
     build_config_options,
     mode_of,
 )
+from .slash import parse_command
+from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "SessionManager"]
@@ -157,17 +160,33 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
-        runner: TurnRunner | BackendTurnRunner
+        command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
+        if command is not None:
+            if command.command.kind == "local":
+                return await run_local_command(self, session, command, link)
+            blocks = command.turn_prompt()
+        text = prompt_to_text(blocks)
+        run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
-            runner = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None)
+            refuse_images_for_backend(blocks, session.settings.backend)
+            run = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None).run(
+                text
+            )
         else:
             env = self._turn_env(session, link)
+            settings = session.settings
+            images = prompt_images(
+                blocks,
+                provider=settings.provider,
+                model=settings.model,
+                wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+            )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
-            runner = TurnRunner(session, env)
+            run = TurnRunner(session, env).run(text, images)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
-        task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
+        task = asyncio.create_task(run)
         session.turn = task
         try:
             return await task
@@ -268,6 +287,7 @@ class SessionManager:
                 guard_project_config=project_trusted(self.deps.paths, session.cwd),
             ),
             env=self.deps.env,
+            accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
             secrets=secret_guard(
                 env=self.deps.env,
@@ -291,6 +311,10 @@ class SessionManager:
         return True
 
     # -- settings ---------------------------------------------------------------------------
+
+    def catalog_of(self, session: Session) -> ProviderCatalog:
+        """The providers as this session sees them (its configuration)."""
+        return self._catalogs[session.id]
 
     def config_options(self, session: Session) -> list[SessionConfigOption]:
         catalog = self._catalogs[session.id]

@@ -14,7 +14,7 @@ from cody_protocol.updates import ToolKind
 
 from .events import EngineEvent
 
-__all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientLink"]
+__all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientFileAccess", "ClientLink"]
 
 ApprovalAnswer = Literal[
     "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
@@ -35,6 +35,14 @@ class ApprovalRequest:
     """For process-running tools: whether the call would run inside the sandbox."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClientFileAccess:
+    """Which file requests the client declared it serves (`clientCapabilities.fs`)."""
+
+    read: bool = False
+    write: bool = False
+
+
 class ClientLink(Protocol):
     def emit(self, session_id: str, event: EngineEvent) -> None:
         """Send an event to the client (may be buffered/coalesced, never reordered)."""
@@ -46,4 +54,16 @@ class ClientLink(Protocol):
 
     async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the client. Cancelling the awaiting task withdraws the request."""
+        ...
+
+    def file_access(self) -> ClientFileAccess:
+        """What the attached client can do with files for us (nothing: the disk is used)."""
+        ...
+
+    async def read_text_file(self, session_id: str, path: str) -> str:
+        """`fs/read_text_file`; raises ClientFileError. Cancelling withdraws the request."""
+        ...
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        """`fs/write_text_file`; raises ClientFileError. Cancelling withdraws the request."""
         ...

@@ -9,7 +9,6 @@ from cody_protocol.content import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
-    ImageContent,
     ResourceLink,
     TextContent,
     TextResourceContents,
@@ -24,7 +23,7 @@ from ..core.history import (
     ReasoningItem,
 )
 from ..tools.registry import ToolRegistry
-from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserText
+from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserImage, UserText
 from .toolcalls import describe_call, text_content
 
 __all__ = ["prompt_to_text", "replay_events"]
@@ -36,7 +35,10 @@ def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Ite
     for item in history:
         if isinstance(item, MessageItem):
             if item.role == "user":
-                yield UserText(item.text)
+                if item.text or not item.images:
+                    yield UserText(item.text)
+                for image in item.images:
+                    yield UserImage(data=image.data, mime_type=image.mime_type)
             elif item.role == "assistant" and item.text:
                 yield AgentText(item.text)
         elif isinstance(item, ReasoningItem):
@@ -67,7 +69,8 @@ def _kind(value: str | None) -> ToolKind | None:
 
 
 def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:
-    """Flatten ACP prompt blocks into the user message text the model sees."""
+    """Flatten ACP prompt blocks into the user message text the model sees (images travel
+    as parts of the message, engine/images.py)."""
     parts: list[str] = []
     for block in blocks:
         if isinstance(block, TextContent):
@@ -80,6 +83,7 @@ def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:
                 parts.append(f'<file uri="{resource.uri}">\n{resource.text}\n</file>')
             else:
                 parts.append(f"[binary resource omitted: {resource.uri}]")
-        elif isinstance(block, ImageContent | AudioContent):
-            parts.append(f"[{block.type} omitted: this agent accepts text only]")
+        elif isinstance(block, AudioContent):
+            parts.append("[audio omitted: this agent accepts text and images only]")
+        # ImageContent: attached to the message as image parts (engine/images.py)
     return "\n\n".join(parts)

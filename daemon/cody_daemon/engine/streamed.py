@@ -100,7 +100,7 @@ class StreamedItem:
         self._last_write = now
         full = "".join(self._written)
         if isinstance(item, MessageItem):
-            item.content[0].text = full
+            item.content[0] = TextPart(type="output_text", text=full)
             payload = MessageItem(
                 id=item.id, role="assistant", content=[TextPart(type="output_text", text=segment)]
             ).payload()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -25,8 +26,12 @@ __all__ = [
     "wire_raw_output",
 ]
 
-_LIVE_OUTPUT_TAIL = 8192
-_LIVE_OUTPUT_INTERVAL_S = 0.1
+LIVE_OUTPUT_INTERVAL_S = 0.1
+"""At most one live-output update per call per this interval."""
+LIVE_OUTPUT_LIMIT_CHARS = 2 * 1024 * 1024
+"""Live output forwarded per call in all (exec stops its own stream at 1 MiB before this)."""
+LIVE_OUTPUT_MAX_PENDING_CHARS = 64 * 1024
+"""Pending live output is sent at once when it reaches this (bounds one update's size)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -103,25 +108,83 @@ def describe_grant(key: GrantKey) -> str:
 
 
 class LiveOutput:
-    """Throttles a running tool's output into `tool_call_update`s (the tail, every 100 ms)."""
+    """Throttles a running tool's output into increments: each `send` gets only the text that
+    came since the previous one, at most every `interval_s` (a timer sends what is left, so
+    a command that prints a line and then waits is seen within the interval; `close` sends
+    the rest). Sent at once after a quiet spell, only whole lines go (the rest follows with
+    the timer), so a line that arrives in two reads is sent, and redacted, in one piece.
 
-    def __init__(self, send: Callable[[str], None]) -> None:
+    Memory and traffic are bounded: at most `limit_chars` are forwarded in all (then one
+    notice), and whatever is pending is sent as soon as it reaches `max_pending_chars`.
+    Nothing is ever re-sent, so the total sent is linear in the output (not quadratic).
+    """
+
+    def __init__(
+        self,
+        send: Callable[[str], None],
+        *,
+        interval_s: float = LIVE_OUTPUT_INTERVAL_S,
+        limit_chars: int = LIVE_OUTPUT_LIMIT_CHARS,
+        max_pending_chars: int = LIVE_OUTPUT_MAX_PENDING_CHARS,
+    ) -> None:
         self._send = send
-        self._tail = ""
-        self._last = 0.0
-        self._dirty = False
+        self._interval_s = interval_s
+        self._limit = limit_chars
+        self._max_pending = max_pending_chars
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._forwarded = 0
+        self._last = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self.cut = False
+        """True once `limit_chars` stopped the stream."""
 
     def add(self, chunk: str) -> None:
-        if self._closed:
+        if self._closed or self.cut or not chunk:
             return
-        self._tail = (self._tail + chunk)[-_LIVE_OUTPUT_TAIL:]
-        self._dirty = True
+        room = self._limit - self._forwarded
+        if len(chunk) > room:
+            chunk = chunk[:room] + f"\n[... live output stops after {self._limit} characters ...]\n"
+            self.cut = True
+        self._forwarded += len(chunk)
+        self._pending.append(chunk)
+        self._pending_chars += len(chunk)
         now = time.monotonic()
-        if now - self._last >= _LIVE_OUTPUT_INTERVAL_S:
-            self._last = now
-            self._dirty = False
-            self._send(self._tail)
+        if self._pending_chars >= self._max_pending:
+            self._flush()
+        elif now - self._last >= self._interval_s:
+            self._flush(whole_lines=True)
+        if self._pending and self._timer is None:
+            delay = max(0.0, self._interval_s - (time.monotonic() - self._last))
+            self._timer = asyncio.get_running_loop().call_later(delay, self._flush)
+
+    def _flush(self, *, whole_lines: bool = False) -> None:
+        """Send what is pending; with `whole_lines`, only up to its last newline (the rest
+        waits for the timer): a line written in two pieces then travels, and is redacted,
+        as one."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+        if whole_lines:
+            cut = text.rfind("\n") + 1
+            if cut < len(text):
+                self._pending.append(text[cut:])
+                self._pending_chars = len(text) - cut
+                text = text[:cut]
+        if not text:
+            return
+        self._last = time.monotonic()
+        self._send(text)
 
     def close(self) -> None:
+        """Send what is pending; nothing is sent after this."""
+        if self._closed:
+            return
+        self._flush()
         self._closed = True

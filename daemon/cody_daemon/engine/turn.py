@@ -23,7 +23,13 @@ from typing import Any, Literal
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
 
-from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
+from ..core.history import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    HistoryItem,
+    ImagePart,
+    user_message,
+)
 from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
@@ -44,15 +50,19 @@ from ..store.reader import make_title
 from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .editor_files import editor_files_for
 from .events import (
     AgentText,
     AgentThought,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
+    ToolCallOutput,
+    ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
 )
+from .images import without_images
 from .instructions import base_request
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
@@ -75,6 +85,8 @@ __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 logger = logging.getLogger(__name__)
 
 DENIED = "User denied approval"
+PREVIEW_TIMEOUT_S = 15.0
+"""How long an approval preview may wait for the client's file read (then: the disk's)."""
 
 
 class TurnCancelled(Exception):
@@ -90,6 +102,8 @@ class TurnEnv:
     link: ClientLink
     sandbox: SandboxPolicy
     env: Mapping[str, str] = field(default_factory=dict)
+    accepts_images: bool = True
+    """False for a model known to read text only: earlier images are sent as a note."""
     price: Price | None = None
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
     extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
@@ -123,7 +137,7 @@ class TurnRunner:
 
     # -- public ---------------------------------------------------------------------------
 
-    async def run(self, prompt_text: str) -> TurnOutcome:
+    async def run(self, prompt_text: str, images: Sequence[ImagePart] = ()) -> TurnOutcome:
         session = self.session
         session.grants.turn_rejected.clear()
         settings = session.settings
@@ -131,7 +145,7 @@ class TurnRunner:
             "turn_context",
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
-        user_item = user_message(new_id("msg_"), prompt_text)
+        user_item = user_message(new_id("msg_"), prompt_text, images)
         session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
         if session.title is None and prompt_text.strip():
@@ -193,18 +207,26 @@ class TurnRunner:
         )
         for _ in range(settings.max_tool_iterations):
             template = base_request(self.session, self.env.tools, self.env.allowed)
-            request = replace(template, history=await keeper.history_for(template))
+            history = self._readable(await keeper.history_for(template))
+            request = replace(template, history=history)
             try:
                 calls, end = await self._model_call(request)
             except ProviderError as error:
                 if error.kind != "context_window" or not await keeper.after_overflow(template):
                     raise
-                calls, end = await self._model_call(replace(template, history=keeper.view()))
+                history = self._readable(keeper.view())
+                calls, end = await self._model_call(replace(template, history=history))
             if not calls:
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
+
+    def _readable(self, history: Sequence[HistoryItem]) -> list[HistoryItem]:
+        """What the model can read: a text-only model gets a note in place of each image."""
+        if self.env.accepts_images:
+            return list(history)
+        return without_images(history, self.session.settings.model)
 
     async def _model_call(self, request: ModelRequest) -> tuple[list[ToolCallRequested], str]:
         session = self.session
@@ -273,9 +295,14 @@ class TurnRunner:
         described = [describe_call(self.env.tools, c.name, c.arguments) for c in calls]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(call.call_id, call.name)
+            live = info.error is None and info.tool is not None and info.tool.live_output
             self._emit(
                 ToolCallOpened(
-                    call_id=call.call_id, title=info.title, kind=info.kind, raw_input=info.raw_input
+                    call_id=call.call_id,
+                    title=info.title,
+                    kind=info.kind,
+                    raw_input=info.raw_input,
+                    live_cwd=str(self.session.cwd) if live else None,
                 )
             )
         for call, info in zip(calls, described, strict=True):
@@ -293,11 +320,12 @@ class TurnRunner:
             call_id=call.call_id,
             cwd=self.session.cwd,
             sandbox=self.env.sandbox,
-            on_output=live.add,
+            on_output=live.add if tool.live_output else None,
             env=self.env.env,
             tool_config=self.session.settings.tool_config,
             on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
             secrets=self.env.secrets,
+            files=editor_files_for(self.env.link, self.session.id),
         )
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)
@@ -358,7 +386,18 @@ class TurnRunner:
         except Exception as exc:
             logger.exception("tool %s raised", tool.name)
             result = error_result(f"internal error in {tool.name}: {exc.__class__.__name__}: {exc}")
-        live.close()
+        finally:
+            live.close()  # the rest of the stream goes out before the call's final update
+        if result.live_end is not None:
+            end = result.live_end
+            self._emit(
+                ToolCallOutputEnd(
+                    call_id=call.call_id,
+                    exit_code=end.exit_code,
+                    signal=end.signal,
+                    complete=end.complete and not live.cut,
+                )
+            )
         if not result.success:
             self.state.failure_seen = True
         self._finish_call(call.call_id, result)
@@ -374,12 +413,18 @@ class TurnRunner:
         ctx: ToolContext,
     ) -> bool:
         assert info.tool is not None and info.args is not None
+        try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
+            preview = await asyncio.wait_for(
+                info.tool.preview_async(info.args, ctx), PREVIEW_TIMEOUT_S
+            )
+        except TimeoutError:
+            preview = info.tool.preview(info.args, ctx)
         request = ApprovalRequest(
             call_id=call_id,
             title=info.title,
             kind=info.kind,
             raw_input=info.raw_input,
-            content=redact_content(self.env.secrets, info.tool.preview(info.args, ctx)),
+            content=redact_content(self.env.secrets, preview),
             grant_key=describe_grant(grant_key),
             sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
         )
@@ -447,8 +492,7 @@ class TurnRunner:
             self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
-        text = self.env.secrets.redact(text)
-        self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
+        self._emit(ToolCallOutput(call_id, self.env.secrets.redact(text)))
 
     def _emit(self, event: Any) -> None:
         self.env.link.emit(self.session.id, event)

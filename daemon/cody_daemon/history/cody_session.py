@@ -18,12 +18,21 @@ from ..core.history import (
     HISTORY_ITEM,
     FunctionCallItem,
     FunctionCallOutputItem,
+    ImagePart,
     MessageItem,
     ReasoningItem,
 )
 from ..store.reader import INTERRUPTED_OUTPUT, merge_segment
 from .base import Parser, text_of
-from .model import Msg, text_block, thinking_block, tool_result_block, tool_use_block, usage
+from .model import (
+    Msg,
+    image_block,
+    text_block,
+    thinking_block,
+    tool_result_block,
+    tool_use_block,
+    usage,
+)
 from .vocabulary import map_tool
 
 __all__ = ["CodySessionParser"]
@@ -166,4 +175,9 @@ class CodySessionParser(Parser):
 def _blocks(item: _Streamed) -> list[dict[str, Any]]:
     if isinstance(item, ReasoningItem):
         return [thinking_block(item.text)]
-    return [text_block(item.text)]
+    if not item.images:
+        return [text_block(item.text)]
+    return [
+        image_block(part.image_url) if isinstance(part, ImagePart) else text_block(part.text)
+        for part in item.content
+    ]

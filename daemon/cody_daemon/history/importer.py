@@ -23,6 +23,7 @@ from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,
+    ImagePart,
     MessageItem,
     ReasoningItem,
     SummaryPart,
@@ -74,6 +75,7 @@ class _Builder:
 
     def user(self, msg: Msg) -> None:
         texts: list[str] = []
+        images: list[ImagePart] = []
         for block in msg.content:
             if block["type"] == "tool_result":
                 call_id = self.renamed.get(block["tool_use_id"], block["tool_use_id"])
@@ -91,11 +93,15 @@ class _Builder:
             elif block["type"] == "text":
                 texts.append(block["text"])
             elif block["type"] == "image":
-                texts.append("[image omitted]")
+                image = _image_part(block)
+                if image is None:
+                    texts.append("[image omitted: only inline (base64) images are imported]")
+                else:
+                    images.append(image)
         text = "\n\n".join(t for t in texts if t.strip())
-        if text:
+        if text or images:
             self.close_open_calls()
-            self.plan.items.append(user_message(new_id(), text))
+            self.plan.items.append(user_message(new_id(), text, images))
 
     def assistant(self, msg: Msg) -> None:
         for block in msg.content:
@@ -150,3 +156,14 @@ def plan_import(messages: Iterable[Msg]) -> ImportPlan:
             builder.assistant(msg)
     builder.close_open_calls()
     return plan
+
+
+def _image_part(block: dict[str, Any]) -> ImagePart | None:
+    """An inline image block as a user message part (a `data:` URL), else None."""
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None
+    media_type, data = source.get("media_type"), source.get("data")
+    if not isinstance(media_type, str) or not isinstance(data, str) or not data:
+        return None
+    return ImagePart(image_url=f"data:{media_type};base64,{data}")

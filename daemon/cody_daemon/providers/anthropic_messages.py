@@ -57,6 +57,7 @@ from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,
+    ImagePart,
     MessageItem,
     ReasoningItem,
 )
@@ -222,7 +223,11 @@ class AnthropicMessagesProvider(HttpProvider):
             if isinstance(item, MessageItem):
                 role = "assistant" if item.role == "assistant" else "user"  # developer -> user
                 for part in item.content:
-                    if part.text.strip():  # the API rejects blank text blocks
+                    if isinstance(part, ImagePart):
+                        # https://docs.anthropic.com/en/docs/build-with-claude/vision
+                        source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
+                        add(role, {"type": "image", "source": source})
+                    elif part.text.strip():  # the API rejects blank text blocks
                         add(role, {"type": "text", "text": part.text})
             elif isinstance(item, ReasoningItem):
                 if item.provider != self._id:

@@ -66,6 +66,8 @@ _MODEL_KEYS: Final = frozenset(
         "reasoning",
         "efforts",
         "prompt_cache",
+        "images",
+        "images_source",
         "source",
         "date",
         "note",
@@ -73,7 +75,17 @@ _MODEL_KEYS: Final = frozenset(
     }
 )
 _FAMILY_KEYS: Final = frozenset(
-    {"pattern", "reasoning", "efforts", "prompt_cache", "source", "date", "note"}
+    {
+        "pattern",
+        "reasoning",
+        "efforts",
+        "prompt_cache",
+        "images",
+        "images_source",
+        "source",
+        "date",
+        "note",
+    }
 )
 _DATED: Final = re.compile(r"-(?:20\d{6})$")
 
@@ -92,6 +104,11 @@ class Capabilities:
     prompt_cache: PromptCache | None = None
     max_output_tokens: int | None = None
     context_window: int | None = None
+    images: bool | None = None
+    """Whether the model accepts image input; None: not known (images are sent and the
+    provider decides)."""
+    images_source: str | None = None
+    """Where `images` was read."""
     source: str | None = None
     """Where this was read (the model's entry, or the family rule that matched)."""
 
@@ -253,7 +270,20 @@ def _capabilities(name: str, entry: Mapping[str, Any]) -> Capabilities:
     cache = entry.get("prompt_cache")
     if cache not in (None, "breakpoints"):
         raise ModelCatalogError(f'models: `{name}.prompt_cache` must be "breakpoints"')
+    images = entry.get("images")
+    if images is not None and not isinstance(images, bool):
+        raise ModelCatalogError(f"models: `{name}.images` must be true or false")
+    images_source = entry.get("images_source")
+    if (images is None) != (images_source is None) or (
+        images_source is not None and (not isinstance(images_source, str) or not images_source)
+    ):
+        raise ModelCatalogError(
+            f"models: `{name}.images` and `{name}.images_source` go together (where the "
+            "image support was read)"
+        )
     return Capabilities(
+        images=images,
+        images_source=images_source,
         reasoning=cast(ReasoningStyle, style),
         efforts=efforts,
         prompt_cache=cast(PromptCache | None, cache),

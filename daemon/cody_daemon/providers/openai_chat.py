@@ -49,6 +49,7 @@ from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,
+    ImagePart,
     MessageItem,
     ReasoningItem,
     SummaryPart,
@@ -194,6 +195,9 @@ class OpenAIChatProvider(HttpProvider):
                 if item.role == "assistant":
                     if item.text:
                         assistant(item.text)
+                elif item.images and item.role == "user":
+                    replay.clear()
+                    messages.append({"role": "user", "content": _parts(item)})
                 elif item.text:
                     replay.clear()  # reasoning never answered: nothing to attach it to
                     role = "system" if item.role == "developer" else item.role
@@ -478,3 +482,15 @@ def _usage(usage: dict[str, Any]) -> UsageReport:
         output_tokens=_count(usage.get("completion_tokens")),
         reasoning_tokens=_count(completion.get("reasoning_tokens")),
     )
+
+
+def _parts(item: MessageItem) -> list[dict[str, Any]]:
+    """A user message with images as Chat content parts, in order
+    (https://platform.openai.com/docs/guides/images-vision?api-mode=chat)."""
+    parts: list[dict[str, Any]] = []
+    for part in item.content:
+        if isinstance(part, ImagePart):
+            parts.append({"type": "image_url", "image_url": {"url": part.image_url}})
+        elif part.text:
+            parts.append({"type": "text", "text": part.text})
+    return parts

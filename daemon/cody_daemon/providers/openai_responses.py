@@ -48,6 +48,7 @@ from ..core.history import (
     MessageItem,
     ReasoningItem,
     SummaryPart,
+    TextPart,
 )
 from .auth import ApiKeyAuth, AuthSource, NoAuth
 from .base import (
@@ -204,7 +205,13 @@ class OpenAIResponsesProvider(HttpProvider):
         for item in history:
             if isinstance(item, MessageItem):
                 part = "output_text" if item.role == "assistant" else "input_text"
-                content = [{"type": part, "text": p.text} for p in item.content]
+                content = [
+                    {"type": part, "text": p.text}
+                    if isinstance(p, TextPart)
+                    # https://platform.openai.com/docs/guides/images-vision: a data URL
+                    else {"type": "input_image", "image_url": p.image_url, "detail": "auto"}
+                    for p in item.content
+                ]
                 if content:
                     items.append({"type": "message", "role": item.role, "content": content})
             elif isinstance(item, ReasoningItem):

@@ -58,6 +58,7 @@ from ..engine.agents import agents_list
 from ..engine.auth import authenticate as engine_authenticate
 from ..engine.session import Session
 from ..engine.settings import build_modes
+from ..engine.slash import commands_event
 from .errors import RpcError, invalid_params_from_validation, to_rpc_error
 
 if TYPE_CHECKING:
@@ -100,6 +101,24 @@ def _guard(name: str, fn: Handler) -> Handler:
     return handler
 
 
+def _after_response(action: Callable[[], None]) -> None:
+    """Run `action` right after the current request's response is written.
+
+    pygls runs each request handler as a task and writes the response from that task's done
+    callback, added before the handler starts; a callback added here runs after it, in order.
+    Nothing runs when the handler fails or is cancelled."""
+    task = asyncio.current_task()
+    if task is None:
+        action()
+        return
+
+    def done(finished: asyncio.Task[Any]) -> None:
+        if not finished.cancelled() and finished.exception() is None:
+            action()
+
+    task.add_done_callback(done)
+
+
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
     return {
         "modes": build_modes(session.settings),
@@ -124,9 +143,15 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     manager = app.manager
     link = app.link
 
+    def advertise_commands(session_id: str) -> None:
+        """After this request's response: the session's slash commands (a client learns the
+        session id from the response, so the update must follow it)."""
+        _after_response(lambda: link.emit(session_id, commands_event()))
+
     async def initialize(params: Any) -> Any:
         parsed = parse(InitializeParams, params)
         app.client_capabilities = parsed.client_capabilities
+        link.capabilities = parsed.client_capabilities
         return app.initialize_result()
 
     async def authenticate(params: Any) -> Any:
@@ -142,6 +167,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
         session = manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
+        advertise_commands(session.id)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
@@ -151,6 +177,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await manager.open_session(
             parsed.session_id, link, replay=True, mcp_servers=parsed.mcp_servers
         )
+        advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
@@ -158,6 +185,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await manager.open_session(
             parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
         )
+        advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
@@ -227,6 +255,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def session_fork(params: Any) -> Any:
         parsed = parse(ForkSessionParams, params)
         session = manager.fork(parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers)
+        advertise_commands(session.id)
         return ForkSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )

@@ -1,4 +1,5 @@
-"""The rpc implementation of the engine's `ClientLink`: updates out, approvals round-trip.
+"""The rpc implementation of the engine's `ClientLink`: updates out, approvals and the
+client's files (`fs/read_text_file`, `fs/write_text_file`) round-trip.
 
 Coalescing: consecutive text chunks of the same kind in one session are merged. The first
 chunk after a quiet period is sent at once (no added latency); later ones are held for at
@@ -9,6 +10,13 @@ Approvals: `session/request_permission` with the JSON-RPC id repeated in
 `_meta.cody.requestId`; an error answer or an unknown option is `invalid` (the engine treats
 it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
 request is withdrawn and cancelled on the wire.
+
+Files: sent only when the client declared `fs.readTextFile` / `writeTextFile` (`file_access`);
+an error answer or a malformed result raises `ClientFileError` (a tool error for the model);
+cancelling the awaiting tool withdraws the request like an approval.
+
+Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
+shown as display-only terminals (rpc/live_output.py); others get appended text.
 """
 
 from __future__ import annotations
@@ -20,7 +28,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
+from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
+from cody_protocol.initialize import ClientCapabilities
+from cody_protocol.methods import (
+    CODY_MCP_STATUS,
+    FS_READ_TEXT_FILE,
+    FS_WRITE_TEXT_FILE,
+    SESSION_REQUEST_PERMISSION,
+    SESSION_UPDATE,
+)
 from cody_protocol.permission import (
     PERMISSION_OPTIONS,
     CancelledOutcome,
@@ -34,7 +50,9 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
-from ..engine.ports import ApprovalAnswer, ApprovalRequest
+from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from ..errors import ClientFileError
+from .live_output import TerminalView
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates, mcp_status_params
 
@@ -60,6 +78,9 @@ class RpcClientLink:
         self._pending: dict[str, _Pending] = {}
         self._last_chunk_at: dict[str, float] = {}
         self._ids = itertools.count(1)
+        self.capabilities = ClientCapabilities()
+        """What the client declared in `initialize` (set by the handler)."""
+        self._terminals = TerminalView()
 
     # -- updates --------------------------------------------------------------------------
 
@@ -73,7 +94,10 @@ class RpcClientLink:
             self._protocol.notify(CODY_MCP_STATUS, mcp_status_params(session_id, event))
             return
         self._flush_pending(session_id)
-        for update in event_updates(event):
+        updates = None
+        if self.capabilities.terminal_output:
+            updates = self._terminals.updates(session_id, event)
+        for update in updates if updates is not None else event_updates(event):
             self._send_update(session_id, update)
 
     def _chunk(self, session_id: str, kind: str, text: str) -> None:
@@ -146,6 +170,39 @@ class RpcClientLink:
             logger.info("approval %s answered with error %s", msg_id, exc.code)
             return "invalid"
         return _answer_of(result)
+
+    # -- the client's files (fs/*) --------------------------------------------------------
+
+    def file_access(self) -> ClientFileAccess:
+        fs = self.capabilities.fs
+        return ClientFileAccess(read=fs.read_text_file, write=fs.write_text_file)
+
+    async def read_text_file(self, session_id: str, path: str) -> str:
+        params = ReadTextFileParams(session_id=session_id, path=path).wire()
+        result = await self._file_request(session_id, FS_READ_TEXT_FILE, params)
+        try:
+            return ReadTextFileResult.model_validate(result).content
+        except ValidationError:
+            raise ClientFileError("its answer to fs/read_text_file has no `content` text") from None
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        params = WriteTextFileParams(session_id=session_id, path=path, content=content).wire()
+        await self._file_request(session_id, FS_WRITE_TEXT_FILE, params)
+
+    async def _file_request(self, session_id: str, method: str, params: dict[str, Any]) -> Any:
+        self._flush_pending(session_id)
+        msg_id = f"cody-{next(self._ids)}"
+        future = self._protocol.send_request_async(method, params, msg_id=msg_id)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._protocol.withdraw_request(msg_id)
+            raise
+        except JsonRpcException as exc:
+            logger.info("%s %s answered with error %s", method, msg_id, exc.code)
+            raise ClientFileError(
+                f"{exc.message or 'error'} (JSON-RPC error {exc.code})", exc.code
+            ) from None
 
 
 def _answer_of(result: Any) -> ApprovalAnswer:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
+from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
 from cody_protocol.extensions import McpStatusNotification
 from cody_protocol.updates import (
     CodySessionInfoMeta,
@@ -23,12 +25,14 @@ from cody_protocol.updates import (
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
+    UserMessageChunk,
 )
 from cody_protocol.updates import Cost as WireCost
 
 from ..engine.events import (
     AgentText,
     AgentThought,
+    CommandsAvailable,
     Compacted,
     ConfigChanged,
     EngineEvent,
@@ -36,12 +40,19 @@ from ..engine.events import (
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
+    ToolCallOutput,
+    ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
     UserText,
 )
 
-__all__ = ["chunk_update", "event_updates", "mcp_status_params"]
+__all__ = ["APPENDED_OUTPUT_META", "chunk_update", "event_updates", "mcp_status_params"]
+
+APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
+"""`_meta` of a live-output `tool_call_update` whose text continues the previous ones (ACP's
+`content` replaces; Cody's own clients append it; others show the latest piece)."""
 
 
 def chunk_update(kind: str, text: str) -> dict[str, Any]:
@@ -56,6 +67,9 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("agent_thought_chunk", event.text)]
     if isinstance(event, UserText):
         return [chunk_update("user_message_chunk", event.text)]
+    if isinstance(event, UserImage):
+        image = ImageContent(data=event.data, mime_type=event.mime_type)
+        return [UserMessageChunk(content=image).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
@@ -82,6 +96,16 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_output=event.raw_output,
             ).wire()
         ]
+    if isinstance(event, ToolCallOutput):
+        return [
+            ToolCallUpdate(
+                tool_call_id=event.call_id,
+                content=[ContentToolCallContent(content=TextContent(text=event.text))],
+                meta=APPENDED_OUTPUT_META,
+            ).wire()
+        ]
+    if isinstance(event, ToolCallOutputEnd):
+        return []  # shown only as a terminal's exit (rpc/live_output.py)
     if isinstance(event, PlanChanged):
         return [
             PlanUpdate(
@@ -112,6 +136,16 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         )
         meta = SessionInfoMeta(cody=CodySessionInfoMeta(compaction=notice))
         return [SessionInfoUpdate(meta=meta).wire()]
+    if isinstance(event, CommandsAvailable):
+        commands = [
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(hint=hint) if hint is not None else None,
+            )
+            for name, description, hint in event.commands
+        ]
+        return [AvailableCommandsUpdate(available_commands=commands).wire()]
     raise TypeError(f"unknown engine event {type(event).__name__}")
 
 

@@ -28,6 +28,7 @@ from ..core.history import (
     MessageItem,
     ReasoningItem,
     SummaryPart,
+    TextPart,
 )
 from ..errors import NotFound
 
@@ -143,8 +144,9 @@ def _merge_segment(
     target: MessageItem | ReasoningItem, segment: MessageItem | ReasoningItem
 ) -> None:
     if isinstance(target, MessageItem) and isinstance(segment, MessageItem):
-        if target.content and segment.content:
-            target.content[-1].text += "".join(part.text for part in segment.content)
+        last = target.content[-1] if target.content else None
+        if isinstance(last, TextPart) and segment.content:
+            last.text += segment.text  # streamed segments are text (assistant messages)
         else:
             target.content.extend(segment.content)
     elif isinstance(target, ReasoningItem) and isinstance(segment, ReasoningItem):

@@ -13,11 +13,17 @@ Invariants:
 - The approval preview is computed by the same in-memory application as `run`: one diff per
   file (old text None for an added file, new text "" for a deleted one, the move target's
   path for a move), or the error text when the patch would not apply.
+- Through an editor (`ctx.files`, tools/editor_files.py): updated and deleted files are
+  planned against the editor's text (unsaved changes included) and written through it; the
+  same real paths pass the same sandbox checks first. What atomicity then holds is stated
+  in tools/patch/editor_commit.py (each file whole, a failed patch restored; not one
+  instant for all files).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +37,9 @@ from cody_protocol.content import (
 from pydantic import BaseModel, ConfigDict, Field
 
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult, canonical_grant_key
+from .editor_files import ClientFileError, EditorFiles, editor_reads, editor_writes
 from .patch import (
+    AddFile,
     FileChange,
     FileOp,
     PatchError,
@@ -42,6 +50,7 @@ from .patch import (
     parse_patch,
     plan_changes,
 )
+from .patch.editor_commit import commit_through_editor
 
 __all__ = ["ApplyPatchArgs", "ApplyPatchTool"]
 
@@ -128,8 +137,44 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
             return [ContentToolCallContent(content=TextContent(text=text))]
         return _diffs(changes)
 
+    async def preview_async(self, args: ApplyPatchArgs, ctx: ToolContext) -> list[ToolCallContent]:
+        editor = editor_reads(ctx.files)
+        if editor is None:
+            return self.preview(args, ctx)
+        try:
+            ops = parse_patch(args.patch)
+            texts = await _editor_texts(ops, ctx.cwd, editor)
+            changes = await asyncio.to_thread(plan_changes, ops, ctx.cwd, texts)
+        except (PatchParseError, PatchError) as exc:
+            text = f"This patch cannot be applied; nothing would change.\n{exc.message}"
+            return [ContentToolCallContent(content=TextContent(text=text))]
+        return _diffs(changes)
+
     async def run(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._apply, args, ctx)
+        if ctx.files is None or not (ctx.files.reads or ctx.files.writes):
+            return await asyncio.to_thread(self._apply, args, ctx)
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError as exc:
+            raise ToolError(exc.message) from None
+        refusal = await asyncio.to_thread(_sandbox_refusal, ops, ctx)
+        if refusal is not None:
+            path, reason = refusal
+            raise ToolError(f"the sandbox does not allow writing {path}: {reason}")
+        reader, writer = editor_reads(ctx.files), editor_writes(ctx.files)
+        try:
+            texts = await _editor_texts(ops, ctx.cwd, reader) if reader is not None else None
+            changes = await asyncio.to_thread(plan_changes, ops, ctx.cwd, texts)
+            if writer is not None:
+                await commit_through_editor(changes, writer)
+            else:
+                await asyncio.to_thread(commit_changes, changes)
+        except PatchError as exc:
+            raise ToolError(exc.message) from None
+        result = self._result(changes, ctx)
+        assert result.raw_output is not None
+        result.raw_output["editor"] = {"read": reader is not None, "write": writer is not None}
+        return result
 
     def _apply(self, args: ApplyPatchArgs, ctx: ToolContext) -> ToolResult:
         try:
@@ -145,11 +190,32 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
             commit_changes(changes)
         except PatchError as exc:
             raise ToolError(exc.message) from None
+        return self._result(changes, ctx)
+
+    @staticmethod
+    def _result(changes: Sequence[FileChange], ctx: ToolContext) -> ToolResult:
         return ToolResult(
             output=_summary(changes, ctx.cwd),
             raw_output={"files": [_raw_entry(change) for change in changes]},
             content=_diffs(changes),
         )
+
+
+async def _editor_texts(ops: Sequence[FileOp], cwd: Path, editor: EditorFiles) -> dict[Path, bytes]:
+    """The editor's text of every existing file the patch updates or deletes (by real path).
+
+    A file the editor cannot read is left to the disk; one that is not on disk is not asked
+    about (the plan then reports it missing, as without an editor)."""
+    texts: dict[Path, bytes] = {}
+    for op in ops:
+        if isinstance(op, AddFile):
+            continue
+        path = op_paths(op, cwd)[0]
+        if not await asyncio.to_thread(path.is_file):
+            continue
+        with contextlib.suppress(ClientFileError):
+            texts[path] = (await editor.read_text(path)).encode("utf-8")
+    return texts
 
 
 def _sandbox_refusal(ops: Sequence[FileOp], ctx: ToolContext) -> tuple[Path, str] | None:

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolKind
@@ -28,11 +28,13 @@ from ..config.model import ToolConfig
 from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
+from .editor_files import EditorFiles
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "OWN_DEADLINE_MARGIN_S",
     "GrantKey",
+    "LiveOutputEnd",
     "PathRead",
     "PlanStatus",
     "Tool",
@@ -84,7 +86,8 @@ class ToolContext:
     """The session's working directory (absolute, resolved)."""
     sandbox: SandboxPolicy
     on_output: Callable[[str], None] | None = None
-    """Receives output chunks while the tool runs (shown live in `tool_call_update`)."""
+    """Receives output chunks while the tool runs, for tools that declare `live_output`
+    (the engine throttles them into incremental `tool_call_update`s or a terminal)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """The daemon's environment (web tools read their API keys from it via `env_key`)."""
     tool_config: Mapping[str, ToolConfig] = field(default_factory=dict)
@@ -93,6 +96,20 @@ class ToolContext:
     """Publishes the agent's plan (`updatePlan`): sent to the client as a `plan` update."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """Credentials tools must not pass on (exec drops them from the child environment)."""
+    files: EditorFiles | None = None
+    """The client's file I/O when it offers it (tools/editor_files.py); None: the disk."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveOutputEnd:
+    """How a live-output tool's process ended (shown as the terminal's exit status)."""
+
+    exit_code: int | None
+    signal: str | None = None
+    """The signal's name (`SIGKILL`) when the process was killed by one."""
+    complete: bool = True
+    """False when the tool stopped streaming before the end (its output limit): clients
+    that only saw the stream then also get the final (head + tail) text."""
 
 
 @dataclass(kw_only=True)
@@ -104,6 +121,8 @@ class ToolResult:
     """Structured metadata for clients (exit code, paths, sizes); small."""
     content: list[ToolCallContent] = field(default_factory=list)
     """How clients should display the result (text, diffs)."""
+    live_end: LiveOutputEnd | None = None
+    """For tools with `live_output`: how the streamed process ended."""
 
 
 def canonical_grant_key(tool_name: str, args: BaseModel) -> GrantKey:
@@ -120,6 +139,9 @@ class Tool(ABC, Generic[A]):
     kind: ToolKind
     requires_approval: bool
     args_model: type[A]
+    live_output: ClassVar[bool] = False
+    """True for tools whose output is worth watching while they run (commands): the engine
+    then passes `ctx.on_output` and clients show the stream (as a terminal where they can)."""
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
@@ -151,6 +173,11 @@ class Tool(ABC, Generic[A]):
     def preview(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
         """What the approval request shows: the command and cwd, or the diff of an edit."""
         return []
+
+    async def preview_async(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
+        """`preview`, for tools that must ask the client (an edit's diff against the
+        editor's buffer); the engine calls this one."""
+        return self.preview(args, ctx)
 
     def path_reads(self, args: A, ctx: ToolContext) -> tuple[PathRead, ...]:
         """The files and directories this call reads (the engine refuses login files)."""

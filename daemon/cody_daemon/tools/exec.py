@@ -40,7 +40,15 @@ from ..policy.commands import normalize_command
 from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import ExecPlan, resolve_path
 from ..policy.secrets import SecretGuard
-from .base import OWN_DEADLINE_MARGIN_S, GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import (
+    OWN_DEADLINE_MARGIN_S,
+    GrantKey,
+    LiveOutputEnd,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+)
 
 __all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
 
@@ -160,6 +168,8 @@ class _LiveOutput:
     def __init__(self, on_output: Callable[[str], None] | None) -> None:
         self._on_output = on_output
         self._sent = 0
+        self.stopped = False
+        """True once the limit cut the stream short."""
         self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in "12"]
 
     def feed(self, stream: int, data: bytes) -> None:
@@ -170,6 +180,7 @@ class _LiveOutput:
         self._sent += len(data)
         text = self._decoders[stream].decode(data)
         if self._sent >= STREAM_LIMIT_BYTES:
+            self.stopped = True
             text += f"\n[... live output stops after {STREAM_LIMIT_BYTES} bytes ...]\n"
         if text:
             try:
@@ -286,6 +297,7 @@ class ExecTool(Tool[ExecArgs]):
     kind = "execute"
     requires_approval = True
     args_model = ExecArgs
+    live_output = True
 
     def __init__(self, *, kill_grace_s: float = KILL_GRACE_S) -> None:
         self.kill_grace_s = kill_grace_s
@@ -390,7 +402,8 @@ class ExecTool(Tool[ExecArgs]):
                 raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         for note in plan.notes:
             log.warning("exec isolation: %s", note)
-        running = _Running(proc, _LiveOutput(ctx.on_output), reaper=reaper)
+        live = _LiveOutput(ctx.on_output)
+        running = _Running(proc, live, reaper=reaper)
         try:
             timed_out = await running.finish(timeout_s, self.kill_grace_s)
         except BaseException:  # cancelled: kill, reap, and let the cancellation go on
@@ -422,7 +435,22 @@ class ExecTool(Tool[ExecArgs]):
                 "sandboxed": sandboxed,
             },
             content=[ContentToolCallContent(content=TextContent(text=text))],
+            live_end=LiveOutputEnd(
+                exit_code=exit_code,
+                signal=_signal_name(proc.returncode),
+                complete=not live.stopped,
+            ),
         )
+
+
+def _signal_name(returncode: int | None) -> str | None:
+    """`SIGKILL` for a process killed by signal 9 (a negative return code), else None."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 def _argv(command: list[str] | str, cwd: Path, env: Mapping[str, str]) -> list[str]:

@@ -5,6 +5,11 @@ lines are `{n:>6}\\t{line}` with 1-based numbers as an editor shows them (split 
 only); a line longer than `MAX_LINE_CHARS` is cut; the output never exceeds
 `MAX_OUTPUT_CHARS` plus a footer, which says how to read the next page whenever lines remain.
 Binary files (NUL bytes) and files over `MAX_FILE_BYTES` are refused with a clear error.
+
+Through an editor that reads files for us (`ctx.files`, tools/editor_files.py) the text is the
+editor's (unsaved changes included); the path is the same resolved real path, a directory or
+a special file on disk is refused before the client is asked (an editor must never be made to
+open a FIFO or a device), and the numbering, paging and limits are the same.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
 from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
+from .editor_files import ClientFileError, EditorFiles, editor_reads
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
 
@@ -70,7 +76,54 @@ class ReadFileTool(Tool[ReadFileArgs]):
         return (PathRead(resolve_path(os.path.expanduser(args.file_path), ctx.cwd)),)
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+        editor = editor_reads(ctx.files)
+        if editor is not None:
+            return await _read_through_editor(args, ctx.cwd, editor)
         return await asyncio.to_thread(_read_file, args, ctx.cwd)
+
+
+async def _read_through_editor(args: ReadFileArgs, cwd: Path, editor: EditorFiles) -> ToolResult:
+    path, on_disk = await asyncio.to_thread(_check_on_disk, args.file_path, cwd)
+    try:
+        text = await editor.read_text(path)
+    except ClientFileError as exc:
+        if not on_disk:
+            raise ToolError(
+                f"file not found: {args.file_path} ({path}); the editor could not read it "
+                f"either: {exc.message}"
+            ) from None
+        raise ToolError(f"the editor could not read {path}: {exc.message}") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise ToolError(
+            f"{path} is too large to read ({len(text)} characters in the editor; the limit is "
+            f"{MAX_FILE_BYTES}); use exec with grep, head or sed to look at parts of it"
+        )
+    if "\0" in text:
+        raise ToolError(f"{path} is a binary file (it contains NUL bytes); not reading it")
+    result = _numbered(args, path, text)
+    assert result.raw_output is not None
+    result.raw_output["editor"] = True
+    return result
+
+
+def _check_on_disk(given: str, cwd: Path) -> tuple[Path, bool]:
+    """The real path, and whether it exists on disk; raises ToolError for what must not be
+    read (a directory, a device or pipe, a file over the size limit)."""
+    path = resolve_path(os.path.expanduser(given), cwd)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return path, False
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{path} is a directory, not a file (use listDir to list it)")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{path} is not a regular file (a device, socket or pipe)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise ToolError(
+            f"{path} is too large to read ({info.st_size} bytes; the limit is {MAX_FILE_BYTES}); "
+            "use exec with grep, head or sed to look at parts of it"
+        )
+    return path, True
 
 
 def _read_file(args: ReadFileArgs, cwd: Path) -> ToolResult:
@@ -78,7 +131,11 @@ def _read_file(args: ReadFileArgs, cwd: Path) -> ToolResult:
     data = _read_bytes(args.file_path, path)
     if b"\0" in data:
         raise ToolError(f"{path} is a binary file (it contains NUL bytes); not reading it")
-    lines = data.decode("utf-8", errors="replace").split("\n")
+    return _numbered(args, path, data.decode("utf-8", errors="replace"))
+
+
+def _numbered(args: ReadFileArgs, path: Path, text: str) -> ToolResult:
+    lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline at the end of the last line does not start a new one
     total = len(lines)

@@ -6,6 +6,12 @@ writing (the file system may have changed in between), so a symlink cannot carry
 outside the writable roots. The write is atomic: readers see the old or the new content,
 never a mix (temp file in the same directory + `os.replace`); an existing file keeps its
 permission bits (and owner, when the daemon may set it).
+
+Through an editor that writes files for us (`ctx.files`, tools/editor_files.py) the same
+checks run on the same real path, missing parent directories are created on disk (inside the
+checked path's writable root), and the content goes to the editor in one `fs/write_text_file`
+(the editor saves it, reloads its buffer and owns the undo). The diff's old text is the
+editor's when it also reads for us (unsaved changes included).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import asyncio
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..policy.sandbox import resolve_path
 from .atomic import write_atomic
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .editor_files import ClientFileError, EditorFiles, editor_reads, editor_writes
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
 
@@ -72,18 +80,63 @@ class WriteFileTool(Tool[WriteFileArgs]):
             DiffToolCallContent(path=str(path), old_text=_current_text(path), new_text=args.content)
         ]
 
+    async def preview_async(self, args: WriteFileArgs, ctx: ToolContext) -> list[ToolCallContent]:
+        path = self._path(args, ctx)
+        old_text = await _editor_text(path, editor_reads(ctx.files))
+        return [DiffToolCallContent(path=str(path), old_text=old_text, new_text=args.content)]
+
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        editor = editor_writes(ctx.files)
+        if editor is not None:
+            return await self._write_through_editor(args, ctx, editor)
         return await asyncio.to_thread(self._write, args, ctx)
 
-    def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+    async def _write_through_editor(
+        self, args: WriteFileArgs, ctx: ToolContext, editor: EditorFiles
+    ) -> ToolResult:
         path = self._path(args, ctx)
+        created = await asyncio.to_thread(self._check_target, path, ctx)
+        old_text = await _editor_text(path, editor_reads(ctx.files))
+        try:
+            await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+        except NotADirectoryError:
+            raise ToolError(f"cannot write {path}: a parent of it is a file") from None
+        except OSError as exc:
+            raise ToolError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            await editor.write_text(path, args.content)
+        except ClientFileError as exc:
+            raise ToolError(f"the editor could not write {path}: {exc.message}") from None
+        return self._result(path, args.content, old_text, created, editor=True)
+
+    def _check_target(self, path: Path, ctx: ToolContext) -> bool:
+        """Checks right before writing; returns whether the file is new."""
         reason = ctx.sandbox.check_write(path)
         if reason is not None:
             raise ToolError(f"the sandbox does not allow writing {path}: {reason}")
         if path.is_dir():
             raise ToolError(f"{path} is a directory; cannot write it as a file")
+        return not path.exists()
+
+    @staticmethod
+    def _result(
+        path: Path, content: str, old_text: str | None, created: bool, *, editor: bool
+    ) -> ToolResult:
+        size = len(content.encode("utf-8"))
+        verb = "created new file" if created else "replaced existing file"
+        raw: dict[str, Any] = {"path": str(path), "bytes": size, "created": created}
+        if editor:
+            raw["editor"] = True
+        return ToolResult(
+            output=f"Wrote {size} bytes to {path} ({verb})",
+            raw_output=raw,
+            content=[DiffToolCallContent(path=str(path), old_text=old_text, new_text=content)],
+        )
+
+    def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        path = self._path(args, ctx)
+        created = self._check_target(path, ctx)
         old_text = _current_text(path)
-        created = not path.exists()
         data = args.content.encode("utf-8")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,12 +145,21 @@ class WriteFileTool(Tool[WriteFileArgs]):
             raise ToolError(f"cannot write {path}: a parent of it is a file") from None
         except OSError as exc:
             raise ToolError(f"cannot write {path}: {exc.strerror or exc}") from None
-        verb = "created new file" if created else "replaced existing file"
-        return ToolResult(
-            output=f"Wrote {len(data)} bytes to {path} ({verb})",
-            raw_output={"path": str(path), "bytes": len(data), "created": created},
-            content=[DiffToolCallContent(path=str(path), old_text=old_text, new_text=args.content)],
-        )
+        return self._result(path, args.content, old_text, created, editor=False)
+
+
+async def _editor_text(path: Path, editor: EditorFiles | None) -> str | None:
+    """The current text for a diff: the editor's when it reads for us (None when it cannot:
+    a new file), else the disk's."""
+    if editor is None:
+        return await asyncio.to_thread(_current_text, path)
+    exists = await asyncio.to_thread(path.is_file)
+    if not exists:
+        return None  # no editor buffer is asked about a file that is not there
+    try:
+        return await editor.read_text(path)
+    except ClientFileError:
+        return await asyncio.to_thread(_current_text, path)
 
 
 def _current_text(path: Path) -> str | None:

@@ -153,6 +153,7 @@ class DaemonSession {
     this.seq = 0;
     this.permissionHandlers = new Map(); // sessionId -> async (ctx) => response
     this.permissionRequests = [];
+    this.editor = null; // {buffers: Map(path -> text), reads: [], writes: []} for a Zed-like client
 
     this.child = spawn(PYTHON, ["-m", "cody_daemon"], {
       cwd: env.workspace,
@@ -207,6 +208,26 @@ class DaemonSession {
           return { outcome: { outcome: "cancelled" } };
         }
         return handler(ctx);
+      })
+      .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+        if (!this.editor) {
+          this.problems.push(`fs/read_text_file from a client that did not declare fs: ${short(params)}`);
+          throw RequestError.methodNotFound(methods.client.fs.readTextFile);
+        }
+        this.editor.reads.push(params.path);
+        if (this.editor.buffers.has(params.path)) return { content: this.editor.buffers.get(params.path) };
+        if (!existsSync(params.path)) throw RequestError.resourceNotFound(params.path);
+        return { content: readFileSync(params.path, "utf8") };
+      })
+      .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+        if (!this.editor) {
+          this.problems.push(`fs/write_text_file from a client that did not declare fs: ${short(params)}`);
+          throw RequestError.methodNotFound(methods.client.fs.writeTextFile);
+        }
+        this.editor.writes.push({ path: params.path, content: params.content });
+        this.editor.buffers.set(params.path, params.content);
+        writeFileSync(params.path, params.content); // the editor saves the buffer
+        return {};
       });
     this.connection = this.app.connect({ readable, writable });
     this.agent = this.connection.agent;
@@ -233,6 +254,12 @@ class DaemonSession {
       invalid("SessionNotification", `session/update (${msg.params?.update?.sessionUpdate})`, msg.params);
     } else if (msg.method === methods.client.session.requestPermission) {
       invalid("RequestPermissionRequest", "session/request_permission params", msg.params);
+    } else if (msg.method === methods.client.fs.readTextFile) {
+      invalid("ReadTextFileRequest", "fs/read_text_file params", msg.params);
+    } else if (msg.method === methods.client.fs.writeTextFile) {
+      invalid("WriteTextFileRequest", "fs/write_text_file params", msg.params);
+    } else if (typeof msg.method === "string" && msg.method.startsWith("terminal/")) {
+      this.problems.push(`${where}: Cody asked the client to run a command (${msg.method}); commands must run in Cody's sandbox`);
     } else if (msg.method === methods.protocol.cancelRequest) {
       invalid("CancelRequestNotification", "$/cancel_request params", msg.params);
     } else if (!("method" in msg) && "id" in msg && "result" in msg) {
@@ -310,6 +337,15 @@ function toolCalls(updates) {
     }
   }
   return calls;
+}
+
+/** Polls `predicate` until it holds (a notification sent right after a response). */
+async function waitFor(predicate, what, ms = 5_000) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new ConformanceError(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** Lets notification handlers that started before a response finish (they run on microtasks). */
@@ -518,8 +554,13 @@ async function main() {
     const frames = second.transcript.map((f) => f.msg);
     const loadId = [...second.outgoing].find(([, m]) => m === methods.agent.session.load)[0];
     const responseAt = frames.findIndex((m) => m.id === loadId && !("method" in m));
-    const lastReplay = frames.findLastIndex((m) => m.method === methods.client.session.update && m.params.sessionId === ids.main);
+    const isUpdate = (m) => m.method === methods.client.session.update && m.params.sessionId === ids.main;
+    const lastReplay = frames.findLastIndex((m) => isUpdate(m) && m.params.update.sessionUpdate !== "available_commands_update");
     check(lastReplay < responseAt, "load: replayed updates must come before the session/load response", { lastReplay, responseAt });
+    // The session's slash commands are advertised after the response (as after session/new).
+    await waitFor(() => second.transcript.some((f) => isUpdate(f.msg) && f.msg.params.update.sessionUpdate === "available_commands_update"), "available_commands_update after session/load");
+    const commandsAt = second.transcript.map((f) => f.msg).findLastIndex((m) => isUpdate(m) && m.params.update.sessionUpdate === "available_commands_update");
+    check(commandsAt > responseAt, "load: available_commands_update must follow the session/load response", { commandsAt, responseAt });
   });
 
   await step("session/set_mode, session/set_config_option, session/close", second, async () => {
@@ -542,19 +583,22 @@ async function main() {
     check(code === 0, "daemon#2 must exit 0 after stdin EOF", { code, signal });
   });
 
-  let validated = first.rawUpdates + second.rawUpdates;
+  const third = await zedLikeFlows(env);
+  const fourth = await imageFlows(env);
+
+  let validated = first.rawUpdates + second.rawUpdates + third.rawUpdates + fourth.rawUpdates;
   if (process.env.CODY_TEST_BACKEND_ENV) {
-    const third = new DaemonSession({ ...env, env: { ...env.env, ...JSON.parse(process.env.CODY_TEST_BACKEND_ENV) } }, "daemon#3");
-    await step("initialize (a daemon with the Codex CLI and Claude Code)", third, async () => {
-      await third.agent.request(methods.agent.initialize, {
+    const fifth = new DaemonSession({ ...env, env: { ...env.env, ...JSON.parse(process.env.CODY_TEST_BACKEND_ENV) } }, "daemon#5");
+    await step("initialize (a daemon with the Codex CLI and Claude Code)", fifth, async () => {
+      await fifth.agent.request(methods.agent.initialize, {
         protocolVersion: PROTOCOL_VERSION,
         clientCapabilities: {},
         clientInfo: { name: "cody-acp-conformance", version: SDK_VERSION },
       });
     });
     for (const backend of ["codex", "claude"]) {
-      await step(`a turn on the ${backend} backend, its approval answered here`, third, async () => {
-        const created = await third.agent.request(methods.agent.session.new, {
+      await step(`a turn on the ${backend} backend, its approval answered here`, fifth, async () => {
+        const created = await fifth.agent.request(methods.agent.session.new, {
           cwd: env.workspace,
           mcpServers: [],
           _meta: { cody: { backend, sandboxMode: "danger-full-access" } },
@@ -562,13 +606,13 @@ async function main() {
         const sessionId = created.sessionId;
         check(created._meta?.cody?.backend === backend, `${backend}: session/new must report the backend`, created._meta);
         let seen;
-        third.permissionHandlers.set(sessionId, async ({ params }) => {
+        fifth.permissionHandlers.set(sessionId, async ({ params }) => {
           seen = params;
           return { outcome: { outcome: "selected", optionId: "allow_once" } };
         });
-        const startSeq = third.seq;
+        const startSeq = fifth.seq;
         const response = await withTimeout(
-          third.agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `touch acp-${backend}.txt` }] }),
+          fifth.agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `touch acp-${backend}.txt` }] }),
           STEP_TIMEOUT_MS * 2,
           `the ${backend} turn`,
         );
@@ -576,18 +620,18 @@ async function main() {
         check(response.stopReason === "end_turn", `${backend}: stopReason must be end_turn`, response);
         check(seen && seen.toolCall.kind === "execute", `${backend}: the CLI's approval must reach the client`, seen);
         check(existsSync(join(env.workspace, `acp-${backend}.txt`)), `${backend}: the approved command must have run`);
-        const updates = third.updatesFor(sessionId, startSeq).map((u) => u.update);
+        const updates = fifth.updatesFor(sessionId, startSeq).map((u) => u.update);
         const call = toolCalls(updates).get(seen.toolCall.toolCallId);
         check(call && call.final.status === "completed", `${backend}: the tool call must reach completed`, call?.updates);
         const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
         check(text.includes(`done on ${backend}`), `${backend}: the agent's answer must stream`, text);
       });
     }
-    await step("daemon#3 exits cleanly", third, async () => {
-      const { code, signal } = await third.close();
-      check(code === 0, "daemon#3 must exit 0 after stdin EOF", { code, signal });
+    await step("daemon#5 exits cleanly", fifth, async () => {
+      const { code, signal } = await fifth.close();
+      check(code === 0, "daemon#5 must exit 0 after stdin EOF", { code, signal });
     });
-    validated += third.rawUpdates;
+    validated += fifth.rawUpdates;
   } else {
     console.log("skipped: the codex/claude backend flows (CODY_TEST_BACKEND_ENV is not set)");
   }
@@ -596,6 +640,185 @@ async function main() {
   rmSync(env.root, { recursive: true, force: true });
 }
 
+// -- a client that declares what Zed declares (issue 13: slash commands, fs, terminal, images) --
+
+const ZED_CAPABILITIES = {
+  fs: { readTextFile: true, writeTextFile: true },
+  terminal: true,
+  _meta: { terminal_output: true, "terminal-auth": true },
+};
+const COMMANDS = ["compact", "model", "approvals", "fork", "history", "init", "review"];
+
+async function zedLikeFlows(env) {
+  const zed = new DaemonSession(env, "daemon#3 (Zed-like)");
+  zed.editor = { buffers: new Map(), reads: [], writes: [] };
+  let active;
+
+  await step("Zed-like initialize: image only when a configured model takes images", zed, async () => {
+    const init = await zed.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: ZED_CAPABILITIES,
+      clientInfo: { name: "zed", version: "0.0.0-conformance" },
+    });
+    const prompt = init.agentCapabilities?.promptCapabilities ?? {};
+    check(prompt.image === false, "initialize: only the text-only offline model is usable here, so promptCapabilities.image must be false", prompt);
+  });
+
+  await step("available_commands_update follows the session/new response", zed, async () => {
+    active = await zed.agent.buildSession(env.workspace).start();
+    const sid = active.sessionId;
+    await waitFor(() => zed.updatesFor(sid).some((u) => u.update.sessionUpdate === "available_commands_update"), "available_commands_update after session/new");
+    const update = zed.updatesFor(sid).find((u) => u.update.sessionUpdate === "available_commands_update");
+    check(update, "session/new: no available_commands_update arrived");
+    const names = update.update.availableCommands.map((c) => c.name);
+    check(JSON.stringify(names) === JSON.stringify(COMMANDS), "the advertised commands", names);
+    const frames = zed.transcript.map((f) => f.msg);
+    const responseAt = frames.findIndex((m) => m.result?.sessionId === sid);
+    const updateAt = frames.findIndex((m) => m.params?.update?.sessionUpdate === "available_commands_update");
+    check(responseAt >= 0 && responseAt < updateAt, "the update must come after the response that names the session", { responseAt, updateAt });
+  });
+
+  await step("slash commands run by the daemon: /model and /approvals; /foo goes to the model", zed, async () => {
+    const listing = await runTurn(zed, active, "/model");
+    const text = listing.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
+    check(listing.response.stopReason === "end_turn" && text.includes("Model: offline/offline"), "/model lists the models", text);
+    const mode = await runTurn(zed, active, "/approvals read-only");
+    check(mode.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "read-only"), "/approvals read-only switches the mode", mode.updates.map((u) => u.sessionUpdate));
+    await runTurn(zed, active, "/approvals auto");
+    const other = await runTurn(zed, active, "/nothing to see");
+    const answer = other.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => textOf(u.content)).join("");
+    check(answer.includes("offline model"), "an unknown /word goes to the model as text", answer);
+  });
+
+  await step("file tools read the unsaved buffer and write through fs/write_text_file", zed, async () => {
+    const notes = join(env.workspace, "notes.txt");
+    writeFileSync(notes, "saved on disk\n");
+    zed.editor.buffers.set(notes, "unsaved in the editor\n");
+    const read = await runTurn(zed, active, "read notes.txt");
+    const readCall = [...toolCalls(read.updates).values()][0];
+    check(toolText(readCall.final).includes("unsaved in the editor"), "readFile must see the editor's buffer", readCall.final);
+    check(zed.editor.reads.includes(notes), "fs/read_text_file must name the absolute path", zed.editor.reads);
+    let permission;
+    zed.permissionHandlers.set(active.sessionId, async ({ params }) => {
+      permission = params;
+      return { outcome: { outcome: "selected", optionId: "allow_once" } };
+    });
+    const written = await runTurn(zed, active, "write out.txt: from the editor");
+    const diff = (permission?.toolCall?.content ?? []).find((c) => c.type === "diff");
+    check(diff && diff.newText === "from the editor", "the approval carries the diff", permission);
+    const target = join(env.workspace, "out.txt");
+    check(zed.editor.writes.some((w) => w.path === target && w.content === "from the editor"), "writeFile must go through fs/write_text_file", zed.editor.writes);
+    check(readFileSync(target, "utf8") === "from the editor", "the editor saved the file");
+    const writeCall = [...toolCalls(written.updates).values()][0];
+    check(writeCall.final.status === "completed", "the write completes", writeCall.updates);
+  });
+
+  await step("a command's output streams into a display-only terminal (never terminal/create)", zed, async () => {
+    const turn = await runTurn(zed, active, "run printf 'one\\ntwo\\n'; sleep 0.2; printf 'three\\n'");
+    const [call] = [...toolCalls(turn.updates).values()];
+    check(call, "run: no tool call", turn.updates);
+    const embedded = call.start.content ?? [];
+    check(embedded.length === 1 && embedded[0].type === "terminal" && embedded[0].terminalId === call.start.toolCallId, "the tool_call embeds the terminal", call.start);
+    check(call.start._meta?.terminal_info?.terminal_id === call.start.toolCallId, "the tool_call carries _meta.terminal_info", call.start._meta);
+    const data = call.updates.map((u) => u._meta?.terminal_output?.data).filter((d) => d !== undefined).join("");
+    check(data === "one\ntwo\nthree\n", "terminal_output carries each byte once, in order", data);
+    const exit = call.updates.at(-1)._meta?.terminal_exit;
+    check(exit && exit.exit_code === 0 && exit.terminal_id === call.start.toolCallId, "the final update carries terminal_exit", call.updates.at(-1));
+    check(call.final.status === "completed", "the command completes", call.final);
+  });
+
+  await step("an image for a text-only model is a clear -32602", zed, async () => {
+    let error;
+    try {
+      await zed.agent.request(methods.agent.session.prompt, {
+        sessionId: active.sessionId,
+        prompt: [{ type: "text", text: "what is this?" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }],
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    check(error instanceof RequestError && error.code === -32602, "session/prompt with an image must fail with -32602", error);
+    check(String(error.message).includes("offline") && String(error.message).includes("does not accept images"), "the error names the model", error.message);
+  });
+
+  await step("daemon#3 exits cleanly", zed, async () => {
+    active.dispose();
+    const { code, signal } = await zed.close();
+    check(code === 0, "daemon#3 must exit 0 after stdin EOF", { code, signal });
+  });
+  return zed;
+}
+
+/** A mock Responses API in a child process (tests/support/serve_mock.py). */
+async function startMockModel(answer) {
+  const child = spawn(PYTHON, ["-m", "tests.support.serve_mock", "responses", answer], {
+    cwd: REPO,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk.toString()));
+  const exited = new Promise((resolveExit) => child.on("exit", resolveExit));
+  const deadline = Date.now() + STEP_TIMEOUT_MS;
+  while (!out.includes("\n")) {
+    if (Date.now() > deadline) throw new ConformanceError(`the mock model did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const baseUrl = out.split("\n")[0].replace(/^READY /, "");
+  return {
+    baseUrl,
+    /** Stops the mock; the JSON bodies of every request it received. */
+    async requests() {
+      child.stdin.end();
+      await exited;
+      return JSON.parse(out.split("\n")[1]);
+    },
+  };
+}
+
+async function imageFlows(env) {
+  const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+  const mock = await startMockModel("I see one pixel.");
+  writeFileSync(
+    join(env.dirs["cody-home"], "config.toml"),
+    `model_provider = "mock"\n[model_providers.mock]\nname = "Mock"\nbase_url = "${mock.baseUrl}"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\ndefault_model = "mock-model"\nrequest_max_retries = 0\nstream_max_retries = 0\n`,
+  );
+  const withKey = { ...env, env: { ...env.env, MOCK_API_KEY: "test-key-not-secret" } };
+  const daemon = new DaemonSession(withKey, "daemon#4 (images)");
+  daemon.editor = { buffers: new Map(), reads: [], writes: [] };
+  let sessionId;
+
+  await step("image prompts reach the model as input_image and are replayed", daemon, async () => {
+    const init = await daemon.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: ZED_CAPABILITIES,
+      clientInfo: { name: "zed", version: "0.0.0-conformance" },
+    });
+    check(init.agentCapabilities?.promptCapabilities?.image === true, "initialize: a model that may take images is configured, so promptCapabilities.image must be true", init.agentCapabilities);
+    const active = await daemon.agent.buildSession(env.workspace).start();
+    sessionId = active.sessionId;
+    const turn = await runTurn(daemon, active, [
+      { type: "text", text: "what is in this picture?" },
+      { type: "image", data: PIXEL, mimeType: "image/png" },
+    ]);
+    check(turn.response.stopReason === "end_turn", "the image prompt ends end_turn", turn.response);
+    active.dispose();
+    await daemon.agent.request(methods.agent.session.close, { sessionId });
+    const startSeq = daemon.seq;
+    await daemon.agent.request(methods.agent.session.load, { sessionId, cwd: env.workspace, mcpServers: [] });
+    await settle();
+    const replayed = daemon.updatesFor(sessionId, startSeq).map((u) => u.update).filter((u) => u.sessionUpdate === "user_message_chunk");
+    check(replayed.some((u) => u.content.type === "image" && u.content.data === PIXEL && u.content.mimeType === "image/png"), "session/load replays the image", replayed);
+  });
+
+  await step("daemon#4 exits cleanly; the model saw the image", daemon, async () => {
+    const { code, signal } = await daemon.close();
+    check(code === 0, "daemon#4 must exit 0 after stdin EOF", { code, signal });
+    const bodies = await mock.requests();
+    const parts = bodies.flatMap((b) => b.input ?? []).flatMap((item) => item.content ?? []);
+    check(parts.some((p) => p.type === "input_image" && p.image_url === `data:image/png;base64,${PIXEL}`), "the Responses request carries the image as input_image with a data URL", parts);
+  });
+  return daemon;
+}
 
 main().catch((error) => {
   reportError(`FAIL [harness]: ${error?.stack ?? error}`);

@@ -23,7 +23,7 @@ import functools
 import os
 import secrets
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -100,8 +100,13 @@ def op_paths(op: FileOp, cwd: Path) -> list[Path]:
     return paths
 
 
-def plan_changes(ops: Sequence[FileOp], cwd: Path) -> list[FileChange]:
-    """Every file's change, computed in memory; raises PatchError on the first problem."""
+def plan_changes(
+    ops: Sequence[FileOp], cwd: Path, texts: Mapping[Path, bytes] | None = None
+) -> list[FileChange]:
+    """Every file's change, computed in memory; raises PatchError on the first problem.
+
+    `texts`: the current content of files as the editor has it (by real path), used instead
+    of the disk's for updated and deleted files (tools/editor_files.py)."""
     if not ops:
         raise PatchError(
             "the patch has no file operations; put '*** Add File: <path>', "
@@ -122,9 +127,9 @@ def plan_changes(ops: Sequence[FileOp], cwd: Path) -> list[FileChange]:
         if isinstance(op, AddFile):
             changes.append(_plan_add(op, cwd))
         elif isinstance(op, DeleteFile):
-            changes.append(_plan_delete(op, cwd))
+            changes.append(_plan_delete(op, cwd, texts or {}))
         else:
-            changes.append(_plan_update(op, cwd))
+            changes.append(_plan_update(op, cwd, texts or {}))
     return changes
 
 
@@ -145,7 +150,7 @@ def _plan_add(op: AddFile, cwd: Path) -> FileChange:
     return FileChange(kind="add", path=path, display=op.path, new_bytes=new_bytes)
 
 
-def _plan_delete(op: DeleteFile, cwd: Path) -> FileChange:
+def _plan_delete(op: DeleteFile, cwd: Path, texts: Mapping[Path, bytes]) -> FileChange:
     path = resolve_path(op.path, cwd)
     _refuse_symlink(op.path, cwd, "delete")
     if not path.exists():
@@ -153,7 +158,9 @@ def _plan_delete(op: DeleteFile, cwd: Path) -> FileChange:
     if not path.is_file():
         raise PatchError(f"cannot delete {op.path}: it is not a regular file")
     info = path.stat()
-    old_bytes = _read(path, op.path) if info.st_size <= MAX_FILE_BYTES else None
+    old_bytes = texts.get(path)
+    if old_bytes is None and info.st_size <= MAX_FILE_BYTES:
+        old_bytes = _read(path, op.path)
     return FileChange(
         kind="delete",
         path=path,
@@ -164,7 +171,7 @@ def _plan_delete(op: DeleteFile, cwd: Path) -> FileChange:
     )
 
 
-def _plan_update(op: UpdateFile, cwd: Path) -> FileChange:
+def _plan_update(op: UpdateFile, cwd: Path, texts: Mapping[Path, bytes]) -> FileChange:
     path = resolve_path(op.path, cwd)
     target = resolve_path(op.move_to, cwd) if op.move_to is not None else path
     moving = target != path
@@ -180,7 +187,9 @@ def _plan_update(op: UpdateFile, cwd: Path) -> FileChange:
         raise PatchError(
             f"cannot update {op.path}: it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
         )
-    old_bytes = _read(path, op.path)
+    old_bytes = texts.get(path)
+    if old_bytes is None:
+        old_bytes = _read(path, op.path)
     new_bytes = old_bytes if not op.hunks else _patched(old_bytes, op)
     if moving:
         _refuse_symlink(op.path, cwd, "move")

@@ -60,6 +60,10 @@ export function applyUpdate(state: ChatState, update: SessionNotification["updat
     case "session_info_update":
       if (!state.session || update.title === undefined || update.title === null) return state;
       return { ...state, session: { ...state.session, title: update.title } };
+    default:
+      // An update kind this view does not show (e.g. `available_commands_update`): ACP lets
+      // agents send new kinds, and the state must survive them.
+      return state;
   }
 }
 

@@ -1,0 +1,164 @@
+"""Slash commands: a prompt that starts with `/<name>` runs one of Cody's commands.
+
+ACP clients learn the commands from `available_commands_update` (sent after `session/new`,
+`session/load`, `session/resume` and a fork) and show them in their prompt box; the daemon runs
+them when a prompt's first text block starts with `/<name>` (followed by a space, a newline or
+nothing). Anything else that starts with a slash (`/usr/bin`, `/foo`) goes to the model as
+ordinary text.
+
+Two kinds:
+- commands answered by the daemon itself, without a model call (`/compact` summarises with
+  one): `/compact`, `/model`, `/approvals`, `/fork`, `/history`. Their answer is agent text,
+  the prompt ends `end_turn`, and nothing of them enters the model's history (settings
+  changes are persisted as usual);
+- commands that are a normal turn with a built-in prompt (`/init`, `/review`): the expanded
+  prompt is the user message (stored, replayed, seen by the model), and every tool call goes
+  through the usual approvals and sandbox.
+
+A command's mistake (an unknown model, a bad number) is answered as text, like the rest of
+its output: a chat user reads it where they typed. Only a busy session or a failed model call
+is a JSON-RPC error, as for any prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from cody_protocol.content import ContentBlock, TextContent
+
+from .events import CommandsAvailable
+
+__all__ = [
+    "COMMANDS",
+    "INIT_PROMPT",
+    "REVIEW_PROMPT",
+    "CommandCall",
+    "SlashCommand",
+    "commands_event",
+    "parse_command",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlashCommand:
+    name: str
+    description: str
+    hint: str | None = None
+    """What may follow the name (shown by clients while the input is empty)."""
+    kind: Literal["local", "turn"] = "local"
+    """`local`: answered by the daemon; `turn`: a model turn with a built-in prompt."""
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand(
+        name="compact",
+        description="Summarise the conversation so far to free context "
+        "(the session file keeps everything)",
+    ),
+    SlashCommand(
+        name="model",
+        description="Show the providers and models, or switch: /model MODEL, "
+        "/model PROVIDER, /model PROVIDER MODEL",
+        hint="model, or provider and model",
+    ),
+    SlashCommand(
+        name="approvals",
+        description="Show or set how much Cody may do unasked: a mode (read-only, auto, "
+        "full-access) or an approval policy (untrusted, on-request, on-failure, never)",
+        hint="mode or approval policy",
+    ),
+    SlashCommand(
+        name="fork",
+        description="Continue in a copy of this session (/fork N: up to user message N, "
+        "0 = the first)",
+        hint="user message number",
+    ),
+    SlashCommand(
+        name="history",
+        description="Show this session's conversation again (/history N: the last N turns)",
+        hint="number of turns",
+    ),
+    SlashCommand(
+        name="init",
+        description="Write an AGENTS.md that tells coding agents how this project works",
+        hint="optional instructions",
+        kind="turn",
+    ),
+    SlashCommand(
+        name="review",
+        description="Review the working tree's uncommitted changes and report problems",
+        hint="optional focus",
+        kind="turn",
+    ),
+)
+
+INIT_PROMPT = """\
+/init: create (or improve) the file AGENTS.md at the root of this project, a short guide for \
+coding agents and new contributors working in this repository.
+
+First explore with your tools: list the top-level files and directories, read the README, the \
+build and package configuration, the CI workflows and a few representative source and test \
+files. Only then write AGENTS.md (writeFile for a new file; if it exists, read it, keep what is \
+still accurate and improve the rest with applyPatch). Cover, specifically for this project:
+- what it is and how the code is organised (the main directories and what lives where);
+- how to set it up, build it, run it, lint it and run its tests (the exact commands);
+- the conventions the code and its configuration show (style, naming, layout of tests);
+- what to be careful about (generated files, secrets, slow or destructive commands).
+Use Markdown, stay under about 400 words, and write only what you verified in the \
+repository: no guesses. End with a two-line summary of what you wrote."""
+
+REVIEW_PROMPT = """\
+/review: review the uncommitted changes in this working tree and report problems before they \
+are committed. Do not change any file.
+
+Use your tools: run `git status --short`, `git diff` and `git diff --staged`, and read the \
+changed files where the diff alone is not enough to judge. If this is not a git repository or \
+nothing has changed, say so and stop.
+Look for bugs, regressions, security problems, unhandled errors, missing or broken tests and \
+unclear code. Answer with the findings ordered by severity, each with its file and line, what \
+is wrong and how to fix it, then one paragraph with your overall assessment. If everything \
+looks right, say so."""
+
+_PROMPTS = {"init": INIT_PROMPT, "review": REVIEW_PROMPT}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandCall:
+    command: SlashCommand
+    argument: str
+    """The text after the name (stripped; may be empty)."""
+    rest: tuple[ContentBlock, ...] = ()
+    """The prompt's other blocks (resources the user attached), kept for `turn` commands."""
+
+    def turn_prompt(self) -> list[ContentBlock]:
+        """The prompt a `turn` command runs: its built-in text, the user's words, the rest."""
+        text = _PROMPTS[self.command.name]
+        if self.argument:
+            text += f"\n\nThe user adds: {self.argument}"
+        return [TextContent(text=text), *self.rest]
+
+
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
+    """The command a prompt runs, or None when it is an ordinary prompt."""
+    if not blocks or not isinstance(blocks[0], TextContent):
+        return None
+    text = blocks[0].text.lstrip()
+    if not text.startswith("/"):
+        return None
+    head, _, argument = text[1:].partition(" ")
+    name, newline, after = head.partition("\n")
+    if newline:
+        argument = f"{after} {argument}" if argument else after
+    command = _BY_NAME.get(name)
+    if command is None:
+        return None
+    return CommandCall(command=command, argument=argument.strip(), rest=tuple(blocks[1:]))
+
+
+def commands_event() -> CommandsAvailable:
+    """What to advertise after a session is created, loaded, resumed or forked."""
+    return CommandsAvailable(tuple((c.name, c.description, c.hint) for c in COMMANDS))
