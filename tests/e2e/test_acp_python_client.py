@@ -473,7 +473,13 @@ async def test_load_replays_the_history_in_a_fresh_daemon(acp_env: CodyEnv) -> N
         assert replayed[live["write x.txt: hi"]].status == "failed"
         # Replay comes before the session/load response.
         frames = [f.message for f in agent.client.frames if f.direction == "in"]
-        last_update = max(i for i, m in enumerate(frames) if m.get("method") == "session/update")
+        # (available_commands_update follows the response: the client needs the session id.)
+        last_update = max(
+            i
+            for i, m in enumerate(frames)
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] != "available_commands_update"
+        )
         load_response = next(
             i for i, m in enumerate(frames) if "result" in m and "modes" in (m["result"] or {})
         )

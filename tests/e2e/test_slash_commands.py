@@ -67,15 +67,25 @@ async def test_commands_are_advertised_after_new_load_and_resume_each_after_its_
     assert response_at < update_at
 
 
-async def test_model_lists_and_switches_through_the_config_options(offline_daemon: Daemon) -> None:
-    daemon = offline_daemon
-    sid = await daemon.new_session()
+async def test_model_lists_and_switches_through_the_config_options(cody_env: CodyEnv) -> None:
+    cody_env.env["OPENAI_API_KEY"] = "sk-test-not-real"  # a provider switched to needs a key
+    daemon = await Daemon.start(cody_env)
+    await daemon.initialize()
+    try:
+        await _model_lists_and_switches(daemon)
+    finally:
+        await daemon.close()
+
+
+async def _model_lists_and_switches(daemon: Daemon) -> None:
+    sid = await daemon.new_session(provider="offline")
 
     _, listing = await ask(daemon, sid, "/model")
     result, switched = await ask(daemon, sid, "/model openai gpt-5.4")
     _, bad = await ask(daemon, sid, "/model nosuchprovider x")
+    _, keyless = await ask(daemon, sid, "/model anthropic claude-opus-4-8")
 
-    assert "Model: offline/offline" in listing and "- openai (no credentials)" in listing
+    assert "Model: offline/offline" in listing and "- anthropic (no credentials)" in listing
     assert "gpt-5.5" in listing
     assert result["stopReason"] == "end_turn"
     assert "Now using openai/gpt-5.4" in switched
@@ -83,6 +93,7 @@ async def test_model_lists_and_switches_through_the_config_options(offline_daemo
     assert {o["id"]: o["currentValue"] for o in options}["model"] == "gpt-5.4"
     assert "/model:" in bad and "nosuchprovider" in bad
     assert "Now using" not in bad
+    assert "No credentials for provider 'anthropic'" in keyless and "Now using" not in keyless
 
 
 async def test_approvals_shows_and_sets_a_mode_or_a_policy(offline_daemon: Daemon) -> None:
