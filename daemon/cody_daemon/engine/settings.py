@@ -45,7 +45,7 @@ __all__ = [
     "mode_of",
 ]
 
-CONFIG_KEYS: dict[str, str] = {
+CONFIG_KEYS: dict[str, str] = {  # `mode` is a preset over two of them (MODES)
     "provider": "model_provider",
     "model": "model",
     "approval_policy": "approval_policy",
@@ -177,19 +177,23 @@ def _select(
 def build_config_options(
     settings: SessionSettings, providers: list[str], models: list[str]
 ) -> list[SessionConfigOption]:
-    """All config options with their current values (the current provider's models)."""
+    """All config options with their current values (the current provider's models).
+
+    Exactly one option per ACP category (schema `SessionConfigOptionCategory`): `model` is
+    the model, `mode` the mode preset, `thought_level` the reasoning effort. Clients pick an
+    option by its category (CodeCompanion's model picker takes the first `model` one), so
+    every other option carries no category.
+    """
+    mode = mode_of(settings)
     return [
-        _select("provider", "Provider", settings.provider, providers, category="model"),
         _select("model", "Model", settings.model, models, category="model"),
         _select(
-            "approval_policy",
-            "Approval policy",
-            settings.approval_policy,
-            list(APPROVAL_POLICIES),
+            "mode",
+            "Mode",
+            mode,
+            list(MODES),
             category="mode",
-        ),
-        _select(
-            "sandbox_mode", "Sandbox", settings.sandbox_mode, list(SANDBOX_MODES), category="mode"
+            description="A preset of approval policy and sandbox (same as session/set_mode)",
         ),
         _select(
             "reasoning_effort",
@@ -198,12 +202,19 @@ def build_config_options(
             ["default", *REASONING_EFFORTS],
             category="thought_level",
         ),
+        _select("provider", "Provider", settings.provider, providers),
+        _select(
+            "approval_policy",
+            "Approval policy",
+            settings.approval_policy,
+            list(APPROVAL_POLICIES),
+        ),
+        _select("sandbox_mode", "Sandbox", settings.sandbox_mode, list(SANDBOX_MODES)),
         _select(
             "reasoning_summary",
             "Reasoning summary",
             settings.reasoning_summary or "default",
             ["default", *REASONING_SUMMARIES],
-            category="thought_level",
         ),
     ]
 
@@ -226,6 +237,10 @@ def apply_config_option(
     Changing the provider resets the model to that provider's default. Raises InvalidParams
     naming the valid values.
     """
+    if config_id == "mode":
+        if not isinstance(value, str) or value not in MODES:
+            raise _invalid(config_id, value, tuple(MODES), "unknown mode")
+        return apply_mode(settings, value)
     changed = settings.copy()
     text = value if isinstance(value, str) else None
     choices: dict[str, tuple[str, ...]] = {
@@ -241,7 +256,7 @@ def apply_config_option(
         changed.model = text.strip()
         return changed
     if config_id not in choices:
-        valid = ("provider", "model", *[key for key in choices if key != "provider"])
+        valid = ("model", "mode", *choices)
         raise InvalidParams(
             f"Unknown config option {config_id!r}; valid ids: {', '.join(valid)}",
             [
