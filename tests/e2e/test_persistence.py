@@ -222,7 +222,7 @@ async def test_session_files_hold_the_documented_line_types(
     sid = await daemon.new_session()
     model.enqueue(tool_call("exec", {"command": "echo x"}, call_id="c1"))
     model.enqueue(text("done"))
-    daemon.answer("allow_session")
+    daemon.answer("allow_always")
     await daemon.prompt(sid, "do it")
     [path] = session_files(daemon.env)
     assert path.name.endswith(f"-{sid}.jsonl")
@@ -244,7 +244,7 @@ async def test_session_files_hold_the_documented_line_types(
             "turnId": approvals[0]["turnId"],
             "callId": "c1",
             "tool": "exec",
-            "decision": "allow_session",
+            "decision": "allow_always",
             "reason": "user",
             "grantKey": ["exec", "echo", "x"],
         }
@@ -286,7 +286,7 @@ async def test_session_grants_survive_a_restart(
     model.enqueue(tool_call("exec", {"command": "echo granted"}, call_id="c1"))
     model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c2"))
     model.enqueue(text("done"))
-    first.answer("allow_session", "reject_session")
+    first.answer("allow_always", "reject_always")
     await first.prompt(sid, "one")
     await first.close()
 

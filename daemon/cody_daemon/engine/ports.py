@@ -17,7 +17,7 @@ from .events import EngineEvent
 __all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientLink"]
 
 ApprovalAnswer = Literal[
-    "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
+    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "invalid"
 ]
 """`invalid`: the client answered with an error or an unknown option (counts as reject_once)."""
 
@@ -30,7 +30,7 @@ class ApprovalRequest:
     raw_input: Any
     content: list[ToolCallContent]
     grant_key: str
-    """Human description of what `allow_session`/`reject_session` would remember."""
+    """Human description of what `allow_always`/`reject_always` would remember."""
     sandboxed: bool | None
     """For process-running tools: whether the call would run inside the sandbox."""
 

@@ -398,14 +398,14 @@ class TurnRunner:
             self._record_decision(call_id, tool_name, "cancelled", reason, grant_key)
             raise TurnCancelled()
         grants = self.session.grants
-        if answer == "allow_session":
+        if answer == "allow_always":
             grants.allowed.add(grant_key)
-        elif answer == "reject_session":
+        elif answer == "reject_always":
             grants.rejected.add(grant_key)
         elif answer == "reject_once":
             grants.turn_rejected.add(grant_key)
         self._record_decision(call_id, tool_name, answer, reason, grant_key)
-        return answer in ("allow_once", "allow_session")
+        return answer in ("allow_once", "allow_always")
 
     def _record_decision(
         self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey

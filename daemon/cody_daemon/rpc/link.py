@@ -6,8 +6,9 @@ most `COALESCE_S` and sent as one notification. Any other event first flushes th
 text, so order is preserved.
 
 Approvals: `session/request_permission` with the JSON-RPC id repeated in
-`_meta.cody.requestId`; an error answer or an unknown option is `invalid` (the engine treats
-it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
+`_meta.cody.requestId`; option ids equal their kinds, and the ids older clients answer with
+(`allow_session`, `reject_session`) are still accepted; an error answer or an unknown option
+is `invalid` (the engine treats it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
 request is withdrawn and cancelled on the wire.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from cody_protocol.methods import CODY_MCP_STATUS, SESSION_REQUEST_PERMISSION, SESSION_UPDATE
 from cody_protocol.permission import (
+    LEGACY_OPTION_IDS,
     PERMISSION_OPTIONS,
     CancelledOutcome,
     CodyPermissionMeta,
@@ -156,7 +158,7 @@ def _answer_of(result: Any) -> ApprovalAnswer:
         return "invalid"
     if isinstance(parsed.outcome, CancelledOutcome):
         return "cancelled"
-    option = parsed.outcome.option_id
+    option = LEGACY_OPTION_IDS.get(parsed.outcome.option_id, parsed.outcome.option_id)
     if option in _OPTION_IDS:
         return option  # type: ignore[return-value]
     logger.info("approval answer names an unknown option")

@@ -50,9 +50,9 @@ class SessionRecord:
     usage_total: dict[str, int] = field(default_factory=dict)
     cost_total_usd: float = 0.0
     granted: set[tuple[str, ...]] = field(default_factory=set)
-    """Grant keys answered `allow_session` (session grants survive a restart)."""
+    """Grant keys answered `allow_always` (session grants survive a restart)."""
     rejected: set[tuple[str, ...]] = field(default_factory=set)
-    """Grant keys answered `reject_session`."""
+    """Grant keys answered `reject_always`."""
     title: str | None = None
     compaction: dict[str, Any] | None = None
     """The latest `compaction` event (the history itself is never shortened)."""
@@ -108,9 +108,10 @@ class _Folder:
                 self.record.cost_total_usd = float(cost["total"])
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
-            if payload.get("decision") == "allow_session":
+            # `allow_session` / `reject_session`: the names older session files use.
+            if payload.get("decision") in ("allow_always", "allow_session"):
                 self.record.granted.add(key)
-            elif payload.get("decision") == "reject_session":
+            elif payload.get("decision") in ("reject_always", "reject_session"):
                 self.record.rejected.add(key)
         elif kind == "title" and isinstance(payload.get("title"), str):
             self.record.title = payload["title"]

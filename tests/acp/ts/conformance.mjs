@@ -415,7 +415,7 @@ async function main() {
     const turn = await runTurn(first, mainSession, "run echo acp-allowed");
     check(seen, "allow_once: no session/request_permission arrived");
     const byId = Object.fromEntries(seen.options.map((o) => [o.optionId, o.kind]));
-    const expected = { allow_once: "allow_once", allow_session: "allow_always", reject_once: "reject_once", reject_session: "reject_always" };
+    const expected = { allow_once: "allow_once", allow_always: "allow_always", reject_once: "reject_once", reject_always: "reject_always" };
     check(JSON.stringify(byId) === JSON.stringify(expected), "allow_once: the four options with their kinds", seen.options);
     check(seen.toolCall.kind === "execute", "allow_once: toolCall.kind must be execute", seen.toolCall);
     check(toolText(seen.toolCall).includes("echo acp-allowed") || JSON.stringify(seen.toolCall.rawInput ?? {}).includes("echo acp-allowed"), "allow_once: the request must show the command", seen.toolCall);
