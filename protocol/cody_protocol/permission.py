@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ._base import WireModel
 from .content import ToolCallContent
-from .updates import ToolCallStatus, ToolKind
+from .updates import ToolCallLocation, ToolCallStatus, ToolKind
 
 __all__ = [
     "LEGACY_OPTION_IDS",
@@ -45,7 +45,9 @@ PERMISSION_OPTIONS: tuple[PermissionOption, ...] = (
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
     PermissionOption(option_id="allow_always", name="Allow for this session", kind="allow_always"),
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Reject for this session", kind="reject_always"),
+    PermissionOption(
+        option_id="reject_always", name="Reject for this session", kind="reject_always"
+    ),
 )
 
 
@@ -56,6 +58,8 @@ class PermissionToolCall(WireModel):
     status: ToolCallStatus = "pending"
     raw_input: Any = None
     content: list[ToolCallContent] = Field(default_factory=list)
+    locations: list[ToolCallLocation] | None = None
+    """The files the call would touch (absolute paths; editors show the right file)."""
 
 
 class CodyPermissionMeta(WireModel):

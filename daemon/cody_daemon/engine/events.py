@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.session import SessionConfigOption
-from cody_protocol.updates import ToolCallStatus, ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolCallStatus, ToolKind
 
 __all__ = [
     "AgentText",
@@ -33,11 +33,14 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class AgentText:
     text: str
+    message_id: str | None = None
+    """The history item the text belongs to (ACP `messageId`: shared by its chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
 class AgentThought:
     text: str
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,9 @@ class UserText:
     """A user message (sent only when replaying a session on `session/load`)."""
 
     text: str
+    message_id: str | None = None
+    blocks: tuple[dict[str, Any], ...] = ()
+    """The ACP content blocks as the client sent them (then sent instead of `text`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +64,7 @@ class ToolCallOpened:
     status: ToolCallStatus = "pending"
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
+    locations: list[ToolCallLocation] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +73,8 @@ class ToolCallProgress:
     status: ToolCallStatus | None = None
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
+    locations: list[ToolCallLocation] | None = None
+    """The files the call touched (replaces the locations of its `tool_call`)."""
 
 
 @dataclass(frozen=True, slots=True)

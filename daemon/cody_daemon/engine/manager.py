@@ -30,7 +30,7 @@ from .events import ConfigChanged, McpStatusChanged
 from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
-from .replay import prompt_to_text, replay_events
+from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
 from .settings import (
@@ -159,7 +159,7 @@ class SessionManager:
         runner = TurnRunner(session, env)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
-        task = asyncio.create_task(runner.run(prompt_to_text(blocks)))
+        task = asyncio.create_task(runner.run(prompt_to_text(blocks), client_content(blocks)))
         session.turn = task
         try:
             return await task

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cody_protocol.content import ToolCallContent
-from cody_protocol.updates import ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolKind
 
 from .events import EngineEvent
 
@@ -33,6 +33,8 @@ class ApprovalRequest:
     """Human description of what `allow_always`/`reject_always` would remember."""
     sandboxed: bool | None
     """For process-running tools: whether the call would run inside the sandbox."""
+    locations: list[ToolCallLocation] | None = None
+    """The files the call would touch (as on its `tool_call`)."""
 
 
 class ClientLink(Protocol):

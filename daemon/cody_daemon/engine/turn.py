@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
+from cody_protocol.updates import ToolCallLocation
 
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..errors import ProviderError
@@ -41,7 +42,7 @@ from ..providers.base import (
 )
 from ..providers.pricing import Price
 from ..store.reader import make_title
-from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
 from .events import (
@@ -62,6 +63,7 @@ from .time_limit import run_with_time_limit
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
+    call_display,
     describe_call,
     describe_grant,
     error_result,
@@ -102,6 +104,11 @@ class TurnEnv:
 class _OpenCall:
     call_id: str
     name: str
+    title: str = ""
+    kind: str = "other"
+    locations: list[ToolCallLocation] = field(default_factory=list)
+    plan: list[tuple[str, str]] | None = None
+    """The plan the call published (`updatePlan`), kept for the replay."""
 
 
 @dataclass
@@ -123,7 +130,11 @@ class TurnRunner:
 
     # -- public ---------------------------------------------------------------------------
 
-    async def run(self, prompt_text: str) -> TurnOutcome:
+    async def run(
+        self, prompt_text: str, client_content: list[dict[str, Any]] | None = None
+    ) -> TurnOutcome:
+        """One turn for the user's `prompt_text`; `client_content`: the prompt's ACP blocks
+        when they were more than text (kept with the message for the replay)."""
         session = self.session
         session.grants.turn_rejected.clear()
         settings = session.settings
@@ -132,6 +143,7 @@ class TurnRunner:
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
         user_item = user_message(new_id("msg_"), prompt_text)
+        user_item.client_content = client_content
         session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
         if session.title is None and prompt_text.strip():
@@ -218,14 +230,14 @@ class TurnRunner:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         message.add(event.text)
-                        self._emit(AgentText(event.text))
+                        self._emit(AgentText(event.text, message.item_id))
                     elif isinstance(event, ReasoningDelta):
                         thought.add(event.text)
-                        self._emit(AgentThought(event.text))
+                        self._emit(AgentThought(event.text, thought.item_id))
                     elif isinstance(event, ReasoningDone):
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
-                            self._emit(AgentThought(event.item.text))
+                            self._emit(AgentThought(event.item.text, thought.item_id))
                         thought.set_opaque(
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
@@ -270,12 +282,19 @@ class TurnRunner:
     # -- tool calls -----------------------------------------------------------------------
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
-        described = [describe_call(self.env.tools, c.name, c.arguments) for c in calls]
+        cwd = self.session.cwd
+        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
         for call, info in zip(calls, described, strict=True):
-            self.state.open_calls[call.call_id] = _OpenCall(call.call_id, call.name)
+            self.state.open_calls[call.call_id] = _OpenCall(
+                call.call_id, call.name, info.title, info.kind, info.locations
+            )
             self._emit(
                 ToolCallOpened(
-                    call_id=call.call_id, title=info.title, kind=info.kind, raw_input=info.raw_input
+                    call_id=call.call_id,
+                    title=info.title,
+                    kind=info.kind,
+                    raw_input=info.raw_input,
+                    locations=info.locations or None,
                 )
             )
         for call, info in zip(calls, described, strict=True):
@@ -296,29 +315,20 @@ class TurnRunner:
             on_output=live.add,
             env=self.env.env,
             tool_config=self.session.settings.tool_config,
-            on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
+            on_plan=lambda entries: self._publish_plan(call.call_id, entries),
             secrets=self.env.secrets,
         )
-        settings = self.session.settings
-        grant_key = tool.grant_key(args, ctx)
-        unsandboxed = tool.runs_unsandboxed(args, ctx)
-        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
-        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
-            tool.known_safe, args, ctx
-        )
-        facts = CallFacts(
-            tool_name=tool.name,
-            requires_approval=tool.requires_approval,
-            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
-            sandbox_violation=tool.sandbox_check(args, ctx),
-            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
-            unsandboxed=unsandboxed,
-            sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=known_safe,
-            grant_key=grant_key,
-            policy=settings.approval_policy,
-            failure_seen=self.state.failure_seen,
-        )
+        try:
+            facts = await self._facts(tool, args, ctx)
+        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
+            logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
+            self._finish_call(
+                call.call_id,
+                error_result(f"{tool.name} cannot run with these arguments: {exc}"),
+            )
+            self.state.failure_seen = True
+            return
+        grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
         verdict = decide(facts, self.session.grants)
         if isinstance(verdict, Ask):
             allowed = await self._ask(
@@ -363,6 +373,31 @@ class TurnRunner:
             self.state.failure_seen = True
         self._finish_call(call.call_id, result)
 
+    async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
+        """What `policy.approval.decide` needs to know about a call (may raise on arguments
+        the file system refuses, such as a path with a NUL byte)."""
+        settings = self.session.settings
+        grant_key = tool.grant_key(args, ctx)
+        unsandboxed = tool.runs_unsandboxed(args, ctx)
+        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
+        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
+            tool.known_safe, args, ctx
+        )
+        facts = CallFacts(
+            tool_name=tool.name,
+            requires_approval=tool.requires_approval,
+            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
+            sandbox_violation=tool.sandbox_check(args, ctx),
+            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
+            unsandboxed=unsandboxed,
+            sandbox_unavailable=settings.sandbox_unavailable,
+            known_safe=known_safe,
+            grant_key=grant_key,
+            policy=settings.approval_policy,
+            failure_seen=self.state.failure_seen,
+        )
+        return facts
+
     async def _ask(
         self,
         *,
@@ -382,6 +417,7 @@ class TurnRunner:
             content=redact_content(self.env.secrets, info.tool.preview(info.args, ctx)),
             grant_key=describe_grant(grant_key),
             sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
+            locations=info.locations or None,
         )
         reason = "user"
         answer: ApprovalAnswer
@@ -423,22 +459,39 @@ class TurnRunner:
             },
         )
 
+    def _publish_plan(self, call_id: str, entries: list[tuple[str, PlanStatus]]) -> None:
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.plan = list(entries)
+        self._emit(PlanChanged(tuple(entries)))
+
     def _finish_call(self, call_id: str, result: ToolResult) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
+        content: list[ToolCallContent] = result.content or text_content(result.output)
+        call = self.state.open_calls.pop(call_id, None)
         item = FunctionCallOutputItem(
-            call_id=call_id, output=result.output, status=status, raw_output=result.raw_output
+            call_id=call_id,
+            output=result.output,
+            status=status,
+            raw_output=result.raw_output,
+            display=call_display(
+                title=call.title if call else None,
+                kind=call.kind if call else None,
+                locations=result.locations or (call.locations if call else []),
+                content=content,
+                plan=call.plan if call else None,
+            ),
         )
         self.session.history.append(item)
         self.session.file.append("response_item", item.payload())
-        self.state.open_calls.pop(call_id, None)
-        content: list[ToolCallContent] = result.content or text_content(result.output)
         self._emit(
             ToolCallProgress(
                 call_id=call_id,
                 status=status,
                 content=content,
                 raw_output=wire_raw_output(result.output, result.raw_output),
+                locations=result.locations or None,
             )
         )
 

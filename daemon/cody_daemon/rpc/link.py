@@ -1,6 +1,6 @@
 """The rpc implementation of the engine's `ClientLink`: updates out, approvals round-trip.
 
-Coalescing: consecutive text chunks of the same kind in one session are merged. The first
+Coalescing: consecutive text chunks of the same kind and message in one session are merged. The first
 chunk after a quiet period is sent at once (no added latency); later ones are held for at
 most `COALESCE_S` and sent as one notification. Any other event first flushes the pending
 text, so order is preserved.
@@ -51,6 +51,7 @@ _OPTION_IDS = frozenset(option.option_id for option in PERMISSION_OPTIONS)
 @dataclass(slots=True)
 class _Pending:
     kind: str
+    message_id: str | None
     parts: list[str] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
 
@@ -68,7 +69,7 @@ class RpcClientLink:
     def emit(self, session_id: str, event: EngineEvent) -> None:
         if isinstance(event, AgentText | AgentThought):
             kind = "agent_message_chunk" if isinstance(event, AgentText) else "agent_thought_chunk"
-            self._chunk(session_id, kind, event.text)
+            self._chunk(session_id, kind, event.text, event.message_id)
             return
         if isinstance(event, McpStatusChanged):
             self._flush_pending(session_id)
@@ -78,9 +79,9 @@ class RpcClientLink:
         for update in event_updates(event):
             self._send_update(session_id, update)
 
-    def _chunk(self, session_id: str, kind: str, text: str) -> None:
+    def _chunk(self, session_id: str, kind: str, text: str, message_id: str | None) -> None:
         pending = self._pending.get(session_id)
-        if pending is not None and pending.kind != kind:
+        if pending is not None and (pending.kind != kind or pending.message_id != message_id):
             self._flush_pending(session_id)
             pending = None
         if pending is not None:
@@ -89,9 +90,9 @@ class RpcClientLink:
         now = time.monotonic()
         if now - self._last_chunk_at.get(session_id, 0.0) >= self._coalesce_s:
             self._last_chunk_at[session_id] = now
-            self._send_update(session_id, chunk_update(kind, text))
+            self._send_update(session_id, chunk_update(kind, text, message_id))
             return
-        pending = _Pending(kind, [text])
+        pending = _Pending(kind, message_id, [text])
         self._pending[session_id] = pending
         loop = asyncio.get_running_loop()
         pending.timer = loop.call_later(self._coalesce_s, self._flush_pending, session_id)
@@ -103,7 +104,9 @@ class RpcClientLink:
         if pending.timer is not None:
             pending.timer.cancel()
         self._last_chunk_at[session_id] = time.monotonic()
-        self._send_update(session_id, chunk_update(pending.kind, "".join(pending.parts)))
+        self._send_update(
+            session_id, chunk_update(pending.kind, "".join(pending.parts), pending.message_id)
+        )
 
     def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._protocol.notify(SESSION_UPDATE, {"sessionId": session_id, "update": update})
@@ -128,6 +131,7 @@ class RpcClientLink:
                 status="pending",
                 raw_input=request.raw_input,
                 content=request.content,
+                locations=request.locations,
             ),
             options=list(PERMISSION_OPTIONS),
             meta=PermissionMeta(

@@ -43,18 +43,24 @@ from ..engine.events import (
 __all__ = ["chunk_update", "event_updates", "mcp_status_params"]
 
 
-def chunk_update(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
 def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
-    """The `update` objects for one event (usually one; a mode change adds a second)."""
+    """The `update` objects for one event (usually one; a mode change adds a second, a user
+    message replayed with its content blocks one per block)."""
     if isinstance(event, AgentText):
-        return [chunk_update("agent_message_chunk", event.text)]
+        return [chunk_update("agent_message_chunk", event.text, event.message_id)]
     if isinstance(event, AgentThought):
-        return [chunk_update("agent_thought_chunk", event.text)]
+        return [chunk_update("agent_thought_chunk", event.text, event.message_id)]
     if isinstance(event, UserText):
-        return [chunk_update("user_message_chunk", event.text)]
+        if event.blocks:
+            return [_block_update(block, event.message_id) for block in event.blocks]
+        return [chunk_update("user_message_chunk", event.text, event.message_id)]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
@@ -65,6 +71,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_input=event.raw_input,
                 content=event.content,
                 raw_output=event.raw_output,
+                locations=event.locations,
             ).wire()
         ]
     if isinstance(event, ToolCallProgress):
@@ -74,6 +81,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 status=event.status,
                 content=event.content,
                 raw_output=event.raw_output,
+                locations=event.locations,
             ).wire()
         ]
     if isinstance(event, PlanChanged):
@@ -107,6 +115,13 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         meta = SessionInfoMeta(cody=CodySessionInfoMeta(compaction=notice))
         return [SessionInfoUpdate(meta=meta).wire()]
     raise TypeError(f"unknown engine event {type(event).__name__}")
+
+
+def _block_update(block: dict[str, Any], message_id: str | None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "user_message_chunk", "content": block}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
 def mcp_status_params(session_id: str, event: McpStatusChanged) -> dict[str, Any]:

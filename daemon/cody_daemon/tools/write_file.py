@@ -16,11 +16,20 @@ import stat
 from pathlib import Path
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy.sandbox import resolve_path
 from .atomic import write_atomic
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import (
+    GrantKey,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    first_changed_line,
+    location,
+)
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
 
@@ -66,6 +75,9 @@ class WriteFileTool(Tool[WriteFileArgs]):
     def sandbox_check(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
         return ctx.sandbox.check_write(self._path(args, ctx))
 
+    def locations(self, args: WriteFileArgs, cwd: Path) -> list[ToolCallLocation]:
+        return [location(resolve_path(os.path.expanduser(args.file_path), cwd))]
+
     def preview(self, args: WriteFileArgs, ctx: ToolContext) -> list[ToolCallContent]:
         path = self._path(args, ctx)
         return [
@@ -97,6 +109,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
             output=f"Wrote {len(data)} bytes to {path} ({verb})",
             raw_output={"path": str(path), "bytes": len(data), "created": created},
             content=[DiffToolCallContent(path=str(path), old_text=old_text, new_text=args.content)],
+            locations=[location(path, first_changed_line(old_text, args.content) or 1)],
         )
 
 
