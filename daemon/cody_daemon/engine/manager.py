@@ -1,6 +1,7 @@
 """The session manager: many sessions per daemon, one running turn per session.
 
 Invariants: a session is live (in `_live`) exactly while its file is open and locked; a
+session closed (or left at shutdown) without any history leaves no file; a
 second prompt on a busy session fails with SessionBusy (-32011) and changes nothing;
 `shutdown()` cancels every turn, waits for their cleanup and closes every file.
 """
@@ -325,7 +326,9 @@ class SessionManager:
                     "Invalid cursor; pass the nextCursor of a previous session/list answer.",
                     [Issue(key="cursor", message="not a cursor from session/list", value=cursor)],
                 ) from None
-        summaries = self.deps.store.list(cwd)
+        # Only sessions that were prompted (as codex-acp lists them): a chat's own new,
+        # untitled session would otherwise top every list.
+        summaries = [s for s in self.deps.store.list(cwd) if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
             SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
@@ -348,7 +351,7 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _close_mcp(session)
         await session.file.sync()
-        session.file.close()
+        _close_file(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -356,6 +359,8 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self._close(live)
+            if not live.history:
+                return  # never prompted: closing it removed its file
         self.deps.store.delete(session_id)
 
     def fork(
@@ -421,10 +426,19 @@ class SessionManager:
                 await _close_mcp(session)
                 await session.file.sync()
             finally:
-                session.file.close()
+                _close_file(session)
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+
+
+def _close_file(session: Session) -> None:
+    """Close the session's file; a session never prompted (no history) leaves none behind:
+    an empty chat is not saved."""
+    if session.history:
+        session.file.close()
+    else:
+        session.file.discard()
 
 
 async def _close_mcp(session: Session) -> None:
