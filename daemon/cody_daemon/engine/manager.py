@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +57,8 @@ class SessionManager:
         self._live: dict[str, Session] = {}
         self._catalogs: dict[str, ProviderCatalog] = {}
         self._loader = SessionLoader(deps)
+        self._cancelled: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
 
@@ -166,7 +169,7 @@ class SessionManager:
             return await task
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
-            task.cancel()
+            self._cancel_turn(task)
             await asyncio.wait({task})
             raise
         finally:
@@ -266,8 +269,17 @@ class SessionManager:
         session = self._live.get(session_id)
         if session is None or session.turn is None or session.turn.done():
             return False
-        session.turn.cancel()
+        self._cancel_turn(session.turn)
         return True
+
+    def _cancel_turn(self, task: asyncio.Task[Any]) -> None:
+        """Cancel a turn once. A second cancel (editors repeat `session/cancel`) would land
+        in the turn's own cleanup: abandon a tool being stopped, skip closing its calls, and
+        answer the prompt with an error instead of `cancelled`."""
+        if task.done() or task in self._cancelled:
+            return
+        self._cancelled.add(task)
+        task.cancel()
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -345,7 +357,7 @@ class SessionManager:
 
     async def _close(self, session: Session) -> None:
         if session.turn is not None and not session.turn.done():
-            session.turn.cancel()
+            self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
@@ -418,7 +430,7 @@ class SessionManager:
     async def shutdown(self) -> None:
         turns = [s.turn for s in self._live.values() if s.turn is not None and not s.turn.done()]
         for turn in turns:
-            turn.cancel()
+            self._cancel_turn(turn)
         if turns:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):

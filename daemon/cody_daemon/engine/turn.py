@@ -8,7 +8,9 @@ Invariants:
   returns, also when it is cancelled or the provider fails; the history then holds an
   output for every call, so any provider accepts it next turn;
 - cancellation (task cancel, or `cancelled` chosen in an approval) keeps the partial
-  assistant text and answers `cancelled`; provider errors propagate after cleanup.
+  assistant text and answers `cancelled`; provider errors propagate after cleanup;
+- every event of the turn is handed to the link before `run` returns (then the prompt is
+  answered); nothing is emitted for the turn afterwards.
 """
 
 from __future__ import annotations
@@ -127,6 +129,9 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self._closed = False
+        """Set once the turn's last update is out: later events (a tool that ignored its
+        cancellation and still writes output) are dropped, never sent after the answer."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -173,6 +178,7 @@ class TurnRunner:
             },
         )
         await session.file.sync()
+        self._closed = True
         await self.env.link.flush(session.id)
         if failure is not None:
             raise failure
@@ -364,6 +370,7 @@ class TurnRunner:
         except ToolError as exc:
             result = error_result(exc.message, exc.raw_output)
         except (asyncio.CancelledError, TurnCancelled):
+            live.close()  # output a stopping tool still writes is not shown after its end
             raise
         except Exception as exc:
             logger.exception("tool %s raised", tool.name)
@@ -504,4 +511,7 @@ class TurnRunner:
         self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
 
     def _emit(self, event: Any) -> None:
+        if self._closed:
+            logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
+            return
         self.env.link.emit(self.session.id, event)
