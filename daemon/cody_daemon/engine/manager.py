@@ -26,6 +26,7 @@ from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
 from ..tools.registry import ToolRegistry
+from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
@@ -58,6 +59,8 @@ class SessionManager:
         self._catalogs: dict[str, ProviderCatalog] = {}
         self._loader = SessionLoader(deps)
         self._cancelled: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.logged_out: set[str] = set()
+        """Providers whose OAuth login `logout` ended (until `authenticate` succeeds)."""
         """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
@@ -220,6 +223,12 @@ class SessionManager:
         credentials = catalog.credentials(spec)
         if credentials is None:
             raise AuthRequired(spec.id, catalog.missing_credentials_fix(spec))
+        if spec.id in self.logged_out and credentials.kind in OAUTH_KINDS:
+            raise AuthRequired(
+                spec.id,
+                f'Call authenticate with methodId "{spec.id}{AUTH_METHOD_SUFFIX}" to use it again.',
+                why=f"You logged out of provider '{spec.id}' in this connection.",
+            )
         try:
             provider = self.deps.providers.get(spec, credentials)
         except UnsupportedWireApi as exc:
@@ -259,6 +268,14 @@ class SessionManager:
                 mcp_servers=session.mcp.specs() if session.mcp is not None else (),
             ),
         )
+
+    async def logout(self, catalog: ProviderCatalog) -> list[str]:
+        """End the OAuth logins (see engine/auth.py): their providers need `authenticate`
+        again, and the provider clients holding their tokens are closed."""
+        ended = oauth_logins(catalog)
+        self.logged_out.update(ended)
+        await self.deps.providers.forget(OAUTH_KINDS)
+        return ended
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:
         settings = self.get(session_id).settings
