@@ -14,6 +14,8 @@ local SPECS = {
   "errors_spec",
   "health_spec",
   "lifecycle_spec",
+  "buffers_spec",
+  "acp_spec",
 }
 
 local filter = _G.arg and _G.arg[1]
