@@ -248,7 +248,7 @@ async def test_session_files_hold_the_documented_line_types(
             "turnId": approvals[0]["turnId"],
             "callId": "c1",
             "tool": "exec",
-            "decision": "allow_always",
+            "decision": "allow_session",
             "reason": "user",
             "grantKey": ["exec", "echo", "x"],
         }

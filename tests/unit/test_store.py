@@ -422,8 +422,8 @@ def test_config_usage_and_title_events(tmp_path: Path) -> None:
 
 
 def test_session_grants_restore_under_the_new_and_the_old_decision_names(tmp_path: Path) -> None:
-    """Files written before option ids equalled their kinds say `allow_session` /
-    `reject_session`; both spellings restore the session's grants and rejections."""
+    """The engine records `allow_session` / `reject_session`; the wire kinds
+    (`allow_always` / `reject_always`) restore the session's grants and rejections too."""
     path = tmp_path / "s.jsonl"
     handle = new_file(path)
     for decision, key in (

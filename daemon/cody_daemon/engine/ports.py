@@ -17,9 +17,12 @@ from .events import EngineEvent
 __all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientLink"]
 
 ApprovalAnswer = Literal[
-    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "invalid"
+    "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
 ]
-"""`invalid`: the client answered with an error or an unknown option (counts as reject_once)."""
+"""The engine's names for the client's choice (also what session files record):
+`allow_session` / `reject_session` are the options of kind `allow_always` / `reject_always`
+(the rpc layer maps the wire ids). `invalid`: the client answered with an error or an unknown
+option (counts as reject_once)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,7 +33,7 @@ class ApprovalRequest:
     raw_input: Any
     content: list[ToolCallContent]
     grant_key: str
-    """Human description of what `allow_always`/`reject_always` would remember."""
+    """Human description of what `allow_session`/`reject_session` would remember."""
     sandboxed: bool | None
     """For process-running tools: whether the call would run inside the sandbox."""
     locations: list[ToolCallLocation] | None = None

@@ -441,14 +441,14 @@ class TurnRunner:
             self._record_decision(call_id, tool_name, "cancelled", reason, grant_key)
             raise TurnCancelled()
         grants = self.session.grants
-        if answer == "allow_always":
+        if answer == "allow_session":
             grants.allowed.add(grant_key)
-        elif answer == "reject_always":
+        elif answer == "reject_session":
             grants.rejected.add(grant_key)
         elif answer == "reject_once":
             grants.turn_rejected.add(grant_key)
         self._record_decision(call_id, tool_name, answer, reason, grant_key)
-        return answer in ("allow_once", "allow_always")
+        return answer in ("allow_once", "allow_session")
 
     def _record_decision(
         self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey

@@ -45,7 +45,14 @@ __all__ = ["COALESCE_S", "RpcClientLink"]
 logger = logging.getLogger(__name__)
 
 COALESCE_S = 0.02
-_OPTION_IDS = frozenset(option.option_id for option in PERMISSION_OPTIONS)
+_ANSWERS: dict[str, ApprovalAnswer] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_session",
+    "reject_once": "reject_once",
+    "reject_always": "reject_session",
+}
+"""Wire option id (= its kind) -> the engine's answer."""
+assert set(_ANSWERS) == {option.option_id for option in PERMISSION_OPTIONS}
 
 
 @dataclass(slots=True)
@@ -163,7 +170,7 @@ def _answer_of(result: Any) -> ApprovalAnswer:
     if isinstance(parsed.outcome, CancelledOutcome):
         return "cancelled"
     option = LEGACY_OPTION_IDS.get(parsed.outcome.option_id, parsed.outcome.option_id)
-    if option in _OPTION_IDS:
-        return option  # type: ignore[return-value]
+    if option in _ANSWERS:
+        return _ANSWERS[option]
     logger.info("approval answer names an unknown option")
     return "invalid"

@@ -50,9 +50,9 @@ class SessionRecord:
     usage_total: dict[str, int] = field(default_factory=dict)
     cost_total_usd: float = 0.0
     granted: set[tuple[str, ...]] = field(default_factory=set)
-    """Grant keys answered `allow_always` (session grants survive a restart)."""
+    """Grant keys answered `allow_session` (session grants survive a restart)."""
     rejected: set[tuple[str, ...]] = field(default_factory=set)
-    """Grant keys answered `reject_always`."""
+    """Grant keys answered `reject_session`."""
     title: str | None = None
     compaction: dict[str, Any] | None = None
     """The latest `compaction` event (the history itself is never shortened)."""
@@ -108,7 +108,7 @@ class _Folder:
                 self.record.cost_total_usd = float(cost["total"])
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
-            # `allow_session` / `reject_session`: the names older session files use.
+            # The engine records `allow_session` / `reject_session`; the wire kinds are accepted too.
             if payload.get("decision") in ("allow_always", "allow_session"):
                 self.record.granted.add(key)
             elif payload.get("decision") in ("reject_always", "reject_session"):
