@@ -16,10 +16,10 @@ ApprovalMode = Literal["ask", "allow", "deny"]
 CHOICES: dict[str, str] = {
     "y": "allow_once",
     "yes": "allow_once",
-    "a": "allow_session",
+    "a": "allow_always",
     "n": "reject_once",
     "no": "reject_once",
-    "r": "reject_session",
+    "r": "reject_always",
     "c": "cancelled",
 }
 

@@ -167,11 +167,22 @@ class Chat:
                     break
                 continue
             await self.turn(text)
-        self.renderer.line(
-            self.renderer.style.dim(
-                f"Session saved. Resume with: cody-client --resume {self.session.id}"
-            )
-        )
+        if await self._kept():
+            message = f"Session saved. Resume with: cody-client --resume {self.session.id}"
+        else:
+            message = "Nothing was asked, so the session is not saved."
+        self.renderer.line(self.renderer.style.dim(message))
+
+    async def _kept(self) -> bool:
+        """Whether the daemon keeps this session: it lists (and saves) only sessions with a
+        prompt; a never-prompted one is dropped when it closes. The session was written last,
+        so it is on the first page when listed."""
+        try:
+            page = await self.client.connection.request("session/list", {})
+        except Exception:
+            return True  # cannot tell: say how to resume rather than nothing
+        sessions = page.get("sessions", []) if isinstance(page, dict) else []
+        return any(s.get("sessionId") == self.session.id for s in sessions)
 
     async def turn(self, text: str) -> None:
         try:

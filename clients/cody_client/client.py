@@ -76,7 +76,7 @@ class SessionLookupError(LookupError):
 
 
 PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
-"""Returns an option id (`allow_once`, `allow_session`, `reject_once`, `reject_session`) or
+"""Returns an option id (`allow_once`, `allow_always`, `reject_once`, `reject_always`) or
 `cancelled` to stop the turn."""
 UpdateCallback = Callable[[SessionUpdate], None]
 

@@ -80,8 +80,10 @@ class SessionBusy(CodyError):
 
 
 class AuthRequired(CodyError):
-    def __init__(self, provider: str, fix: str) -> None:
-        super().__init__(f"No credentials for provider '{provider}'. {fix}")
+    def __init__(self, provider: str, fix: str, *, why: str | None = None) -> None:
+        """`why`: replaces "No credentials for provider ..." (e.g. the user logged out)."""
+        reason = why if why is not None else f"No credentials for provider '{provider}'."
+        super().__init__(f"{reason} {fix}")
         self.provider = provider
         self.fix = fix
 

@@ -11,9 +11,11 @@ from .terminal import TERMINAL_OUTPUT_CAPABILITY
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "AgentAuthCapabilities",
     "AgentCapabilities",
     "AuthMethod",
     "AuthenticateParams",
+    "CodyLogoutMeta",
     "BinaryInfo",
     "ClientCapabilities",
     "CodyInitializeMeta",
@@ -22,6 +24,8 @@ __all__ = [
     "InitializeMeta",
     "InitializeParams",
     "InitializeResult",
+    "LogoutMeta",
+    "LogoutResult",
     "McpCapabilities",
     "PromptCapabilities",
     "ProviderInfo",
@@ -79,6 +83,13 @@ class SessionCapabilities(WireModel):
     resume: dict[str, object] = Field(default_factory=dict)
     close: dict[str, object] = Field(default_factory=dict)
     delete: dict[str, object] = Field(default_factory=dict)
+    fork: dict[str, object] = Field(default_factory=dict)
+    """`session/fork` (ACP's unstable `SessionForkCapabilities`)."""
+
+
+class AgentAuthCapabilities(WireModel):
+    logout: dict[str, object] = Field(default_factory=dict)
+    """`logout` ends the OAuth logins this daemon uses (see PROTOCOL.md "Lifecycle")."""
 
 
 class AgentCapabilities(WireModel):
@@ -86,6 +97,7 @@ class AgentCapabilities(WireModel):
     prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
     mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
     session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+    auth: AgentAuthCapabilities = Field(default_factory=AgentAuthCapabilities)
 
 
 class AuthMethod(WireModel):
@@ -150,3 +162,18 @@ class InitializeResult(WireModel):
 
 class AuthenticateParams(WireModel):
     method_id: str
+
+
+class CodyLogoutMeta(WireModel):
+    logged_out: list[str]
+    """Provider ids whose login this connection no longer uses (until `authenticate`)."""
+
+
+class LogoutMeta(WireModel):
+    cody: CodyLogoutMeta
+
+
+class LogoutResult(WireModel):
+    """`logout` answers `{}`; Cody adds what it ended in `_meta.cody`."""
+
+    meta: LogoutMeta | None = Field(default=None, alias="_meta")

@@ -22,7 +22,9 @@ __all__ = [
     "INITIALIZE",
     "SESSION_CANCEL",
     "SESSION_CLOSE",
+    "LOGOUT",
     "SESSION_DELETE",
+    "SESSION_FORK",
     "SESSION_LIST",
     "SESSION_LOAD",
     "SESSION_NEW",
@@ -45,6 +47,9 @@ SESSION_RESUME = "session/resume"
 SESSION_LIST = "session/list"
 SESSION_CLOSE = "session/close"
 SESSION_DELETE = "session/delete"
+SESSION_FORK = "session/fork"
+"""ACP's (unstable in SDK 2.4.0) fork; `_cody/session/fork` is its alias."""
+LOGOUT = "logout"
 SESSION_PROMPT = "session/prompt"
 SESSION_CANCEL = "session/cancel"
 SESSION_SET_MODE = "session/set_mode"

@@ -8,9 +8,10 @@ from pydantic import Field
 
 from ._base import WireModel
 from .content import ToolCallContent
-from .updates import ToolCallStatus, ToolKind
+from .updates import ToolCallLocation, ToolCallStatus, ToolKind
 
 __all__ = [
+    "LEGACY_OPTION_IDS",
     "PERMISSION_OPTIONS",
     "CancelledOutcome",
     "CodyPermissionMeta",
@@ -24,7 +25,14 @@ __all__ = [
     "SelectedOutcome",
 ]
 
-PermissionOptionId = Literal["allow_once", "allow_session", "reject_once", "reject_session"]
+PermissionOptionId = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+"""Option ids equal their kinds: some ACP clients (avante.nvim) decide by the id alone."""
+
+LEGACY_OPTION_IDS: dict[str, PermissionOptionId] = {
+    "allow_session": "allow_always",
+    "reject_session": "reject_always",
+}
+"""Ids older Cody releases sent; still accepted as answers from older clients."""
 
 
 class PermissionOption(WireModel):
@@ -35,10 +43,10 @@ class PermissionOption(WireModel):
 
 PERMISSION_OPTIONS: tuple[PermissionOption, ...] = (
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_session", name="Allow for this session", kind="allow_always"),
+    PermissionOption(option_id="allow_always", name="Allow for this session", kind="allow_always"),
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     PermissionOption(
-        option_id="reject_session", name="Reject for this session", kind="reject_always"
+        option_id="reject_always", name="Reject for this session", kind="reject_always"
     ),
 )
 
@@ -50,13 +58,15 @@ class PermissionToolCall(WireModel):
     status: ToolCallStatus = "pending"
     raw_input: Any = None
     content: list[ToolCallContent] = Field(default_factory=list)
+    locations: list[ToolCallLocation] | None = None
+    """The files the call would touch (absolute paths; editors show the right file)."""
 
 
 class CodyPermissionMeta(WireModel):
     request_id: str | int
     """Repeats the JSON-RPC id, for clients (Neovim) that never see ids."""
     grant_key: str | None = None
-    """What `allow_session`/`reject_session` would remember, in words."""
+    """What `allow_always`/`reject_always` would remember, in words."""
     sandboxed: bool | None = None
     """For `exec`: whether the command would run inside the sandbox."""
 

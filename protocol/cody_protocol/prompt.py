@@ -107,6 +107,8 @@ class PromptMeta(WireModel):
 
 class PromptResult(WireModel):
     stop_reason: StopReason
+    usage: TokenUsage | None = None
+    """ACP's `usage` (unstable in SDK 2.4.0, shape `Usage`): this turn's tokens."""
     meta: PromptMeta | None = Field(default=None, alias="_meta")
 
 

@@ -49,6 +49,7 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     initialize.InitializeParams,
     initialize.InitializeResult,
     initialize.AuthenticateParams,
+    initialize.LogoutResult,
     session.NewSessionParams,
     session.NewSessionResult,
     session.LoadSessionParams,

@@ -41,16 +41,22 @@ ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
 class UserMessageChunk(WireModel):
     session_update: Literal["user_message_chunk"] = "user_message_chunk"
     content: ContentBlock
+    message_id: str | None = None
+    """ACP `messageId`: the same for every chunk of one message (Cody's history item id)."""
 
 
 class AgentMessageChunk(WireModel):
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
     content: ContentBlock
+    message_id: str | None = None
+    """ACP `messageId`: the same for every chunk of one message (Cody's history item id)."""
 
 
 class AgentThoughtChunk(WireModel):
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
     content: ContentBlock
+    message_id: str | None = None
+    """ACP `messageId`: the same for every chunk of one message (Cody's history item id)."""
 
 
 class ToolCallLocation(WireModel):

@@ -344,9 +344,9 @@ async def test_permission_allow_once_runs_the_command(acp_env: CodyEnv) -> None:
         [(_, request, options)] = agent.client.permission_requests
         assert [(o.option_id, o.kind) for o in options] == [
             ("allow_once", "allow_once"),
-            ("allow_session", "allow_always"),
+            ("allow_always", "allow_always"),
             ("reject_once", "reject_once"),
-            ("reject_session", "reject_always"),
+            ("reject_always", "reject_always"),
         ]
         assert request.kind == "execute"
         assert request.status == "pending"

@@ -33,10 +33,11 @@ async def test_approved_exec_runs_and_its_output_reaches_the_model(
     assert request["_meta"]["cody"]["requestId"] is not None
     assert [o["optionId"] for o in request["options"]] == [
         "allow_once",
-        "allow_session",
+        "allow_always",
         "reject_once",
-        "reject_session",
-    ]
+        "reject_always",
+    ], "option ids equal their kinds (avante.nvim decides by the id)"
+    assert [o["kind"] for o in request["options"]] == [o["optionId"] for o in request["options"]]
     assert "approved-output" in tool_outputs(model.requests[1])["c1"]
     statuses = [u.get("status") for u in daemon.tool_updates(sid, "c1") if u.get("status")]
     assert statuses == ["pending", "in_progress", "completed"]
@@ -59,7 +60,7 @@ async def test_rejected_exec_does_not_run_and_the_turn_goes_on(
     assert daemon.tool_updates(sid, "c1")[-1]["status"] == "failed"
 
 
-async def test_allow_session_stops_the_second_identical_prompt(
+async def test_allow_always_stops_the_second_identical_prompt(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
     model.enqueue(exec_call("echo one", "c1"))
@@ -69,7 +70,7 @@ async def test_allow_session_stops_the_second_identical_prompt(
     model.enqueue(exec_call("FOO=1 echo one", "c4"))
     model.enqueue(text("second turn done"))
     sid = await daemon.new_session()
-    daemon.answer("allow_session", "reject_once")
+    daemon.answer("allow_always", "reject_once")
 
     await daemon.prompt(sid, "first")
     await daemon.prompt(sid, "second")
@@ -81,20 +82,43 @@ async def test_allow_session_stops_the_second_identical_prompt(
     assert outputs["c4"] == DENIED, "an assignment prefix is part of the grant key"
 
 
-async def test_reject_session_is_remembered_without_asking(
+async def test_reject_always_is_remembered_without_asking(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
     model.enqueue(exec_call("touch x", "c1"))
     model.enqueue(exec_call(["bash", "-lc", "touch  x"], "c2"))
     model.enqueue(text("gave up"))
     sid = await daemon.new_session()
-    daemon.answer("reject_session")
+    daemon.answer("reject_always")
 
     await daemon.prompt(sid, "touch x twice")
 
     assert len(daemon.permission_requests) == 1
     assert tool_outputs(model.requests[-1])["c2"] == DENIED
     assert not (daemon.env.workspace / "x").exists()
+
+
+async def test_the_option_ids_older_clients_answer_with_still_work(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """Clients written against the earlier ids answer `allow_session` / `reject_session`:
+    they mean allow_always / reject_always, not an unknown option (= reject_once)."""
+    model.enqueue(exec_call("echo legacy", "c1"))
+    model.enqueue(exec_call(["bash", "-lc", "echo legacy"], "c2"))
+    model.enqueue(exec_call("touch legacy-refused", "c3"))
+    model.enqueue(exec_call(["sh", "-c", "touch legacy-refused"], "c4"))
+    model.enqueue(text("done"))
+    sid = await daemon.new_session()
+    daemon.answer("allow_session", "reject_session")
+
+    await daemon.prompt(sid, "old client")
+
+    asked = [r["toolCall"]["toolCallId"] for r in daemon.permission_requests]
+    assert asked == ["c1", "c3"], "the legacy answers were remembered as session grants"
+    outputs = tool_outputs(model.requests[-1])
+    assert "legacy" in outputs["c2"]
+    assert outputs["c4"] == DENIED
+    assert not (daemon.env.workspace / "legacy-refused").exists()
 
 
 async def test_a_denial_is_not_reasked_in_the_same_turn_through_another_spelling(

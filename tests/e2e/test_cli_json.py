@@ -194,3 +194,35 @@ async def test_a_turn_cut_at_the_output_limit_exits_1(
     assert code == 1
     assert events[-1]["type"] == "turn.completed" and events[-1]["stopReason"] == "max_tokens"
     assert events[-1]["exitCode"] == 1
+
+
+async def test_an_empty_chat_is_not_saved_and_a_prompted_one_is(cody_env: CodyEnv) -> None:
+    """Issue 10.9: quitting a chat where nothing was asked leaves no session behind (and says
+    so); a chat with a prompt says how to resume it, and its file exists."""
+
+    async def chat(script: bytes) -> str:
+        process = await asyncio.create_subprocess_exec(
+            *CLIENT,
+            "--provider",
+            "offline",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=cody_env.env,
+            cwd=cody_env.workspace,
+        )
+        out, err = await asyncio.wait_for(process.communicate(script), 60)
+        assert process.returncode == 0, err.decode()
+        return out.decode()
+
+    def files() -> list[str]:
+        return [p.name for p in (cody_env.cody_home / "sessions").rglob("*.jsonl")]
+
+    out = await chat(b"/help\n/quit\n")
+    assert "not saved" in out and "Resume with" not in out
+    assert files() == []
+
+    out = await chat(b"list files\n/quit\n")
+    assert "Session saved. Resume with: cody-client --resume" in out
+    [saved] = files()
+    assert out.split("--resume ")[1].split()[0] in saved

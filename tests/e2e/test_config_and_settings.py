@@ -315,3 +315,47 @@ async def test_a_configured_model_for_a_missing_login_falls_back_to_offline_with
         assert any("gpt-5.5" in w for w in result["_meta"]["cody"]["warnings"])
     finally:
         await daemon.close()
+
+
+async def test_each_acp_config_category_names_exactly_one_option(offline_daemon: Daemon) -> None:
+    """CodeCompanion picks options by category (`session_config_options = {model = ...,
+    mode = ...}`; its model picker takes the first `model` option): the ACP categories
+    (schema `SessionConfigOptionCategory`) must each name one option, and the right one."""
+    daemon = offline_daemon
+    result = await daemon.request(
+        "session/new", {"cwd": str(daemon.env.workspace), "mcpServers": []}
+    )
+    options = result["configOptions"]
+    by_category: dict[str, list[str]] = {}
+    for option in options:
+        category = option.get("category")
+        if category is not None:
+            by_category.setdefault(category, []).append(option["id"])
+    acp = {key: value for key, value in by_category.items() if not key.startswith("_")}
+    assert acp == {"model": ["model"], "mode": ["mode"], "thought_level": ["reasoning_effort"]}
+    mode = next(o for o in options if o["id"] == "mode")
+    assert mode["currentValue"] == result["modes"]["currentModeId"] == "auto"
+    assert [v["value"] for v in mode["options"]] == [
+        m["id"] for m in result["modes"]["availableModes"]
+    ]
+
+    sid = result["sessionId"]
+    changed = await daemon.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "read-only"}
+    )
+    values = {o["id"]: o["currentValue"] for o in changed["configOptions"]}
+    assert values["mode"] == "read-only"
+    assert (values["approval_policy"], values["sandbox_mode"]) == ("on-request", "read-only")
+    await daemon.wait_for(
+        lambda: any(
+            u.get("currentModeId") == "read-only"
+            for u in daemon.session_updates(sid, "current_mode_update")
+        )
+    )
+    error = await expect_error(
+        daemon.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "custom"}
+        ),
+        -32602,
+    )
+    assert "full-access" in error.message, "the error names the valid modes"

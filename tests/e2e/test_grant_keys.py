@@ -76,7 +76,7 @@ async def test_a_git_status_grant_covers_no_prefix_no_wrapper_and_no_other_direc
     model.enqueue(text("done"))
     sid = await daemon.new_session()
     daemon.answer_fn = lambda params: (
-        "allow_session" if params["toolCall"]["toolCallId"] == "g1" else "reject_once"
+        "allow_always" if params["toolCall"]["toolCallId"] == "g1" else "reject_once"
     )
 
     await daemon.prompt(sid, "check the status")
@@ -100,7 +100,7 @@ async def test_an_argv_grant_never_covers_a_shell_string_that_expands(
     model.enqueue(exec_call('echo "$(touch X-subst)"', "a2"))
     model.enqueue(text("done"))
     sid = await daemon.new_session()
-    daemon.answer("allow_session", "reject_once")
+    daemon.answer("allow_always", "reject_once")
 
     await daemon.prompt(sid, "echo it")
     await daemon.prompt(sid, "echo it through bash")

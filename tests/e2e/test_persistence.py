@@ -150,6 +150,8 @@ async def test_a_second_daemon_cannot_open_a_live_session(
         await first.initialize()
         await second.initialize()
         sid = await first.new_session()
+        model.enqueue(text("hi"))
+        await first.prompt(sid, "hello")  # a prompted session keeps its file when closed
         error = await expect_error(
             second.request("session/resume", {"sessionId": sid, "cwd": str(cody_env.workspace)}),
             -32011,
@@ -199,6 +201,8 @@ async def test_an_unreadable_session_file_is_an_error_not_a_fresh_start(
     first = await Daemon.start(cody_env)
     await first.initialize()
     sid = await first.new_session()
+    model.enqueue(text("hi"))
+    await first.prompt(sid, "hello")
     await first.close()
     [path] = session_files(cody_env)
     path.write_bytes(b"this is not a session file\n")
@@ -222,7 +226,7 @@ async def test_session_files_hold_the_documented_line_types(
     sid = await daemon.new_session()
     model.enqueue(tool_call("exec", {"command": "echo x"}, call_id="c1"))
     model.enqueue(text("done"))
-    daemon.answer("allow_session")
+    daemon.answer("allow_always")
     await daemon.prompt(sid, "do it")
     [path] = session_files(daemon.env)
     assert path.name.endswith(f"-{sid}.jsonl")
@@ -286,7 +290,7 @@ async def test_session_grants_survive_a_restart(
     model.enqueue(tool_call("exec", {"command": "echo granted"}, call_id="c1"))
     model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c2"))
     model.enqueue(text("done"))
-    first.answer("allow_session", "reject_session")
+    first.answer("allow_always", "reject_always")
     await first.prompt(sid, "one")
     await first.close()
 
@@ -302,5 +306,90 @@ async def test_session_grants_survive_a_restart(
         outputs = tool_outputs(model.requests[-1])
         assert "granted" in outputs["c3"]
         assert json.loads(outputs["c4"]) == {"error": "User denied approval"}
+    finally:
+        await second.close()
+
+
+async def test_list_shows_only_prompted_sessions_and_an_empty_one_leaves_no_file(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """codex-acp lists only sessions with a turn; an editor's own new, untitled session was
+    listed first. An empty chat is not saved: closing it, deleting it or stopping the daemon
+    removes its file; `session/load` of it works while it is live."""
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        prompted = await daemon.new_session()
+        model.enqueue(text("hi"))
+        await daemon.prompt(prompted, "hello")
+        empty = await daemon.new_session()
+        closed_empty = await daemon.new_session()
+        deleted_empty = await daemon.new_session()
+        await daemon.request(
+            "session/set_mode", {"sessionId": empty, "modeId": "read-only"}
+        )  # a settings change is not a turn
+        assert len(session_files(cody_env)) == 4, "live sessions hold their (locked) files"
+
+        listed = await daemon.request("session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == [prompted]
+
+        loaded = await daemon.request(
+            "session/load", {"sessionId": empty, "cwd": str(cody_env.workspace), "mcpServers": []}
+        )
+        assert loaded["modes"]["currentModeId"] == "read-only", "an empty live session loads"
+        assert daemon.session_updates(empty) == [
+            u for u in daemon.session_updates(empty) if u["sessionUpdate"] != "user_message_chunk"
+        ]
+
+        await daemon.request("session/close", {"sessionId": closed_empty})
+        assert await daemon.request("session/delete", {"sessionId": deleted_empty}) == {}
+        assert len(session_files(cody_env)) == 2
+        await expect_error(
+            daemon.request(
+                "session/load",
+                {"sessionId": closed_empty, "cwd": str(cody_env.workspace), "mcpServers": []},
+            ),
+            -32002,
+        )
+        assert await daemon.request("shutdown") is None
+    finally:
+        code = await daemon.close()
+    assert code == 0
+    files = session_files(cody_env)
+    assert [p.name.endswith(f"-{prompted}.jsonl") for p in files] == [True], (
+        "stopping the daemon removed the empty session still live"
+    )
+
+
+async def test_a_leftover_empty_session_file_is_not_listed(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """A file a crashed daemon left for a never-prompted session stays out of the list, even
+    behind many settings lines, while a prompted session whose first turn comes late is in."""
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        late = await daemon.new_session()
+        for _ in range(20):
+            await daemon.request("session/set_mode", {"sessionId": late, "modeId": "auto"})
+        model.enqueue(text("hi"))
+        await daemon.prompt(late, "finally a question")
+        empty = await daemon.new_session()
+        for _ in range(20):
+            await daemon.request("session/set_mode", {"sessionId": empty, "modeId": "auto"})
+        daemon.process.process.send_signal(signal.SIGKILL)  # no clean close: the file stays
+        await daemon.process.process.wait()
+        await daemon.process.connection.aclose()
+    finally:
+        daemon.invalid.clear()
+    assert len(session_files(cody_env)) == 2
+
+    second = await Daemon.start(cody_env)
+    try:
+        await second.initialize()
+        listed = await second.request("session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == [late]
     finally:
         await second.close()

@@ -72,7 +72,7 @@ async def test_allow_for_session_on_git_status_never_covers_push(
     model.enqueue(tool_call("exec", {"command": ["git", "push"]}, call_id="p3"))
     model.enqueue(text("done"))
     sid = await daemon.new_session()
-    daemon.answer("allow_session", "reject_once", "reject_once", "reject_once")
+    daemon.answer("allow_always", "reject_once", "reject_once", "reject_once")
 
     await daemon.prompt(sid, "status then push")
 

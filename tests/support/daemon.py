@@ -184,6 +184,7 @@ class Daemon:
             timeout=timeout,
         )
         problems = acp_errors("PromptResponse", result)
+        problems += acp_errors("PromptResponse", result, unstable=True)  # its `usage`
         assert not problems, problems
         return result
 

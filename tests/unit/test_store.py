@@ -421,6 +421,28 @@ def test_config_usage_and_title_events(tmp_path: Path) -> None:
     assert record.title is None
 
 
+def test_session_grants_restore_under_the_new_and_the_old_decision_names(tmp_path: Path) -> None:
+    """The engine records `allow_session` / `reject_session`; the wire kinds
+    (`allow_always` / `reject_always`) restore the session's grants and rejections too."""
+    path = tmp_path / "s.jsonl"
+    handle = new_file(path)
+    for decision, key in (
+        ("allow_session", ["exec", "echo", "old"]),
+        ("allow_always", ["exec", "echo", "new"]),
+        ("reject_session", ["exec", "rm", "old"]),
+        ("reject_always", ["exec", "rm", "new"]),
+        ("allow_once", ["exec", "echo", "once"]),
+    ):
+        handle.append(
+            "event", {"kind": "approval", "decision": decision, "reason": "user", "grantKey": key}
+        )
+    handle.close()
+
+    record = read_session(path)
+    assert record.granted == {("exec", "echo", "old"), ("exec", "echo", "new")}
+    assert record.rejected == {("exec", "rm", "old"), ("exec", "rm", "new")}
+
+
 def test_title_is_the_first_user_text(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     write_items(

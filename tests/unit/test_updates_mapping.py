@@ -37,6 +37,7 @@ from cody_protocol.updates import (
     AgentMessageChunk,
     AgentThoughtChunk,
     SessionUpdate,
+    ToolCallLocation,
     UserMessageChunk,
 )
 from pydantic import TypeAdapter
@@ -81,6 +82,54 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         UserImage(data="iVBORw0KGgo=", mime_type="image/png"),
         ["user_message_chunk"],
         {"content": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}},
+    ),
+    (
+        "agent text with its message id",
+        AgentText("Hi", message_id="msg_1"),
+        ["agent_message_chunk"],
+        {"messageId": "msg_1"},
+    ),
+    (
+        "thought with its message id",
+        AgentThought("hmm", message_id="rs_1"),
+        ["agent_thought_chunk"],
+        {"messageId": "rs_1"},
+    ),
+    (
+        "user message replayed with its resource blocks",
+        UserText(
+            "flattened",
+            message_id="msg_2",
+            blocks=(
+                {"type": "text", "text": "look"},
+                {"type": "resource", "resource": {"uri": "file:///w/a.py", "text": "x = 1\n"}},
+                {"type": "resource_link", "uri": "file:///w/b.py", "name": "b.py"},
+            ),
+        ),
+        ["user_message_chunk", "user_message_chunk", "user_message_chunk"],
+        {"messageId": "msg_2"},
+    ),
+    (
+        "tool call with locations",
+        ToolCallOpened(
+            call_id="call_9",
+            title="Read a.py",
+            kind="read",
+            raw_input={"filePath": "a.py"},
+            locations=[ToolCallLocation(path="/w/a.py", line=3)],
+        ),
+        ["tool_call"],
+        {"locations": [{"path": "/w/a.py", "line": 3}]},
+    ),
+    (
+        "final update with locations",
+        ToolCallProgress(
+            call_id="call_9",
+            status="completed",
+            locations=[ToolCallLocation(path="/w/a.py"), ToolCallLocation(path="/w/b.py", line=1)],
+        ),
+        ["tool_call_update"],
+        {"locations": [{"path": "/w/a.py"}, {"path": "/w/b.py", "line": 1}]},
     ),
     (
         "tool call pending",

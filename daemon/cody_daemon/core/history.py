@@ -71,6 +71,10 @@ class MessageItem(_Item):
     id: str
     role: Literal["user", "assistant", "developer"]
     content: list[MessagePart]
+    client_content: list[dict[str, Any]] | None = None
+    """A user message's ACP content blocks as the client sent them, when they were more than
+    plain text (resources, links); `session/load` replays them as sent. Never sent to a model
+    (it sees `content`); absent in older files."""
 
     @property
     def text(self) -> str:
@@ -125,6 +129,11 @@ class FunctionCallOutputItem(_Item):
     status: Literal["completed", "failed"] = "completed"
     raw_output: dict[str, Any] | None = None
     """Structured metadata for clients (exit code, duration, paths); never the full output."""
+    display: dict[str, Any] | None = None
+    """How the call was shown to the client, so `session/load` replays it as first sent:
+    `{title, kind, locations?, content?, plan?}` in ACP wire form (camelCase). `content` is
+    left out when it is very large (the replay then shows the output text). Never sent to a
+    model; absent in older files (the replay then describes the call again)."""
 
 
 HistoryItem = Annotated[

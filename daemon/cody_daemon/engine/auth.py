@@ -1,9 +1,16 @@
-"""`authenticate`: is a provider's login usable right now?
+"""`authenticate`: is a provider's login usable right now? `logout`: stop using the logins.
 
 Usable means credentials exist and, for an OAuth login, that a current token can be had: an
 expired login is refreshed (and written back) here, so a client learns of a dead login before
 its first prompt. A Claude subscription login is not usable by Cody's own loop (only Claude
 Code may use it): `anthropic-api-key` then answers -32000 pointing to the `claude` backend.
+
+`logout` (ACP, advertised as `agentCapabilities.auth.logout`) ends the login the daemon
+refreshes itself: the Codex CLI's ChatGPT login. Its tokens are dropped from memory, and the
+connection returns to "authentication required" for that provider: `session/prompt` on it
+answers -32000 until `authenticate` succeeds again. The login file belongs to the Codex CLI
+and is left as it is (`codex logout` removes it). API keys come from the environment: nothing
+to end.
 """
 
 from __future__ import annotations
@@ -14,14 +21,28 @@ from ..errors import AuthRequired, InvalidParams, Issue, ProviderError
 from ..providers.catalog import ProviderCatalog
 from .agents import missing_credentials_fix
 
-__all__ = ["AUTH_METHOD_SUFFIX", "authenticate"]
+__all__ = ["AUTH_METHOD_SUFFIX", "OAUTH_KINDS", "authenticate", "oauth_logins"]
 
 AUTH_METHOD_SUFFIX = "-api-key"
 """Auth method ids are `<provider id>-api-key`."""
 
+OAUTH_KINDS: frozenset[str] = frozenset({"chatgpt"})
+"""Credential kinds the daemon refreshes itself (what `logout` ends)."""
 
-async def authenticate(catalog: ProviderCatalog, method_id: str, env: Mapping[str, str]) -> None:
-    """Raise InvalidParams for an unknown method, AuthRequired when the login is not usable."""
+
+def oauth_logins(catalog: ProviderCatalog) -> list[str]:
+    """The providers whose credentials right now are an OAuth login."""
+    found = []
+    for spec in catalog.all():
+        credentials = catalog.credentials(spec)
+        if credentials is not None and credentials.kind in OAUTH_KINDS:
+            found.append(spec.id)
+    return found
+
+
+async def authenticate(catalog: ProviderCatalog, method_id: str, env: Mapping[str, str]) -> str:
+    """The provider id of `method_id` once its login is usable. Raises InvalidParams for an
+    unknown method, AuthRequired when the login is not usable."""
     provider_id = method_id.removesuffix(AUTH_METHOD_SUFFIX)
     if provider_id not in catalog.ids():
         valid = tuple(f"{pid}{AUTH_METHOD_SUFFIX}" for pid in catalog.ids())
@@ -48,3 +69,4 @@ async def authenticate(catalog: ProviderCatalog, method_id: str, env: Mapping[st
             await auth_for(spec, credentials, env=env).headers()
         except ProviderError as exc:
             raise AuthRequired(spec.id, exc.message) from None
+    return spec.id

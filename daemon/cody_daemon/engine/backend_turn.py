@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cody_protocol.prompt import TokenUsage
+from cody_protocol.updates import ToolCallLocation
 
 from ..backends.base import (
     AgentBackend,
@@ -243,7 +244,7 @@ class BackendTurnRunner:
                 kind=event.kind,
                 raw_input=event.raw_input,
                 content=event.content,
-                locations=event.locations or None,
+                locations=[ToolCallLocation(path=path) for path in event.locations] or None,
             )
         )
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.session import SessionConfigOption
-from cody_protocol.updates import ToolCallStatus, ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolCallStatus, ToolKind
 
 __all__ = [
     "AgentText",
@@ -37,11 +37,14 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class AgentText:
     text: str
+    message_id: str | None = None
+    """The history item the text belongs to (ACP `messageId`: shared by its chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
 class AgentThought:
     text: str
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class UserText:
     """A user message (sent only when replaying a session on `session/load`)."""
 
     text: str
+    message_id: str | None = None
+    blocks: tuple[dict[str, Any], ...] = ()
+    """The ACP content blocks as the client sent them (then sent instead of `text`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,8 +77,7 @@ class ToolCallOpened:
     status: ToolCallStatus = "pending"
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
-    locations: tuple[str, ...] | None = None
-    """Paths the call touches (clients may follow them)."""
+    locations: list[ToolCallLocation] | None = None
     live_cwd: str | None = None
     """Set for a tool that streams output while it runs (`Tool.live_output`): the directory
     it runs in. Clients that can show a display-only terminal get one for it."""
@@ -103,6 +108,8 @@ class ToolCallProgress:
     status: ToolCallStatus | None = None
     content: list[ToolCallContent] | None = None
     raw_output: Any = None
+    locations: list[ToolCallLocation] | None = None
+    """The files the call touched (replaces the locations of its `tool_call`)."""
 
 
 @dataclass(frozen=True, slots=True)

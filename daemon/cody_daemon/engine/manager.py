@@ -1,6 +1,7 @@
 """The session manager: many sessions per daemon, one running turn per session.
 
 Invariants: a session is live (in `_live`) exactly while its file is open and locked; a
+session closed (or left at shutdown) without any history leaves no file; a
 second prompt on a busy session fails with SessionBusy (-32011) and changes nothing;
 `shutdown()` cancels every turn, waits for their cleanup and closes every file.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -27,6 +29,7 @@ from ..store.reader import read_session
 from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
 from ..tools.registry import ToolRegistry
 from .agents import agent_for, check_backend_installed, missing_credentials_fix, stop_agent
+from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .backend_turn import BackendTurnRunner
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
@@ -35,7 +38,7 @@ from .images import prompt_images, refuse_images_for_backend, takes_images
 from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
-from .replay import prompt_to_text, replay_events
+from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
 from .settings import (
@@ -62,6 +65,10 @@ class SessionManager:
         self._live: dict[str, Session] = {}
         self._catalogs: dict[str, ProviderCatalog] = {}
         self._loader = SessionLoader(deps)
+        self._cancelled: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.logged_out: set[str] = set()
+        """Providers whose OAuth login `logout` ended (until `authenticate` succeeds)."""
+        """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
 
@@ -183,7 +190,7 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
-            run = TurnRunner(session, env).run(text, images)
+            run = TurnRunner(session, env).run(text, images, client_content(blocks))
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(run)
@@ -192,7 +199,7 @@ class SessionManager:
             return await task
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
-            task.cancel()
+            self._cancel_turn(task)
             await asyncio.wait({task})
             raise
         finally:
@@ -256,6 +263,12 @@ class SessionManager:
         credentials = catalog.credentials(spec)
         if credentials is None:
             raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, self.deps.env))
+        if spec.id in self.logged_out and credentials.kind in OAUTH_KINDS:
+            raise AuthRequired(
+                spec.id,
+                f'Call authenticate with methodId "{spec.id}{AUTH_METHOD_SUFFIX}" to use it again.',
+                why=f"You logged out of provider '{spec.id}' in this connection.",
+            )
         try:
             provider = self.deps.providers.get(spec, credentials)
         except UnsupportedWireApi as exc:
@@ -298,6 +311,14 @@ class SessionManager:
             ),
         )
 
+    async def logout(self, catalog: ProviderCatalog) -> list[str]:
+        """End the OAuth logins (see engine/auth.py): their providers need `authenticate`
+        again, and the provider clients holding their tokens are closed."""
+        ended = oauth_logins(catalog)
+        self.logged_out.update(ended)
+        await self.deps.providers.forget(OAUTH_KINDS)
+        return ended
+
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:
         settings = self.get(session_id).settings
         return allowed_tools(settings.allowed_tools, settings.phase)
@@ -307,8 +328,17 @@ class SessionManager:
         session = self._live.get(session_id)
         if session is None or session.turn is None or session.turn.done():
             return False
-        session.turn.cancel()
+        self._cancel_turn(session.turn)
         return True
+
+    def _cancel_turn(self, task: asyncio.Task[Any]) -> None:
+        """Cancel a turn once. A second cancel (editors repeat `session/cancel`) would land
+        in the turn's own cleanup: abandon a tool being stopped, skip closing its calls, and
+        answer the prompt with an error instead of `cancelled`."""
+        if task.done() or task in self._cancelled:
+            return
+        self._cancelled.add(task)
+        task.cancel()
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -407,7 +437,9 @@ class SessionManager:
                     "Invalid cursor; pass the nextCursor of a previous session/list answer.",
                     [Issue(key="cursor", message="not a cursor from session/list", value=cursor)],
                 ) from None
-        summaries = self.deps.store.list(cwd)
+        # Only sessions that were prompted (as codex-acp lists them): a chat's own new,
+        # untitled session would otherwise top every list.
+        summaries = [s for s in self.deps.store.list(cwd) if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
             SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
@@ -424,14 +456,14 @@ class SessionManager:
 
     async def _close(self, session: Session) -> None:
         if session.turn is not None and not session.turn.done():
-            session.turn.cancel()
+            self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
         await stop_agent(session)
         await _close_mcp(session)
         await session.file.sync()
-        session.file.close()
+        _close_file(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -439,6 +471,8 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self._close(live)
+            if not live.history:
+                return  # never prompted: closing it removed its file
         self.deps.store.delete(session_id)
 
     def fork(
@@ -497,7 +531,7 @@ class SessionManager:
     async def shutdown(self) -> None:
         turns = [s.turn for s in self._live.values() if s.turn is not None and not s.turn.done()]
         for turn in turns:
-            turn.cancel()
+            self._cancel_turn(turn)
         if turns:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):
@@ -506,10 +540,19 @@ class SessionManager:
                 await _close_mcp(session)
                 await session.file.sync()
             finally:
-                session.file.close()
+                _close_file(session)
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+
+
+def _close_file(session: Session) -> None:
+    """Close the session's file; a session never prompted (no history) leaves none behind:
+    an empty chat is not saved."""
+    if session.history:
+        session.file.close()
+    else:
+        session.file.discard()
 
 
 async def _close_mcp(session: Session) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cody_protocol.content import ToolCallContent
-from cody_protocol.updates import ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolKind
 
 from .events import EngineEvent
 
@@ -19,7 +19,10 @@ __all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientFileAccess", "ClientLink"
 ApprovalAnswer = Literal[
     "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
 ]
-"""`invalid`: the client answered with an error or an unknown option (counts as reject_once)."""
+"""The engine's names for the client's choice (also what session files record):
+`allow_session` / `reject_session` are the options of kind `allow_always` / `reject_always`
+(the rpc layer maps the wire ids). `invalid`: the client answered with an error or an unknown
+option (counts as reject_once)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +36,8 @@ class ApprovalRequest:
     """Human description of what `allow_session`/`reject_session` would remember."""
     sandboxed: bool | None
     """For process-running tools: whether the call would run inside the sandbox."""
+    locations: list[ToolCallLocation] | None = None
+    """The files the call would touch (as on its `tool_call`)."""
 
 
 @dataclass(frozen=True, slots=True)

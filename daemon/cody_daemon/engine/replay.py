@@ -1,19 +1,30 @@
-"""Replaying a session's history to a client (`session/load`), and prompt text conversion."""
+"""Replaying a session's history to a client (`session/load`), and prompt text conversion.
+
+The replay shows each item as the client first saw it: messages and thoughts as chunks with
+their `messageId`, a user message with the content blocks the client sent (resources,
+links), and each tool call as one final `tool_call` with the title, kind, locations and
+content (diffs) it was shown with, followed by the plan it published. Files written before
+calls kept their display (`FunctionCallOutputItem.display`) get the call described again
+and its output as text.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import get_args
+from typing import Any, get_args
 
 from cody_protocol.content import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
+    ImageContent,
     ResourceLink,
     TextContent,
     TextResourceContents,
+    ToolCallContent,
 )
-from cody_protocol.updates import ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolKind
+from pydantic import TypeAdapter, ValidationError
 
 from ..core.history import (
     FunctionCallItem,
@@ -23,10 +34,23 @@ from ..core.history import (
     ReasoningItem,
 )
 from ..tools.registry import ToolRegistry
-from .events import AgentText, AgentThought, EngineEvent, ToolCallOpened, UserImage, UserText
+from .events import (
+    AgentText,
+    AgentThought,
+    EngineEvent,
+    PlanChanged,
+    ToolCallOpened,
+    UserImage,
+    UserText,
+)
 from .toolcalls import describe_call, text_content
 
-__all__ = ["prompt_to_text", "replay_events"]
+__all__ = ["client_content", "prompt_to_text", "replay_events"]
+
+_CONTENT: TypeAdapter[list[ToolCallContent]] = TypeAdapter(list[ToolCallContent])
+_LOCATIONS: TypeAdapter[list[ToolCallLocation]] = TypeAdapter(list[ToolCallLocation])
+_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+_PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
 def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Iterator[EngineEvent]:
@@ -35,37 +59,79 @@ def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Ite
     for item in history:
         if isinstance(item, MessageItem):
             if item.role == "user":
-                if item.text or not item.images:
-                    yield UserText(item.text)
+                blocks = tuple(item.client_content or ())
+                if item.text or not item.images or blocks:
+                    yield UserText(item.text, message_id=item.id, blocks=blocks)
                 for image in item.images:
                     yield UserImage(data=image.data, mime_type=image.mime_type)
             elif item.role == "assistant" and item.text:
-                yield AgentText(item.text)
+                yield AgentText(item.text, message_id=item.id)
         elif isinstance(item, ReasoningItem):
             if item.text:
-                yield AgentThought(item.text)
+                yield AgentThought(item.text, message_id=item.id)
         elif isinstance(item, FunctionCallItem):
-            info = describe_call(registry, item.name, item.arguments)
-            output = outputs.get(item.call_id)
-            status = output.status if output is not None else "failed"
-            text = output.output if output is not None else '{"error": "interrupted"}'
-            raw = {**((output.raw_output or {}) if output else {}), "output": text}
-            yield ToolCallOpened(
-                call_id=item.call_id,
-                title=item.title or info.title,
-                kind=_kind(item.kind) or info.kind,
-                raw_input=info.raw_input,
-                status=status,
-                content=text_content(text),
-                raw_output=raw,
-            )
+            yield from _replay_call(item, outputs.get(item.call_id), registry)
 
 
-TOOL_KINDS = frozenset(get_args(ToolKind))
+def _replay_call(
+    item: FunctionCallItem, output: FunctionCallOutputItem | None, registry: ToolRegistry
+) -> Iterator[EngineEvent]:
+    info = describe_call(registry, item.name, item.arguments)
+    status = output.status if output is not None else "failed"
+    text = output.output if output is not None else '{"error": "interrupted"}'
+    raw = {**((output.raw_output or {}) if output else {}), "output": text}
+    display = (output.display if output is not None else None) or {}
+    title = display.get("title")
+    kind = display.get("kind")
+    yield ToolCallOpened(
+        call_id=item.call_id,
+        title=title if isinstance(title, str) else (item.title or info.title),
+        kind=_kind(kind) or _kind(item.kind) or info.kind,
+        raw_input=info.raw_input,
+        status=status,
+        content=_parsed(_CONTENT, display.get("content")) or text_content(text),
+        raw_output=raw,
+        locations=_parsed(_LOCATIONS, display.get("locations")) or None,
+    )
+    plan = _plan(display.get("plan"))
+    if plan is not None:
+        yield PlanChanged(plan)
 
 
-def _kind(value: str | None) -> ToolKind | None:
-    return value if value in TOOL_KINDS else None  # type: ignore[return-value]
+def _kind(value: Any) -> ToolKind | None:
+    return value if isinstance(value, str) and value in _KINDS else None  # type: ignore[return-value]
+
+
+def _parsed(adapter: TypeAdapter[list[Any]], value: Any) -> list[Any]:
+    """A stored display part, or [] when it is absent or unreadable (a hand-edited file)."""
+    if not isinstance(value, list):
+        return []
+    try:
+        return adapter.validate_python(value)
+    except ValidationError:
+        return []
+
+
+def _plan(value: Any) -> tuple[tuple[str, Any], ...] | None:
+    if not isinstance(value, list):
+        return None
+    entries = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            return None
+        step, status = entry.get("content"), entry.get("status")
+        if not isinstance(step, str) or status not in _PLAN_STATUSES:
+            return None
+        entries.append((step, status))
+    return tuple(entries)
+
+
+def client_content(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]] | None:
+    """The blocks to keep with the user message for the replay: None for plain text (the
+    message text replays it exactly)."""
+    if all(isinstance(block, TextContent | ImageContent) for block in blocks):
+        return None  # images are kept as parts of the message (engine/images.py)
+    return [block.wire() for block in blocks if not isinstance(block, ImageContent)]
 
 
 def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:

@@ -118,6 +118,7 @@ def redact_result(guard: SecretGuard, result: ToolResult) -> ToolResult:
         success=result.success,
         raw_output=raw,
         content=redact_content(guard, result.content),
+        locations=result.locations,
     )
 
 

@@ -48,7 +48,7 @@ __all__ = [
     "mode_of",
 ]
 
-CONFIG_KEYS: dict[str, str] = {
+CONFIG_KEYS: dict[str, str] = {  # `mode` is a preset over two of them (MODES)
     "provider": "model_provider",
     "model": "model",
     "approval_policy": "approval_policy",
@@ -191,9 +191,15 @@ def build_config_options(
 ) -> list[SessionConfigOption]:
     """All config options with their current values (the current provider's models).
 
+    Exactly one option per ACP category (schema `SessionConfigOptionCategory`): `model` is
+    the model, `mode` the mode preset, `thought_level` the reasoning effort. Clients pick an
+    option by its category (CodeCompanion's model picker takes the first `model` one), so
+    every other option carries no category (the backend a `_`-prefixed one).
+
     A codex/claude session has no provider or reasoning summary of Cody's: its `model` is the
     CLI's (`default` = the CLI's own choice).
     """
+    mode = mode_of(settings)
     backend = _select(
         "backend",
         "Agent",
@@ -202,58 +208,40 @@ def build_config_options(
         category="_cody_backend",
         description="native: Cody's own loop; codex: the Codex CLI; claude: Claude Code",
     )
+    mode_option = _select(
+        "mode",
+        "Mode",
+        mode,
+        list(MODES),
+        category="mode",
+        description="A preset of approval policy and sandbox (same as session/set_mode)",
+    )
+    effort = _select(
+        "reasoning_effort",
+        "Reasoning effort",
+        settings.reasoning_effort or "default",
+        ["default", *REASONING_EFFORTS],
+        category="thought_level",
+    )
+    approval = _select(
+        "approval_policy", "Approval policy", settings.approval_policy, list(APPROVAL_POLICIES)
+    )
+    sandbox = _select("sandbox_mode", "Sandbox", settings.sandbox_mode, list(SANDBOX_MODES))
     if settings.backend != "native":
-        return [
-            backend,
-            _select("model", "Model", settings.model, [BACKEND_DEFAULT_MODEL], category="model"),
-            _select(
-                "approval_policy",
-                "Approval policy",
-                settings.approval_policy,
-                list(APPROVAL_POLICIES),
-                category="mode",
-            ),
-            _select(
-                "sandbox_mode",
-                "Sandbox",
-                settings.sandbox_mode,
-                list(SANDBOX_MODES),
-                category="mode",
-            ),
-            _select(
-                "reasoning_effort",
-                "Reasoning effort",
-                settings.reasoning_effort or "default",
-                ["default", *REASONING_EFFORTS],
-                category="thought_level",
-            ),
-        ]
+        model = _select("model", "Model", settings.model, [BACKEND_DEFAULT_MODEL], category="model")
+        return [model, mode_option, effort, approval, sandbox, backend]
     return [
-        _select("provider", "Provider", settings.provider, providers, category="model"),
         _select("model", "Model", settings.model, models, category="model"),
-        _select(
-            "approval_policy",
-            "Approval policy",
-            settings.approval_policy,
-            list(APPROVAL_POLICIES),
-            category="mode",
-        ),
-        _select(
-            "sandbox_mode", "Sandbox", settings.sandbox_mode, list(SANDBOX_MODES), category="mode"
-        ),
-        _select(
-            "reasoning_effort",
-            "Reasoning effort",
-            settings.reasoning_effort or "default",
-            ["default", *REASONING_EFFORTS],
-            category="thought_level",
-        ),
+        mode_option,
+        effort,
+        _select("provider", "Provider", settings.provider, providers),
+        approval,
+        sandbox,
         _select(
             "reasoning_summary",
             "Reasoning summary",
             settings.reasoning_summary or "default",
             ["default", *REASONING_SUMMARIES],
-            category="thought_level",
         ),
         backend,
     ]
@@ -277,6 +265,10 @@ def apply_config_option(
     Changing the provider resets the model to that provider's default. Raises InvalidParams
     naming the valid values.
     """
+    if config_id == "mode":
+        if not isinstance(value, str) or value not in MODES:
+            raise _invalid(config_id, value, tuple(MODES), "unknown mode")
+        return apply_mode(settings, value)
     changed = settings.copy()
     text = value if isinstance(value, str) else None
     choices: dict[str, tuple[str, ...]] = {
@@ -293,7 +285,7 @@ def apply_config_option(
         changed.model = text.strip()
         return changed
     if config_id not in choices:
-        valid = ("provider", "model", *[key for key in choices if key != "provider"])
+        valid = ("model", "mode", *choices)
         raise InvalidParams(
             f"Unknown config option {config_id!r}; valid ids: {', '.join(valid)}",
             [

@@ -44,6 +44,11 @@ class StreamedItem:
     def started(self) -> bool:
         return self._item is not None
 
+    @property
+    def item_id(self) -> str | None:
+        """The history item's id once it started (the `messageId` of its chunks)."""
+        return self._item.id if self._item is not None else None
+
     def add(self, text: str) -> None:
         if not text:
             return

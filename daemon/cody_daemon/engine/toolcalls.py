@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
-from cody_protocol.updates import ToolKind
+from cody_protocol.content import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TerminalToolCallContent,
+    TextContent,
+    ToolCallContent,
+)
+from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel
 
 from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolResult
 from ..tools.registry import ToolRegistry
 
 __all__ = [
+    "DISPLAY_CONTENT_MAX_CHARS",
     "LiveOutput",
     "DescribedCall",
+    "call_display",
     "describe_call",
     "describe_grant",
     "error_result",
@@ -33,6 +43,12 @@ LIVE_OUTPUT_LIMIT_CHARS = 2 * 1024 * 1024
 LIVE_OUTPUT_MAX_PENDING_CHARS = 64 * 1024
 """Pending live output is sent at once when it reaches this (bounds one update's size)."""
 
+logger = logging.getLogger(__name__)
+
+DISPLAY_CONTENT_MAX_CHARS = 1_000_000
+"""A call's display content (diffs of whole files) larger than this is not kept for the
+replay; the replay then shows the output text."""
+
 
 @dataclass(slots=True, kw_only=True)
 class DescribedCall:
@@ -43,13 +59,18 @@ class DescribedCall:
     args: BaseModel | None
     error: str | None
     """Why the call cannot run (unknown tool, bad arguments), or None."""
+    locations: list[ToolCallLocation] = field(default_factory=list)
+    """The files the call will touch (`Tool.locations`; empty unless a cwd was given)."""
 
 
 def text_content(text: str) -> list[ToolCallContent]:
     return [ContentToolCallContent(content=TextContent(text=text))]
 
 
-def describe_call(registry: ToolRegistry, name: str, arguments: str) -> DescribedCall:
+def describe_call(
+    registry: ToolRegistry, name: str, arguments: str, *, cwd: Path | None = None
+) -> DescribedCall:
+    """Title, kind and parsed arguments of a call; with `cwd`, also the files it will touch."""
     tool = registry.get(name)
     try:
         raw: Any = json.loads(arguments) if arguments.strip() else {}
@@ -79,8 +100,57 @@ def describe_call(registry: ToolRegistry, name: str, arguments: str) -> Describe
             tool=tool, title=name, kind=tool.kind, raw_input=raw, args=None, error=exc.message
         )
     return DescribedCall(
-        tool=tool, title=tool.title(args), kind=tool.kind, raw_input=raw, args=args, error=None
+        tool=tool,
+        title=tool.title(args),
+        kind=tool.kind,
+        raw_input=raw,
+        args=args,
+        error=None,
+        locations=_locations(tool, args, cwd) if cwd is not None else [],
     )
+
+
+def _locations(tool: Tool[Any], args: BaseModel, cwd: Path) -> list[ToolCallLocation]:
+    try:
+        return list(tool.locations(args, cwd))
+    except Exception:  # a display hint: never a reason for the call to fail
+        logger.warning("%s: could not compute the call's locations", tool.name, exc_info=True)
+        return []
+
+
+def call_display(
+    *,
+    title: str | None,
+    kind: str | None,
+    locations: list[ToolCallLocation],
+    content: list[ToolCallContent],
+    plan: list[tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """What `FunctionCallOutputItem.display` keeps of a call as the client saw it."""
+    display: dict[str, Any] = {}
+    if title is not None:
+        display["title"] = title
+    if kind is not None:
+        display["kind"] = kind
+    if locations:
+        display["locations"] = [loc.wire() for loc in locations]
+    # A display terminal ends with its command: the replay shows the output text instead.
+    kept = [block for block in content if not isinstance(block, TerminalToolCallContent)]
+    if kept and _content_chars(kept) <= DISPLAY_CONTENT_MAX_CHARS:
+        display["content"] = [block.wire() for block in kept]
+    if plan is not None:
+        display["plan"] = [{"content": step, "status": status} for step, status in plan]
+    return display
+
+
+def _content_chars(content: Sequence[ToolCallContent]) -> int:
+    total = 0
+    for block in content:
+        if isinstance(block, DiffToolCallContent):
+            total += len(block.old_text or "") + len(block.new_text) + len(block.path)
+        elif isinstance(block, ContentToolCallContent):
+            total += len(block.content.model_dump_json())
+    return total
 
 
 def error_result(message: str, raw_output: dict[str, Any] | None = None) -> ToolResult:

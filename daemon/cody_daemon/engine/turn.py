@@ -8,7 +8,9 @@ Invariants:
   returns, also when it is cancelled or the provider fails; the history then holds an
   output for every call, so any provider accepts it next turn;
 - cancellation (task cancel, or `cancelled` chosen in an approval) keeps the partial
-  assistant text and answers `cancelled`; provider errors propagate after cleanup.
+  assistant text and answers `cancelled`; provider errors propagate after cleanup;
+- every event of the turn is handed to the link before `run` returns (then the prompt is
+  answered); nothing is emitted for the turn afterwards.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
+from cody_protocol.updates import ToolCallLocation
 
 from ..core.history import (
     FunctionCallItem,
@@ -47,7 +50,7 @@ from ..providers.base import (
 )
 from ..providers.pricing import Price
 from ..store.reader import make_title
-from ..tools.base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
 from .editor_files import editor_files_for
@@ -72,6 +75,7 @@ from .time_limit import run_with_time_limit
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
+    call_display,
     describe_call,
     describe_grant,
     error_result,
@@ -116,6 +120,11 @@ class TurnEnv:
 class _OpenCall:
     call_id: str
     name: str
+    title: str = ""
+    kind: str = "other"
+    locations: list[ToolCallLocation] = field(default_factory=list)
+    plan: list[tuple[str, str]] | None = None
+    """The plan the call published (`updatePlan`), kept for the replay."""
 
 
 @dataclass
@@ -134,10 +143,21 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self._closed = False
+        """Set once the turn's last update is out: later events (a tool that ignored its
+        cancellation and still writes output) are dropped, never sent after the answer."""
 
     # -- public ---------------------------------------------------------------------------
 
-    async def run(self, prompt_text: str, images: Sequence[ImagePart] = ()) -> TurnOutcome:
+    async def run(
+        self,
+        prompt_text: str,
+        images: Sequence[ImagePart] = (),
+        client_content: list[dict[str, Any]] | None = None,
+    ) -> TurnOutcome:
+        """One turn for the user's `prompt_text` (and `images`); `client_content`: the prompt's
+        ACP blocks when they were more than text and images (kept with the message for the
+        replay)."""
         session = self.session
         session.grants.turn_rejected.clear()
         settings = session.settings
@@ -146,6 +166,7 @@ class TurnRunner:
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
+        user_item.client_content = client_content
         session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
         if session.title is None and prompt_text.strip():
@@ -175,6 +196,7 @@ class TurnRunner:
             },
         )
         await session.file.sync()
+        self._closed = True
         await self.env.link.flush(session.id)
         if failure is not None:
             raise failure
@@ -240,14 +262,14 @@ class TurnRunner:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         message.add(event.text)
-                        self._emit(AgentText(event.text))
+                        self._emit(AgentText(event.text, message.item_id))
                     elif isinstance(event, ReasoningDelta):
                         thought.add(event.text)
-                        self._emit(AgentThought(event.text))
+                        self._emit(AgentThought(event.text, thought.item_id))
                     elif isinstance(event, ReasoningDone):
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
-                            self._emit(AgentThought(event.item.text))
+                            self._emit(AgentThought(event.item.text, thought.item_id))
                         thought.set_opaque(
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
@@ -292,9 +314,12 @@ class TurnRunner:
     # -- tool calls -----------------------------------------------------------------------
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
-        described = [describe_call(self.env.tools, c.name, c.arguments) for c in calls]
+        cwd = self.session.cwd
+        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
         for call, info in zip(calls, described, strict=True):
-            self.state.open_calls[call.call_id] = _OpenCall(call.call_id, call.name)
+            self.state.open_calls[call.call_id] = _OpenCall(
+                call.call_id, call.name, info.title, info.kind, info.locations
+            )
             live = info.error is None and info.tool is not None and info.tool.live_output
             self._emit(
                 ToolCallOpened(
@@ -303,6 +328,7 @@ class TurnRunner:
                     kind=info.kind,
                     raw_input=info.raw_input,
                     live_cwd=str(self.session.cwd) if live else None,
+                    locations=info.locations or None,
                 )
             )
         for call, info in zip(calls, described, strict=True):
@@ -323,30 +349,21 @@ class TurnRunner:
             on_output=live.add if tool.live_output else None,
             env=self.env.env,
             tool_config=self.session.settings.tool_config,
-            on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
+            on_plan=lambda entries: self._publish_plan(call.call_id, entries),
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
         )
-        settings = self.session.settings
-        grant_key = tool.grant_key(args, ctx)
-        unsandboxed = tool.runs_unsandboxed(args, ctx)
-        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
-        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
-            tool.known_safe, args, ctx
-        )
-        facts = CallFacts(
-            tool_name=tool.name,
-            requires_approval=tool.requires_approval,
-            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
-            sandbox_violation=tool.sandbox_check(args, ctx),
-            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
-            unsandboxed=unsandboxed,
-            sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=known_safe,
-            grant_key=grant_key,
-            policy=settings.approval_policy,
-            failure_seen=self.state.failure_seen,
-        )
+        try:
+            facts = await self._facts(tool, args, ctx)
+        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
+            logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
+            self._finish_call(
+                call.call_id,
+                error_result(f"{tool.name} cannot run with these arguments: {exc}"),
+            )
+            self.state.failure_seen = True
+            return
+        grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
         verdict = decide(facts, self.session.grants)
         if isinstance(verdict, Ask):
             allowed = await self._ask(
@@ -382,6 +399,7 @@ class TurnRunner:
         except ToolError as exc:
             result = error_result(exc.message, exc.raw_output)
         except (asyncio.CancelledError, TurnCancelled):
+            live.close()  # output a stopping tool still writes is not shown after its end
             raise
         except Exception as exc:
             logger.exception("tool %s raised", tool.name)
@@ -401,6 +419,31 @@ class TurnRunner:
         if not result.success:
             self.state.failure_seen = True
         self._finish_call(call.call_id, result)
+
+    async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
+        """What `policy.approval.decide` needs to know about a call (may raise on arguments
+        the file system refuses, such as a path with a NUL byte)."""
+        settings = self.session.settings
+        grant_key = tool.grant_key(args, ctx)
+        unsandboxed = tool.runs_unsandboxed(args, ctx)
+        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
+        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
+            tool.known_safe, args, ctx
+        )
+        facts = CallFacts(
+            tool_name=tool.name,
+            requires_approval=tool.requires_approval,
+            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
+            sandbox_violation=tool.sandbox_check(args, ctx),
+            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
+            unsandboxed=unsandboxed,
+            sandbox_unavailable=settings.sandbox_unavailable,
+            known_safe=known_safe,
+            grant_key=grant_key,
+            policy=settings.approval_policy,
+            failure_seen=self.state.failure_seen,
+        )
+        return facts
 
     async def _ask(
         self,
@@ -427,6 +470,7 @@ class TurnRunner:
             content=redact_content(self.env.secrets, preview),
             grant_key=describe_grant(grant_key),
             sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
+            locations=info.locations or None,
         )
         reason = "user"
         answer: ApprovalAnswer
@@ -468,22 +512,39 @@ class TurnRunner:
             },
         )
 
+    def _publish_plan(self, call_id: str, entries: list[tuple[str, PlanStatus]]) -> None:
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.plan = list(entries)
+        self._emit(PlanChanged(tuple(entries)))
+
     def _finish_call(self, call_id: str, result: ToolResult) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
+        content: list[ToolCallContent] = result.content or text_content(result.output)
+        call = self.state.open_calls.pop(call_id, None)
         item = FunctionCallOutputItem(
-            call_id=call_id, output=result.output, status=status, raw_output=result.raw_output
+            call_id=call_id,
+            output=result.output,
+            status=status,
+            raw_output=result.raw_output,
+            display=call_display(
+                title=call.title if call else None,
+                kind=call.kind if call else None,
+                locations=result.locations or (call.locations if call else []),
+                content=content,
+                plan=call.plan if call else None,
+            ),
         )
         self.session.history.append(item)
         self.session.file.append("response_item", item.payload())
-        self.state.open_calls.pop(call_id, None)
-        content: list[ToolCallContent] = result.content or text_content(result.output)
         self._emit(
             ToolCallProgress(
                 call_id=call_id,
                 status=status,
                 content=content,
                 raw_output=wire_raw_output(result.output, result.raw_output),
+                locations=result.locations or None,
             )
         )
 
@@ -495,4 +556,7 @@ class TurnRunner:
         self._emit(ToolCallOutput(call_id, self.env.secrets.redact(text)))
 
     def _emit(self, event: Any) -> None:
+        if self._closed:
+            logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
+            return
         self.env.link.emit(self.session.id, event)

@@ -123,6 +123,13 @@ class ProviderPool:
                 headers[name] = value
         return headers
 
+    async def forget(self, credential_kinds: frozenset[str]) -> None:
+        """Close and drop the instances using these kinds of credentials (their tokens go
+        with them); the next use reads the credentials again."""
+        keys = [key for key in self._instances if key[10] in credential_kinds]
+        for key in keys:
+            await self._instances.pop(key).aclose()
+
     async def aclose(self) -> None:
         instances = list(self._instances.values())
         self._instances.clear()

@@ -24,7 +24,13 @@ from cody_protocol.extensions import (
     ToolsListParams,
     ToolsListResult,
 )
-from cody_protocol.initialize import AuthenticateParams, InitializeParams
+from cody_protocol.initialize import (
+    AuthenticateParams,
+    CodyLogoutMeta,
+    InitializeParams,
+    LogoutMeta,
+    LogoutResult,
+)
 from cody_protocol.prompt import (
     CancelParams,
     CodyPromptMeta,
@@ -156,8 +162,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def authenticate(params: Any) -> Any:
         parsed = parse(AuthenticateParams, params)
-        await engine_authenticate(app.user_catalog(), parsed.method_id, app.env)
+        provider_id = await engine_authenticate(app.user_catalog(), parsed.method_id, app.env)
+        manager.logged_out.discard(provider_id)
         return {}
+
+    async def logout(params: Any) -> Any:
+        ended = await manager.logout(app.user_catalog())
+        return LogoutResult(meta=LogoutMeta(cody=CodyLogoutMeta(logged_out=ended)))
 
     async def shutdown(params: Any) -> Any:
         await app.shutdown()
@@ -221,6 +232,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         outcome = await manager.prompt(parsed.session_id, parsed.prompt, link)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
+            usage=outcome.turn,
             meta=PromptMeta(
                 cody=CodyPromptMeta(
                     turn_id=outcome.turn_id,
@@ -327,6 +339,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     table: dict[str, Handler] = {
         methods.INITIALIZE: initialize,
         methods.AUTHENTICATE: authenticate,
+        methods.LOGOUT: logout,
         methods.SHUTDOWN: shutdown,
         methods.SESSION_NEW: session_new,
         methods.SESSION_LOAD: session_load,
@@ -338,7 +351,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.SESSION_CANCEL: session_cancel,
         methods.SESSION_SET_MODE: session_set_mode,
         methods.SESSION_SET_CONFIG_OPTION: session_set_config_option,
-        methods.CODY_SESSION_FORK: session_fork,
+        methods.SESSION_FORK: session_fork,
+        methods.CODY_SESSION_FORK: session_fork,  # the name before ACP had session/fork
         methods.CODY_SESSION_COMPACT: session_compact,
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,

@@ -1,14 +1,15 @@
 """The rpc implementation of the engine's `ClientLink`: updates out, approvals and the
 client's files (`fs/read_text_file`, `fs/write_text_file`) round-trip.
 
-Coalescing: consecutive text chunks of the same kind in one session are merged. The first
+Coalescing: consecutive text chunks of the same kind and message in one session are merged. The first
 chunk after a quiet period is sent at once (no added latency); later ones are held for at
 most `COALESCE_S` and sent as one notification. Any other event first flushes the pending
 text, so order is preserved.
 
 Approvals: `session/request_permission` with the JSON-RPC id repeated in
-`_meta.cody.requestId`; an error answer or an unknown option is `invalid` (the engine treats
-it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
+`_meta.cody.requestId`; option ids equal their kinds, and the ids older clients answer with
+(`allow_session`, `reject_session`) are still accepted; an error answer or an unknown option
+is `invalid` (the engine treats it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
 request is withdrawn and cancelled on the wire.
 
 Files: sent only when the client declared `fs.readTextFile` / `writeTextFile` (`file_access`);
@@ -38,6 +39,7 @@ from cody_protocol.methods import (
     SESSION_UPDATE,
 )
 from cody_protocol.permission import (
+    LEGACY_OPTION_IDS,
     PERMISSION_OPTIONS,
     CancelledOutcome,
     CodyPermissionMeta,
@@ -61,12 +63,20 @@ __all__ = ["COALESCE_S", "RpcClientLink"]
 logger = logging.getLogger(__name__)
 
 COALESCE_S = 0.02
-_OPTION_IDS = frozenset(option.option_id for option in PERMISSION_OPTIONS)
+_ANSWERS: dict[str, ApprovalAnswer] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_session",
+    "reject_once": "reject_once",
+    "reject_always": "reject_session",
+}
+"""Wire option id (= its kind) -> the engine's answer."""
+assert set(_ANSWERS) == {option.option_id for option in PERMISSION_OPTIONS}
 
 
 @dataclass(slots=True)
 class _Pending:
     kind: str
+    message_id: str | None
     parts: list[str] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
 
@@ -87,7 +97,7 @@ class RpcClientLink:
     def emit(self, session_id: str, event: EngineEvent) -> None:
         if isinstance(event, AgentText | AgentThought):
             kind = "agent_message_chunk" if isinstance(event, AgentText) else "agent_thought_chunk"
-            self._chunk(session_id, kind, event.text)
+            self._chunk(session_id, kind, event.text, event.message_id)
             return
         if isinstance(event, McpStatusChanged):
             self._flush_pending(session_id)
@@ -100,9 +110,9 @@ class RpcClientLink:
         for update in updates if updates is not None else event_updates(event):
             self._send_update(session_id, update)
 
-    def _chunk(self, session_id: str, kind: str, text: str) -> None:
+    def _chunk(self, session_id: str, kind: str, text: str, message_id: str | None) -> None:
         pending = self._pending.get(session_id)
-        if pending is not None and pending.kind != kind:
+        if pending is not None and (pending.kind != kind or pending.message_id != message_id):
             self._flush_pending(session_id)
             pending = None
         if pending is not None:
@@ -111,9 +121,9 @@ class RpcClientLink:
         now = time.monotonic()
         if now - self._last_chunk_at.get(session_id, 0.0) >= self._coalesce_s:
             self._last_chunk_at[session_id] = now
-            self._send_update(session_id, chunk_update(kind, text))
+            self._send_update(session_id, chunk_update(kind, text, message_id))
             return
-        pending = _Pending(kind, [text])
+        pending = _Pending(kind, message_id, [text])
         self._pending[session_id] = pending
         loop = asyncio.get_running_loop()
         pending.timer = loop.call_later(self._coalesce_s, self._flush_pending, session_id)
@@ -125,7 +135,9 @@ class RpcClientLink:
         if pending.timer is not None:
             pending.timer.cancel()
         self._last_chunk_at[session_id] = time.monotonic()
-        self._send_update(session_id, chunk_update(pending.kind, "".join(pending.parts)))
+        self._send_update(
+            session_id, chunk_update(pending.kind, "".join(pending.parts), pending.message_id)
+        )
 
     def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._protocol.notify(SESSION_UPDATE, {"sessionId": session_id, "update": update})
@@ -150,6 +162,7 @@ class RpcClientLink:
                 status="pending",
                 raw_input=request.raw_input,
                 content=request.content,
+                locations=request.locations,
             ),
             options=list(PERMISSION_OPTIONS),
             meta=PermissionMeta(
@@ -213,8 +226,8 @@ def _answer_of(result: Any) -> ApprovalAnswer:
         return "invalid"
     if isinstance(parsed.outcome, CancelledOutcome):
         return "cancelled"
-    option = parsed.outcome.option_id
-    if option in _OPTION_IDS:
-        return option  # type: ignore[return-value]
+    option = LEGACY_OPTION_IDS.get(parsed.outcome.option_id, parsed.outcome.option_id)
+    if option in _ANSWERS:
+        return _ANSWERS[option]
     logger.info("approval answer names an unknown option")
     return "invalid"

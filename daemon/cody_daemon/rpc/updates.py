@@ -21,7 +21,6 @@ from cody_protocol.updates import (
     PlanUpdate,
     SessionInfoMeta,
     SessionInfoUpdate,
-    ToolCallLocation,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
@@ -55,18 +54,24 @@ APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
 `content` replaces; Cody's own clients append it; others show the latest piece)."""
 
 
-def chunk_update(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
 def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
-    """The `update` objects for one event (usually one; a mode change adds a second)."""
+    """The `update` objects for one event (usually one; a mode change adds a second, a user
+    message replayed with its content blocks one per block)."""
     if isinstance(event, AgentText):
-        return [chunk_update("agent_message_chunk", event.text)]
+        return [chunk_update("agent_message_chunk", event.text, event.message_id)]
     if isinstance(event, AgentThought):
-        return [chunk_update("agent_thought_chunk", event.text)]
+        return [chunk_update("agent_thought_chunk", event.text, event.message_id)]
     if isinstance(event, UserText):
-        return [chunk_update("user_message_chunk", event.text)]
+        if event.blocks:
+            return [_block_update(block, event.message_id) for block in event.blocks]
+        return [chunk_update("user_message_chunk", event.text, event.message_id)]
     if isinstance(event, UserImage):
         image = ImageContent(data=event.data, mime_type=event.mime_type)
         return [UserMessageChunk(content=image).wire()]
@@ -80,11 +85,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_input=event.raw_input,
                 content=event.content,
                 raw_output=event.raw_output,
-                locations=(
-                    [ToolCallLocation(path=path) for path in event.locations]
-                    if event.locations
-                    else None
-                ),
+                locations=event.locations,
             ).wire()
         ]
     if isinstance(event, ToolCallProgress):
@@ -94,6 +95,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 status=event.status,
                 content=event.content,
                 raw_output=event.raw_output,
+                locations=event.locations,
             ).wire()
         ]
     if isinstance(event, ToolCallOutput):
@@ -147,6 +149,13 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         ]
         return [AvailableCommandsUpdate(available_commands=commands).wire()]
     raise TypeError(f"unknown engine event {type(event).__name__}")
+
+
+def _block_update(block: dict[str, Any], message_id: str | None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "user_message_chunk", "content": block}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
 def mcp_status_params(session_id: str, event: McpStatusChanged) -> dict[str, Any]:

@@ -111,9 +111,10 @@ class _Folder:
                 self.record.cost_total_usd = float(cost["total"])
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
-            if payload.get("decision") == "allow_session":
+            # The engine records `allow_session` / `reject_session`; the wire kinds are accepted too.
+            if payload.get("decision") in ("allow_always", "allow_session"):
                 self.record.granted.add(key)
-            elif payload.get("decision") == "reject_session":
+            elif payload.get("decision") in ("reject_always", "reject_session"):
                 self.record.rejected.add(key)
         elif kind == "title" and isinstance(payload.get("title"), str):
             self.record.title = payload["title"]

@@ -91,6 +91,17 @@ class SessionFile:
         self._dirty = False
         await asyncio.to_thread(os.fsync, self._fd)
 
+    def discard(self) -> None:
+        """Remove the file and close it (a session never prompted is not kept). The file is
+        unlinked while still locked, so no other daemon can have opened it meanwhile."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         if self._fd is None:
             return

@@ -1,7 +1,8 @@
 """Where session files live, and finding, listing, creating and deleting them.
 
 Layout: `<data_dir>/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<session id>.jsonl`.
-Listing reads only the head of each file (up to its first user message) plus its mtime.
+Listing reads only the head of each file (up to its first user message) plus its mtime; a
+file without a turn (a session never prompted) is read to its end, which is short.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class SessionSummary:
     title: str | None
     updated_at: str
     path: Path
+    has_turn: bool = True
+    """The session was prompted at least once (a `turn_context` line or a user message)."""
 
 
 def _valid_session_id(session_id: str) -> bool:
@@ -106,9 +109,11 @@ def _summarize(path: Path) -> SessionSummary | None:
         stat = path.stat()
         session_id = cwd = ""
         title: str | None = None
+        has_turn = False
         with open(path, "rb") as handle:
             for index, raw in enumerate(handle):
-                if index >= _HEAD_LINES:
+                # Past the head only while no turn is seen (an unprompted file is short).
+                if index >= _HEAD_LINES and has_turn:
                     break
                 try:
                     line = orjson.loads(raw)
@@ -118,6 +123,8 @@ def _summarize(path: Path) -> SessionSummary | None:
                 if line.get("type") == "session_meta":
                     session_id = str(payload.get("id", ""))
                     cwd = str(payload.get("cwd", ""))
+                elif line.get("type") == "turn_context":
+                    has_turn = True
                 elif (
                     line.get("type") == "response_item"
                     and payload.get("type") == "message"
@@ -125,6 +132,7 @@ def _summarize(path: Path) -> SessionSummary | None:
                 ):
                     parts = payload.get("content") or []
                     title = make_title("".join(str(p.get("text", "")) for p in parts))
+                    has_turn = True
                     break
     except OSError:
         return None
@@ -132,5 +140,10 @@ def _summarize(path: Path) -> SessionSummary | None:
         return None
     updated = datetime.fromtimestamp(stat.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return SessionSummary(
-        session_id=session_id, cwd=cwd, title=title, updated_at=updated, path=path
+        session_id=session_id,
+        cwd=cwd,
+        title=title,
+        updated_at=updated,
+        path=path,
+        has_turn=has_turn,
     )

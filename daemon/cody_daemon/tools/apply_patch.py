@@ -34,9 +34,19 @@ from cody_protocol.content import (
     TextContent,
     ToolCallContent,
 )
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult, canonical_grant_key
+from .base import (
+    GrantKey,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    canonical_grant_key,
+    first_changed_line,
+    location,
+)
 from .editor_files import ClientFileError, EditorFiles, editor_reads, editor_writes
 from .patch import (
     AddFile,
@@ -121,6 +131,14 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
         paths = {str(path) for op in ops for path in op_paths(op, ctx.cwd)}
         return ("paths", *sorted(paths))
 
+    def locations(self, args: ApplyPatchArgs, cwd: Path) -> list[ToolCallLocation]:
+        """Every path the patch names, move targets included (no lines: not applied yet)."""
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return []
+        return [location(path) for op in ops for path in op_paths(op, cwd)]
+
     def sandbox_check(self, args: ApplyPatchArgs, ctx: ToolContext) -> str | None:
         try:
             ops = parse_patch(args.patch)
@@ -198,6 +216,7 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
             output=_summary(changes, ctx.cwd),
             raw_output={"files": [_raw_entry(change) for change in changes]},
             content=_diffs(changes),
+            locations=_locations(changes),
         )
 
 
@@ -235,6 +254,20 @@ def _diffs(changes: Sequence[FileChange]) -> list[ToolCallContent]:
         )
         for change in changes
     ]
+
+
+def _locations(changes: Sequence[FileChange]) -> list[ToolCallLocation]:
+    """Every path the patch touched: where each file's content now is, at its first changed
+    line; a moved file's old path too; a deleted file without a line."""
+    found: list[ToolCallLocation] = []
+    for change in changes:
+        if change.kind == "delete":
+            found.append(location(change.path))
+            continue
+        found.append(location(change.target, first_changed_line(change.old_text, change.new_text)))
+        if change.kind == "move" and change.target != change.path:
+            found.append(location(change.path))
+    return found
 
 
 _LETTERS = {"add": "A", "update": "M", "move": "M", "delete": "D"}

@@ -14,6 +14,7 @@ blocking work on the event loop (threads or subprocesses), so cancelling it is p
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from cody_protocol.content import ToolCallContent
-from cody_protocol.updates import ToolKind
+from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
@@ -43,6 +44,8 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "canonical_grant_key",
+    "first_changed_line",
+    "location",
 ]
 
 A = TypeVar("A", bound=BaseModel)
@@ -123,6 +126,33 @@ class ToolResult:
     """How clients should display the result (text, diffs)."""
     live_end: LiveOutputEnd | None = None
     """For tools with `live_output`: how the streamed process ended."""
+    locations: list[ToolCallLocation] = field(default_factory=list)
+    """The files the call touched (absolute paths, line where known), for editors to follow;
+    they replace the locations `Tool.locations` announced. Empty: keep those."""
+
+
+def location(path: os.PathLike[str] | str, line: int | None = None) -> ToolCallLocation:
+    """An ACP tool call location: an absolute path, and a 1-based line when known. A path
+    that is not valid UTF-8 is shown with replacement characters (JSON cannot carry it)."""
+    text = os.fspath(path).encode("utf-8", "replace").decode("utf-8")
+    return ToolCallLocation(path=text, line=line if line and line > 0 else None)
+
+
+def first_changed_line(old: str | None, new: str | None) -> int | None:
+    """The 1-based line of `new` where it first differs from `old` (None: nothing differs
+    or there is no new text)."""
+    if new is None:
+        return None
+    old_lines = (old or "").split("\n")
+    new_lines = new.split("\n")
+    for number, (before, after) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
+        if before != after:
+            return number
+    if len(new_lines) > len(old_lines):
+        return len(old_lines) + 1
+    if len(new_lines) < len(old_lines):
+        return len(new_lines)
+    return None
 
 
 def canonical_grant_key(tool_name: str, args: BaseModel) -> GrantKey:
@@ -169,6 +199,13 @@ class Tool(ABC, Generic[A]):
     def sandbox_check(self, args: A, ctx: ToolContext) -> str | None:
         """Return why the sandbox forbids this call (it then fails without a prompt)."""
         return None
+
+    def locations(self, args: A, cwd: Path) -> list[ToolCallLocation]:
+        """The files this call will touch (ACP `locations`: absolute paths, line where known),
+        sent with its `tool_call` and its approval request so editors can follow along.
+        Computed before the call runs, from the arguments alone; must not raise (the engine
+        drops locations that fail)."""
+        return []
 
     def preview(self, args: A, ctx: ToolContext) -> list[ToolCallContent]:
         """What the approval request shows: the command and cwd, or the diff of an edit."""

@@ -32,7 +32,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from .base import Tool, ToolContext, ToolError, ToolResult
+from .base import Tool, ToolContext, ToolError, ToolResult, location
 from .ripgrep import rg_error, running_rg
 
 __all__ = ["FileSearchArgs", "FileSearchTool", "rank", "score"]
@@ -105,7 +105,8 @@ class FileSearchTool(Tool[FileSearchArgs]):
         limit = args.limit or DEFAULT_LIMIT
         paths, capped = await _candidates(ctx.cwd, include_ignored=args.include_ignored)
         ranked = await asyncio.to_thread(rank, terms, paths)
-        lines = [_shown(path) for _, path in ranked[:limit]]
+        shown = [path for _, path in ranked[:limit]]
+        lines = [_shown(path) for path in shown]
         if not lines:
             lines.append("No files matched.")
         if len(ranked) > limit:
@@ -126,6 +127,7 @@ class FileSearchTool(Tool[FileSearchArgs]):
                 "candidates": len(paths),
                 "candidatesCapped": capped,
             },
+            locations=[location(ctx.cwd / _shown(path)) for path in shown],
         )
 
 

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
 from .ripgrep import read_line, rg_error, running_rg
 
 __all__ = ["GrepFilesArgs", "GrepFilesTool"]
@@ -75,6 +76,8 @@ class _Outcome:
     truncated: bool = False
     binary: bool = False
     """A file searched was binary (reported only when `path` names that file)."""
+    is_dir: bool = True
+    """The search ran over a directory (hit paths are relative to it)."""
 
 
 class GrepFilesTool(Tool[GrepFilesArgs]):
@@ -96,6 +99,9 @@ class GrepFilesTool(Tool[GrepFilesArgs]):
     def path_reads(self, args: GrepFilesArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
         root = resolve_path(os.path.expanduser(args.path or "."), ctx.cwd)
         return (PathRead(root, contents_below=True),)
+
+    def locations(self, args: GrepFilesArgs, cwd: Path) -> list[ToolCallLocation]:
+        return [location(resolve_path(os.path.expanduser(args.path or "."), cwd))]
 
     async def run(self, args: GrepFilesArgs, ctx: ToolContext) -> ToolResult:
         target, kind, size = await asyncio.to_thread(_locate, args.path, ctx.cwd)
@@ -156,6 +162,9 @@ def _result(target: Path, outcome: _Outcome, *, note: str | None) -> ToolResult:
             f"\n[Showing the first {MAX_MATCHES} matching lines; there are more. Narrow the "
             "pattern, path or include to see the rest.]"
         )
+    # Every hit shown, as an absolute path and its line (ripgrep ran in `target` for a
+    # directory, in its parent for a file, and printed the path relative to there).
+    base = target if outcome.is_dir else target.parent
     return ToolResult(
         output="\n".join(lines),
         raw_output={
@@ -163,6 +172,7 @@ def _result(target: Path, outcome: _Outcome, *, note: str | None) -> ToolResult:
             "matches": len(hits),
             "truncated": truncated,
         },
+        locations=[location(base / hit.path.decode("utf-8", "replace"), hit.line) for hit in hits],
     )
 
 
@@ -190,7 +200,7 @@ async def _run_rg(pattern: str, target: Path, is_dir: bool, include: str | None)
     if include is not None:
         argv.append(f"--glob={include}")
     argv += ["--regexp", pattern, "--", operand]
-    outcome = _Outcome()
+    outcome = _Outcome(is_dir=is_dir)
     pending: list[_Hit] = []
     finished = False
     async with running_rg(argv, cwd) as proc:

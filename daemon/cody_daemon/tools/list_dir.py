@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
 
 __all__ = ["ListDirArgs", "ListDirTool"]
 
@@ -95,6 +96,9 @@ class ListDirTool(Tool[ListDirArgs]):
     def path_reads(self, args: ListDirArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
         return (PathRead(resolve_path(os.path.expanduser(args.dir_path), ctx.cwd)),)
 
+    def locations(self, args: ListDirArgs, cwd: Path) -> list[ToolCallLocation]:
+        return [location(resolve_path(os.path.expanduser(args.dir_path), cwd))]
+
     async def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(_list, args, ctx.cwd)
 
@@ -151,7 +155,7 @@ def _list(args: ListDirArgs, cwd: Path) -> ToolResult:
     raw: dict[str, object] = {"path": str(root), "entries": shown, "truncated": omitted > 0}
     if ignored:
         raw["ignoredDirs"] = len(ignored)
-    return ToolResult(output="\n".join(lines), raw_output=raw)
+    return ToolResult(output="\n".join(lines), raw_output=raw, locations=[location(root)])
 
 
 class _GitIgnore:

@@ -20,10 +20,11 @@ import stat
 from pathlib import Path
 from typing import Annotated
 
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult
+from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
 from .editor_files import ClientFileError, EditorFiles, editor_reads
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -74,6 +75,9 @@ class ReadFileTool(Tool[ReadFileArgs]):
 
     def path_reads(self, args: ReadFileArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
         return (PathRead(resolve_path(os.path.expanduser(args.file_path), ctx.cwd)),)
+
+    def locations(self, args: ReadFileArgs, cwd: Path) -> list[ToolCallLocation]:
+        return [location(resolve_path(os.path.expanduser(args.file_path), cwd), args.offset or 1)]
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         editor = editor_reads(ctx.files)
@@ -193,6 +197,7 @@ def _read_bytes(shown: str, path: os.PathLike[str]) -> bytes:
 def _result(text: str, path: os.PathLike[str], total: int, start: int, end: int) -> ToolResult:
     return ToolResult(
         output=text,
+        locations=[location(path, start)],
         raw_output={
             "path": os.fspath(path),
             "totalLines": total,

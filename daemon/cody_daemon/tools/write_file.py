@@ -23,11 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
+from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy.sandbox import resolve_path
 from .atomic import write_atomic
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import (
+    GrantKey,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    first_changed_line,
+    location,
+)
 from .editor_files import ClientFileError, EditorFiles, editor_reads, editor_writes
 
 __all__ = ["WriteFileArgs", "WriteFileTool"]
@@ -73,6 +82,9 @@ class WriteFileTool(Tool[WriteFileArgs]):
 
     def sandbox_check(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
         return ctx.sandbox.check_write(self._path(args, ctx))
+
+    def locations(self, args: WriteFileArgs, cwd: Path) -> list[ToolCallLocation]:
+        return [location(resolve_path(os.path.expanduser(args.file_path), cwd))]
 
     def preview(self, args: WriteFileArgs, ctx: ToolContext) -> list[ToolCallContent]:
         path = self._path(args, ctx)
@@ -131,6 +143,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
             output=f"Wrote {size} bytes to {path} ({verb})",
             raw_output=raw,
             content=[DiffToolCallContent(path=str(path), old_text=old_text, new_text=content)],
+            locations=[location(path, first_changed_line(old_text, content) or 1)],
         )
 
     def _write(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:

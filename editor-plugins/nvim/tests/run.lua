@@ -15,6 +15,8 @@ local SPECS = {
   "health_spec",
   "lifecycle_spec",
   "backends_spec",
+  "buffers_spec",
+  "acp_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

@@ -14,14 +14,16 @@
 // SDK's own JSON Schema (schema/v1/schema.json), on top of the SDK's zod parsing.
 
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
-import { client, methods, ndJsonStream, PROTOCOL_VERSION, RequestError } from "@agentclientprotocol/sdk";
+// The unstable entry point: stable ACP v1 plus the features Zed already uses (session/fork,
+// usage in the prompt result). Every message is still checked against the stable schema.
+import { client, methods, ndJsonStream, PROTOCOL_VERSION, RequestError } from "@agentclientprotocol/sdk/unstable";
 
 const require = createRequire(import.meta.url);
 const Ajv2020 = require("ajv/dist/2020").default;
@@ -51,10 +53,14 @@ for (const [name, [lo, hi]] of Object.entries(INT_RANGES)) {
 ajv.addFormat("double", { type: "number", validate: (n) => Number.isFinite(n) });
 ajv.addFormat("uri", { type: "string", validate: (s) => /^[A-Za-z][A-Za-z0-9+.-]*:/.test(s) });
 ajv.addSchema(JSON.parse(readFileSync(SCHEMA_PATH, "utf8")), "acp");
+// The same package's schema with the unstable features: `session/fork` and
+// `PromptResponse.usage` are checked against it too.
+const UNSTABLE_SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.unstable.json");
+ajv.addSchema(JSON.parse(readFileSync(UNSTABLE_SCHEMA_PATH, "utf8")), "acp-unstable");
 
-function schemaErrors(definition, instance) {
-  const validate = ajv.getSchema(`acp#/$defs/${definition}`);
-  if (!validate) throw new Error(`schema.json has no $defs/${definition}`);
+function schemaErrors(definition, instance, schema = "acp") {
+  const validate = ajv.getSchema(`${schema}#/$defs/${definition}`);
+  if (!validate) throw new Error(`${schema} has no $defs/${definition}`);
   if (validate(instance)) return [];
   // oneOf unions report every branch; show the most specific (deepest) problems first.
   const errors = [...validate.errors].sort((a, b) => b.instancePath.length - a.instancePath.length);
@@ -71,6 +77,14 @@ const RESPONSE_DEFS = {
   [methods.agent.session.prompt]: "PromptResponse",
   [methods.agent.session.setMode]: "SetSessionModeResponse",
   [methods.agent.session.setConfigOption]: "SetSessionConfigOptionResponse",
+  [methods.agent.logout]: "LogoutResponse",
+};
+
+/** Responses also checked against the unstable schema (they carry unstable fields). */
+const UNSTABLE_RESPONSE_DEFS = {
+  [methods.agent.initialize]: "InitializeResponse",
+  [methods.agent.session.prompt]: "PromptResponse",
+  [methods.agent.session.fork]: "ForkSessionResponse",
 };
 
 // -- assertions ---------------------------------------------------------------------------------
@@ -141,7 +155,9 @@ function makeEnv() {
 // -- one daemon process, one SDK client connection ----------------------------------------------
 
 class DaemonSession {
-  constructor(env, label) {
+  /** `options.clientCapabilities`: what `initialize` declares; with `fs`, the fs/* requests
+   * are answered from disk, as Zed answers them from its buffers. */
+  constructor(env, label, options = {}) {
     this.label = label;
     this.transcript = []; // [{dir, msg}] in wire order
     this.stderr = "";
@@ -229,6 +245,20 @@ class DaemonSession {
         writeFileSync(params.path, params.content); // the editor saves the buffer
         return {};
       });
+    if (options.fs) {
+      this.fsRequests = [];
+      this.app = this.app
+        .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+          this.fsRequests.push({ method: "read", params });
+          return { content: readFileSync(params.path, "utf8") };
+        })
+        .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+          this.fsRequests.push({ method: "write", params });
+          mkdirSync(dirname(params.path), { recursive: true });
+          writeFileSync(params.path, params.content);
+          return {};
+        });
+    }
     this.connection = this.app.connect({ readable, writable });
     this.agent = this.connection.agent;
   }
@@ -243,10 +273,11 @@ class DaemonSession {
     this.transcript.push({ dir: "<-", msg });
     if (VERBOSE) console.log(`[${this.label}] <- ${short(msg, 2000)}`);
     const where = `${this.label} frame #${this.transcript.length}`;
-    const invalid = (definition, what, instance) => {
-      const errors = schemaErrors(definition, instance);
+    const invalid = (definition, what, instance, schema = "acp") => {
+      const errors = schemaErrors(definition, instance, schema);
       if (errors.length) {
-        this.problems.push(`${where}: ${what} fails $defs/${definition} of schema.json:\n      ${errors.join("\n      ")}\n    message: ${short(instance, 800)}`);
+        const file = schema === "acp" ? "schema.json" : "schema.unstable.json";
+        this.problems.push(`${where}: ${what} fails $defs/${definition} of ${file}:\n      ${errors.join("\n      ")}\n    message: ${short(instance, 800)}`);
       }
     };
     if (msg.method === methods.client.session.update) {
@@ -265,6 +296,8 @@ class DaemonSession {
     } else if (!("method" in msg) && "id" in msg && "result" in msg) {
       const method = this.outgoing.get(msg.id);
       if (RESPONSE_DEFS[method]) invalid(RESPONSE_DEFS[method], `${method} result`, msg.result);
+      const unstable = UNSTABLE_RESPONSE_DEFS[method];
+      if (unstable) invalid(unstable, `${method} result`, msg.result, "acp-unstable");
     }
   }
 
@@ -454,7 +487,7 @@ async function main() {
     const turn = await runTurn(first, mainSession, "run echo acp-allowed");
     check(seen, "allow_once: no session/request_permission arrived");
     const byId = Object.fromEntries(seen.options.map((o) => [o.optionId, o.kind]));
-    const expected = { allow_once: "allow_once", allow_session: "allow_always", reject_once: "reject_once", reject_session: "reject_always" };
+    const expected = { allow_once: "allow_once", allow_always: "allow_always", reject_once: "reject_once", reject_always: "reject_always" };
     check(JSON.stringify(byId) === JSON.stringify(expected), "allow_once: the four options with their kinds", seen.options);
     check(seen.toolCall.kind === "execute", "allow_once: toolCall.kind must be execute", seen.toolCall);
     check(toolText(seen.toolCall).includes("echo acp-allowed") || JSON.stringify(seen.toolCall.rawInput ?? {}).includes("echo acp-allowed"), "allow_once: the request must show the command", seen.toolCall);
@@ -585,8 +618,9 @@ async function main() {
 
   const third = await zedLikeFlows(env);
   const fourth = await imageFlows(env);
+  const zedUpdates = await zedFlows();
 
-  let validated = first.rawUpdates + second.rawUpdates + third.rawUpdates + fourth.rawUpdates;
+  let validated = first.rawUpdates + second.rawUpdates + third.rawUpdates + fourth.rawUpdates + zedUpdates;
   if (process.env.CODY_TEST_BACKEND_ENV) {
     const fifth = new DaemonSession({ ...env, env: { ...env.env, ...JSON.parse(process.env.CODY_TEST_BACKEND_ENV) } }, "daemon#5");
     await step("initialize (a daemon with the Codex CLI and Claude Code)", fifth, async () => {
@@ -819,6 +853,227 @@ async function imageFlows(env) {
   });
   return daemon;
 }
+
+// -- acting like Zed: fs and terminal declared, the editor features ----------------------------
+
+/** JSON with sorted keys: the SDK's zod parsing may reorder an object's keys. */
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const ZED_CLIENT_CAPABILITIES = { fs: { readTextFile: true, writeTextFile: true }, terminal: true };
+const ACP_CATEGORIES = ["mode", "model", "model_config", "thought_level"];
+
+/** Frames of `daemon` for `sessionId` after the answer to request `id`: must be none. */
+async function assertNothingAfterAnswer(daemon, sessionId, id, what) {
+  await new Promise((r) => setTimeout(r, 300)); // late frames need a moment to show up
+  const frames = daemon.transcript.filter((f) => f.dir === "<-").map((f) => f.msg);
+  const answerAt = frames.findIndex((m) => m.id === id && !("method" in m));
+  check(answerAt >= 0, `${what}: no answer to request ${id}`);
+  const late = frames.slice(answerAt + 1).filter((m) => m.method === methods.client.session.update && m.params.sessionId === sessionId);
+  check(late.length === 0, `${what}: session/update frames arrived after the session/prompt answer`, late);
+  const before = frames.slice(0, answerAt).filter((m) => m.method === methods.client.session.update && m.params.sessionId === sessionId);
+  const status = new Map();
+  for (const m of before) {
+    const u = m.params.update;
+    if ((u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.status) status.set(u.toolCallId, u.status);
+  }
+  const open = [...status].filter(([, s]) => s !== "completed" && s !== "failed");
+  check(open.length === 0, `${what}: tool calls still open when the prompt was answered`, open);
+}
+
+/** The id of the last session/prompt request sent on `daemon`. */
+const lastPromptId = (daemon) => [...daemon.outgoing].filter(([, m]) => m === methods.agent.session.prompt).at(-1)[0];
+
+/** One id per message: consecutive chunks of a kind collapsed to their messageId. */
+function messageIds(updates, kind) {
+  const ids = [];
+  for (const u of updates.filter((x) => x.sessionUpdate === kind)) {
+    check(typeof u.messageId === "string" && u.messageId.length > 0, `${kind} must carry a messageId`, u);
+    if (ids.at(-1) !== u.messageId) ids.push(u.messageId);
+  }
+  return ids;
+}
+
+async function zedFlows() {
+  const env = makeEnv();
+  const real = realpathSync(env.workspace);
+  const zed = new DaemonSession(env, "zed#1", { fs: true });
+  const ids = {};
+  let active;
+
+  await step("zed: initialize with fs and terminal; fork and logout offered; the first auth method works", zed, async () => {
+    const init = await zed.agent.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: ZED_CLIENT_CAPABILITIES,
+      clientInfo: { name: "zed", title: "Zed", version: "0.200.0" },
+    });
+    const caps = init.agentCapabilities ?? {};
+    check(canonical(caps.sessionCapabilities?.fork) === "{}", "initialize: sessionCapabilities.fork must be {}", caps.sessionCapabilities);
+    check(canonical(caps.auth?.logout) === "{}", "initialize: agentCapabilities.auth.logout must be {}", caps.auth);
+    // CodeCompanion without `auth_method` authenticates with the first method: it must work.
+    const auth = await zed.agent.request(methods.agent.authenticate, { methodId: init.authMethods[0].id });
+    check(auth && typeof auth === "object", "authenticate with the first auth method must succeed", auth);
+  });
+
+  await step("zed: one config option per ACP category; mode set by category", zed, async () => {
+    active = await zed.agent.buildSession(env.workspace).start();
+    ids.main = active.sessionId;
+    const options = active.newSessionResponse.configOptions;
+    const byCategory = {};
+    for (const option of options) {
+      if (!option.category) continue;
+      check(ACP_CATEGORIES.includes(option.category) || option.category.startsWith("_"), "config options carry an ACP category or a _-prefixed one", option);
+      (byCategory[option.category] ??= []).push(option.id);
+    }
+    const acp = Object.fromEntries(Object.entries(byCategory).filter(([c]) => !c.startsWith("_")));
+    check(canonical(acp) === canonical({ model: ["model"], mode: ["mode"], thought_level: ["reasoning_effort"] }), "exactly one option per ACP category: model, mode, reasoning effort", byCategory);
+    const modeOption = options.find((o) => o.category === "mode");
+    check(modeOption.currentValue === active.modes.currentModeId, "the mode option shows the current mode", { modeOption, modes: active.modes });
+    const startSeq = zed.seq;
+    const set = await zed.agent.request(methods.agent.session.setConfigOption, { sessionId: ids.main, configId: modeOption.id, value: "read-only" });
+    check(set.configOptions.find((o) => o.id === "sandbox_mode").currentValue === "read-only", "setting the mode option sets the sandbox", set.configOptions);
+    await settle();
+    check(zed.updatesFor(ids.main, startSeq).some((u) => u.update.sessionUpdate === "current_mode_update" && u.update.currentModeId === "read-only"), "setting the mode option sends current_mode_update");
+    await zed.agent.request(methods.agent.session.setConfigOption, { sessionId: ids.main, configId: modeOption.id, value: "auto" });
+  });
+
+  await step("zed: an empty session is not listed, loads while live, and leaves no file", zed, async () => {
+    const empty = await zed.agent.request(methods.agent.session.new, { cwd: env.workspace, mcpServers: [] });
+    const file = empty._meta?.cody?.sessionFile;
+    check(typeof file === "string" && existsSync(file), "a live session holds its file", empty._meta);
+    const listed = await zed.agent.request(methods.agent.session.list, { cwd: env.workspace });
+    check(!listed.sessions.some((s) => s.sessionId === empty.sessionId), "session/list must not list a never-prompted session", listed);
+    const loaded = await zed.agent.request(methods.agent.session.load, { sessionId: empty.sessionId, cwd: env.workspace, mcpServers: [] });
+    check(loaded && loaded.modes, "session/load of an empty live session answers", loaded);
+    await zed.agent.request(methods.agent.session.close, { sessionId: empty.sessionId });
+    check(!existsSync(file), "closing a never-prompted session removes its file (an empty chat is not saved)", file);
+  });
+
+  await step("zed: an edit names its file; option ids equal kinds; allow_always is remembered", zed, async () => {
+    let seen;
+    zed.permissionHandlers.set(ids.main, async ({ params }) => {
+      seen = params;
+      const option = params.options.find((o) => o.kind === "allow_always");
+      return { outcome: { outcome: "selected", optionId: option.optionId } };
+    });
+    const turn = await runTurn(zed, active, "write notes/zed.txt: hello zed");
+    check(turn.response.stopReason === "end_turn", "the edit turn ends end_turn", turn.response);
+    check(seen, "an approval was asked");
+    for (const option of seen.options) check(option.optionId === option.kind, "permission option ids equal their kinds", seen.options);
+    const target = join(real, "notes", "zed.txt");
+    check(canonical(seen.toolCall.locations) === canonical([{ path: target }]), "the approval carries the file's absolute path", seen.toolCall);
+    const call = toolCalls(turn.updates).get(seen.toolCall.toolCallId);
+    check(canonical(call.start.locations) === canonical([{ path: target }]), "tool_call locations name the absolute file", call.start);
+    check(canonical(call.final.locations) === canonical([{ path: target, line: 1 }]), "the final tool_call_update names the file and line", call.final);
+    const diff = (call.final.content ?? []).find((c) => c.type === "diff");
+    check(diff && diff.path === target && diff.newText === "hello zed", "the edit carries its diff", call.final.content);
+    check(readFileSync(target, "utf8") === "hello zed", "the file was written");
+    await assertNothingAfterAnswer(zed, ids.main, lastPromptId(zed), "edit turn");
+    ids.write = { id: call.start.toolCallId, final: call.final, kind: call.start.kind, title: call.start.title };
+
+    seen = undefined;
+    const again = await runTurn(zed, active, "write notes/zed.txt: hello again");
+    check(again.response.stopReason === "end_turn" && seen === undefined, "allow_always: the same file is not asked about again");
+    check(readFileSync(target, "utf8") === "hello again", "the second write happened");
+  });
+
+  await step("zed: usage in the prompt result, cost in usage_update, messageId on chunks, read locations", zed, async () => {
+    const turn = await runTurn(zed, active, "read notes/zed.txt");
+    const usage = turn.response.usage;
+    check(usage && usage.inputTokens > 0 && usage.outputTokens > 0 && usage.totalTokens === usage.inputTokens + usage.outputTokens, "session/prompt answers ACP usage", turn.response);
+    const meter = turn.updates.filter((u) => u.sessionUpdate === "usage_update");
+    check(meter.length > 0 && meter.every((u) => u.cost && u.cost.currency === "USD" && typeof u.cost.amount === "number"), "usage_update carries the session cost", meter);
+    const texts = messageIds(turn.updates, "agent_message_chunk");
+    check(texts.length === 2, "one messageId per assistant message (before and after the tool)", texts);
+    messageIds(turn.updates, "agent_thought_chunk");
+    const [read] = [...toolCalls(turn.updates).values()];
+    const target = join(real, "notes", "zed.txt");
+    check(read.start.kind === "read" && canonical(read.final.locations) === canonical([{ path: target, line: 1 }]), "a read names its file and first line", read.final);
+    await assertNothingAfterAnswer(zed, ids.main, lastPromptId(zed), "read turn");
+    ids.liveTexts = texts;
+  });
+
+  await step("zed: a prompt with embedded resources", zed, async () => {
+    const prompt = [
+      { type: "text", text: "summarise these" },
+      { type: "resource", resource: { uri: `file://${real}/notes/zed.txt`, text: "hello again", mimeType: "text/plain" } },
+      { type: "resource_link", uri: `file://${real}/notes/other.txt`, name: "other.txt" },
+    ];
+    const response = await zed.agent.request(methods.agent.session.prompt, { sessionId: ids.main, prompt });
+    check(response.stopReason === "end_turn", "a prompt with resources ends end_turn", response);
+    await assertNothingAfterAnswer(zed, ids.main, lastPromptId(zed), "resource turn");
+    ids.resourcePrompt = prompt;
+  });
+
+  await step("zed: cancel, twice, with a permission prompt open: answered cancelled, nothing after", zed, async () => {
+    let arrived;
+    const asked = new Promise((r) => (arrived = r));
+    zed.permissionHandlers.set(ids.main, async ({ signal }) => {
+      arrived();
+      await waitAbort(signal, 10_000);
+      return { outcome: { outcome: "cancelled" } };
+    });
+    const turnPromise = runTurn(zed, active, "run touch zed-cancelled.txt");
+    await withTimeout(asked, STEP_TIMEOUT_MS, "the permission request");
+    await zed.agent.notify(methods.agent.session.cancel, { sessionId: ids.main });
+    await zed.agent.notify(methods.agent.session.cancel, { sessionId: ids.main });
+    const turn = await turnPromise;
+    check(turn.response.stopReason === "cancelled", "a repeated cancel still answers stopReason cancelled", turn.response);
+    check(!existsSync(join(env.workspace, "zed-cancelled.txt")), "the command never ran");
+    await assertNothingAfterAnswer(zed, ids.main, lastPromptId(zed), "cancelled turn");
+  });
+
+  await step("zed: session/fork (and its _cody/session/fork alias)", zed, async () => {
+    const fork = await zed.agent.request(methods.agent.session.fork, { sessionId: ids.main, cwd: env.workspace, mcpServers: [] });
+    check(typeof fork.sessionId === "string" && fork.sessionId !== ids.main, "session/fork answers a new session", fork);
+    check(Array.isArray(fork.configOptions) && fork.modes, "the fork has modes and config options", fork);
+    const alias = await zed.agent.request("_cody/session/fork", { sessionId: ids.main, cwd: env.workspace, mcpServers: [], atMessage: 0 });
+    check(typeof alias.sessionId === "string" && alias.sessionId !== fork.sessionId, "_cody/session/fork still works", alias);
+    ids.fork = fork.sessionId;
+  });
+
+  await step("zed: logout answers (no OAuth login here: nothing to end)", zed, async () => {
+    const answer = await zed.agent.request(methods.agent.logout, {});
+    check(canonical(answer?._meta?.cody?.loggedOut) === "[]", "logout answers with what it ended", answer);
+    active.dispose();
+    const { code } = await zed.close();
+    check(code === 0, "zed#1 must exit 0", { code });
+  });
+
+  const zed2 = new DaemonSession(env, "zed#2", { fs: true });
+  await step("zed: session/load replays edits, kinds, locations, thoughts, resources and messageIds", zed2, async () => {
+    await zed2.agent.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: ZED_CLIENT_CAPABILITIES, clientInfo: { name: "zed", version: "0.200.0" } });
+    const listed = await zed2.agent.request(methods.agent.session.list, { cwd: env.workspace });
+    const listedIds = listed.sessions.map((s) => s.sessionId);
+    check(listedIds.includes(ids.main) && listedIds.includes(ids.fork), "the prompted session and its fork are listed", listedIds);
+    const startSeq = zed2.seq;
+    await zed2.agent.request(methods.agent.session.load, { sessionId: ids.main, cwd: env.workspace, mcpServers: [] });
+    await settle();
+    const updates = zed2.updatesFor(ids.main, startSeq).map((u) => u.update);
+    const calls = new Map(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => [u.toolCallId, u]));
+    const write = calls.get(ids.write.id);
+    check(write && write.kind === ids.write.kind && write.title === ids.write.title, "the edit is replayed with its kind and title", write);
+    check(canonical(write.locations) === canonical(ids.write.final.locations), "the edit is replayed with its locations", write);
+    check(canonical(write.content) === canonical(ids.write.final.content), "the edit is replayed with its diff, not as plain text", write.content);
+    check(updates.some((u) => u.sessionUpdate === "agent_thought_chunk"), "thoughts are replayed");
+    const userBlocks = updates.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content);
+    const resourceAt = userBlocks.findIndex((b) => b.type === "resource");
+    check(resourceAt > 0 && canonical(userBlocks.slice(resourceAt - 1, resourceAt + 2)) === canonical(ids.resourcePrompt), "the prompt's resources are replayed as sent", userBlocks);
+    const replayedTexts = messageIds(updates, "agent_message_chunk");
+    check(ids.liveTexts.every((id) => replayedTexts.includes(id)), "replayed messages keep their live messageIds", { live: ids.liveTexts, replayed: replayedTexts });
+    const { code } = await zed2.close();
+    check(code === 0, "zed#2 must exit 0", { code });
+  });
+
+  rmSync(env.root, { recursive: true, force: true });
+  return zed.rawUpdates + zed2.rawUpdates;
+}
+
 
 main().catch((error) => {
   reportError(`FAIL [harness]: ${error?.stack ?? error}`);

@@ -32,9 +32,9 @@ local CANCEL_LABEL = "Cancel the turn"
 --- Options the daemon normally sends; used only if a request comes without options.
 local DEFAULT_OPTIONS = {
   { optionId = "allow_once", name = "Allow once" },
-  { optionId = "allow_session", name = "Allow for this session" },
+  { optionId = "allow_always", name = "Allow for this session" },
   { optionId = "reject_once", name = "Reject" },
-  { optionId = "reject_session", name = "Reject for this session" },
+  { optionId = "reject_always", name = "Reject for this session" },
 }
 
 --- Dismissing the dialog (<Esc>) is answered like "Reject": the tool does not run, the turn

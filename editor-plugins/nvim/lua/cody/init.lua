@@ -5,6 +5,7 @@
 --- the chat buffer, `session/request_permission` requests are answered through `vim.ui.select`,
 --- and `VimLeavePre` shuts the daemon down (`shutdown`, then `exit`).
 local approval = require("cody.approval")
+local buffers = require("cody.buffers")
 local chat = require("cody.chat")
 local config = require("cody.config")
 local rpc = require("cody.rpc")
@@ -73,8 +74,10 @@ local function on_session_update(params)
     chat.user(text)
   elseif kind == "tool_call" then
     chat.tool_call(update)
+    buffers.on_tool_update(update)
   elseif kind == "tool_call_update" then
     chat.tool_call_update(update)
+    buffers.on_tool_update(update) -- an edit that completed: :checktime its open buffers
   elseif kind == "plan" then
     chat.plan(update.entries)
   elseif kind == "session_info_update" then
@@ -91,6 +94,7 @@ local function on_exit(conn, code, signal)
     return
   end
   approval.cancel_all("daemon exited")
+  buffers.reset()
   local was_running = state.turn ~= nil
   state.conn, state.init_result, state.session_id, state.loading_id, state.turn = nil, nil, nil, nil, nil
   if not conn:is_stopping() then

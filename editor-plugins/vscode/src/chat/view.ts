@@ -18,8 +18,10 @@ const STATUS_LABEL: Record<ToolCallView["status"], string> = {
 
 const DECISION_LABEL: Record<string, string> = {
   allow_once: "allowed once",
-  allow_session: "allowed for this session",
+  allow_always: "allowed for this session",
+  allow_session: "allowed for this session", // the id daemons before allow_always sent
   reject_once: "rejected",
+  reject_always: "rejected for this session",
   reject_session: "rejected for this session",
   cancelled: "turn stopped at the approval",
   withdrawn: "approval withdrawn",

@@ -112,7 +112,7 @@ describe("chat against the real daemon", () => {
       assert.match(textOf(request), new RegExp(`cwd: ${env.workspace}`));
       assert.deepEqual(
         request.options.map((o) => o.optionId),
-        ["allow_once", "allow_session", "reject_once", "reject_session"],
+        ["allow_once", "allow_always", "reject_once", "reject_always"],
       );
       assert.ok(request._meta?.cody.requestId !== undefined);
       // while the handler ran, the chat showed the pending approval with the command

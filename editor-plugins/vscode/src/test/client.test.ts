@@ -72,6 +72,10 @@ describe("CodyClient", () => {
       const set = await client.setConfigOption(session.sessionId, "approval_policy", "never");
       assert.equal(set.configOptions.find((o) => o.id === "approval_policy")?.currentValue, "never");
 
+      // session/list shows sessions with at least one prompt (an empty chat is not saved).
+      const unlisted = await client.listSessions({ cwd: env.workspace });
+      assert.ok(!unlisted.sessions.some((s) => s.sessionId === session.sessionId));
+      assert.equal((await client.prompt(session.sessionId, "list files")).stopReason, "end_turn");
       const listed = await client.listSessions({ cwd: env.workspace });
       assert.ok(listed.sessions.some((s) => s.sessionId === session.sessionId));
       await client.closeSession(session.sessionId);

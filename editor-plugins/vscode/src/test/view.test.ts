@@ -12,9 +12,9 @@ import { chatHtml, contentSecurityPolicy, makeNonce } from "../webview/html";
 
 const OPTIONS: RequestPermissionParams["options"] = [
   { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
-  { optionId: "allow_session", name: "Allow for this session", kind: "allow_always" },
+  { optionId: "allow_always", name: "Allow for this session", kind: "allow_always" },
   { optionId: "reject_once", name: "Reject", kind: "reject_once" },
-  { optionId: "reject_session", name: "Reject for this session", kind: "reject_always" },
+  { optionId: "reject_always", name: "Reject for this session", kind: "reject_always" },
 ];
 
 function sampleState(): ChatState {
@@ -84,9 +84,9 @@ describe("approval dialog", () => {
       prompt.buttons.map((b) => [b.title, b.optionId]),
       [
         ["Allow once", "allow_once"],
-        ["Allow for this session", "allow_session"],
+        ["Allow for this session", "allow_always"],
         ["Reject", "reject_once"],
-        ["Reject for this session", "reject_session"],
+        ["Reject for this session", "reject_always"],
         [STOP_TURN, undefined],
       ],
     );

@@ -1,0 +1,73 @@
+-- Open buffers follow Cody's edits: after a write or patch the buffer shows the new text
+-- (`:checktime`), and a buffer with unsaved changes is never overwritten.
+local h = require("helpers")
+local spec = h.spec()
+
+--- Opens `name` (in the workspace) in a window of its own and returns its buffer.
+---@param name string
+---@param lines string[]
+---@return integer
+local function open_file(name, lines)
+  local path = h.workspace .. "/" .. name
+  vim.fn.writefile(lines, path)
+  vim.cmd("split " .. vim.fn.fnameescape(path))
+  return vim.api.nvim_get_current_buf()
+end
+
+---@param buf integer
+local function close(buf, name)
+  pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  vim.fn.delete(h.workspace .. "/" .. name)
+end
+
+spec.test("an open buffer shows the text Cody wrote to its file", function()
+  local buf = open_file("follow.txt", { "before" })
+  h.new_session()
+  h.stub_select(h.pick("Allow once"))
+
+  vim.cmd("Cody write follow.txt: after the edit")
+  h.wait_chat("— end_turn")
+  h.wait_turn()
+
+  h.eq({ "after the edit" }, vim.fn.readfile(h.workspace .. "/follow.txt"), "the file was written")
+  h.eq({ "after the edit" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false), "the buffer was reloaded")
+  h.eq(false, vim.bo[buf].modified, "the reloaded buffer is clean")
+  close(buf, "follow.txt")
+end)
+
+spec.test("a buffer with unsaved changes is kept and the user is told", function()
+  local buf = open_file("mine.txt", { "on disk" })
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "my unsaved text" })
+  h.new_session()
+  h.stub_select(h.pick("Allow once"))
+  local notes = h.capture_notify()
+
+  vim.cmd("Cody write mine.txt: from cody")
+  h.wait_chat("— end_turn")
+  h.wait_turn()
+
+  h.eq({ "from cody" }, vim.fn.readfile(h.workspace .. "/mine.txt"), "the file was written")
+  h.eq({ "my unsaved text" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false), "unsaved text kept")
+  local warned = vim.iter(notes):any(function(note)
+    return note.msg:find("mine.txt changed on disk", 1, true) ~= nil and note.level == vim.log.levels.WARN
+  end)
+  h.truthy(warned, "a warning names the file: " .. vim.inspect(notes))
+  close(buf, "mine.txt")
+end)
+
+spec.test("a rejected edit leaves the buffer alone", function()
+  local buf = open_file("kept.txt", { "unchanged" })
+  local changedtick = vim.api.nvim_buf_get_changedtick(buf)
+  h.new_session()
+  h.stub_select(h.pick("Reject"))
+
+  vim.cmd("Cody write kept.txt: never written")
+  h.wait_chat("— end_turn")
+  h.wait_turn()
+
+  h.eq({ "unchanged" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+  h.eq(changedtick, vim.api.nvim_buf_get_changedtick(buf), "not even reloaded")
+  close(buf, "kept.txt")
+end)
+
+return spec
