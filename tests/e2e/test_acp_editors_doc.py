@@ -128,8 +128,25 @@ async def handshake(
         option = next(o for o in params["options"] if o["kind"] == "allow_always")
         return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
 
+    async def read_text_file(params: Any) -> Any:
+        # What an editor does for `fs/read_text_file`: its buffer (here: the file on disk).
+        lines = Path(params["path"]).read_text(encoding="utf-8").splitlines(keepends=True)
+        start = max(int(params.get("line") or 1), 1) - 1
+        limit = params.get("limit")
+        chosen = lines[start : start + int(limit)] if limit else lines[start:]
+        return {"content": "".join(chosen)}
+
+    async def write_text_file(params: Any) -> Any:
+        Path(params["path"]).write_text(params["content"], encoding="utf-8")
+        return None
+
     conn = process.connection
     conn.on_request("session/request_permission", permission)
+    fs = client["initialize"]["clientCapabilities"].get("fs", {})
+    if fs.get("readTextFile"):
+        conn.on_request("fs/read_text_file", read_text_file)
+    if fs.get("writeTextFile"):
+        conn.on_request("fs/write_text_file", write_text_file)
     try:
         init = await conn.request("initialize", client["initialize"])
         if client["authenticate"] == "first":

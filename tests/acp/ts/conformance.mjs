@@ -170,6 +170,10 @@ class DaemonSession {
     this.permissionHandlers = new Map(); // sessionId -> async (ctx) => response
     this.permissionRequests = [];
     this.editor = null; // {buffers: Map(path -> text), reads: [], writes: []} for a Zed-like client
+    if (options.fs) {
+      this.editor = { buffers: new Map(), reads: [], writes: [] };
+      this.fsRequests = [];
+    }
 
     this.child = spawn(PYTHON, ["-m", "cody_daemon"], {
       cwd: env.workspace,
@@ -231,6 +235,7 @@ class DaemonSession {
           throw RequestError.methodNotFound(methods.client.fs.readTextFile);
         }
         this.editor.reads.push(params.path);
+        this.fsRequests?.push({ method: "read", params });
         if (this.editor.buffers.has(params.path)) return { content: this.editor.buffers.get(params.path) };
         if (!existsSync(params.path)) throw RequestError.resourceNotFound(params.path);
         return { content: readFileSync(params.path, "utf8") };
@@ -241,24 +246,12 @@ class DaemonSession {
           throw RequestError.methodNotFound(methods.client.fs.writeTextFile);
         }
         this.editor.writes.push({ path: params.path, content: params.content });
+        this.fsRequests?.push({ method: "write", params });
         this.editor.buffers.set(params.path, params.content);
+        mkdirSync(dirname(params.path), { recursive: true });
         writeFileSync(params.path, params.content); // the editor saves the buffer
         return {};
       });
-    if (options.fs) {
-      this.fsRequests = [];
-      this.app = this.app
-        .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
-          this.fsRequests.push({ method: "read", params });
-          return { content: readFileSync(params.path, "utf8") };
-        })
-        .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
-          this.fsRequests.push({ method: "write", params });
-          mkdirSync(dirname(params.path), { recursive: true });
-          writeFileSync(params.path, params.content);
-          return {};
-        });
-    }
     this.connection = this.app.connect({ readable, writable });
     this.agent = this.connection.agent;
   }
