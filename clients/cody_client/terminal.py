@@ -261,13 +261,14 @@ class Renderer:
         if result.meta is not None:
             usage = result.meta.cody.usage
             self.total_tokens = usage.total.total_tokens
-            parts.append(f"tokens in {usage.turn.input_tokens} / out {usage.turn.output_tokens}")
-            parts.append(f"session total {usage.total.total_tokens}")
+            parts.append(
+                f"{_count(usage.turn.input_tokens)} in / {_count(usage.turn.output_tokens)} out"
+            )
             cost = result.meta.cody.cost
-            if cost is not None:
-                parts.append(f"${cost.turn:.4f} this turn, ${cost.total:.4f} in total")
+            if cost is not None and cost.total > 0:  # a free model shows no "$0.0000"
+                parts.append(f"${cost.turn:.4f} (session ${cost.total:.4f})")
         if self._used is not None and self._size:
-            parts.append(f"context {self._used}/{self._size} ({100 * self._used // self._size}%)")
+            parts.append(f"context {100 * self._used // self._size}% of {_count(self._size)}")
         self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")
         self._mode = "idle"
 
@@ -338,10 +339,19 @@ class Renderer:
         """A short status for toolbars: context use and session tokens."""
         parts = []
         if self._used is not None and self._size:
-            parts.append(f"context {self._used}/{self._size} ({100 * self._used // self._size}%)")
+            parts.append(f"context {100 * self._used // self._size}% of {_count(self._size)}")
         if self.total_tokens:
-            parts.append(f"{self.total_tokens} tokens this session")
+            parts.append(f"{_count(self.total_tokens)} tokens this session")
         return " · ".join(parts)
+
+
+def _count(tokens: int) -> str:
+    """A token count for a status line: 842, 12.3k, 1.05M."""
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 1_000_000:
+        return f"{tokens / 1000:.1f}".rstrip("0").rstrip(".") + "k"
+    return f"{tokens / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
 
 
 def _text_of(block: object) -> str:

@@ -269,8 +269,8 @@ async def test_chat_resume_picker_prefixes_history_fork_and_newlines(
         await tmux.wait_for("stop: end_turn")
 
         tmux.keys("/history", "Enter")
-        screen = await tmux.wait_for("▸ List .", count=2)
-        assert screen.count("listed once") == 2, "the replay shows the call and the reply again"
+        screen = await tmux.wait_for("listed once", count=2)  # the reply comes last
+        assert screen.count("▸ List .") == 2, "the replay shows the call and the reply again"
 
         tmux.keys("/fork 5", "Enter")
         screen = await tmux.wait_for("out of range")
