@@ -1,7 +1,7 @@
 """Base class for every wire model.
 
 Invariants: field names are snake_case in Python and camelCase on the wire; unknown fields
-in incoming params are ignored (PROTOCOL.md "Compatibility promises"); `_meta` is exposed
+in incoming params are ignored (docs/protocol.md "Compatibility"); `_meta` is exposed
 as the `meta` attribute; dumps drop `None` so optional fields are simply absent.
 """
 

@@ -1,4 +1,4 @@
-"""Slash commands: ACP's `available_commands_update` (PROTOCOL.md "Slash commands").
+"""Slash commands: ACP's `available_commands_update` (docs/protocol.md "Slash commands").
 
 The daemon advertises its commands after `session/new`, `session/load` and `session/resume`;
 a prompt whose first text block starts with `/<name>` runs that command (an unknown `/word`

@@ -1,4 +1,4 @@
-"""JSON-RPC error codes (PROTOCOL.md "Errors") and the shapes of their `data`."""
+"""JSON-RPC error codes (docs/protocol.md "Errors") and the shapes of their `data`."""
 
 from __future__ import annotations
 

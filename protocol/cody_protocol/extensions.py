@@ -1,4 +1,4 @@
-"""`_cody/*` extension methods (PROTOCOL.md "Extensions")."""
+"""`_cody/*` extension methods (docs/protocol.md "Extensions")."""
 
 from __future__ import annotations
 

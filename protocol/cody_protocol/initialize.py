@@ -1,4 +1,4 @@
-"""`initialize` and `authenticate` (PROTOCOL.md "Lifecycle")."""
+"""`initialize` and `authenticate` (docs/protocol.md "Lifecycle")."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class SessionCapabilities(WireModel):
 
 class AgentAuthCapabilities(WireModel):
     logout: dict[str, object] = Field(default_factory=dict)
-    """`logout` ends the OAuth logins this daemon uses (see PROTOCOL.md "Lifecycle")."""
+    """`logout` ends the OAuth logins this daemon uses (see docs/protocol.md "Lifecycle")."""
 
 
 class AgentCapabilities(WireModel):

@@ -1,4 +1,4 @@
-"""`session/request_permission` (PROTOCOL.md "Approvals"), sent by the daemon to the client."""
+"""`session/request_permission` (docs/protocol.md "Approvals"), sent by the daemon to the client."""
 
 from __future__ import annotations
 

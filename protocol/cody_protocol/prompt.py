@@ -1,4 +1,4 @@
-"""`session/prompt` and `session/cancel` (PROTOCOL.md "A turn")."""
+"""`session/prompt` and `session/cancel` (docs/protocol.md "A turn")."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def _absolute(value: str) -> str:
 
 
 class CodySessionMeta(WireModel):
-    """Per-session overrides in `session/new` `_meta.cody` (PROTOCOL.md settings table)."""
+    """Per-session overrides in `session/new` `_meta.cody` (docs/protocol.md "Settings" table)."""
 
     provider: str | None = None
     model: str | None = None

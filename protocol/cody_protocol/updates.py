@@ -93,7 +93,8 @@ class ToolCallUpdate(WireModel):
     raw_input: Any = None
     raw_output: Any = None
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
-    """`terminal_output` / `terminal_exit` (cody_protocol.terminal); `cody.liveOutput`."""
+    """`terminal_output` / `terminal_exit` (cody_protocol.terminal); `cody.appendOutput` for
+    appended live output (docs/protocol.md "Live command output")."""
 
 
 class PlanEntry(WireModel):

@@ -1,4 +1,4 @@
-"""A session grant covers exactly one command (PROTOCOL.md "Grant keys"), through the daemon.
+"""A session grant covers exactly one command (docs/protocol.md "Grant keys"), through the daemon.
 
 After "allow for this session" on `git status`, nothing that can run other code under that
 name may pass unasked: environment prefixes (`PATH`, `GIT_CONFIG_*`, `BASH_ENV`), an `env`

@@ -1,4 +1,4 @@
-"""`decide`: PROTOCOL.md "Approvals", order of decision, as a table.
+"""`decide`: docs/protocol.md "Approvals", order of decision, as a table.
 
 allowlist -> sandbox -> session rejections -> turn rejections -> session grants -> policy.
 """

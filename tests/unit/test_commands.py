@@ -28,7 +28,7 @@ GIT_STATUS = ("git", "status")
         ("'git' \"status\"", GIT_STATUS),
         ("git status # look", GIT_STATUS),
         (["bash", "-lc", "sh -c 'git status'"], GIT_STATUS),
-        # assignments and an env prefix are part of the key (PROTOCOL.md "Grant keys")
+        # assignments and an env prefix are part of the key (docs/protocol.md "Grant keys")
         ("FOO=1 git status", ("FOO=1", "git", "status")),
         ("PATH=./evilbin git status", ("PATH=./evilbin", "git", "status")),
         ("env git status", ("env", "git", "status")),

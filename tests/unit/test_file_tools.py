@@ -385,7 +385,7 @@ def test_list_dir_metadata_and_schema() -> None:
 
 def test_builtin_registry() -> None:
     registry = ToolRegistry.builtin()
-    # PROTOCOL.md "Which tools ask": these need approval, the rest do not.
+    # docs/protocol.md "Which tools ask": these need approval, the rest do not.
     asking = {"exec", "writeFile", "applyPatch", "webSearch", "perplexitySearch", "fetchUrl"}
     quiet = {"readFile", "listDir", "grepFiles", "fileSearch", "updatePlan"}
     assert set(registry.names()) == asking | quiet

@@ -1,4 +1,4 @@
-"""Heavy modules load only when first used (PRODUCT.md: lazy imports keep startup low)."""
+"""Heavy modules load only when first used (lazy imports keep startup low: bench/README.md)."""
 
 from __future__ import annotations
 

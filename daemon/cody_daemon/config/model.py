@@ -221,7 +221,7 @@ class McpServerConfig(_ConfigModel):
 
 
 class CodyConfig(_ConfigModel):
-    """The whole configuration, with the defaults of PRODUCT.md section 8.
+    """The whole configuration, with its defaults (README "Configuration").
 
     `model_reasoning_summary` also accepts booleans, as the seed CLI did (seed 002): `true`
     means `"concise"` summaries and `false` means `"none"` (disabled).

@@ -39,7 +39,7 @@ META_TO_CONFIG = {
     "reasoning_summary": "model_reasoning_summary",
     "backend": "backend",
 }
-"""`_meta.cody` field -> config key (PROTOCOL.md settings table)."""
+"""`_meta.cody` field -> config key (docs/protocol.md "Settings" table)."""
 
 
 def check_cwd(cwd: str) -> Path:

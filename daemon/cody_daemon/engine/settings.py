@@ -1,4 +1,4 @@
-"""A session's settings, its ACP config options and modes (PROTOCOL.md "Sessions").
+"""A session's settings, its ACP config options and modes (docs/protocol.md "Sessions").
 
 Persisted settings (written to `session_meta` and `config` events, restored on resume):
 provider, model, approval policy, sandbox mode, reasoning effort and summary, allowed tools
@@ -56,7 +56,7 @@ CONFIG_KEYS: dict[str, str] = {  # `mode` is a preset over two of them (MODES)
     "reasoning_effort": "model_reasoning_effort",
     "reasoning_summary": "model_reasoning_summary",
 }
-"""configOption id -> config key (PROTOCOL.md settings table)."""
+"""configOption id -> config key (docs/protocol.md "Settings" table)."""
 
 BACKEND_DEFAULT_MODEL = "default"
 """The `model` of a codex/claude session that uses the CLI's own default model."""

@@ -1,4 +1,4 @@
-"""The approval decision for one tool call (PROTOCOL.md "Approvals", order of decision).
+"""The approval decision for one tool call (docs/protocol.md "Approvals", order of decision).
 
     allowlist -> credentials -> sandbox -> session rejections -> session grants -> policy
 

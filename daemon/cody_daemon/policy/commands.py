@@ -1,7 +1,7 @@
 """Command normalisation (approval grant keys) and the shell lexer it shares with
 `safe_commands.py` (the known-safe command list).
 
-`normalize_command` gives the grant key of an `exec` command (PROTOCOL.md "Grant keys"). It is
+`normalize_command` gives the grant key of an `exec` command (docs/protocol.md "Grant keys"). It is
 a *key*, not a security decision, but a session grant covers every command with the same key,
 so the key keeps everything that can change what runs. Invariant: two commands share a key only
 when they run the same program with the same arguments and the same environment changes:

@@ -1,4 +1,4 @@
-"""Sandbox modes (PRODUCT.md section 6): what file tools may write, and how `exec` is isolated.
+"""Sandbox modes (docs/sandbox.md): what file tools may write, and how `exec` is isolated.
 
 - `read-only`: nothing is written; `exec` sees the file system read-only (with a private,
   throw-away /tmp and temp dir).

@@ -8,7 +8,8 @@ Invariants:
   config order.
 - A spec's `default_model` is always one of its `models`.
 - `auto` is the first of openai, anthropic, openrouter that has credentials, else `offline`
-  (PRODUCT.md section 2). `offline`, and a provider whose `env_key` is unset or `""`, needs none.
+  (README "Point it at a real model"). `offline`, and a provider whose `env_key` is unset or
+  `""`, needs none.
 - Credentials are read when asked for (a login made while the daemon runs is seen): env var
   first, then the Codex CLI login (`$CODEX_HOME/auth.json`) for `openai`. A login file is only
   used while that provider still points at its official `base_url`, so a token is never sent

@@ -1,4 +1,5 @@
-"""The built-in `offline` provider: no key, no network (PRODUCT.md section 2).
+"""The built-in `offline` provider: no key, no network (what `auto` uses when no provider has
+credentials, and the demo's model).
 
 It implements the same interface and emits the same events as the HTTP providers: several
 text deltas, a reasoning delta, tool calls, usage estimated as characters / 4. Grammar of

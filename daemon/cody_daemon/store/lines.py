@@ -1,4 +1,4 @@
-"""The session file's line format (PRODUCT.md section 7).
+"""The session file's line format (one JSONL file per session; docs/architecture.md "Persistence").
 
 Every line is one JSON object `{"timestamp": ISO-8601 UTC, "type": T, "payload": {...}}`
 terminated by `\n`, where T is one of:

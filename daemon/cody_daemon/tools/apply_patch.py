@@ -6,7 +6,7 @@ Invariants:
   naming the file and hunk, and no file changes; a write failure midway rolls back the files
   already written (`commit_changes`).
 - The grant key is `("paths", *sorted real paths)` of every path the patch touches, move
-  targets included (PROTOCOL.md "Grant keys"); a patch that does not parse falls back to
+  targets included (docs/protocol.md "Grant keys"); a patch that does not parse falls back to
   the canonical-arguments key, which can never match a valid patch.
 - Every touched real path (move targets too) must pass `SandboxPolicy.check_write`, both
   before approval (`sandbox_check`) and again in `run`, right before anything is written.

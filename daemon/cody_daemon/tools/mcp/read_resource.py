@@ -2,9 +2,10 @@
 
 Tools are shared daemon-wide but MCP servers belong to a session, so this tool is built per
 session around that session's manager (`McpSessionManager.session_tools()` adds it). Reads need
-no approval (PROTOCOL.md). Invariants: text contents are returned as they are (several are
-separated by a `[uri]` header line); binary contents become a one-line description; an unknown
-or failed server, or a server error, raises ToolError saying which and why.
+no approval (docs/protocol.md "Approvals"). Invariants: text contents are returned as they are
+(several are separated by a `[uri]` header line); binary contents become a one-line
+description; an unknown or failed server, or a server error, raises ToolError saying which and
+why.
 """
 
 from __future__ import annotations

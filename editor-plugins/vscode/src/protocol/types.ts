@@ -509,7 +509,7 @@ export interface ProviderErrorData {
   httpStatus?: number | null;
 }
 
-/** JSON-RPC error codes the daemon uses (PROTOCOL.md, "Errors"). */
+/** JSON-RPC error codes the daemon uses (docs/protocol.md, "Errors"). */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
