@@ -149,3 +149,44 @@ async def test_logout_without_a_login_ends_nothing(offline_daemon: Daemon) -> No
     assert answer["_meta"]["cody"]["loggedOut"] == []
     sid = await offline_daemon.new_session()
     assert (await offline_daemon.prompt(sid, "list files"))["stopReason"] == "end_turn"
+
+
+async def test_a_fork_runs_codys_loop_even_when_config_chooses_a_backend(
+    cody_env: CodyEnv,
+) -> None:
+    """Regression: a fork took `backend` from config.toml and became a codex session with no
+    CLI thread (and failed when that CLI was not installed)."""
+    cody_env.write_config('backend = "codex"\n')
+    cody_env.env["CODEX_CLI_PATH"] = str(cody_env.root / "no-such-codex")
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session(backend="native", provider="offline")
+        await daemon.prompt(sid, "list files")
+        forked = await daemon.request(
+            "session/fork", {"sessionId": sid, "cwd": str(cody_env.workspace), "mcpServers": []}
+        )
+        assert forked["_meta"]["cody"]["backend"] == "native"
+        result = await daemon.prompt(forked["sessionId"], "list files")
+        assert result["stopReason"] == "end_turn"
+    finally:
+        await daemon.close()
+
+
+async def test_an_audio_block_is_refused_not_dropped(offline_daemon: Daemon) -> None:
+    sid = await offline_daemon.new_session()
+    error = await expect_error(
+        offline_daemon.request(
+            "session/prompt",
+            {
+                "sessionId": sid,
+                "prompt": [
+                    {"type": "text", "text": "listen to this"},
+                    {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="},
+                ],
+            },
+        ),
+        -32602,
+    )
+    assert "Audio is not accepted" in error.message
+    assert error.data["errors"][0]["key"] == "prompt[1]"

@@ -87,7 +87,11 @@ async def test_responses_gets_input_image_persisted_and_replayed(cody_env: CodyE
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"},
     ]
     assert mock_responses.input_images(api.requests[1]) == [f"data:image/png;base64,{PNG}"]
-    users = [u["content"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    chunks = [u for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    [image_id] = [u.get("messageId") for u in chunks if u["content"]["type"] == "image"]
+    [text_id] = [u.get("messageId") for u in chunks if u["content"].get("text") == "what is this?"]
+    assert image_id and image_id == text_id, "the image replays as part of its message"
+    users = [u["content"] for u in chunks]
     assert {"type": "image", "data": PNG, "mimeType": "image/png"} in users
     assert users.index({"type": "text", "text": "what is this?"}) < users.index(
         {"type": "image", "data": PNG, "mimeType": "image/png"}

@@ -225,8 +225,14 @@ async def test_web_tools_work_against_local_servers(
         model.enqueue(tool_call("perplexitySearch", {"query": "how does cody run"}, call_id="w2"))
         model.enqueue(tool_call("fetchUrl", {"url": web.url("/article")}, call_id="w3"))
         model.enqueue(text("summarised"))
-        sid = await daemon.new_session(approvalPolicy="never")
+        sid = await daemon.new_session(approvalPolicy="untrusted")
+        daemon.answer("allow_always", "allow_always", "allow_always")
         await daemon.prompt(sid, "research")
+        fetch_request = next(
+            r for r in daemon.permission_requests if r["toolCall"]["toolCallId"] == "w3"
+        )
+        origin = f"http://127.0.0.1:{web.port}"
+        assert fetch_request["_meta"]["cody"]["grantKey"] == f"every page of {origin}"
         outputs = tool_outputs(model.requests[-1])
         assert "Cody docs" in outputs["w1"] and "https://example.org/cody" in outputs["w1"]
         assert "daemon [1]" in outputs["w2"] and "<think>" not in outputs["w2"]

@@ -64,6 +64,8 @@ class UserImage:
     data: str
     """Base64."""
     mime_type: str
+    message_id: str | None = None
+    """The message it belongs to (its text chunks carry the same id)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

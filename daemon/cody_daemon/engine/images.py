@@ -25,7 +25,7 @@ from __future__ import annotations
 import binascii
 from collections.abc import Sequence
 
-from cody_protocol.content import ContentBlock, ImageContent
+from cody_protocol.content import AudioContent, ContentBlock, ImageContent
 
 from ..core.history import HistoryItem, ImagePart, MessageItem, TextPart
 from ..errors import InvalidParams, Issue
@@ -118,6 +118,18 @@ def without_images(history: Sequence[HistoryItem], model: str) -> list[HistoryIt
         else:
             out.append(item)
     return out
+
+
+def refuse_audio(blocks: Sequence[ContentBlock]) -> None:
+    """Audio is not accepted (`promptCapabilities.audio` is false): -32602, never dropped."""
+    for index, block in enumerate(blocks):
+        if isinstance(block, AudioContent):
+            raise _invalid(
+                index,
+                "Audio is not accepted in prompts; send text (or an image, where the model "
+                "reads images).",
+                "audio is not accepted",
+            )
 
 
 def refuse_images_for_backend(blocks: Sequence[ContentBlock], backend: str) -> None:

@@ -34,7 +34,7 @@ from .backend_turn import BackendTurnRunner
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
-from .images import prompt_images, refuse_images_for_backend, takes_images
+from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request
 from .loading import SessionLoader
 from .ports import ClientLink
@@ -167,6 +167,7 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
+        refuse_audio(blocks)
         command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
         if command is not None:
             if command.command.kind == "local":
@@ -505,7 +506,9 @@ class SessionManager:
                 ],
             )
         items = _cut_history(source_items, at_message)
-        session = self.new_session(cwd, None, mcp_servers)
+        # A fork is a native session whatever config.toml chooses: the copied history is
+        # Cody's, and no agent CLI has a thread for it.
+        session = self.new_session(cwd, CodySessionMeta(backend="native"), mcp_servers)
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
         session.file.append(

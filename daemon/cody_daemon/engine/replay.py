@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any, get_args
 
 from cody_protocol.content import (
-    AudioContent,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
@@ -63,7 +62,7 @@ def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Ite
                 if item.text or not item.images or blocks:
                     yield UserText(item.text, message_id=item.id, blocks=blocks)
                 for image in item.images:
-                    yield UserImage(data=image.data, mime_type=image.mime_type)
+                    yield UserImage(data=image.data, mime_type=image.mime_type, message_id=item.id)
             elif item.role == "assistant" and item.text:
                 yield AgentText(item.text, message_id=item.id)
         elif isinstance(item, ReasoningItem):
@@ -149,7 +148,5 @@ def prompt_to_text(blocks: Sequence[ContentBlock]) -> str:
                 parts.append(f'<file uri="{resource.uri}">\n{resource.text}\n</file>')
             else:
                 parts.append(f"[binary resource omitted: {resource.uri}]")
-        elif isinstance(block, AudioContent):
-            parts.append("[audio omitted: this agent accepts text and images only]")
         # ImageContent: attached to the message as image parts (engine/images.py)
     return "\n\n".join(parts)

@@ -172,6 +172,8 @@ def describe_grant(key: GrantKey) -> str:
         return "the command `" + " ".join(key[1:]) + "`"
     if key and key[0] == "paths":
         return "changes to " + ", ".join(key[1:])
+    if len(key) == 2 and key[0] == "fetch":
+        return f"every page of {key[1]}"
     if len(key) >= 2:
         return f"{key[1]} with these exact arguments"
     return "this call"

@@ -74,7 +74,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("user_message_chunk", event.text, event.message_id)]
     if isinstance(event, UserImage):
         image = ImageContent(data=event.data, mime_type=event.mime_type)
-        return [UserMessageChunk(content=image).wire()]
+        return [UserMessageChunk(content=image, message_id=event.message_id).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
