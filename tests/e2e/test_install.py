@@ -4,6 +4,7 @@ no uv on PATH, the distribution's own Python (PEP 668: `pip install` is refused 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SYSTEM_PATH = "/usr/bin:/bin"
+SYSTEM_DIRS = ("/usr/bin", "/bin")
+WITHHELD = frozenset({"uv", "uvx", "bwrap", "rg"})
+"""What a newcomer's machine lacks: the install must bring uv, the sandbox and search."""
 PASS_THROUGH = (
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
@@ -50,6 +53,19 @@ def fresh_clone(target: Path) -> Path:
     return target
 
 
+def clean_path(root: Path) -> str:
+    """A PATH dir with every program of /usr/bin and /bin except uv, bwrap and rg (links)."""
+    bin_dir = root / "system-bin"
+    bin_dir.mkdir()
+    for directory in SYSTEM_DIRS:
+        for program in Path(directory).iterdir():
+            target = bin_dir / program.name
+            if program.name in WITHHELD or target.exists():
+                continue
+            target.symlink_to(program)
+    return str(bin_dir)
+
+
 def uv_cache_dir() -> str | None:
     """The machine's uv cache, so the test does not download every package again."""
     for command in (["uv"], ["python3", "-m", "uv"]):
@@ -66,16 +82,18 @@ def uv_cache_dir() -> str | None:
 
 @pytest.mark.timeout(600)
 def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path: Path) -> None:
-    python = shutil.which("python3", path=SYSTEM_PATH)
+    python = shutil.which("python3", path=os.pathsep.join(SYSTEM_DIRS))
     if python is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but there is no system python3 in /usr/bin")
         pytest.skip("no system python3 in /usr/bin")
-    assert shutil.which("uv", path=SYSTEM_PATH) is None, "uv must not be on the clean PATH"
+    system_path = clean_path(tmp_path)
+    for program in WITHHELD:
+        assert shutil.which(program, path=system_path) is None, f"{program} on the clean PATH"
     clone = fresh_clone(tmp_path / "cody")
     home = tmp_path / "home"
     home.mkdir()
-    env = {"HOME": str(home), "PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+    env = {"HOME": str(home), "PATH": system_path, "LANG": "C.UTF-8"}
     env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
     cache = uv_cache_dir()
     if cache:
@@ -96,7 +114,7 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
     project = tmp_path / "my-project"
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
-    user_env = {**env, "PATH": f"{bin_dir}:{SYSTEM_PATH}"}
+    user_env = {**env, "PATH": f"{bin_dir}:{system_path}"}
     turn = subprocess.run(
         ["cody-client", "exec", "list files"],
         cwd=project, env=user_env, capture_output=True, text=True, timeout=120, check=False,
@@ -113,6 +131,15 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
         env=user_env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert daemon.returncode == 0 and daemon.stdout.strip(), daemon.stderr
+
+    doctor = subprocess.run(
+        ["cody-client", "doctor", "--json"],
+        cwd=project, env=user_env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    binaries = {b["name"]: b for b in json.loads(doctor.stdout)["binaries"]}
+    for name in ("bwrap", "rg"):
+        assert binaries[name]["origin"] == "wheel", binaries[name]  # from the lock file
+    assert binaries["rg"]["usable"], binaries["rg"]
 
     tests_command = subprocess.run(
         ["uv", "--version"], env=user_env, capture_output=True, text=True, timeout=60, check=False
