@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.support.bad_frames import BAD_FRAME_CASES
 from tests.support.daemon import DAEMON_COMMAND, CodyEnv, Daemon, expect_error
 from tests.support.mock_responses import MockResponsesServer, text
 
@@ -35,6 +36,40 @@ async def test_malformed_json_gets_parse_error_and_the_connection_keeps_working(
     reply = await _raw_roundtrip(offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 7, "method": '))
     assert reply == {"jsonrpc": "2.0", "id": None, "error": reply["error"]}
     assert reply["error"]["code"] == -32700
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_the_daemon_resyncs_after_every_kind_of_bad_frame(offline_daemon: Daemon) -> None:
+    """Issue 8.8: one wrong Content-Length left the daemon answering parse errors forever.
+
+    The cases (tests/support/bad_frames.py): Content-Length too small; too large, with the
+    next frame arriving later; too large by a few bytes (ending inside the next header);
+    negative; not a number; empty; missing; duplicated with different values; over the
+    limit; 11 stray bytes without a newline; a stray line; a header block without its blank
+    line; a zero length; a body that is not JSON. After each, the next well-formed frame
+    must be answered.
+    """
+    conn = offline_daemon.conn
+    for index, case in enumerate(BAD_FRAME_CASES):
+        probe_id = f"probe-{index}"
+        good = lsp(b'{"jsonrpc":"2.0","id":"%s","method":"session/list"}' % probe_id.encode())
+        writes = list(case.writes)
+        if case.glued:
+            writes[-1] += good
+        else:
+            writes.append(good)
+        for chunk in writes:
+            conn.send_raw(chunk)
+            await asyncio.sleep(0.02)
+        try:
+            await offline_daemon.wait_for(
+                lambda probe=probe_id: any(m.get("id") == probe for m in conn.received), 5
+            )
+        except AssertionError:
+            raise AssertionError(f"{case.name}: the next well-formed frame got no answer") from None
+        [reply] = [m for m in conn.received if m.get("id") == probe_id]
+        assert reply["result"] == {"sessions": []}, case.name
+    assert offline_daemon.process.process.returncode is None
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
@@ -264,6 +299,64 @@ async def test_a_late_answer_to_a_withdrawn_approval_is_harmless(
     finally:
         daemon.permission_gate = None
         await daemon.close()
+
+
+@pytest.mark.parametrize("framing", ["lsp", "ndjson"])
+async def test_a_response_with_the_id_of_a_running_client_request_is_ignored(
+    cody_env: CodyEnv, model: MockResponsesServer, framing: str
+) -> None:
+    """Issue 8.3: pygls filed incoming and outgoing ids in one table; a response with the id
+    of the client's running prompt made it call `set_result` on the prompt's Task:
+    RuntimeError, exit 1, every turn in every session lost."""
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env, framing=framing)  # type: ignore[arg-type]
+    try:
+        await daemon.initialize()
+        model.enqueue(text("slow " * 40, chunks=40), delay_s=0.03)
+        sid = await daemon.new_session()
+        prompt = asyncio.create_task(
+            daemon.conn.request(
+                "session/prompt",
+                {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+                msg_id=3,
+            )
+        )
+        await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+        daemon.conn.send({"jsonrpc": "2.0", "id": 3, "result": None})
+        daemon.conn.send({"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "x"}})
+        daemon.conn.send({"jsonrpc": "2.0", "id": "never-sent", "result": {}})
+        result = await asyncio.wait_for(prompt, 30)
+        assert result["stopReason"] == "end_turn", "the stray responses did not touch the prompt"
+        assert daemon.agent_text(sid) == "slow " * 40
+        assert daemon.process.process.returncode is None
+        assert (await daemon.request("session/list", {}))["sessions"]
+    finally:
+        await daemon.close()
+
+
+async def test_a_client_request_reusing_a_pending_approval_id_does_not_take_its_answer(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """Issue 8.3: a client request with the id of a pending approval replaced the approval's
+    future; the approval's answer then crashed the daemon (RuntimeError on a Task)."""
+    from tests.support.mock_responses import tool_call
+
+    model.enqueue(tool_call("exec", {"command": "echo ran"}, call_id="c1"))
+    model.enqueue(text("done"))
+    sid = await daemon.new_session()
+    gate = asyncio.Event()
+    daemon.permission_gate = gate
+    prompt = asyncio.create_task(daemon.prompt(sid, "x"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+    approval_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
+    listed = await daemon.conn.request("session/list", {}, msg_id=approval_id)
+    assert listed["sessions"], "the client's request with that id is answered as its own"
+    gate.set()
+    assert (await prompt)["stopReason"] == "end_turn"
+    [done] = [u for u in daemon.tool_updates(sid, "c1") if u.get("status") == "completed"]
+    assert "ran" in json.dumps(done)
+    assert daemon.process.process.returncode is None
+    daemon.permission_gate = None
 
 
 async def test_shutdown_then_exit_ends_the_process_with_code_0(offline_daemon: Daemon) -> None:

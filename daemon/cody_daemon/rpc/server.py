@@ -20,13 +20,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from cody_protocol.errors import ErrorCode
 from cody_protocol.methods import CANCEL_REQUEST_ACP, CANCEL_REQUEST_LSP, EXIT, INITIALIZE, SHUTDOWN
-from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pygls.exceptions import JsonRpcException, PyglsError
-from pygls.protocol.json_rpc import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-)
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
 from .framing import FrameError, FrameReader, FramingMode
@@ -112,24 +107,10 @@ class _Dispatcher:
                     "Invalid request: no method, result or error",
                 )
             return
-        if msg_id not in self.protocol._request_futures:
-            # A late answer to a request we withdrew (approval timeout or cancel): expected.
-            logger.debug("dropping an answer to a withdrawn request")
-            return
-        if "error" in message:
-            error = message["error"] if isinstance(message["error"], dict) else {}
-            code = error.get("code")
-            envelope: Any = ResponseErrorMessage(
-                id=msg_id,
-                error=ResponseError(
-                    code=code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
-                    message=str(error.get("message", "")),
-                    data=error.get("data"),
-                ),
-            )
-        else:
-            envelope = JsonRPCResponseMessage(id=msg_id, jsonrpc="2.0", result=message["result"])
-        self.protocol.handle_message(envelope)
+        if not self.protocol.resolve_answer(msg_id, message):
+            # A late answer to a request we withdrew (approval timeout or cancel), or an id
+            # that was never ours (e.g. the id of one of the client's own requests).
+            logger.info("ignoring a response to id %r: no request of ours waits for it", msg_id)
 
     def _request(self, msg_id: Any, method: str, params: Any) -> None:
         if method == INITIALIZE:

@@ -20,7 +20,8 @@ from typing import BinaryIO
 
 __all__ = ["ByteSink", "StdioChannel", "guard_stdio", "open_channel"]
 
-READ_LIMIT = 256 * 1024 * 1024
+READ_LIMIT = 1 << 20
+"""Input buffered before the pipe is paused (FrameReader keeps its own, bounded buffer)."""
 _HIGH_WATER = 1 << 20
 
 
