@@ -500,6 +500,56 @@ async def test_a_slow_reader_gets_every_delta_in_order(
     assert daemon.agent_text(sid) == "".join(words)
 
 
+async def test_a_client_that_stops_reading_pauses_the_turns_then_is_dropped_with_all_saved(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Issue 8.11: with asyncio pipes, output for a client that stopped reading was buffered
+    without limit while every turn ran on. Now turns wait at their next update once the
+    unread output passes the bound, and a client that stays stalled for `--stall-timeout` is
+    dropped: the daemon says why, cancels and saves every turn, and exits with code 1."""
+    from cody_client.process import DaemonProcess
+
+    cody_env.use_mock_provider(model.base_url)
+    process = await DaemonProcess.spawn(
+        [*DAEMON_COMMAND, "--stall-timeout", "1.5"], env=cody_env.env
+    )
+    daemon = Daemon(process, cody_env)
+    full = "".join(f"w{i} " for i in range(150_000))  # ~1 MB of text per session
+    try:
+        await daemon.initialize()
+        sids = [await daemon.new_session() for _ in range(2)]
+        for _ in sids:
+            model.enqueue(text(full, chunks=15_000))
+        transport = process.process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+        transport.pause_reading()
+        prompts = [asyncio.create_task(daemon.prompt(sid, "flood")) for sid in sids]
+        # (`Process.wait()` would also wait for the paused stdout pipe to be read to EOF.)
+        await daemon.wait_for(lambda: process.process.returncode is not None, 30)
+        assert process.process.returncode == 1
+        transport.resume_reading()
+        for outcome in await asyncio.gather(*prompts, return_exceptions=True):
+            assert isinstance(outcome, Exception), "no answer from a client that was dropped"
+        await daemon.wait_for(
+            lambda: any("has not read its output" in line for line in process.stderr_lines)
+        )
+    finally:
+        await daemon.process.close()
+    paths = sorted((cody_env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
+    assert len(paths) == 2
+    for path in paths:
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert lines[-1]["payload"] == {**lines[-1]["payload"], "kind": "turn_end"}
+        assert lines[-1]["payload"]["stopReason"] == "cancelled"
+        saved = "".join(
+            part["text"]
+            for line in lines
+            if line["type"] == "response_item" and line["payload"].get("role") == "assistant"
+            for part in line["payload"]["content"]
+        )
+        assert full.startswith(saved), "what was streamed is saved, in order"
+        assert len(saved) < len(full), "the turn waited for the client instead of running on"
+
+
 async def test_non_ascii_text_keeps_byte_exact_content_length(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:

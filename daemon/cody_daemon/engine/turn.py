@@ -208,6 +208,7 @@ class TurnRunner:
         try:
             async with contextlib.aclosing(self.env.provider.stream(request)) as stream:
                 async for event in stream:
+                    await self.env.link.wait_writable()  # back-pressure from a slow client
                     if isinstance(event, TextDelta):
                         message.add(event.text)
                         self._emit(AgentText(event.text))

@@ -6,7 +6,8 @@ JSON (-32700), batches and non-requests (-32600, id null), requests before `init
 which runs the async handlers as tasks and answers unknown methods with -32601.
 
 Exit: on stdin EOF, `exit`, or SIGTERM/SIGINT/SIGHUP, running turns are cancelled, session files are synced and
-closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`).
+closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`, or
+when a client that stopped reading its output was dropped).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from pygls.server import JsonRPCServer
 
 from .framing import FrameError, FrameReader, FramingMode
 from .protocol import CodyProtocol, make_converter
-from .transport import StdioChannel, open_channel
+from .transport import ByteSink, StdioChannel, open_channel
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["CodyServer", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +150,40 @@ class _Dispatcher:
         )
 
 
-async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMode) -> int:
+DEFAULT_STALL_TIMEOUT_S = 300.0
+"""How long a client may leave its output unread (over the bound) before it is dropped."""
+
+
+async def _drop_a_stalled_client(sink: ByteSink, timeout_s: float, stop: asyncio.Event) -> None:
+    """Issue 8.11: a client that stops reading must not leave every turn waiting forever.
+
+    Turns wait for the client at their next update once its unread output passes the bound
+    (transport.HIGH_WATER); if it stays there for `timeout_s`, the client is dropped: the
+    daemon logs why, cancels and persists every turn, and exits with code 1.
+    """
+    interval = max(0.05, min(1.0, timeout_s / 4))
+    while True:
+        await asyncio.sleep(interval)
+        stalled = sink.stalled_for()
+        if stalled > timeout_s:
+            logger.error(
+                "the client has not read its output for %.1f s (%d bytes unread); "
+                "dropping it: running turns are cancelled and saved, the daemon exits",
+                stalled,
+                sink.buffered(),
+            )
+            sink.drop()
+            stop.set()
+            return
+
+
+async def serve_stdio(
+    app: DaemonApp,
+    channel: StdioChannel,
+    framing: FramingMode,
+    *,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+) -> int:
     """Serve until EOF or `exit`; returns the exit code."""
     server = app.server
     reader, sink = await open_channel(channel)
@@ -160,6 +194,7 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
     stopped = asyncio.ensure_future(stop.wait())
+    watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     try:
@@ -182,9 +217,12 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
             dispatcher.dispatch(frame)
     finally:
         stopped.cancel()
+        watchdog.cancel()
     await app.shutdown()
     await asyncio.sleep(0)
     await sink.close()
+    if sink.dropped:
+        return 1
     if dispatcher.exit_requested and not dispatcher.shutdown_requested:
         return 1
     return 0
