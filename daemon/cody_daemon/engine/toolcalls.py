@@ -12,11 +12,12 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from cody_protocol.updates import ToolKind
 from pydantic import BaseModel
 
-from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolResult
+from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 
 __all__ = [
     "LiveOutput",
+    "argument_problem",
     "DescribedCall",
     "describe_call",
     "describe_grant",
@@ -76,6 +77,26 @@ def describe_call(registry: ToolRegistry, name: str, arguments: str) -> Describe
     return DescribedCall(
         tool=tool, title=tool.title(args), kind=tool.kind, raw_input=raw, args=args, error=None
     )
+
+
+def argument_problem(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> str | None:
+    """Why the call's arguments cannot even be checked by policy, or None (issue 8.10).
+
+    The policy hooks resolve paths; a value the OS refuses (a NUL byte in a path) must fail
+    this call only, as a tool error the model can read, never the whole turn.
+    """
+    try:
+        tool.grant_key(args, ctx)
+        tool.sandbox_check(args, ctx)
+        tool.runs_unsandboxed(args, ctx)
+    except ToolError as exc:
+        return exc.message
+    except ValueError as exc:
+        text = str(exc)
+        if "null byte" in text or "null character" in text:
+            return f"invalid arguments for {tool.name}: a path must not contain a NUL byte"
+        return f"invalid arguments for {tool.name}: {text}"
+    return None
 
 
 def error_result(message: str, raw_output: dict[str, Any] | None = None) -> ToolResult:

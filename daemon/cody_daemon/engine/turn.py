@@ -58,6 +58,7 @@ from .streamed import StreamedItem
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
+    argument_problem,
     describe_call,
     describe_grant,
     error_result,
@@ -298,6 +299,11 @@ class TurnRunner:
             tool_config=self.session.settings.tool_config,
             on_plan=lambda entries: self._emit(PlanChanged(tuple(entries))),
         )
+        problem = argument_problem(tool, args, ctx)
+        if problem is not None:
+            self._finish_call(call.call_id, error_result(problem))
+            self.state.failure_seen = True
+            return
         settings = self.session.settings
         grant_key = tool.grant_key(args, ctx)
         unsandboxed = tool.runs_unsandboxed(args, ctx)
