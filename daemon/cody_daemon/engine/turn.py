@@ -24,6 +24,7 @@ from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import TokenUsage
 
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
+from ..errors import StorageError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.safe_commands import is_known_safe
@@ -125,8 +126,8 @@ class TurnRunner:
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
         user_item = user_message(new_id("msg_"), prompt_text)
-        session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
+        session.history.append(user_item)
         if session.title is None and prompt_text.strip():
             session.title = make_title(prompt_text)
             session.file.append("event", {"kind": "title", "title": session.title})
@@ -145,15 +146,18 @@ class TurnRunner:
         except BaseException as exc:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
-        session.file.append(
-            "event",
-            {
-                "kind": "turn_end",
-                "turnId": self.state.turn_id,
-                "stopReason": stop if failure is None else "error",
-            },
-        )
-        await session.file.sync()
+        try:
+            session.file.append(
+                "event",
+                {
+                    "kind": "turn_end",
+                    "turnId": self.state.turn_id,
+                    "stopReason": stop if failure is None else "error",
+                },
+            )
+            await session.file.sync()
+        except StorageError as exc:  # the disk is full: the turn ends with that error
+            failure = failure or exc
         await self.env.link.flush(session.id)
         if failure is not None:
             raise failure
@@ -422,21 +426,24 @@ class TurnRunner:
             call_id=call_id, output=result.output, status=status, raw_output=result.raw_output
         )
         self.session.history.append(item)
-        self.session.file.append("response_item", item.payload())
         self.state.open_calls.pop(call_id, None)
         content: list[ToolCallContent] = result.content or text_content(result.output)
-        self._emit(
-            ToolCallProgress(
-                call_id=call_id,
-                status=status,
-                content=content,
-                raw_output=wire_raw_output(result.output, result.raw_output),
+        try:
+            self.session.file.append("response_item", item.payload())
+        finally:  # the client sees the call closed even when the disk is full
+            self._emit(
+                ToolCallProgress(
+                    call_id=call_id,
+                    status=status,
+                    content=content,
+                    raw_output=wire_raw_output(result.output, result.raw_output),
+                )
             )
-        )
 
     def _close_open_calls(self, why: str) -> None:
         for call_id in list(self.state.open_calls):
-            self._finish_call(call_id, error_result(why))
+            with contextlib.suppress(StorageError):  # the turn already fails with it
+                self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
         self._emit(ToolCallProgress(call_id=call_id, content=text_content(text)))
