@@ -55,7 +55,7 @@ from .events import (
 from .instructions import build_instructions
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
-from .streamed import StreamedItem
+from .streamed import SegmentCadence, StreamedItem
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
@@ -205,8 +205,26 @@ class TurnRunner:
 
     async def _model_call(self, request: ModelRequest) -> tuple[list[ToolCallRequested], str]:
         session = self.session
-        message = StreamedItem("message", session.history, session.file)
-        thought = StreamedItem("reasoning", session.history, session.file)
+        # Streamed text reaches the file first, then the client (engine/streamed.py).
+        cadence = SegmentCadence()
+        message = StreamedItem(
+            "message",
+            session.history,
+            session.file,
+            emit=lambda text: self._emit(AgentText(text)),
+            cadence=cadence,
+        )
+
+        def new_thought() -> StreamedItem:
+            return StreamedItem(
+                "reasoning",
+                session.history,
+                session.file,
+                emit=lambda text: self._emit(AgentThought(text)),
+                cadence=cadence,
+            )
+
+        thought = new_thought()
         calls: list[ToolCallRequested] = []
         end = "end_turn"
         usage: UsageReport | None = None
@@ -216,14 +234,11 @@ class TurnRunner:
                     await self.env.link.wait_writable()  # back-pressure from a slow client
                     if isinstance(event, TextDelta):
                         message.add(event.text)
-                        self._emit(AgentText(event.text))
                     elif isinstance(event, ReasoningDelta):
                         thought.add(event.text)
-                        self._emit(AgentThought(event.text))
                     elif isinstance(event, ReasoningDone):
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
-                            self._emit(AgentThought(event.item.text))
                         thought.set_opaque(
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
@@ -231,7 +246,7 @@ class TurnRunner:
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()
-                        thought = StreamedItem("reasoning", session.history, session.file)
+                        thought = new_thought()
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, UsageReport):
