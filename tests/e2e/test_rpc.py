@@ -427,18 +427,42 @@ async def test_logs_do_not_contain_prompts_or_keys(
         assert secret not in log
 
 
+CHATTY_DAEMON = """
+import os, runpy, sys
+from cody_daemon.rpc import server
+
+blob = b"chatty log line " * 4096 + b"\\n"  # 64 KiB: one pipe's worth per write
+os.write(2, blob * 32)  # 2 MiB before serving: an undrained pipe blocks right here
+dispatch = server._Dispatcher.dispatch
+
+def chatty_dispatch(self, body):
+    os.write(2, blob * 4)  # 256 KiB on the event loop's thread for every message
+    dispatch(self, body)
+
+server._Dispatcher.dispatch = chatty_dispatch
+sys.argv = ["cody-daemon", *sys.argv[1:]]
+runpy.run_module("cody_daemon", run_name="__main__")
+"""
+
+
 @pytest.mark.parametrize("framing", ["lsp", "ndjson"])
 async def test_a_chatty_daemon_does_not_block_on_stderr(cody_env: CodyEnv, framing: str) -> None:
-    """PYGLS_NOTES 2.6: an undrained stderr pipe blocks the server once 64 KiB fill."""
+    """PYGLS_NOTES 2.6: an undrained stderr pipe blocks the server once 64 KiB fill.
+
+    The daemon here writes 7 MiB to stderr, synchronously (2 MiB before it serves, 256 KiB
+    on the event loop for every message), 100 times what a pipe holds: it keeps answering,
+    and the client library has read all of it (if its stderr reader stops, this fails).
+    """
     from cody_client.process import DaemonProcess
 
-    process = await DaemonProcess.spawn([*DAEMON_COMMAND, "-vv"], env=cody_env.env, framing=framing)  # type: ignore[arg-type]
+    command = [sys.executable, "-c", CHATTY_DAEMON]
+    process = await DaemonProcess.spawn(command, env=cody_env.env, framing=framing)  # type: ignore[arg-type]
     daemon = Daemon(process, cody_env)
     try:
         await daemon.initialize()
-        for _ in range(200):
+        for _ in range(20):
             await daemon.request("session/list", {})
-        assert sum(len(line) for line in process.stderr_lines) > 0
+        await daemon.wait_for(lambda: sum(map(len, process.stderr_lines)) > 6 * 1024 * 1024)
     finally:
         await daemon.close()
 
