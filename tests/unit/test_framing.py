@@ -328,3 +328,12 @@ async def test_ndjson_stray_bytes_glued_to_a_message_are_split_off() -> None:
     assert frames[0] == REQ
     assert isinstance(frames[1], FrameError)
     assert frames[2] == NOTE
+
+
+async def test_a_header_mentioned_in_the_rest_of_a_cut_body_is_not_taken_for_one() -> None:
+    """A too-small length leaves the body's tail, which may say "content-length:" in a string."""
+    body = b'{"jsonrpc":"2.0","method":"x","params":{"t":"Content-Length: 5\\r\\n\\r\\nabc"}}'
+    data = b"Content-Length: 20\r\n\r\n" + body + lsp(REQ)
+    frames, _ = await read_all(data)
+    assert frames[-1] == REQ
+    assert all(isinstance(frame, FrameError) or frame == body[:20] for frame in frames[:-1])

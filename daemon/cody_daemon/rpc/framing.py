@@ -62,6 +62,7 @@ _HEADER_LINE_PREFIX = re.compile(
 """What the stream may end with while a header line is still arriving."""
 _HEADER_LIKE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+[ \t]*:[^\r\n]*\r?\n")
 """Any header line (`Name: value`); those right before a Content-Length belong to its block."""
+_GLUED_HEADER = re.compile(rb"content-length[ \t]*:[ \t]*\d+[ \t]*\r?\n", re.IGNORECASE)
 _BLANK_LINE = re.compile(rb"\r?\n[ \t]*\r?\n")
 _HEADER_TAIL_KEEP = 64
 """Bytes kept at the end of skipped input: they may be the start of the next header."""
@@ -177,6 +178,9 @@ class FrameReader:
                 if not await self._fill():
                     return None
                 continue
+            if not self._header_line_is_plausible(header.start()):
+                self._skip_to(header.end())  # "content-length:" inside skipped text
+                continue
             self._skip_to(self._block_start(header.start()))
             block_end = _BLANK_LINE.search(self._buf, header.start())
             if block_end is None or block_end.start() - header.start() > self._max_header:
@@ -204,6 +208,21 @@ class FrameReader:
             if frame is not None:
                 self._ready.append(frame)  # the skipped bytes are reported first
             return skipped
+
+    def _header_line_is_plausible(self, header_start: int) -> bool:
+        """A header glued to the end of skipped bytes counts only as `Content-Length: N`.
+
+        (The rest of a body cut short by a too-small length may mention "content-length:"
+        in a string; that must not be taken for the next frame's header.) At the start of a
+        line, any Content-Length line is a header, and a bad value is reported.
+        """
+        if header_start == self._pos or self._buf[header_start - 1] == ord("\n"):
+            return True
+        match = _GLUED_HEADER.match(self._buf, header_start)
+        if match is not None:
+            return True
+        line_end = self._buf.find(b"\n", header_start)
+        return line_end == -1 and len(self._buf) - header_start < _HEADER_TAIL_KEEP
 
     def _block_start(self, header_start: int) -> int:
         """Where the header block holding `header_start` begins: other headers may precede it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,7 @@ class _Dispatcher:
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            self._unacceptable(body, exc)
             return
         if isinstance(message, list):
             self.protocol.send_error(
@@ -97,6 +98,33 @@ class _Dispatcher:
             self._request(msg_id, method, params)
         else:
             self._notification(method, params)
+
+    def _unacceptable(self, body: bytes, exc: orjson.JSONDecodeError) -> None:
+        """Not JSON (-32700, id null), or JSON Cody cannot take: answered with its id.
+
+        Valid JSON that Cody refuses (a number out of double range, a lone surrogate, nesting
+        deeper than 1024) still names its request, so the client is not left waiting.
+        """
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        msg_id = message.get("id")
+        valid_id = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+        if "method" not in message:
+            self._response(message, valid_id)  # e.g. an approval answer: still delivered
+        elif "id" in message:
+            self.protocol.send_error(
+                msg_id if valid_id else None,
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid request: JSON that Cody cannot accept: {exc}",
+            )
+        else:
+            logger.info("ignoring a notification Cody cannot decode: %s", exc)
 
     def _response(self, message: dict[str, Any], valid_id: bool) -> None:
         msg_id = message.get("id")
