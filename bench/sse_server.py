@@ -145,8 +145,7 @@ async def write_paced(writer: asyncio.StreamWriter) -> None:
     the same machine can compute each delta's latency through the daemon.
     """
     writer.write(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-        b"Transfer-Encoding: chunked\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
 
     def send(event: dict[str, object], number: int) -> None:
