@@ -98,6 +98,22 @@ async def test_non_request_objects_get_invalid_request(offline_daemon: Daemon) -
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
+async def test_valid_json_cody_cannot_take_is_answered_with_its_id(offline_daemon: Daemon) -> None:
+    """Found by the fuzz suite: `1e400` or a lone surrogate made orjson fail, and the client
+    got a -32700 with id null, so it waited forever for its own answer."""
+    for index, value in enumerate((b"1e400", b'"\\ud800"', b"-1e999")):
+        body = b'{"jsonrpc":"2.0","id":%d,"method":"session/list","params":{"x":%s}}' % (
+            index,
+            value,
+        )
+        reply = await _raw_roundtrip(offline_daemon, lsp(body))
+        assert reply["id"] == index and reply["error"]["code"] == -32600, value
+    deep = b"[" * 5000 + b"]" * 5000
+    reply = await _raw_roundtrip(offline_daemon, lsp(deep))
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
 async def test_unknown_method_is_method_not_found(offline_daemon: Daemon) -> None:
     await expect_error(offline_daemon.request("session/teleport", {}), -32601)
     offline_daemon.conn.notify("some/unknown_notification", {"x": 1})

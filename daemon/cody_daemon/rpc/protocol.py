@@ -96,7 +96,14 @@ class CodyProtocol(JsonRPCProtocol):
             body = orjson.dumps(message, default=_default)
         except TypeError as exc:
             logger.error("cannot encode an outgoing %s: %s", _kind(message), exc)
-            return
+            if _kind(message) != "response":
+                return
+            # A request must still be answered: an error with its id (if that encodes).
+            error = {"code": -32603, "message": "Internal error: the answer could not be encoded"}
+            try:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
+            except TypeError:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
         self.write_body(body)
 
     def notify(self, method: str, params: Any | None = None) -> None:

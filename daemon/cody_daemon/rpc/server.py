@@ -102,8 +102,9 @@ class _Dispatcher:
     def _unacceptable(self, body: bytes, exc: orjson.JSONDecodeError) -> None:
         """Not JSON (-32700, id null), or JSON Cody cannot take: answered with its id.
 
-        Valid JSON that Cody refuses (a number out of double range, a lone surrogate, nesting
-        deeper than 1024) still names its request, so the client is not left waiting.
+        Valid JSON that Cody refuses (a number out of double range, a lone surrogate) still
+        names its request, so the client is not left waiting. (Nesting deeper than either
+        parser allows is -32700 with id null: neither can read the id.)
         """
         try:
             message = json.loads(body)
@@ -114,7 +115,7 @@ class _Dispatcher:
             self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
             return
         msg_id = message.get("id")
-        valid_id = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+        valid_id = _usable_id(msg_id)
         if "method" not in message:
             self._response(message, valid_id)  # e.g. an approval answer: still delivered
         elif "id" in message:
@@ -180,6 +181,18 @@ class _Dispatcher:
 
 DEFAULT_STALL_TIMEOUT_S = 300.0
 """How long a client may leave its output unread (over the bound) before it is dropped."""
+
+
+def _usable_id(msg_id: Any) -> bool:
+    """A string or integer id we can send back (a lone surrogate cannot be encoded)."""
+    if isinstance(msg_id, bool) or not isinstance(msg_id, str | int):
+        return False
+    if isinstance(msg_id, str):
+        try:
+            msg_id.encode()
+        except UnicodeEncodeError:
+            return False
+    return True
 
 
 async def _drop_a_stalled_client(sink: ByteSink, timeout_s: float, stop: asyncio.Event) -> None:
