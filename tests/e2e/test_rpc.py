@@ -554,12 +554,13 @@ async def test_a_client_that_stops_reading_pauses_the_turns_then_is_dropped_with
         [*DAEMON_COMMAND, "--stall-timeout", "1.5"], env=cody_env.env
     )
     daemon = Daemon(process, cody_env)
-    full = "".join(f"w{i} " for i in range(150_000))  # ~1 MB of text per session
+    # Each answer (~1.6 MB) is larger than the bound plus a pipe: no turn can finish.
+    full = "".join(f"w{i} " for i in range(220_000))
     try:
         await daemon.initialize()
         sids = [await daemon.new_session() for _ in range(2)]
         for _ in sids:
-            model.enqueue(text(full, chunks=15_000))
+            model.enqueue(text(full, chunks=20_000))
         transport = process.process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
         transport.pause_reading()
         prompts = [asyncio.create_task(daemon.prompt(sid, "flood")) for sid in sids]
