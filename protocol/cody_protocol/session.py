@@ -77,8 +77,8 @@ class McpServerSse(WireModel):
 McpServer = McpServerHttp | McpServerSse | McpServerStdio
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
+def _no_nul(value: str | None) -> str | None:
+    if value is not None and "\x00" in value:
         raise ValueError("a path must not contain a NUL byte")
     return value
 

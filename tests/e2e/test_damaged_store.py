@@ -168,6 +168,8 @@ async def test_a_nul_byte_in_a_path_fails_only_that_call(
             assert error.data["errors"][0]["key"] == "cwd"
         error = await expect_error(daemon.request("session/list", {"cwd": "/tmp\x00"}), -32602)
         assert error.data["errors"][0]["key"] == "cwd"
+        # Found by the fuzz suite: the NUL check itself failed on an explicit null (-32603).
+        assert (await daemon.request("session/list", {"cwd": None}))["sessions"] == []
 
         sid = await daemon.new_session()
         await expect_error(
