@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|backends|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|all] [--runs 9]
 
 Each scenario spawns `python -m cody_daemon` with temp HOME/CODY_HOME and no keys, talks
 to it with the project's client library, and points it at `bench/sse_server.py` (a canned
@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -304,12 +305,103 @@ async def bench_backends(runs: int) -> dict[str, Any]:
     return await run(runs)
 
 
+async def bench_concurrent(runs: int) -> dict[str, Any]:
+    """50 sessions streaming at once: per-delta latency from the model server to the client.
+
+    The model server stamps each delta with `time.time_ns()` when it writes it; the client
+    subtracts that from the time the `session/update` carrying it arrives (same machine).
+    """
+    from bench.sse_server import PACED_DELTAS
+
+    sessions = 50
+    p50, p95, worst, lost = [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        async with sse_server("concurrent") as port:
+            env.use_server(port)
+            async with daemon(env) as process:
+                latencies: list[float] = []
+                seen: dict[str, int] = {}
+
+                def on_update(params: dict[str, Any]) -> None:
+                    now = time.time_ns()
+                    update = params.get("update", {})
+                    if update.get("sessionUpdate") != "agent_message_chunk":
+                        return
+                    stamps = re.findall(r"<(\d+)>", update["content"]["text"])
+                    seen[params["sessionId"]] = seen.get(params["sessionId"], 0) + len(stamps)
+                    latencies.extend((now - int(stamp)) / 1e6 for stamp in stamps)
+
+                process.connection.on_notification("session/update", on_update)
+                for index in range(runs + 1):
+                    sids = [await new_session(process, env) for _ in range(sessions)]
+                    latencies.clear()
+                    seen.clear()
+                    await asyncio.gather(*(prompt(process, sid, "stream") for sid in sids))
+                    if index:
+                        ordered = sorted(latencies)
+                        p50.append(ordered[len(ordered) // 2])
+                        p95.append(ordered[int(len(ordered) * 0.95)])
+                        worst.append(ordered[-1])
+                        lost.append(float(sessions * PACED_DELTAS - sum(seen.values())))
+    return {
+        "sessions": sessions,
+        "deltas_per_session": PACED_DELTAS,
+        "delta_latency_ms_p50": summary(p50),
+        "delta_latency_ms_p95": summary(p95),
+        "delta_latency_ms_max": summary(worst),
+        "deltas_lost": summary(lost),
+    }
+
+
+async def bench_stall(runs: int) -> dict[str, Any]:
+    """A client that stops reading while a turn streams 1.7 MB of text (issue 8.11).
+
+    The client pauses reading for 2 s, then reads again. Reported: how much the daemon's
+    RSS grew while nobody read (output is bounded at 1 MiB; the turn waits), and that the
+    whole answer then arrives.
+    """
+    growth, complete = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        async with sse_server("flood") as port:
+            env.use_server(port)
+            async with daemon(env) as process:
+                text: list[str] = []
+                process.connection.on_notification(
+                    "session/update",
+                    lambda p: text.append(p["update"].get("content", {}).get("text", "")),
+                )
+                pipe = process.process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+                for index in range(runs + 1):
+                    sid = await new_session(process, env)
+                    text.clear()
+                    baseline = rss_mb(process.process.pid)
+                    pipe.pause_reading()
+                    turn = asyncio.create_task(prompt(process, sid, "flood"))
+                    peak = baseline
+                    for _ in range(40):
+                        await asyncio.sleep(0.05)
+                        peak = max(peak, rss_mb(process.process.pid))
+                    pipe.resume_reading()
+                    await turn
+                    if index:
+                        growth.append(peak - baseline)
+                        complete.append(float(len("".join(text)) == 100_000 * 17))
+    return {
+        "rss_growth_mb_while_stalled": summary(growth),
+        "answer_complete_after_resume": summary(complete),
+    }
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
     "turn": bench_turn,
     "memory": bench_memory,
     "resume": bench_resume,
+    "concurrent": bench_concurrent,
+    "stall": bench_stall,
     "backends": bench_backends,
 }
 

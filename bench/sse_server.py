@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 
 
 def sse(events: list[dict[str, object]]) -> bytes:
@@ -133,10 +134,65 @@ def tool_body(command: list[str]) -> bytes:
     )
 
 
+PACED_DELTAS = 200
+PACED_INTERVAL_S = 0.01
+
+
+async def write_paced(writer: asyncio.StreamWriter) -> None:
+    """Stream PACED_DELTAS text deltas, PACED_INTERVAL_S apart, with chunked encoding.
+
+    Each delta is `<ns> ` where ns is `time.time_ns()` when it was written, so a client on
+    the same machine can compute each delta's latency through the daemon.
+    """
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    def send(event: dict[str, object], number: int) -> None:
+        numbered = {**event, "sequence_number": number}
+        data = f"event: {numbered['type']}\ndata: {json.dumps(numbered)}\n\n".encode()
+        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    head = [
+        {"type": "response.created", "response": {"id": "resp_bench", "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+        },
+    ]
+    number = 0
+    for event in head:
+        send(event, number)
+        number += 1
+    pieces = []
+    for _ in range(PACED_DELTAS):
+        piece = f"<{time.time_ns()}> "
+        pieces.append(piece)
+        delta = {"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": piece}
+        send({"type": "response.output_text.delta", **delta}, number)
+        number += 1
+        await writer.drain()
+        await asyncio.sleep(PACED_INTERVAL_S)
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "".join(pieces)}],
+    }
+    send({"type": "response.output_item.done", "output_index": 0, "item": item}, number)
+    send({"type": "response.completed", "response": _response([item])}, number + 1)
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
 SCENARIOS = {
     "stream": lambda: [text_body(20_000)],
     "tool-turn": lambda: [tool_body(["echo", "bench"]), text_body(5, "done ")],
     "short": lambda: [text_body(3, "ok ")],
+    "concurrent": lambda: [],  # paced: see write_paced
+    "flood": lambda: [text_body(100_000, "0123456789abcdef ")],  # 1.7 MB of text
 }
 
 
@@ -154,6 +210,9 @@ async def main(scenario: str) -> None:
                     if line.lower().startswith("content-length:"):
                         length = int(line.split(":", 1)[1])
                 await reader.readexactly(length)
+                if not bodies:
+                    await write_paced(writer)
+                    continue
                 body = bodies[counter % len(bodies)]
                 counter += 1
                 writer.write(

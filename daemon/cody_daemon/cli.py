@@ -1,4 +1,4 @@
-"""`cody-daemon [--framing auto|lsp|ndjson] [--log-file PATH] [-v]`: serve Cody on stdio.
+"""`cody-daemon [--framing auto|lsp|ndjson] [--log-file PATH] [--stall-timeout S] [-v]`: serve Cody.
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
 prompts, file contents or secrets at INFO. The process ends as soon as serving ends (see
@@ -61,6 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--log-file", help="write logs here instead of stderr")
     parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="drop a client that leaves its output unread this long (default 300)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging (-vv debug)"
     )
     parser.add_argument("--version", action="version", version=f"cody-daemon {__version__}")
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     _configure_logging(args.verbose, args.log_file)
     from .app import DaemonApp
     from .config.paths import resolve_paths
-    from .rpc.server import serve_stdio
+    from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
     from .rpc.transport import guard_stdio
 
     channel = guard_stdio()
@@ -80,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
 
     async def run() -> int:
         app = DaemonApp(env=env, paths=resolve_paths(env))
-        return await serve_stdio(app, channel, args.framing)
+        stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
+        return await serve_stdio(app, channel, args.framing, stall_timeout_s=stall)
 
     try:
         code = asyncio.run(run())

@@ -6,6 +6,7 @@
     ├── NotFound                -> -32002  (unknown session, missing session file)
     ├── SessionBusy             -> -32011  (a turn is running, or another daemon holds the file)
     ├── AuthRequired            -> -32000  (no credentials at all for the chosen provider)
+    ├── StorageError            -> -32603  (a session file could not be written: disk full, ...)
     └── ProviderError           -> -32010  (a model call failed: kind, retryable, status)
 
     ClientFileError: the client failed an `fs/*_text_file` request (never sent to the client:
@@ -17,7 +18,9 @@ prompts or file contents.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cody_protocol.errors import ProviderErrorKind
@@ -32,6 +35,7 @@ __all__ = [
     "NotFound",
     "ProviderError",
     "SessionBusy",
+    "StorageError",
 ]
 
 
@@ -77,6 +81,43 @@ class NotFound(CodyError):
 
 class SessionBusy(CodyError):
     pass
+
+
+class StorageError(CodyError):
+    """Writing a session file failed (issue 8.9); the message says why and where.
+
+    `reason` is `disk_full` (ENOSPC), `quota` (EDQUOT), `read_only` (EROFS) or `io`.
+    """
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        self.path = path
+        self.errno_name = errno.errorcode.get(exc.errno or 0, "")
+        self.reason = _STORAGE_REASONS.get(exc.errno or 0, "io")
+        where = f"the session file {path}"
+        folder = path.parent
+        if self.reason == "disk_full":
+            message = (
+                f"The disk is full: cannot write {where}. Free some space on the disk that "
+                f"holds {folder}; the session can then go on."
+            )
+        elif self.reason == "quota":
+            message = (
+                f"Disk quota exceeded: cannot write {where}. Free some space in your quota; "
+                "the session can then go on."
+            )
+        elif self.reason == "read_only":
+            message = f"The file system holding {folder} is read-only: cannot write {where}."
+        else:
+            detail = exc.strerror or exc.__class__.__name__
+            message = f"Cannot write {where}: {detail}."
+        super().__init__(message)
+
+
+_STORAGE_REASONS = {
+    errno.ENOSPC: "disk_full",
+    errno.EDQUOT: "quota",
+    errno.EROFS: "read_only",
+}
 
 
 class AuthRequired(CodyError):

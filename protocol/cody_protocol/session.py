@@ -77,7 +77,14 @@ class McpServerSse(WireModel):
 McpServer = McpServerHttp | McpServerSse | McpServerStdio
 
 
+def _no_nul(value: str | None) -> str | None:
+    if value is not None and "\x00" in value:
+        raise ValueError("a path must not contain a NUL byte")
+    return value
+
+
 def _absolute(value: str) -> str:
+    _no_nul(value)
     if not os.path.isabs(value):
         raise ValueError(f"cwd must be an absolute path, got {value!r}")
     return value
@@ -178,6 +185,8 @@ class SessionStateResult(WireModel):
 class ListSessionsParams(WireModel):
     cwd: str | None = None
     cursor: str | None = None
+
+    _check_cwd = field_validator("cwd")(_no_nul)
 
 
 class SessionInfo(WireModel):

@@ -393,3 +393,40 @@ async def test_a_leftover_empty_session_file_is_not_listed(
         assert [s["sessionId"] for s in listed["sessions"]] == [late]
     finally:
         await second.close()
+
+
+async def test_kill_9_mid_stream_loses_nothing_the_client_was_shown(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Issue 8.11: the file got streamed text at most every 100 ms while the client got it
+    every 20 ms, so a kill -9 lost text the user had already seen. Now each segment is
+    written before it is sent."""
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    await daemon.initialize()
+    sid = await daemon.new_session()
+    words = "".join(f"w{i} " for i in range(3000))
+    model.enqueue(text(words, chunks=3000), delay_s=0.002)
+    shown = ""
+
+    def kill_once_enough_is_shown(params: dict) -> None:
+        nonlocal shown
+        if not shown and len(daemon.agent_text(sid)) > 2000:
+            daemon.process.process.send_signal(signal.SIGKILL)  # right as it is shown
+            shown = daemon.agent_text(sid)
+
+    daemon.conn.on_notification("session/update", kill_once_enough_is_shown)
+    turn = asyncio.create_task(daemon.prompt(sid, "stream"))
+    await asyncio.wait_for(daemon.process.process.wait(), 30)
+    turn.cancel()
+    await daemon.process.connection.aclose()
+
+    [path] = session_files(cody_env)
+    saved = "".join(
+        part["text"]
+        for line in map(json.loads, path.read_text().splitlines())
+        if line["type"] == "response_item" and line["payload"].get("role") == "assistant"
+        for part in line["payload"]["content"]
+    )
+    assert words.startswith(shown)
+    assert saved.startswith(shown), f"shown {len(shown)} chars, saved only {len(saved)}"

@@ -1,6 +1,6 @@
 """The JSON-RPC layer through the real daemon: framings, the error table, cancels, exit.
 
-Each pygls pitfall from PYGLS_NOTES.md section 2 that applies has a regression test here,
+Each pygls pitfall (docs/architecture.md, "pygls pitfalls") has a regression test here,
 named after what broke.
 """
 
@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.support.bad_frames import BAD_FRAME_CASES
 from tests.support.daemon import DAEMON_COMMAND, CodyEnv, Daemon, expect_error
 from tests.support.mock_responses import MockResponsesServer, text
 
@@ -38,6 +39,40 @@ async def test_malformed_json_gets_parse_error_and_the_connection_keeps_working(
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
+async def test_the_daemon_resyncs_after_every_kind_of_bad_frame(offline_daemon: Daemon) -> None:
+    """Issue 8.8: one wrong Content-Length left the daemon answering parse errors forever.
+
+    The cases (tests/support/bad_frames.py): Content-Length too small; too large, with the
+    next frame arriving later; too large by a few bytes (ending inside the next header);
+    negative; not a number; empty; missing; duplicated with different values; over the
+    limit; 11 stray bytes without a newline; a stray line; a header block without its blank
+    line; a zero length; a body that is not JSON. After each, the next well-formed frame
+    must be answered.
+    """
+    conn = offline_daemon.conn
+    for index, case in enumerate(BAD_FRAME_CASES):
+        probe_id = f"probe-{index}"
+        good = lsp(b'{"jsonrpc":"2.0","id":"%s","method":"session/list"}' % probe_id.encode())
+        writes = list(case.writes)
+        if case.glued:
+            writes[-1] += good
+        else:
+            writes.append(good)
+        for chunk in writes:
+            conn.send_raw(chunk)
+            await asyncio.sleep(0.02)
+        try:
+            await offline_daemon.wait_for(
+                lambda probe=probe_id: any(m.get("id") == probe for m in conn.received), 5
+            )
+        except AssertionError:
+            raise AssertionError(f"{case.name}: the next well-formed frame got no answer") from None
+        [reply] = [m for m in conn.received if m.get("id") == probe_id]
+        assert reply["result"] == {"sessions": []}, case.name
+    assert offline_daemon.process.process.returncode is None
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
 async def test_batch_is_answered_once_with_invalid_request(offline_daemon: Daemon) -> None:
     batch = json.dumps(
         [
@@ -60,6 +95,22 @@ async def test_non_request_objects_get_invalid_request(offline_daemon: Daemon) -
     ):
         reply = await _raw_roundtrip(offline_daemon, lsp(body))
         assert reply["error"]["code"] == -32600, body
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+
+
+async def test_valid_json_cody_cannot_take_is_answered_with_its_id(offline_daemon: Daemon) -> None:
+    """Found by the fuzz suite: `1e400` or a lone surrogate made orjson fail, and the client
+    got a -32700 with id null, so it waited forever for its own answer."""
+    for index, value in enumerate((b"1e400", b'"\\ud800"', b"-1e999")):
+        body = b'{"jsonrpc":"2.0","id":%d,"method":"session/list","params":{"x":%s}}' % (
+            index,
+            value,
+        )
+        reply = await _raw_roundtrip(offline_daemon, lsp(body))
+        assert reply["id"] == index and reply["error"]["code"] == -32600, value
+    deep = b"[" * 5000 + b"]" * 5000
+    reply = await _raw_roundtrip(offline_daemon, lsp(deep))
+    assert reply["id"] is None and reply["error"]["code"] == -32700
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
@@ -95,7 +146,7 @@ async def test_invalid_params_name_the_field(offline_daemon: Daemon) -> None:
 
 
 async def test_request_without_params_gets_an_answer_not_a_hang(offline_daemon: Daemon) -> None:
-    """PYGLS_NOTES 2.1: pygls dropped requests without `params`; the client hung."""
+    """pygls dropped requests without `params`; the client hung."""
     reply = await _raw_roundtrip(
         offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 41, "method": "session/list"}')
     )
@@ -107,7 +158,7 @@ async def test_request_without_params_gets_an_answer_not_a_hang(offline_daemon: 
 
 
 async def test_params_with_odd_keys_reach_the_handler_intact(offline_daemon: Daemon) -> None:
-    """PYGLS_NOTES 2.2: the default converter turned params into namedtuples (`class` -> `_1`)."""
+    """The default pygls converter turned params into namedtuples (`class` -> `_1`)."""
     result = await offline_daemon.request(
         "session/new",
         {
@@ -161,7 +212,7 @@ async def test_ndjson_framing_is_detected_and_used_for_replies(cody_env: CodyEnv
 async def test_lsp_cancel_request_with_dict_params_cancels_the_prompt(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.3: `$/cancelRequest` was silently lost with dict params.
+    """`$/cancelRequest` was silently lost with dict params.
 
     A cancelled prompt answers `{stopReason: "cancelled"}` (LSP allows a result or -32800;
     the result keeps the turn's usage), promptly, like `session/cancel`.
@@ -234,7 +285,7 @@ async def test_withdrawn_approval_uses_the_acp_cancel_form_under_ndjson(
 async def test_a_late_answer_to_a_withdrawn_approval_is_harmless(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.9: a withdrawn server->client request stayed pending; a late answer broke."""
+    """A withdrawn server->client request stayed pending; a late answer broke."""
     from tests.support.mock_responses import tool_call
 
     cody_env.use_mock_provider(model.base_url, extra="approval_timeout_s = 0.3")
@@ -266,6 +317,64 @@ async def test_a_late_answer_to_a_withdrawn_approval_is_harmless(
         await daemon.close()
 
 
+@pytest.mark.parametrize("framing", ["lsp", "ndjson"])
+async def test_a_response_with_the_id_of_a_running_client_request_is_ignored(
+    cody_env: CodyEnv, model: MockResponsesServer, framing: str
+) -> None:
+    """Issue 8.3: pygls filed incoming and outgoing ids in one table; a response with the id
+    of the client's running prompt made it call `set_result` on the prompt's Task:
+    RuntimeError, exit 1, every turn in every session lost."""
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env, framing=framing)  # type: ignore[arg-type]
+    try:
+        await daemon.initialize()
+        model.enqueue(text("slow " * 40, chunks=40), delay_s=0.03)
+        sid = await daemon.new_session()
+        prompt = asyncio.create_task(
+            daemon.conn.request(
+                "session/prompt",
+                {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+                msg_id=3,
+            )
+        )
+        await daemon.wait_for(lambda: bool(daemon.agent_text(sid)))
+        daemon.conn.send({"jsonrpc": "2.0", "id": 3, "result": None})
+        daemon.conn.send({"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "x"}})
+        daemon.conn.send({"jsonrpc": "2.0", "id": "never-sent", "result": {}})
+        result = await asyncio.wait_for(prompt, 30)
+        assert result["stopReason"] == "end_turn", "the stray responses did not touch the prompt"
+        assert daemon.agent_text(sid) == "slow " * 40
+        assert daemon.process.process.returncode is None
+        assert (await daemon.request("session/list", {}))["sessions"]
+    finally:
+        await daemon.close()
+
+
+async def test_a_client_request_reusing_a_pending_approval_id_does_not_take_its_answer(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """Issue 8.3: a client request with the id of a pending approval replaced the approval's
+    future; the approval's answer then crashed the daemon (RuntimeError on a Task)."""
+    from tests.support.mock_responses import tool_call
+
+    model.enqueue(tool_call("exec", {"command": "echo ran"}, call_id="c1"))
+    model.enqueue(text("done"))
+    sid = await daemon.new_session()
+    gate = asyncio.Event()
+    daemon.permission_gate = gate
+    prompt = asyncio.create_task(daemon.prompt(sid, "x"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+    approval_id = daemon.permission_requests[0]["_meta"]["cody"]["requestId"]
+    listed = await daemon.conn.request("session/list", {}, msg_id=approval_id)
+    assert listed["sessions"], "the client's request with that id is answered as its own"
+    gate.set()
+    assert (await prompt)["stopReason"] == "end_turn"
+    [done] = [u for u in daemon.tool_updates(sid, "c1") if u.get("status") == "completed"]
+    assert "ran" in json.dumps(done)
+    assert daemon.process.process.returncode is None
+    daemon.permission_gate = None
+
+
 async def test_shutdown_then_exit_ends_the_process_with_code_0(offline_daemon: Daemon) -> None:
     assert await offline_daemon.request("shutdown") is None
     await expect_error(offline_daemon.request("session/list", {}), -32600)
@@ -289,7 +398,7 @@ async def test_stdin_eof_ends_the_process_cleanly_mid_turn(
 
 
 async def test_stray_prints_never_reach_the_protocol_stream(tmp_path) -> None:
-    """PYGLS_NOTES 2.5: stdout pollution broke framing for vscode-jsonrpc."""
+    """Stdout pollution broke framing for vscode-jsonrpc."""
     script = (
         "import os, sys\n"
         "from cody_daemon.rpc.transport import guard_stdio\n"
@@ -315,7 +424,7 @@ async def test_stray_prints_never_reach_the_protocol_stream(tmp_path) -> None:
 async def test_logs_do_not_contain_prompts_or_keys(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.6: pygls logs every message body at INFO."""
+    """pygls logs every message body at INFO."""
     cody_env.use_mock_provider(model.base_url)
     from cody_client.process import DaemonProcess
 
@@ -334,18 +443,42 @@ async def test_logs_do_not_contain_prompts_or_keys(
         assert secret not in log
 
 
+CHATTY_DAEMON = """
+import os, runpy, sys
+from cody_daemon.rpc import server
+
+blob = b"chatty log line " * 4096 + b"\\n"  # 64 KiB: one pipe's worth per write
+os.write(2, blob * 32)  # 2 MiB before serving: an undrained pipe blocks right here
+dispatch = server._Dispatcher.dispatch
+
+def chatty_dispatch(self, body):
+    os.write(2, blob * 4)  # 256 KiB on the event loop's thread for every message
+    dispatch(self, body)
+
+server._Dispatcher.dispatch = chatty_dispatch
+sys.argv = ["cody-daemon", *sys.argv[1:]]
+runpy.run_module("cody_daemon", run_name="__main__")
+"""
+
+
 @pytest.mark.parametrize("framing", ["lsp", "ndjson"])
 async def test_a_chatty_daemon_does_not_block_on_stderr(cody_env: CodyEnv, framing: str) -> None:
-    """PYGLS_NOTES 2.6: an undrained stderr pipe blocks the server once 64 KiB fill."""
+    """An undrained stderr pipe blocks the server once 64 KiB fill.
+
+    The daemon here writes 7 MiB to stderr, synchronously (2 MiB before it serves, 256 KiB
+    on the event loop for every message), 100 times what a pipe holds: it keeps answering,
+    and the client library has read all of it (if its stderr reader stops, this fails).
+    """
     from cody_client.process import DaemonProcess
 
-    process = await DaemonProcess.spawn([*DAEMON_COMMAND, "-vv"], env=cody_env.env, framing=framing)  # type: ignore[arg-type]
+    command = [sys.executable, "-c", CHATTY_DAEMON]
+    process = await DaemonProcess.spawn(command, env=cody_env.env, framing=framing)  # type: ignore[arg-type]
     daemon = Daemon(process, cody_env)
     try:
         await daemon.initialize()
-        for _ in range(200):
+        for _ in range(20):
             await daemon.request("session/list", {})
-        assert sum(len(line) for line in process.stderr_lines) > 0
+        await daemon.wait_for(lambda: sum(map(len, process.stderr_lines)) > 6 * 1024 * 1024)
     finally:
         await daemon.close()
 
@@ -363,7 +496,7 @@ async def test_initialize_accepts_any_protocol_version_and_answers_1(cody_env: C
 async def test_other_requests_are_answered_while_a_prompt_waits_for_approval(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.7: a blocking handler stalled everything, including cancels."""
+    """A blocking handler stalled everything, including cancels."""
     from tests.support.mock_responses import tool_call
 
     model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
@@ -392,7 +525,7 @@ async def test_other_requests_are_answered_while_a_prompt_waits_for_approval(
 async def test_a_slow_reader_gets_every_delta_in_order(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.8: with a slow client, writes piled up or blocked the server."""
+    """With a slow client, writes piled up or blocked the server."""
     words = [f"w{index} " for index in range(3000)]
     model.enqueue(text("".join(words), chunks=3000))
     sid = await daemon.new_session()
@@ -407,10 +540,61 @@ async def test_a_slow_reader_gets_every_delta_in_order(
     assert daemon.agent_text(sid) == "".join(words)
 
 
+async def test_a_client_that_stops_reading_pauses_the_turns_then_is_dropped_with_all_saved(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Issue 8.11: with asyncio pipes, output for a client that stopped reading was buffered
+    without limit while every turn ran on. Now turns wait at their next update once the
+    unread output passes the bound, and a client that stays stalled for `--stall-timeout` is
+    dropped: the daemon says why, cancels and saves every turn, and exits with code 1."""
+    from cody_client.process import DaemonProcess
+
+    cody_env.use_mock_provider(model.base_url)
+    process = await DaemonProcess.spawn(
+        [*DAEMON_COMMAND, "--stall-timeout", "1.5"], env=cody_env.env
+    )
+    daemon = Daemon(process, cody_env)
+    # Each answer (~1.6 MB) is larger than the bound plus a pipe: no turn can finish.
+    full = "".join(f"w{i} " for i in range(220_000))
+    try:
+        await daemon.initialize()
+        sids = [await daemon.new_session() for _ in range(2)]
+        for _ in sids:
+            model.enqueue(text(full, chunks=20_000))
+        transport = process.process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+        transport.pause_reading()
+        prompts = [asyncio.create_task(daemon.prompt(sid, "flood")) for sid in sids]
+        # (`Process.wait()` would also wait for the paused stdout pipe to be read to EOF.)
+        await daemon.wait_for(lambda: process.process.returncode is not None, 30)
+        assert process.process.returncode == 1
+        transport.resume_reading()
+        for outcome in await asyncio.gather(*prompts, return_exceptions=True):
+            assert isinstance(outcome, Exception), "no answer from a client that was dropped"
+        await daemon.wait_for(
+            lambda: any("has not read its output" in line for line in process.stderr_lines)
+        )
+    finally:
+        await daemon.process.close()
+    paths = sorted((cody_env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
+    assert len(paths) == 2
+    for path in paths:
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert lines[-1]["payload"] == {**lines[-1]["payload"], "kind": "turn_end"}
+        assert lines[-1]["payload"]["stopReason"] == "cancelled"
+        saved = "".join(
+            part["text"]
+            for line in lines
+            if line["type"] == "response_item" and line["payload"].get("role") == "assistant"
+            for part in line["payload"]["content"]
+        )
+        assert full.startswith(saved), "what was streamed is saved, in order"
+        assert len(saved) < len(full), "the turn waited for the client instead of running on"
+
+
 async def test_non_ascii_text_keeps_byte_exact_content_length(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    """PYGLS_NOTES 2.11: pygls' Content-Length counts characters, right only for ASCII."""
+    """pygls' Content-Length counts characters, right only for ASCII."""
     reply = "Grüße, 世界! 🚀 ünïcödé ✓"
     model.enqueue(text(reply, chunks=4))
     sid = await daemon.new_session()

@@ -272,14 +272,29 @@ async def test_non_zero_exit_is_a_failed_result(workspace: Path) -> None:
     assert "oops" in combined(result)
 
 
+INTERLEAVE = """
+import fcntl, os, struct, termios, time
+
+def read_by_the_daemon(fd):
+    # FIONREAD on our end of the pipe: bytes the reader has not taken yet.
+    deadline = time.monotonic() + 20
+    while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, bytes(4)))[0]:
+        assert time.monotonic() < deadline, "the daemon never read the pipe"
+        time.sleep(0.001)
+
+for n in range(1, 6):
+    for fd, name in ((1, "out"), (2, "err")):
+        os.write(fd, f"{name}{n}\\n".encode())
+        read_by_the_daemon(fd)
+"""
+
+
 async def test_stdout_and_stderr_interleave_in_arrival_order(
     workspace: Path, isolation: str
 ) -> None:
-    script = (
-        "echo out1; sleep 0.05; echo err1 >&2; sleep 0.05; echo out2; sleep 0.05; echo err2 >&2"
-    )
-    result = await run(workspace, script)
-    assert combined(result) == "out1\nerr1\nout2\nerr2\n"
+    """Each line is written only once the previous one has left its pipe (no sleeps)."""
+    result = await run(workspace, ["python3", "-c", INTERLEAVE])
+    assert combined(result) == "".join(f"out{n}\nerr{n}\n" for n in range(1, 6))
 
 
 async def test_output_streams_while_the_command_runs(workspace: Path) -> None:

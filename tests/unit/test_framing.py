@@ -5,15 +5,24 @@ from __future__ import annotations
 import asyncio
 import json
 
-from cody_daemon.rpc.framing import FrameError, FrameReader, FramingMode, encode_frame
-from cody_daemon.rpc.transport import READ_LIMIT
+import pytest
+from cody_daemon.rpc.framing import (
+    MAX_FRAME_BYTES,
+    MAX_HEADER_BYTES,
+    FrameError,
+    FrameReader,
+    FramingMode,
+    encode_frame,
+)
+
+from tests.support.bad_frames import BAD_FRAME_CASES, BadFrame
 
 Frames = list[bytes | FrameError]
 
 
-def make_reader(data: bytes, *, limit: int = READ_LIMIT, eof: bool = True) -> asyncio.StreamReader:
-    """A reader like the daemon's stdin (transport.READ_LIMIT) holding `data`."""
-    reader = asyncio.StreamReader(limit=limit)
+def make_reader(data: bytes, *, eof: bool = True) -> asyncio.StreamReader:
+    """A reader like the daemon's stdin holding `data`."""
+    reader = asyncio.StreamReader()
     reader.feed_data(data)
     if eof:
         reader.feed_eof()
@@ -21,10 +30,16 @@ def make_reader(data: bytes, *, limit: int = READ_LIMIT, eof: bool = True) -> as
 
 
 async def read_all(
-    data: bytes, mode: FramingMode = "auto", *, limit: int = READ_LIMIT
+    data: bytes,
+    mode: FramingMode = "auto",
+    *,
+    max_frame: int = MAX_FRAME_BYTES,
+    max_header: int = MAX_HEADER_BYTES,
 ) -> tuple[Frames, FrameReader]:
     """Every frame until the reader reports end of input (None)."""
-    frames = FrameReader(make_reader(data, limit=limit), mode)
+    frames = FrameReader(
+        make_reader(data), mode, max_frame_bytes=max_frame, max_header_bytes=max_header
+    )
     out: Frames = []
     for _ in range(100):
         frame = await frames.read()
@@ -125,7 +140,7 @@ async def test_large_lsp_body() -> None:
 
 async def test_over_long_header_line_is_a_frame_error_not_an_exception() -> None:
     data = b"Content-Length: 2\r\nX-Junk: " + b"a" * 500 + b"\r\n\r\n{}" + lsp(REQ)
-    frames, _ = await read_all(data, limit=128)
+    frames, _ = await read_all(data, max_header=128)
     assert isinstance(frames[0], FrameError)
     assert frames[-1] == REQ
 
@@ -175,7 +190,7 @@ async def test_ndjson_line_of_70_kib() -> None:
 
 async def test_line_over_the_stream_limit_is_an_error_and_reading_goes_on() -> None:
     data = REQ + b"\n" + b'{"big": "' + b"z" * 1000 + b'"}\n' + NOTE + b"\n"
-    frames, _ = await read_all(data, limit=256)
+    frames, _ = await read_all(data, max_frame=256)
     assert frames[0] == REQ
     assert isinstance(frames[1], FrameError)
     assert "too long" in frames[1].message
@@ -225,3 +240,100 @@ async def test_frames_split_across_reads() -> None:
         await asyncio.sleep(0)
     stream.feed_eof()
     assert await task == [REQ, NOTE, None]
+
+
+# --- resync after a bad frame (issue 8.8) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("case", BAD_FRAME_CASES, ids=lambda case: case.name)
+async def test_the_frame_after_a_bad_one_is_read(case: BadFrame) -> None:
+    """Each bad input is written, then a good frame; the reader must deliver the good one."""
+    stream = make_reader(b"", eof=False)
+    reader = FrameReader(stream, max_frame_bytes=1 << 20)
+    writes = list(case.writes)
+    if case.glued:
+        writes[-1] += lsp(REQ)
+    else:
+        writes.append(lsp(REQ))
+    seen: list[bytes | FrameError | None] = []
+
+    async def read_until_good() -> None:
+        while (frame := await reader.read()) != REQ:
+            assert frame is not None, "end of input before the good frame"
+            seen.append(frame)
+
+    task = asyncio.create_task(read_until_good())
+    for chunk in writes:
+        stream.feed_data(chunk)
+        for _ in range(5):
+            await asyncio.sleep(0)
+    await asyncio.wait_for(task, 2)
+    assert all(isinstance(frame, FrameError) or frame != REQ for frame in seen)
+    # ... and the stream stays aligned: the frame after it is read too.
+    stream.feed_data(lsp(NOTE))
+    assert await asyncio.wait_for(reader.read(), 2) == NOTE
+
+
+@pytest.mark.parametrize("case", BAD_FRAME_CASES, ids=lambda case: case.name)
+async def test_bad_frames_split_byte_by_byte_still_resync(case: BadFrame) -> None:
+    data = b"".join(case.writes) + lsp(REQ) + lsp(NOTE)
+    stream = make_reader(b"", eof=False)
+    reader = FrameReader(stream, max_frame_bytes=1 << 20)
+
+    async def read_good() -> list[bytes]:
+        good: list[bytes] = []
+        while len(good) < 2:
+            frame = await reader.read()
+            assert frame is not None
+            if frame in (REQ, NOTE):
+                good.append(frame)
+        return good
+
+    task = asyncio.create_task(read_good())
+    for i in range(len(data)):
+        stream.feed_data(data[i : i + 1])
+        await asyncio.sleep(0)
+    assert await asyncio.wait_for(task, 2) == [REQ, NOTE]
+
+
+async def test_duplicated_content_length_with_equal_values_is_accepted() -> None:
+    data = b"Content-Length: %d\r\ncontent-length: %d\r\n\r\n%s" % (len(REQ), len(REQ), REQ)
+    frames, _ = await read_all(data + lsp(NOTE))
+    assert frames == [REQ, NOTE]
+
+
+async def test_a_body_that_mentions_content_length_in_a_string_is_not_cut() -> None:
+    """Only a raw newline ends a header line, and JSON strings cannot hold one."""
+    body = b'{"text": "Content-Length: 5\\r\\n\\r\\nx", "more": "content-length:9"}'
+    frames, _ = await read_all(lsp(body) + lsp(REQ))
+    assert frames == [body, REQ]
+
+
+async def test_skipped_garbage_is_bounded_in_memory() -> None:
+    stream = make_reader(b"", eof=False)
+    reader = FrameReader(stream)
+    task = asyncio.create_task(reader.read())
+    for _ in range(200):
+        stream.feed_data(b"x" * 65536)
+        await asyncio.sleep(0)
+    assert len(reader._buf) < 1 << 20
+    stream.feed_data(lsp(REQ))
+    error = await asyncio.wait_for(task, 2)
+    assert isinstance(error, FrameError) and "13107200 bytes" in error.message
+    assert await asyncio.wait_for(reader.read(), 2) == REQ
+
+
+async def test_ndjson_stray_bytes_glued_to_a_message_are_split_off() -> None:
+    frames, _ = await read_all(REQ + b"\n" + b"stray bytes" + NOTE + b"\n", "ndjson")
+    assert frames[0] == REQ
+    assert isinstance(frames[1], FrameError)
+    assert frames[2] == NOTE
+
+
+async def test_a_header_mentioned_in_the_rest_of_a_cut_body_is_not_taken_for_one() -> None:
+    """A too-small length leaves the body's tail, which may say "content-length:" in a string."""
+    body = b'{"jsonrpc":"2.0","method":"x","params":{"t":"Content-Length: 5\\r\\n\\r\\nabc"}}'
+    data = b"Content-Length: 20\r\n\r\n" + body + lsp(REQ)
+    frames, _ = await read_all(data)
+    assert frames[-1] == REQ
+    assert all(isinstance(frame, FrameError) or frame == body[:20] for frame in frames[:-1])

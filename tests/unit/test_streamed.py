@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 from cody_daemon.core.history import HistoryItem, MessageItem, ReasoningItem, user_message
-from cody_daemon.engine.streamed import StreamedItem
+from cody_daemon.engine.streamed import SegmentCadence, StreamedItem
 from cody_daemon.store.reader import read_session
 from cody_daemon.store.session_file import SessionFile
 
@@ -98,7 +99,7 @@ def test_segments_are_at_most_one_per_interval(session: SessionFile) -> None:
 def test_items_keep_the_order_in_which_they_started(session: SessionFile) -> None:
     """Reasoning and text stream at once; history and the file both keep start order."""
     history: list[HistoryItem] = [user_message("msg_u", "q")]
-    thought = StreamedItem("reasoning", history, session)  # the real 100 ms interval
+    thought = StreamedItem("reasoning", history, session)  # the real interval
     message = StreamedItem("message", history, session)
     thought.add("")  # empty deltas do not start an item
     assert (thought.started, len(history)) == (False, 1)
@@ -192,3 +193,62 @@ def test_set_opaque_with_nothing_does_not_start_an_item(session: SessionFile) ->
     session.close()
     assert history == []
     assert segments(session.path) == []
+
+
+# --- emit: the file first, then the client (issue 8.11) -------------------------------------
+
+
+def saved_text(path: Path) -> str:
+    return "".join(segment_text(p) for p in segments(path))
+
+
+async def test_text_is_sent_only_after_it_is_in_the_file(session: SessionFile) -> None:
+    sent: list[tuple[str, str]] = []
+    history: list[HistoryItem] = []
+
+    def emit(text: str) -> None:
+        sent.append((text, saved_text(session.path)))  # what the file held when it was sent
+
+    item = StreamedItem("message", history, session, interval_s=0.02, emit=emit)
+    for delta in DELTAS * 10:
+        item.add(delta)
+    await asyncio.sleep(0.05)  # the model pauses: the cadence timer sends what is pending
+    assert "".join(text for text, _ in sent) == FULL * 10, "sent within one interval"
+    item.add("tail")
+    item.finish()
+    session.close()
+    shown = ""
+    for text, in_file in sent:
+        shown += text
+        assert in_file.startswith(shown), "never ahead of the file"
+    assert shown == FULL * 10 + "tail" == saved_text(session.path)
+
+
+async def test_a_shared_cadence_keeps_items_in_stream_order(session: SessionFile) -> None:
+    cadence = SegmentCadence(0.02)
+    sent: list[str] = []
+    history: list[HistoryItem] = []
+    message = StreamedItem("message", history, session, emit=sent.append, cadence=cadence)
+    thought = StreamedItem("reasoning", history, session, emit=sent.append, cadence=cadence)
+    message.add("A1 ")  # written and sent at once
+    message.add("A2 ")  # pending
+    thought.add("T1 ")  # the pending message text goes first
+    thought.add("T2 ")
+    message.add("A3 ")
+    await asyncio.sleep(0.05)
+    thought.finish()
+    message.finish()
+    session.close()
+    assert "".join(sent) == "A1 A2 T1 T2 A3 "
+
+
+async def test_a_failed_write_in_the_timer_surfaces_at_the_next_step(session: SessionFile) -> None:
+    """The timer cannot raise into the turn; the turn gets the error at its next delta."""
+    history: list[HistoryItem] = []
+    item = StreamedItem("message", history, session, interval_s=0.02, emit=lambda _: None)
+    item.add("first ")
+    item.add("pending")
+    session.close()  # any write now fails
+    await asyncio.sleep(0.05)
+    with pytest.raises(RuntimeError, match="closed"):  # a full disk: StorageError, same path
+        item.add("more")

@@ -98,6 +98,9 @@ class RecordingLink:
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()  # the disk is used
 
+    async def wait_writable(self) -> None:
+        return None  # an in-process link never stalls
+
     async def read_text_file(self, session_id: str, path: str) -> str:
         raise AssertionError("no editor reads expected")
 

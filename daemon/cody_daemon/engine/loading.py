@@ -79,17 +79,22 @@ class SessionLoader:
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)
-        handle.append(
-            "session_meta",
-            {
-                "id": session_id,
-                "cwd": str(cwd_path),
-                "created": created.isoformat().replace("+00:00", "Z"),
-                "cliVersion": self.deps.version,
-                "originator": "cody-daemon",
-                "settings": settings.persisted(),
-            },
-        )
+        try:
+            handle.append(
+                "session_meta",
+                {
+                    "id": session_id,
+                    "cwd": str(cwd_path),
+                    "created": created.isoformat().replace("+00:00", "Z"),
+                    "cliVersion": self.deps.version,
+                    "originator": "cody-daemon",
+                    "settings": settings.persisted(),
+                },
+            )
+        except BaseException:  # e.g. the disk is full: leave no headless file behind
+            handle.close()
+            handle.path.unlink(missing_ok=True)
+            raise
         session = Session(
             id=session_id,
             cwd=cwd_path,

@@ -137,6 +137,7 @@ class SessionManager:
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
+                await link.wait_writable()
             await link.flush(live.id)
         return live
 

@@ -53,6 +53,14 @@ class ClientLink(Protocol):
         """Send an event to the client (may be buffered/coalesced, never reordered)."""
         ...
 
+    async def wait_writable(self) -> None:
+        """Back-pressure: return when the client can take more output (at once, normally).
+
+        Producers of many updates (a streaming turn, a session replay) await it between
+        updates, so a client that reads slowly slows them down instead of growing a buffer.
+        """
+        ...
+
     async def flush(self, session_id: str) -> None:
         """Deliver everything buffered for the session (at turn end)."""
         ...

@@ -33,7 +33,7 @@ from ..core.history import (
     ImagePart,
     user_message,
 )
-from ..errors import ProviderError
+from ..errors import ProviderError, StorageError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.sandbox import SandboxPolicy
@@ -70,7 +70,7 @@ from .instructions import base_request
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
-from .streamed import StreamedItem
+from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
     DescribedCall,
@@ -167,8 +167,8 @@ class TurnRunner:
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
-        session.history.append(user_item)
         session.file.append("response_item", user_item.payload())
+        session.history.append(user_item)
         if session.title is None and prompt_text.strip():
             session.title = make_title(prompt_text)
             session.file.append("event", {"kind": "title", "title": session.title})
@@ -187,15 +187,18 @@ class TurnRunner:
         except BaseException as exc:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
-        session.file.append(
-            "event",
-            {
-                "kind": "turn_end",
-                "turnId": self.state.turn_id,
-                "stopReason": stop if failure is None else "error",
-            },
-        )
-        await session.file.sync()
+        try:
+            session.file.append(
+                "event",
+                {
+                    "kind": "turn_end",
+                    "turnId": self.state.turn_id,
+                    "stopReason": stop if failure is None else "error",
+                },
+            )
+            await session.file.sync()
+        except StorageError as exc:  # the disk is full: the turn ends with that error
+            failure = failure or exc
         self._closed = True
         await self.env.link.flush(session.id)
         if failure is not None:
@@ -252,24 +255,41 @@ class TurnRunner:
 
     async def _model_call(self, request: ModelRequest) -> tuple[list[ToolCallRequested], str]:
         session = self.session
-        message = StreamedItem("message", session.history, session.file)
-        thought = StreamedItem("reasoning", session.history, session.file)
+        # Streamed text reaches the file first, then the client (engine/streamed.py).
+        cadence = SegmentCadence()
+        message = StreamedItem(
+            "message",
+            session.history,
+            session.file,
+            emit=lambda text: self._emit(AgentText(text, message.item_id)),
+            cadence=cadence,
+        )
+
+        def new_thought() -> StreamedItem:
+            item = StreamedItem(
+                "reasoning",
+                session.history,
+                session.file,
+                emit=lambda text: self._emit(AgentThought(text, item.item_id)),
+                cadence=cadence,
+            )
+            return item
+
+        thought = new_thought()
         calls: list[ToolCallRequested] = []
         end = "end_turn"
         usage: UsageReport | None = None
         try:
             async with contextlib.aclosing(self.env.provider.stream(request)) as stream:
                 async for event in stream:
+                    await self.env.link.wait_writable()  # back-pressure from a slow client
                     if isinstance(event, TextDelta):
                         message.add(event.text)
-                        self._emit(AgentText(event.text, message.item_id))
                     elif isinstance(event, ReasoningDelta):
                         thought.add(event.text)
-                        self._emit(AgentThought(event.text, thought.item_id))
                     elif isinstance(event, ReasoningDone):
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
-                            self._emit(AgentThought(event.item.text, thought.item_id))
                         thought.set_opaque(
                             encrypted_content=event.item.encrypted_content,
                             signature=event.item.signature,
@@ -278,7 +298,7 @@ class TurnRunner:
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()
-                        thought = StreamedItem("reasoning", session.history, session.file)
+                        thought = new_thought()
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, UsageReport):
@@ -537,20 +557,23 @@ class TurnRunner:
             ),
         )
         self.session.history.append(item)
-        self.session.file.append("response_item", item.payload())
-        self._emit(
-            ToolCallProgress(
-                call_id=call_id,
-                status=status,
-                content=content,
-                raw_output=wire_raw_output(result.output, result.raw_output),
-                locations=result.locations or None,
+        try:
+            self.session.file.append("response_item", item.payload())
+        finally:  # the client sees the call closed even when the disk is full
+            self._emit(
+                ToolCallProgress(
+                    call_id=call_id,
+                    status=status,
+                    content=content,
+                    raw_output=wire_raw_output(result.output, result.raw_output),
+                    locations=result.locations or None,
+                )
             )
-        )
 
     def _close_open_calls(self, why: str) -> None:
         for call_id in list(self.state.open_calls):
-            self._finish_call(call_id, error_result(why))
+            with contextlib.suppress(StorageError):  # the turn already fails with it
+                self._finish_call(call_id, error_result(why))
 
     def _emit_live_output(self, call_id: str, text: str) -> None:
         self._emit(ToolCallOutput(call_id, self.env.secrets.redact(text)))

@@ -22,6 +22,7 @@ from ..errors import (
     NotFound,
     ProviderError,
     SessionBusy,
+    StorageError,
 )
 from ..validation import issues_from_validation_error
 
@@ -97,6 +98,9 @@ def to_rpc_error(exc: BaseException) -> RpcError:
         if exc.http_status is not None:
             data["httpStatus"] = exc.http_status
         return RpcError(ErrorCode.PROVIDER_ERROR, exc.message, data)
+    if isinstance(exc, StorageError):
+        storage = {"kind": "storage", "reason": exc.reason, "path": str(exc.path)}
+        return RpcError(ErrorCode.INTERNAL_ERROR, exc.message, storage)
     if isinstance(exc, CodyError):
         return RpcError(ErrorCode.INTERNAL_ERROR, exc.message)
     logger.error("internal error", exc_info=exc)

@@ -142,6 +142,10 @@ class RpcClientLink:
     def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._protocol.notify(SESSION_UPDATE, {"sessionId": session_id, "update": update})
 
+    async def wait_writable(self) -> None:
+        if self._protocol.sink is not None:
+            await self._protocol.sink.wait_writable()
+
     async def flush(self, session_id: str) -> None:
         self._flush_pending(session_id)
         self._last_chunk_at.pop(session_id, None)

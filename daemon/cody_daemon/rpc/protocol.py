@@ -1,55 +1,54 @@
-"""pygls' JsonRPCProtocol, adapted for a non-LSP daemon (PYGLS_NOTES.md section 2).
+"""pygls' JsonRPCProtocol, adapted for a non-LSP daemon (see "pygls pitfalls" in docs/architecture.md).
 
-- Messages are plain dicts (no namedtuples, no attrs envelopes on the hot path) encoded with
-  orjson; frames are written in the framing the client chose, with byte-exact lengths.
-- `notify` builds the envelope directly (the stock path walks params through cattrs).
-- Outgoing requests that are abandoned (timeout, turn cancelled) are removed from pygls'
-  future table and cancelled on the wire, in the form matching the framing:
-  `$/cancelRequest {id}` under Content-Length, `$/cancel_request {requestId}` under NDJSON.
+Only public pygls API is used (docs/architecture.md, "pygls"):
+
+- Incoming requests and notifications go to `handle_message` (pygls runs each async handler
+  as a task, answers it, and cancels it on `$/cancelRequest`).
+- Responses pygls produces reach the wire through `set_writer`: the writer gets the bare
+  JSON body (`include_headers=False`) and frames it in the client's framing, byte-exact.
+- Notifications (the hot path: `notify` is overridden) are plain dicts encoded with orjson.
+- Requests *to* the client live in this class' own table, `outgoing`, keyed by our ids and
+  resolved by the dispatcher (rpc/server.py). They never touch pygls' table of incoming
+  requests, so a client id can never be confused with one of ours: a response whose id
+  matches a running client request, or a client request that reuses the id of a pending
+  approval, is harmless (issue 8.3).
+- An outgoing request that is abandoned (timeout, turn cancelled) is removed from `outgoing`
+  and cancelled on the wire in the form matching the framing: `$/cancelRequest {id}` under
+  Content-Length, `$/cancel_request {requestId}` under NDJSON.
 """
 
 from __future__ import annotations
 
-import enum
+import asyncio
 import logging
-from typing import Any
+import uuid
+from concurrent.futures import Future
+from typing import Any, NoReturn
 
-import attrs
 import cattrs
 import orjson
 from lsprotocol import converters
-from lsprotocol.types import ResponseErrorMessage
+from lsprotocol.types import CANCEL_REQUEST, CancelParams, ResponseError
 from pydantic import BaseModel
-from pygls.protocol import JsonRPCProtocol
-from pygls.protocol.json_rpc import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    MsgId,
-)
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
 from .framing import Framing, encode_frame
 from .transport import ByteSink
 
-__all__ = ["CodyProtocol", "make_converter"]
+__all__ = ["CodyProtocol", "MsgId", "make_converter"]
 
 logger = logging.getLogger(__name__)
 
+MsgId = int | str
+
 
 def make_converter() -> cattrs.Converter:
-    """lsprotocol's converter, with optional `params` (a request without params is valid)."""
+    """lsprotocol's converter; pydantic models (should a result hold one) dump as JSON."""
     converter = converters.get_converter()
-    converter.register_structure_hook(
-        JsonRPCRequestMessage,
-        lambda obj, cls: cls(
-            id=obj["id"], method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params")
-        ),
-    )
-    converter.register_structure_hook(
-        JsonRPCNotification,
-        lambda obj, cls: cls(
-            method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params")
-        ),
+    converter.register_unstructure_hook_func(
+        lambda cls: isinstance(cls, type) and issubclass(cls, BaseModel),
+        lambda model: model.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
     return converter
 
@@ -57,87 +56,125 @@ def make_converter() -> cattrs.Converter:
 def _default(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, enum.Enum):
-        return value.value
-    if attrs.has(type(value)):
-        return attrs.asdict(value)
     raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+class _FrameWriter:
+    """pygls' writer interface: bare JSON bodies in, frames in the client's framing out."""
+
+    def __init__(self, protocol: CodyProtocol) -> None:
+        self._protocol = protocol
+
+    def write(self, data: bytes) -> None:
+        self._protocol.write_body(data)
+
+    def close(self) -> None:
+        """The sink is closed by the serve loop, not by pygls."""
 
 
 class CodyProtocol(JsonRPCProtocol):
     sink: ByteSink | None = None
     framing: Framing = "lsp"
 
+    def __init__(self, server: Any, converter: cattrs.Converter) -> None:
+        super().__init__(server, converter)
+        self.outgoing: dict[MsgId, asyncio.Future[Any]] = {}
+        """Our requests to the client that still wait for an answer."""
+
     def attach(self, sink: ByteSink) -> None:
         self.sink = sink
+        self.set_writer(_FrameWriter(self), include_headers=False)
 
     # -- sending --------------------------------------------------------------------------
 
-    def _envelope(self, data: Any) -> dict[str, Any]:
-        if isinstance(data, dict):
-            return data
-        if isinstance(data, JsonRPCResponseMessage):
-            return {"jsonrpc": "2.0", "id": data.id, "result": data.result}
-        if isinstance(data, ResponseErrorMessage):
-            error = data.error
-            body: dict[str, Any] = {
-                "code": error.code if error is not None else -32603,
-                "message": error.message if error is not None else "Internal error",
-            }
-            if error is not None and error.data is not None:
-                body["data"] = error.data
-            return {"jsonrpc": "2.0", "id": data.id, "error": body}
-        if isinstance(data, JsonRPCRequestMessage):
-            message = {"jsonrpc": "2.0", "id": data.id, "method": data.method}
-            if data.params is not None:
-                message["params"] = data.params
-            return message
-        if isinstance(data, JsonRPCNotification):
-            message = {"jsonrpc": "2.0", "method": data.method}
-            if data.params is not None:
-                message["params"] = data.params
-            return message
-        unstructured: dict[str, Any] = self._converter.unstructure(data)
-        return unstructured
+    def write_body(self, body: bytes) -> None:
+        if self.sink is not None:
+            self.sink.write(encode_frame(body, self.framing))
 
-    def _send_data(self, data: Any) -> None:
-        if not data or self.sink is None:
-            return
-        message = self._envelope(data)
+    def write_message(self, message: dict[str, Any]) -> None:
         try:
             body = orjson.dumps(message, default=_default)
         except TypeError as exc:
             logger.error("cannot encode an outgoing %s: %s", _kind(message), exc)
-            if "id" in message and "method" not in message:
-                body = orjson.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": message["id"],
-                        "error": {"code": -32603, "message": "Internal error: unencodable result"},
-                    }
-                )
-            else:
+            if _kind(message) != "response":
                 return
-        self.sink.write(encode_frame(body, self.framing))
+            # A request must still be answered: an error with its id (if that encodes).
+            error = {"code": -32603, "message": "Internal error: the answer could not be encoded"}
+            try:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
+            except TypeError:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+        self.write_body(body)
 
     def notify(self, method: str, params: Any | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        self._send_data(message)
+        self.write_message(message)
 
     def send_error(self, msg_id: MsgId | None, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.write_message({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
-    # -- outgoing request bookkeeping ----------------------------------------------------
+    # -- requests to the client -----------------------------------------------------------
+
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Any = None,
+        msg_id: MsgId | None = None,
+    ) -> Future[Any]:
+        """Not used: pygls would file the request in its table of *incoming* requests."""
+        _refuse(method)
+
+    def send_request_async(
+        self, method: str, params: Any | None = None, msg_id: MsgId | None = None
+    ) -> asyncio.Future[Any]:
+        """Send a request to the client; the future resolves with its `result`.
+
+        An `error` answer raises `JsonRpcException` (code, message, data) from the future.
+        """
+        if msg_id is None:
+            msg_id = str(uuid.uuid4())
+        if msg_id in self.outgoing:
+            raise ValueError(f"request id {msg_id!r} is already waiting for an answer")
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.outgoing[msg_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.write_message(message)
+        return future
+
+    def resolve_answer(self, msg_id: MsgId, message: dict[str, Any]) -> bool:
+        """Deliver a client's answer to our request `msg_id`; False if none is waiting."""
+        future = self.outgoing.pop(msg_id, None)
+        if future is None or future.done():
+            return False
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {}
+            code = error.get("code")
+            future.set_exception(
+                JsonRpcException.from_error(
+                    ResponseError(
+                        code=code
+                        if isinstance(code, int) and not isinstance(code, bool)
+                        else -32603,
+                        message=str(error.get("message", "")),
+                        data=error.get("data"),
+                    )
+                )
+            )
+        else:
+            future.set_result(message.get("result"))
+        return True
 
     def withdraw_request(self, msg_id: MsgId) -> None:
         """Forget an outgoing request we no longer wait for, and cancel it on the wire."""
-        future = self._request_futures.pop(msg_id, None)
-        self._result_types.pop(msg_id, None)
+        future = self.outgoing.pop(msg_id, None)
         if future is not None and not future.done():
             future.cancel()
         if self.framing == "ndjson":
@@ -145,9 +182,19 @@ class CodyProtocol(JsonRPCProtocol):
         else:
             self.notify("$/cancelRequest", {"id": msg_id})
 
+    # -- requests from the client ---------------------------------------------------------
+
     def cancel_incoming(self, msg_id: MsgId) -> None:
-        """A client cancel (either form) for one of its requests."""
-        self._handle_cancel_notification(msg_id)
+        """A client cancel (either form) for one of its requests: pygls cancels the task."""
+        self.handle_message(
+            JsonRPCNotification(
+                method=CANCEL_REQUEST, jsonrpc="2.0", params=CancelParams(id=msg_id)
+            )
+        )
+
+
+def _refuse(method: str) -> NoReturn:
+    raise NotImplementedError(f"use send_request_async for {method}")
 
 
 def _kind(message: dict[str, Any]) -> str:

@@ -1,18 +1,20 @@
 """Serving the protocol on stdio: read frames, validate envelopes, dispatch through pygls.
 
-The envelope checks pygls does not do live here (PYGLS_NOTES.md 2.1, 2.3, 2.4): malformed
+The envelope checks pygls does not do live here (docs/architecture.md, "pygls pitfalls": params-less requests, lost cancels, unanswered malformed input): malformed
 JSON (-32700), batches and non-requests (-32600, id null), requests before `initialize`
 (-32600), both cancel forms, and `exit`. Everything that passes goes to pygls' dispatcher,
 which runs the async handlers as tasks and answers unknown methods with -32601.
 
 Exit: on stdin EOF, `exit`, or SIGTERM/SIGINT/SIGHUP, running turns are cancelled, session files are synced and
-closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`).
+closed, and `serve` returns the process exit code (0; 1 for `exit` without `shutdown`, or
+when a client that stopped reading its output was dropped).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 from typing import TYPE_CHECKING, Any
@@ -20,23 +22,18 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from cody_protocol.errors import ErrorCode
 from cody_protocol.methods import CANCEL_REQUEST_ACP, CANCEL_REQUEST_LSP, EXIT, INITIALIZE, SHUTDOWN
-from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pygls.exceptions import JsonRpcException, PyglsError
-from pygls.protocol.json_rpc import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-)
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
 from .framing import FrameError, FrameReader, FramingMode
 from .protocol import CodyProtocol, make_converter
-from .transport import StdioChannel, open_channel
+from .transport import ByteSink, StdioChannel, open_channel
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["CodyServer", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +62,7 @@ class _Dispatcher:
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            self._unacceptable(body, exc)
             return
         if isinstance(message, list):
             self.protocol.send_error(
@@ -102,6 +99,34 @@ class _Dispatcher:
         else:
             self._notification(method, params)
 
+    def _unacceptable(self, body: bytes, exc: orjson.JSONDecodeError) -> None:
+        """Not JSON (-32700, id null), or JSON Cody cannot take: answered with its id.
+
+        Valid JSON that Cody refuses (a number out of double range, a lone surrogate) still
+        names its request, so the client is not left waiting. (Nesting deeper than either
+        parser allows is -32700 with id null: neither can read the id.)
+        """
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.protocol.send_error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            return
+        msg_id = message.get("id")
+        valid_id = _usable_id(msg_id)
+        if "method" not in message:
+            self._response(message, valid_id)  # e.g. an approval answer: still delivered
+        elif "id" in message:
+            self.protocol.send_error(
+                msg_id if valid_id else None,
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid request: JSON that Cody cannot accept: {exc}",
+            )
+        else:
+            logger.info("ignoring a notification Cody cannot decode: %s", exc)
+
     def _response(self, message: dict[str, Any], valid_id: bool) -> None:
         msg_id = message.get("id")
         if msg_id is None or not valid_id or ("result" not in message and "error" not in message):
@@ -112,24 +137,10 @@ class _Dispatcher:
                     "Invalid request: no method, result or error",
                 )
             return
-        if msg_id not in self.protocol._request_futures:
-            # A late answer to a request we withdrew (approval timeout or cancel): expected.
-            logger.debug("dropping an answer to a withdrawn request")
-            return
-        if "error" in message:
-            error = message["error"] if isinstance(message["error"], dict) else {}
-            code = error.get("code")
-            envelope: Any = ResponseErrorMessage(
-                id=msg_id,
-                error=ResponseError(
-                    code=code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
-                    message=str(error.get("message", "")),
-                    data=error.get("data"),
-                ),
-            )
-        else:
-            envelope = JsonRPCResponseMessage(id=msg_id, jsonrpc="2.0", result=message["result"])
-        self.protocol.handle_message(envelope)
+        if not self.protocol.resolve_answer(msg_id, message):
+            # A late answer to a request we withdrew (approval timeout or cancel), or an id
+            # that was never ours (e.g. the id of one of the client's own requests).
+            logger.info("ignoring a response to id %r: no request of ours waits for it", msg_id)
 
     def _request(self, msg_id: Any, method: str, params: Any) -> None:
         if method == INITIALIZE:
@@ -168,7 +179,52 @@ class _Dispatcher:
         )
 
 
-async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMode) -> int:
+DEFAULT_STALL_TIMEOUT_S = 300.0
+"""How long a client may leave its output unread (over the bound) before it is dropped."""
+
+
+def _usable_id(msg_id: Any) -> bool:
+    """A string or integer id we can send back (a lone surrogate cannot be encoded)."""
+    if isinstance(msg_id, bool) or not isinstance(msg_id, str | int):
+        return False
+    if isinstance(msg_id, str):
+        try:
+            msg_id.encode()
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+async def _drop_a_stalled_client(sink: ByteSink, timeout_s: float, stop: asyncio.Event) -> None:
+    """Issue 8.11: a client that stops reading must not leave every turn waiting forever.
+
+    Turns wait for the client at their next update once its unread output passes the bound
+    (transport.HIGH_WATER); if it stays there for `timeout_s`, the client is dropped: the
+    daemon logs why, cancels and persists every turn, and exits with code 1.
+    """
+    interval = max(0.05, min(1.0, timeout_s / 4))
+    while True:
+        await asyncio.sleep(interval)
+        stalled = sink.stalled_for()
+        if stalled > timeout_s:
+            logger.error(
+                "the client has not read its output for %.1f s (%d bytes unread); "
+                "dropping it: running turns are cancelled and saved, the daemon exits",
+                stalled,
+                sink.buffered(),
+            )
+            sink.drop()
+            stop.set()
+            return
+
+
+async def serve_stdio(
+    app: DaemonApp,
+    channel: StdioChannel,
+    framing: FramingMode,
+    *,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+) -> int:
     """Serve until EOF or `exit`; returns the exit code."""
     server = app.server
     reader, sink = await open_channel(channel)
@@ -179,6 +235,7 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
     stopped = asyncio.ensure_future(stop.wait())
+    watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     try:
@@ -201,9 +258,12 @@ async def serve_stdio(app: DaemonApp, channel: StdioChannel, framing: FramingMod
             dispatcher.dispatch(frame)
     finally:
         stopped.cancel()
+        watchdog.cancel()
     await app.shutdown()
     await asyncio.sleep(0)
     await sink.close()
+    if sink.dropped:
+        return 1
     if dispatcher.exit_requested and not dispatcher.shutdown_requested:
         return 1
     return 0

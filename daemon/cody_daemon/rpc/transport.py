@@ -2,7 +2,7 @@
 
 `guard_stdio()` duplicates fds 0 and 1 for the protocol, then points fd 1 at stderr and fd 0
 at /dev/null, and sets `sys.stdout = sys.stderr`: a stray `print()` or a child process that
-inherits fd 1 can no longer corrupt the frame stream (PYGLS_NOTES.md 2.5).
+inherits fd 1 can no longer corrupt the frame stream (docs/architecture.md, "pygls pitfalls").
 
 Reading and writing use asyncio pipe transports when the fds are pipes/sockets/ttys, and fall
 back to a reader thread / blocking writes for regular files (e.g. `cody-daemon < input`).
@@ -15,13 +15,16 @@ import os
 import stat
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import BinaryIO
 
-__all__ = ["ByteSink", "StdioChannel", "guard_stdio", "open_channel"]
+__all__ = ["HIGH_WATER", "ByteSink", "StdioChannel", "guard_stdio", "open_channel"]
 
-READ_LIMIT = 256 * 1024 * 1024
-_HIGH_WATER = 1 << 20
+READ_LIMIT = 1 << 20
+"""Input buffered before the pipe is paused (FrameReader keeps its own, bounded buffer)."""
+HIGH_WATER = 1 << 20
+"""Output buffered for the client before producers wait (the bound of issue 8.11)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +46,40 @@ def guard_stdio() -> StdioChannel:
     return StdioChannel(read_fd=read_fd, write_fd=write_fd)
 
 
-class ByteSink:
-    """Non-blocking writes with optional flow control (`drain` when the buffer is large)."""
+class _WriteFlow(asyncio.streams.FlowControlMixin):
+    """Flow control that also remembers since when the client has not been taking output."""
 
-    def __init__(self, writer: asyncio.StreamWriter | None, raw: BinaryIO | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.paused_since: float | None = None
+
+    def pause_writing(self) -> None:
+        self.paused_since = time.monotonic()
+        super().pause_writing()
+
+    def resume_writing(self) -> None:
+        self.paused_since = None
+        super().resume_writing()
+
+
+class ByteSink:
+    """Non-blocking writes to the client with a bounded buffer (issue 8.11).
+
+    Invariants: `write` never blocks and never raises. Above `HIGH_WATER` buffered bytes the
+    sink is *paused*: producers that can wait (turns, session replay) `wait_writable()`
+    until the client has read it down to a quarter of that. A client that leaves the sink
+    paused for `stall_timeout_s` is dropped (`drop()`): the transport is aborted, later
+    writes are discarded and every waiter is released, so nothing waits on it forever.
+    """
+
+    def __init__(
+        self, writer: asyncio.StreamWriter | None, raw: BinaryIO | None, flow: _WriteFlow | None
+    ) -> None:
         self._writer = writer
         self._raw = raw
+        self._flow = flow
         self.broken = False
+        self.dropped = False
 
     def write(self, data: bytes) -> None:
         if self.broken:
@@ -60,13 +90,19 @@ class ByteSink:
             elif self._raw is not None:
                 self._raw.write(data)
                 self._raw.flush()
-        except (BrokenPipeError, ConnectionResetError, OSError):
+        except (BrokenPipeError, ConnectionResetError, OSError, RuntimeError):
             self.broken = True
 
     def buffered(self) -> int:
         if self._writer is None or self._writer.transport.is_closing():
             return 0
         return self._writer.transport.get_write_buffer_size()
+
+    def stalled_for(self) -> float:
+        """Seconds the buffer has been over the bound without the client reading it down."""
+        if self._flow is None or self._flow.paused_since is None or self.broken:
+            return 0.0
+        return time.monotonic() - self._flow.paused_since
 
     async def drain(self) -> None:
         if self._writer is None or self.broken:
@@ -76,13 +112,22 @@ class ByteSink:
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.broken = True
 
-    async def drain_if_needed(self) -> None:
-        if self.buffered() > _HIGH_WATER:
+    async def wait_writable(self) -> None:
+        """Return at once while the buffer is under the bound; else wait until drained."""
+        if self.buffered() > HIGH_WATER:
             await self.drain()
+
+    def drop(self) -> None:
+        """Give up on a client that stopped reading: discard its output, release waiters."""
+        self.dropped = True
+        self.broken = True
+        if self._writer is not None:
+            self._writer.transport.abort()
 
     async def close(self) -> None:
         if self._writer is not None:
-            await self.drain()
+            if not self.broken:
+                await self.drain()
             self._writer.close()
         elif self._raw is not None:
             try:
@@ -106,13 +151,12 @@ async def open_channel(channel: StdioChannel) -> tuple[asyncio.StreamReader, Byt
         _start_reader_thread(loop, reader, read_file)
     write_file = os.fdopen(channel.write_fd, "wb", buffering=0)
     if _is_pipe_like(channel.write_fd) and not os.isatty(channel.write_fd):
-        transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), write_file
-        )
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        transport.set_write_buffer_limits(high=_HIGH_WATER)
-        return reader, ByteSink(writer, None)
-    return reader, ByteSink(None, write_file)
+        flow = _WriteFlow(loop)
+        transport, _ = await loop.connect_write_pipe(lambda: flow, write_file)
+        writer = asyncio.StreamWriter(transport, flow, None, loop)
+        transport.set_write_buffer_limits(high=HIGH_WATER)
+        return reader, ByteSink(writer, None, flow)
+    return reader, ByteSink(None, write_file, None)
 
 
 def _start_reader_thread(

@@ -7,7 +7,8 @@ terminated by `\n`, where T is one of:
 - `turn_context`: at each turn start: `{turnId, provider, model, approvalPolicy, ...}`
 - `response_item`: a history item (core/history.py). Streamed assistant text and
   reasoning are written as *segments*: several consecutive lines with the same item `id`
-  whose texts concatenate (coalesced: at most one line per 100 ms, plus one at item end).
+  whose texts concatenate (coalesced: at most one line per 50 ms, plus one at item end; each segment
+  is written before its text is sent to the client).
 - `event`: `{kind, ...}` with kind `approval` (decision + reason), `usage`, `config`
   (settings change), `turn_end`, `title`, `interrupted` (calls closed on load), `backend`
   (`{backend, resumeId}`: the agent CLI's own id for the conversation, codex/claude sessions).

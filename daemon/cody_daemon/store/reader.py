@@ -2,8 +2,9 @@
 
 Invariants:
 - the file is streamed line by line; memory grows with the history, not the file;
-- a torn last line (a crash mid-write) is skipped silently; any other unreadable line is
-  skipped and counted in `skipped_lines`; an unreadable `session_meta` is an error;
+- a torn last line (a crash mid-write) is skipped silently; any other unreadable line (not
+  JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
+  `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
 - consecutive segments of one streamed item (same `id`) are merged into one item;
 - a `function_call` without output (a crash mid-call) gets a synthetic failed output
   `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
@@ -208,6 +209,8 @@ def _consume(
     torn = last and not raw.endswith(b"\n")
     try:
         line = orjson.loads(raw)
+        if not isinstance(line, dict):
+            raise TypeError("the line is not an object")
         line_type = line["type"]
         payload = line["payload"]
         if not isinstance(payload, dict):
@@ -229,18 +232,20 @@ def _consume(
     if record is None:
         if line_type != "session_meta":
             raise NotFound(f"Session file {path} does not start with a session_meta line.")
+        settings = payload.get("settings")
         record = SessionRecord(
             session_id=str(payload.get("id", "")),
             path=path,
             cwd=str(payload.get("cwd", "")),
             created=str(payload.get("created", "")),
-            settings=dict(payload.get("settings") or {}),
+            settings=dict(settings) if isinstance(settings, dict) else {},
         )
         return record, _Folder(record)
     assert folder is not None
     try:
         folder.add(line_type, payload)
-    except ValidationError:
+    except (ValidationError, ValueError, TypeError, AttributeError, OverflowError):
+        # One bad line costs that line only (issue 8.10).
         record.skipped_lines += 1
         logger.warning("skipping an invalid %s line in %s", line_type, path.name)
     return record, folder

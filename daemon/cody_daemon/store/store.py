@@ -7,10 +7,13 @@ file without a turn (a session never prompted) is read to its end, which is shor
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -20,7 +23,12 @@ from .session_file import SessionFile
 
 __all__ = ["SessionStore", "SessionSummary"]
 
-_HEAD_LINES = 12
+logger = logging.getLogger(__name__)
+
+_HEADER_LINES = 200
+"""Lines read for a listing entry: up to the first user message (settings changed before the
+first prompt come first; a never-prompted file is short)."""
+_HEADER_LINE_BYTES = 4 * 1024 * 1024
 _STAMP_GLOB = "rollout-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
 """The fixed-width timestamp prefix, so an id never matches the tail of a longer id."""
 
@@ -83,11 +91,14 @@ class SessionStore:
     def list(self, cwd: str | None = None) -> list[SessionSummary]:
         """All sessions, newest first (by last write), optionally only those in `cwd`."""
         summaries: list[SessionSummary] = []
+        wanted = _real_path(cwd) if cwd is not None else None
+        if cwd is not None and wanted is None:
+            return summaries
         for path in self.sessions_dir.glob("*/*/*/rollout-*.jsonl"):
             summary = _summarize(path)
             if summary is None:
                 continue
-            if cwd is not None and os.path.realpath(summary.cwd) != os.path.realpath(cwd):
+            if wanted is not None and _real_path(summary.cwd) != wanted:
                 continue
             self._paths.setdefault(summary.session_id, path)
             summaries.append(summary)
@@ -104,25 +115,33 @@ class SessionStore:
         self._paths.pop(session_id, None)
 
 
+def _real_path(path: str) -> str | None:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # e.g. a NUL byte in a damaged file's cwd
+        return None
+
+
 def _summarize(path: Path) -> SessionSummary | None:
+    """The listing entry of one file, or None when its header is unreadable.
+
+    Never raises: whatever one file holds (a line that is JSON but not an object, binary
+    garbage, fields of the wrong type) affects only that file's entry (issue 8.10).
+    """
     try:
         stat = path.stat()
         session_id = cwd = ""
         title: str | None = None
         has_turn = False
         with open(path, "rb") as handle:
-            for index, raw in enumerate(handle):
-                # Past the head only while no turn is seen (an unprompted file is short).
-                if index >= _HEAD_LINES and has_turn:
-                    break
-                try:
-                    line = orjson.loads(raw)
-                except orjson.JSONDecodeError:
+            for raw in _head_lines(handle):
+                line = _object_or_none(raw)
+                payload = line.get("payload") if line is not None else None
+                if line is None or not isinstance(payload, dict):
                     continue
-                payload = line.get("payload") or {}
                 if line.get("type") == "session_meta":
-                    session_id = str(payload.get("id", ""))
-                    cwd = str(payload.get("cwd", ""))
+                    session_id = _text(payload.get("id"))
+                    cwd = _text(payload.get("cwd"))
                 elif line.get("type") == "turn_context":
                     has_turn = True
                 elif (
@@ -130,13 +149,13 @@ def _summarize(path: Path) -> SessionSummary | None:
                     and payload.get("type") == "message"
                     and payload.get("role") == "user"
                 ):
-                    parts = payload.get("content") or []
-                    title = make_title("".join(str(p.get("text", "")) for p in parts))
+                    title = _message_title(payload.get("content"))
                     has_turn = True
                     break
-    except OSError:
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot list %s: %s", path.name, exc)
         return None
-    if not session_id:
+    if not session_id or not _valid_session_id(session_id):
         return None
     updated = datetime.fromtimestamp(stat.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return SessionSummary(
@@ -147,3 +166,35 @@ def _summarize(path: Path) -> SessionSummary | None:
         path=path,
         has_turn=has_turn,
     )
+
+
+def _head_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The first `_HEADER_LINES` lines; a line over `_HEADER_LINE_BYTES` is skipped unread."""
+    for _ in range(_HEADER_LINES):
+        raw = handle.readline(_HEADER_LINE_BYTES)
+        if not raw:
+            return
+        if len(raw) == _HEADER_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := handle.readline(_HEADER_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            continue
+        yield raw
+
+
+def _object_or_none(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _message_title(content: object) -> str | None:
+    if not isinstance(content, list):
+        return None
+    text = "".join(_text(part.get("text")) for part in content if isinstance(part, dict))
+    return make_title(text) if text else None
