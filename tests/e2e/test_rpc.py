@@ -63,11 +63,11 @@ async def test_the_daemon_resyncs_after_every_kind_of_bad_frame(offline_daemon: 
             await asyncio.sleep(0.02)
         try:
             await offline_daemon.wait_for(
-                lambda probe=probe_id: any(m.get("id") == probe for m in conn.received), 5
+                lambda probe=probe_id: any(m.get("id") == probe for m in offline_daemon.received), 5
             )
         except AssertionError:
             raise AssertionError(f"{case.name}: the next well-formed frame got no answer") from None
-        [reply] = [m for m in conn.received if m.get("id") == probe_id]
+        [reply] = [m for m in offline_daemon.received if m.get("id") == probe_id]
         assert reply["result"] == {"sessions": []}, case.name
     assert offline_daemon.process.process.returncode is None
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []

@@ -367,7 +367,7 @@ class Fuzzer:
             self.daemon.permission_gate = None
 
     def answered(self) -> set[Any]:
-        received = self.daemon.conn.received
+        received = self.daemon.received
         for message in received[self._scanned :]:
             if "method" not in message and "id" in message:
                 self._answered.add(message.get("id"))
@@ -377,7 +377,7 @@ class Fuzzer:
     def internal_errors(self) -> list[str]:
         return [
             f"{self.expected.get(m.get('id'), '?')}: {m['error'].get('message')}"
-            for m in self.daemon.conn.received
+            for m in self.daemon.received
             if isinstance(m.get("error"), dict)
             and m["error"].get("code") == -32603
             and str(m["error"].get("message", "")).startswith("Internal error (")
@@ -451,7 +451,7 @@ def test_fuzzed_frames_are_answered_and_never_kill_the_daemon(
         one_batch()
         assert fuzzer.frames_sent >= FRAMES_PER_FRAMING
         assert fuzzer.collisions >= EXAMPLES // 40, "the id collisions of issue 8.3 were tried"
-        lines = daemon.process.stderr_lines
+        lines = daemon.stderr
         first = next((i for i, line in enumerate(lines) if " ERROR " in line), len(lines))
         errors = "\n".join(lines[first : first + 60])
         assert not fuzzer.internal_errors(), f"{fuzzer.internal_errors()[:5]}\n{errors}"
@@ -460,8 +460,10 @@ def test_fuzzed_frames_are_answered_and_never_kill_the_daemon(
         on_disk = {
             path.name[len("rollout-2026-01-01T00-00-00-") : -len(".jsonl")]
             for path in (cody_env.cody_home / "sessions").glob("*/*/*/rollout-*.jsonl")
+            # A session never prompted is not listed (as codex-acp); its file goes at close.
+            if '"turn_context"' in path.read_text(errors="replace")
         }
-        assert listed == on_disk, "every session file is listed, nothing else"
+        assert listed == on_disk, "every prompted session's file is listed, nothing else"
     finally:
         if daemon is not None:
             runner.run(stop_daemon(daemon), 30)

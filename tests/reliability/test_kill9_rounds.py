@@ -127,7 +127,12 @@ async def test_kill_9_at_random_points_of_turns_loses_nothing(
 ) -> None:
     seed = int(os.environ.get("CODY_KILL9_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
-    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "untrusted"')
+    # The file writes put ~640 KB per round into the history: automatic compaction would
+    # (rightly) ask the model for a summary and take a scripted answer meant for a turn.
+    cody_env.use_mock_provider(
+        model.base_url,
+        extra='approval_policy = "untrusted"\nmodel_auto_compact_token_limit = 1000000000',
+    )
     cwd = str(cody_env.workspace)
     target = cody_env.workspace / "big.txt"
     sessions: dict[str, Expected] = {}

@@ -95,6 +95,9 @@ class Daemon:
         self.received: list[dict[str, Any]] = []
         """Every message the daemon sent, in order."""
         self.conn.observe(self.received.append)
+        self.stderr: list[str] = []
+        """Every line the daemon wrote to stderr (the process keeps only a bounded tail)."""
+        process.on_stderr = self.stderr.append
         self.updates: list[dict[str, Any]] = []
         self.permission_requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []

@@ -153,6 +153,17 @@ def _content_chars(content: Sequence[ToolCallContent]) -> int:
     return total
 
 
+def unusable_arguments(tool_name: str, exc: Exception) -> str:
+    """The model-readable reason the policy checks could not handle a call's arguments (8.10).
+
+    The checks resolve paths; a value the OS refuses (a NUL byte in a path) fails this call only.
+    """
+    text = str(exc)
+    if "null byte" in text or "null character" in text:
+        return f"invalid arguments for {tool_name}: a path must not contain a NUL byte"
+    return f"{tool_name} cannot run with these arguments: {text}"
+
+
 def error_result(message: str, raw_output: dict[str, Any] | None = None) -> ToolResult:
     return ToolResult(
         output=json.dumps({"error": message}),

@@ -80,6 +80,7 @@ from .toolcalls import (
     describe_grant,
     error_result,
     text_content,
+    unusable_arguments,
     wire_raw_output,
 )
 from .usage import add_usage, record_call
@@ -379,7 +380,7 @@ class TurnRunner:
             logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
             self._finish_call(
                 call.call_id,
-                error_result(f"{tool.name} cannot run with these arguments: {exc}"),
+                error_result(unusable_arguments(tool.name, exc)),
             )
             self.state.failure_seen = True
             return
