@@ -34,7 +34,9 @@ def ansi_to_png(ansi: str, out: Path, title: str, width: int) -> None:
         )
         console.print(Text.from_ansi(ansi.rstrip("\n")))
     svg = out.with_suffix(".svg")
-    svg.write_text(console.export_svg(title=title), encoding="utf-8")
+    # librsvg drops a text run's leading spaces unless told to keep them.
+    markup = console.export_svg(title=title).replace("<svg ", '<svg xml:space="preserve" ', 1)
+    svg.write_text(markup, encoding="utf-8")
     subprocess.run(["rsvg-convert", "-o", str(out), str(svg)], check=True)
     svg.unlink()
 
@@ -105,7 +107,7 @@ def shot_demo(root: Path) -> None:
     )
     try:
         session.wait_for("choice [y/a/n/r/c]:")
-        session.keys("y", "Enter")
+        session.keys("y")  # one key answers; no Enter
         session.wait_for("new file")
         time.sleep(0.5)
         ansi_to_png(
@@ -114,7 +116,7 @@ def shot_demo(root: Path) -> None:
             "cody-client demo",
             session.width,
         )
-        session.keys("a", "Enter")
+        session.keys("a")
         session.wait_for("Replay it:")
         time.sleep(0.3)
     finally:

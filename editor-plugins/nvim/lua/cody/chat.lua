@@ -83,6 +83,11 @@ local function create_buf()
     vim.api.nvim_buf_set_name(buf, M.name)
   end
   vim.bo[buf].filetype = "markdown"
+  -- Vim's markdown syntax paints an underscore inside a word (`end_turn`, `file_name`) as
+  -- an error; in a chat that is just text.
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd([[silent! syntax match markdownCodyWordUnderscore "\w\@<=_\w\@="]])
+  end)
   vim.bo[buf].modifiable = false
   set_keymaps(buf)
   vim.api.nvim_create_autocmd("BufWipeout", {
