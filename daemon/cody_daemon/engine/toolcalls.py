@@ -160,7 +160,7 @@ def unusable_arguments(tool_name: str, exc: Exception) -> str:
     """
     text = str(exc)
     if "null byte" in text or "null character" in text:
-        return f"invalid arguments for {tool_name}: a path must not contain a NUL byte"
+        return f"invalid arguments for {tool_name}: a path must not contain a null byte (NUL)"
     return f"{tool_name} cannot run with these arguments: {text}"
 
 
