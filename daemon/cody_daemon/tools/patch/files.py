@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ...core.atomic_write import write_atomic
 from ...policy.sandbox import resolve_path
-from ..atomic import write_atomic
 from .apply import HunkError, apply_hunks
 from .parse import AddFile, DeleteFile, FileOp, UpdateFile
 
