@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from contextlib import suppress
 from typing import Any, Self
 
-__all__ = ["LoopbackServer"]
+__all__ = ["LoopbackServer", "read_request_head"]
 
 
 class LoopbackServer(ABC):
@@ -62,3 +62,17 @@ class LoopbackServer(ABC):
             writer.close()
             with suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
+
+
+async def read_request_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
+    """An HTTP/1.1 request's method, path (with its query) and headers (names lower-case);
+    the body is left in `reader`."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _version = lines[0].split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    return method, path, headers

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackServer, read_request_head
 
 __all__ = ["MockTokenServer", "TokenRequest", "fake_jwt"]
 
@@ -72,14 +72,7 @@ class MockTokenServer(LoopbackServer):
         self._script.append(_Answer(status, raw, delay_s))
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _ = lines[0].split(" ", 2)
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            if line:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
+        method, path, headers = await read_request_head(reader)
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
         try:
             body: Any = json.loads(raw) if raw else None

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, ClassVar, Literal, Self
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackServer, read_request_head
 
 __all__ = [
     "End",
@@ -678,16 +678,9 @@ class MockResponsesServer(LoopbackServer):
 
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
+        method, path, headers = await read_request_head(reader)
     except asyncio.IncompleteReadError:
         return None
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
     raw = b""
     if "content-length" in headers:
         raw = await reader.readexactly(int(headers["content-length"]))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackServer, read_request_head
 
 __all__ = [
     "UNAUTHORIZED_HTML",
@@ -242,14 +242,7 @@ class MockWeb(LoopbackServer):
 
 
 async def _read_request(reader: asyncio.StreamReader) -> Recorded:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
+    method, path, headers = await read_request_head(reader)
     length = int(headers.get("content-length", "0"))
     body = await reader.readexactly(length) if length else b""
     return Recorded(method=method, path=path, headers=headers, body=body)
