@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cody_protocol.extensions import CompactSessionResult, ModelsListResult
 from cody_protocol.history import (
@@ -61,6 +61,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_SessionPage = TypeVar("_SessionPage", ListSessionsResult, HistoryListResult)
 
 FULL_ID_LENGTH = 36
 """Session ids are UUIDs (36 characters); anything shorter is taken as a prefix."""
@@ -467,21 +469,11 @@ class CodyClient:
         )
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
-        sessions: list[SessionInfo] = []
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {}
-            if cwd is not None:
-                params["cwd"] = _absolute(cwd)
-            if cursor is not None:
-                params["cursor"] = cursor
-            page = ListSessionsResult.model_validate(
-                await self.connection.request("session/list", params)
-            )
-            sessions.extend(page.sessions)
-            if page.next_cursor is None:
-                return sessions
-            cursor = page.next_cursor
+        params: dict[str, Any] = {}
+        if cwd is not None:
+            params["cwd"] = _absolute(cwd)
+        pages = await self._every_page("session/list", params, ListSessionsResult)
+        return [session for page in pages for session in page.sessions]
 
     async def resolve_session_id(self, text: str) -> str:
         """A saved session's id from its full id or a unique prefix (as `git` does for commits).
@@ -509,22 +501,26 @@ class CodyClient:
         self, *, agent: str | None = None, cwd: str | None = None
     ) -> list[HistorySessionInfo]:
         """`_cody/history/list`, every page: the sessions on this machine, newest first."""
-        sessions: list[HistorySessionInfo] = []
+        params: dict[str, Any] = {}
+        if agent is not None:
+            params["agent"] = agent
+        if cwd is not None:
+            params["cwd"] = _absolute(cwd)
+        pages = await self._every_page("_cody/history/list", params, HistoryListResult)
+        return [session for page in pages for session in page.sessions]
+
+    async def _every_page(
+        self, method: str, params: dict[str, Any], page_type: type[_SessionPage]
+    ) -> list[_SessionPage]:
+        """Every page of a cursor-paged session list (`cursor` in, `nextCursor` out), in order."""
+        pages: list[_SessionPage] = []
         cursor: str | None = None
         while True:
-            params: dict[str, Any] = {}
-            if agent is not None:
-                params["agent"] = agent
-            if cwd is not None:
-                params["cwd"] = _absolute(cwd)
-            if cursor is not None:
-                params["cursor"] = cursor
-            page = HistoryListResult.model_validate(
-                await self.connection.request("_cody/history/list", params)
-            )
-            sessions.extend(page.sessions)
+            page_params = params if cursor is None else {**params, "cursor": cursor}
+            page = page_type.model_validate(await self.connection.request(method, page_params))
+            pages.append(page)
             if page.next_cursor is None:
-                return sessions
+                return pages
             cursor = page.next_cursor
 
     async def history_read(

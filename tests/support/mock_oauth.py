@@ -17,10 +17,11 @@ import asyncio
 import base64
 import json
 from collections import deque
-from contextlib import suppress
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
+
+from .loopback import LoopbackServer, read_request_head
 
 __all__ = ["MockTokenServer", "TokenRequest", "fake_jwt"]
 
@@ -51,13 +52,11 @@ class _Answer:
     delay_s: float
 
 
-class MockTokenServer:
+class MockTokenServer(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[TokenRequest] = []
         self._script: deque[_Answer] = deque()
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.port = 0
 
     @property
     def url(self) -> str:
@@ -72,57 +71,24 @@ class MockTokenServer:
             raw = body.encode() if isinstance(body, str) else body
         self._script.append(_Answer(status, raw, delay_s))
 
-    async def __aenter__(self) -> MockTokenServer:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._server is None:
-            return
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        method, path, headers = await read_request_head(reader)
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            method, path, _ = lines[0].split(" ", 2)
-            headers: dict[str, str] = {}
-            for line in lines[1:]:
-                if line:
-                    name, _, value = line.partition(":")
-                    headers[name.strip().lower()] = value.strip()
-            raw = await reader.readexactly(int(headers.get("content-length", "0")))
-            try:
-                body: Any = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
-            self.requests.append(TokenRequest(method, path, headers, body))
-            answer = self._script.popleft() if self._script else None
-            if answer is None:
-                answer = _Answer(500, b'{"error": "mock: no scripted answer left"}', 0.0)
-            await asyncio.sleep(answer.delay_s)
-            reason = HTTPStatus(answer.status).phrase
-            writer.write(
-                (
-                    f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n"
-                ).encode()
-                + answer.body
-            )
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with suppress(ConnectionError, asyncio.CancelledError):
-                await writer.wait_closed()
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.requests.append(TokenRequest(method, path, headers, body))
+        answer = self._script.popleft() if self._script else None
+        if answer is None:
+            answer = _Answer(500, b'{"error": "mock: no scripted answer left"}', 0.0)
+        await asyncio.sleep(answer.delay_s)
+        reason = HTTPStatus(answer.status).phrase
+        writer.write(
+            (
+                f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            + answer.body
+        )
+        await writer.drain()

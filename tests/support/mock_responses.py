@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, ClassVar, Literal, Self
 
+from .loopback import LoopbackServer, read_request_head
+
 __all__ = [
     "End",
     "MockResponsesServer",
@@ -384,7 +386,7 @@ def input_images(request: RecordedRequest) -> list[str]:
     return [str(part.get("image_url")) for _, part in _input_image_parts(body)]
 
 
-class MockResponsesServer:
+class MockResponsesServer(LoopbackServer):
     """See the module docstring. `base_url` is what a provider's `base_url` should be.
 
     Subclasses for other APIs (tests/support/mock_chat.py, mock_anthropic.py) override
@@ -396,6 +398,7 @@ class MockResponsesServer:
     """Path suffix of the one POST route served."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[RecordedRequest], _Stream | _Error] | None = None
         """Answers a request when the queue is empty (see the module docstring)."""
@@ -406,10 +409,7 @@ class MockResponsesServer:
         self._fail_until = 0.0
         self._fail_status = 503
         self._script: deque[_Stream | _Error | _Disconnect] = deque()
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count(1)
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -511,27 +511,6 @@ class MockResponsesServer:
 
     # lifecycle
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     @classmethod
     @contextmanager
     def in_thread(cls) -> Iterator[Self]:
@@ -552,22 +531,11 @@ class MockResponsesServer:
 
     # HTTP
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            request = await _read_request(reader)
-            if request is not None:
-                self.requests.append(request)
-                await self._respond(request, reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with suppress(ConnectionError, asyncio.CancelledError):
-                await writer.wait_closed()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await _read_request(reader)
+        if request is not None:
+            self.requests.append(request)
+            await self._respond(request, reader, writer)
 
     async def _respond(
         self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -710,16 +678,9 @@ class MockResponsesServer:
 
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
+        method, path, headers = await read_request_head(reader)
     except asyncio.IncompleteReadError:
         return None
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
     raw = b""
     if "content-length" in headers:
         raw = await reader.readexactly(int(headers["content-length"]))

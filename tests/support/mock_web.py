@@ -30,10 +30,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
+
+from .loopback import LoopbackServer, read_request_head
 
 __all__ = [
     "UNAUTHORIZED_HTML",
@@ -153,15 +154,12 @@ def json_error(message: str, *, type: str, code: int) -> dict[str, Any]:
 # -- the server ---------------------------------------------------------------------------------
 
 
-class MockWeb:
+class MockWeb(LoopbackServer):
     def __init__(self, host: str = "127.0.0.1") -> None:
-        self.host = host
+        super().__init__(host)
         self.requests: list[Recorded] = []
         self.sent: dict[str, int] = {}
         self._routes: dict[tuple[str, str], Handler] = {}
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -205,45 +203,17 @@ class MockWeb:
         headers = {"Content-Type": "application/json"}
         self.route(method, path, Reply(status=status, headers=headers, body=body, delay_s=delay_s))
 
-    # lifecycle
-
-    async def __aenter__(self) -> MockWeb:
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._server is None:
-            return
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
-
     # HTTP
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            request = await _read_request(reader)
-            self.requests.append(request)
-            handler = self._routes.get((request.method, request.path.split("?")[0]))
-            if handler is None:
-                reply = Reply(status=404, headers={"Content-Type": "text/plain"}, body=b"no route")
-            else:
-                reply = handler(request) if callable(handler) else handler
-            await self._send(request.path, reply, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with suppress(ConnectionError, asyncio.CancelledError):
-                await writer.wait_closed()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await _read_request(reader)
+        self.requests.append(request)
+        handler = self._routes.get((request.method, request.path.split("?")[0]))
+        if handler is None:
+            reply = Reply(status=404, headers={"Content-Type": "text/plain"}, body=b"no route")
+        else:
+            reply = handler(request) if callable(handler) else handler
+        await self._send(request.path, reply, writer)
 
     async def _send(self, path: str, reply: Reply, writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(reply.delay_s)
@@ -272,14 +242,7 @@ class MockWeb:
 
 
 async def _read_request(reader: asyncio.StreamReader) -> Recorded:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
+    method, path, headers = await read_request_head(reader)
     length = int(headers.get("content-length", "0"))
     body = await reader.readexactly(length) if length else b""
     return Recorded(method=method, path=path, headers=headers, body=body)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,8 @@ from cody_daemon.policy.sandbox import SandboxPolicy
 from cody_daemon.tools.apply_patch import ApplyPatchTool
 from cody_daemon.tools.base import ToolContext, ToolError
 from cody_protocol.content import DiffToolCallContent
+
+from tests.support.workspaces import workspace_and_outside
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "patches"
 SCENARIOS = sorted(path.name for path in FIXTURES.iterdir() if path.is_dir())
@@ -66,15 +67,10 @@ def make_links(scenario: Path, workspace: Path, outside: Path) -> dict[str, str]
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    temp_root = tmp_path / "tmp"
-    temp_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp_root))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
-    workspace = tmp_path / "ws"
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("original secret\n")
-    return workspace, outside.resolve()
+    made = workspace_and_outside(tmp_path, monkeypatch)
+    (made.outside / "secret.txt").write_text("original secret\n")
+    made.workspace.rmdir()  # each scenario brings its own (copied from its input/)
+    return tmp_path / "ws", made.outside
 
 
 def test_there_are_enough_scenarios() -> None:

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cody_daemon.policy.sandbox import SandboxPolicy
 from cody_daemon.tools.apply_patch import ApplyPatchTool
-from cody_daemon.tools.base import ToolArgumentError, ToolContext, ToolError
+from cody_daemon.tools.base import ToolArgumentError, ToolError
 from cody_daemon.tools.patch import (
     FileChange,
     FileOp,
@@ -27,33 +24,14 @@ from cody_daemon.tools.patch import (
 )
 from cody_protocol.content import ContentToolCallContent, DiffToolCallContent, TextContent
 
+from tests.support.workspaces import Dirs, ctx_for, workspace_and_outside
+
 TOOL = ApplyPatchTool()
-
-
-@dataclass
-class Dirs:
-    workspace: Path
-    outside: Path
 
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dirs:
-    """A workspace and an outside dir, neither under the sandbox's temp root."""
-    temp_root = tmp_path / "tmp"
-    temp_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp_root))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
-    workspace = tmp_path / "ws"
-    outside = tmp_path / "outside"
-    workspace.mkdir()
-    outside.mkdir()
-    (outside / "secret.txt").write_text("original\n")
-    return Dirs(workspace.resolve(), outside.resolve())
-
-
-def ctx_for(workspace: Path, mode: str = "workspace-write") -> ToolContext:
-    sandbox = SandboxPolicy.create(mode, workspace)  # type: ignore[arg-type]
-    return ToolContext(session_id="s", call_id="c", cwd=workspace, sandbox=sandbox)
+    return workspace_and_outside(tmp_path, monkeypatch)
 
 
 def patch(*body: str) -> str:

@@ -7,7 +7,6 @@ import os
 import random
 import shlex
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -27,19 +26,15 @@ from cody_daemon.tools.exec import (
 )
 from cody_protocol.content import ContentToolCallContent, TextContent
 
+from tests.support.workspaces import workspace_and_outside
+
 # --- fixtures and helpers ------------------------------------------------------------------
 
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A workspace outside the sandbox's temp root (which is a dedicated dir)."""
-    temp_root = tmp_path / "tmp"
-    temp_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp_root))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws.resolve()
+    return workspace_and_outside(tmp_path, monkeypatch).workspace
 
 
 def require_bwrap() -> None:

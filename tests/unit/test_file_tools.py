@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cody_daemon.policy.sandbox import SandboxPolicy
 from cody_daemon.tools.base import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult
 from cody_daemon.tools.exec import ExecTool
 from cody_daemon.tools.list_dir import MAX_ENTRIES, ListDirTool
@@ -19,31 +16,12 @@ from cody_daemon.tools.registry import ToolRegistry
 from cody_daemon.tools.write_file import WriteFileTool
 from cody_protocol.content import DiffToolCallContent
 
-
-@dataclass
-class Dirs:
-    workspace: Path
-    outside: Path
+from tests.support.workspaces import Dirs, ctx_for, workspace_and_outside
 
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dirs:
-    """A workspace and an outside dir, neither under the sandbox's temp root."""
-    temp_root = tmp_path / "tmp"
-    temp_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp_root))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
-    workspace = tmp_path / "ws"
-    outside = tmp_path / "outside"
-    workspace.mkdir()
-    outside.mkdir()
-    (outside / "secret.txt").write_text("original\n")
-    return Dirs(workspace.resolve(), outside.resolve())
-
-
-def ctx_for(workspace: Path, mode: str = "workspace-write") -> ToolContext:
-    sandbox = SandboxPolicy.create(mode, workspace)  # type: ignore[arg-type]
-    return ToolContext(session_id="s", call_id="c", cwd=workspace, sandbox=sandbox)
+    return workspace_and_outside(tmp_path, monkeypatch)
 
 
 async def call(tool: Tool[Any], raw: dict[str, object], ctx: ToolContext) -> ToolResult:

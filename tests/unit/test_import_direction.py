@@ -44,7 +44,6 @@ ALLOWED: dict[str, set[str]] = {
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }
 """Which top-level parts of cody_daemon each part may import (the layer diagram)."""
-ALLOWED["engine"].add("history")  # unified history sits below the engine, beside store
 
 PYGLS = {"pygls", "lsprotocol"}
 PYGLS_USERS = {"rpc", "cli"}

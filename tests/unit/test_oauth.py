@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -151,6 +152,21 @@ async def test_refresh_keeps_a_non_default_file_mode(
     tokens.enqueue(200, chatgpt_answer())
     await chatgpt(tmp_path, tokens).headers()
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+async def test_refresh_keeps_the_login_files_owner(tmp_path: Path, tokens: MockTokenServer) -> None:
+    """A daemon run by root (sudo, a container) refreshing a user's login file leaves it the
+    user's: before, the refreshed file became root's and the user's own `codex` could no
+    longer read it."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("giving a file to another owner needs root (CI runs as root)")
+    path = write_codex(tmp_path)
+    os.chown(path, 4321, 4321)
+    tokens.enqueue(200, chatgpt_answer())
+    await chatgpt(tmp_path, tokens).headers()
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4321, 4321, 0o600)
+    assert json.loads(path.read_text())["tokens"]["access_token"] == NEW_ACCESS
 
 
 async def test_valid_token_is_used_without_refreshing(

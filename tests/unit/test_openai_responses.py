@@ -47,21 +47,18 @@ from tests.support.mock_responses import (
     text,
     tool_call,
 )
+from tests.support.provider_calls import (
+    Sleeps,
+    collect_events,
+    collect_failure,
+    model_request,
+    texts,
+)
 
 CODEX_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "responses_request_codex.json"
 )
 API_KEY = "sk-test-secret-0123456789abcdef"
-
-
-class Sleeps:
-    """Injected sleep: records the requested delays instead of waiting."""
-
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture
@@ -100,33 +97,17 @@ def make_provider(
 
 
 def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
-    options: dict[str, Any] = {
-        "model": "gpt-4.1",
-        "instructions": "You are Cody.",
-        "history": history or [user_message("u1", "hi")],
-        "tools": [],
-        "session_id": "session-1",
-    }
-    options.update(kw)
-    return ModelRequest(**options)
+    return model_request(history, **{"model": "gpt-4.1", **kw})
 
 
 async def collect(p: OpenAIResponsesProvider, req: ModelRequest | None = None) -> list[ModelEvent]:
-    return [event async for event in p.stream(req or request())]
+    return await collect_events(p, req or request())
 
 
 async def collect_error(
     p: OpenAIResponsesProvider, req: ModelRequest | None = None
 ) -> tuple[list[ModelEvent], ProviderError]:
-    events: list[ModelEvent] = []
-    with pytest.raises(ProviderError) as caught:
-        async for event in p.stream(req or request()):
-            events.append(event)
-    return events, caught.value
-
-
-def texts(events: list[ModelEvent]) -> list[str]:
-    return [e.text for e in events if isinstance(e, TextDelta)]
+    return await collect_failure(p, req or request())
 
 
 # -- streaming ------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,27 +24,12 @@ from cody_daemon.tools.base import ToolContext, ToolResult
 from cody_daemon.tools.exec import ExecTool
 from cody_protocol.content import ContentToolCallContent, TextContent
 
-
-@dataclass
-class Dirs:
-    workspace: Path
-    outside: Path
-    temp_root: Path
+from tests.support.workspaces import Dirs, workspace_and_outside
 
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dirs:
-    """A workspace and an outside dir, neither under the sandbox's temp root."""
-    temp_root = tmp_path / "tmp"
-    temp_root.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp_root))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
-    workspace = tmp_path / "ws"
-    outside = tmp_path / "outside"
-    workspace.mkdir()
-    outside.mkdir()
-    (outside / "secret.txt").write_text("original\n")
-    return Dirs(workspace.resolve(), outside.resolve(), temp_root.resolve())
+    return workspace_and_outside(tmp_path, monkeypatch)
 
 
 @pytest.fixture

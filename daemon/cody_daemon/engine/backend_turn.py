@@ -48,7 +48,6 @@ from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide
 from ..providers.pricing import Price, cost_usd, price_for
-from ..store.reader import make_title
 from .events import (
     AgentText,
     AgentThought,
@@ -120,10 +119,8 @@ class BackendTurnRunner:
         item = user_message(new_id("msg_"), prompt_text)
         session.history.append(item)
         session.file.append("response_item", item.payload())
-        if session.title is None and prompt_text.strip():
-            session.title = make_title(prompt_text)
-            session.file.append("event", {"kind": "title", "title": session.title})
-            self._emit(TitleChanged(session.title))
+        if (title := session.title_from_prompt(prompt_text)) is not None:
+            self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
         timeout = session.settings.backend_timeout_s
@@ -155,15 +152,7 @@ class BackendTurnRunner:
             await self.agent.stop()
         self._finish_text()
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
-        session.file.append(
-            "event",
-            {
-                "kind": "turn_end",
-                "turnId": self.state.turn_id,
-                "stopReason": stop if failure is None else "error",
-            },
-        )
-        await session.file.sync()
+        await session.record_turn_end(self.state.turn_id, stop if failure is None else "error")
         await self.link.flush(session.id)
         if failure is not None:
             raise failure

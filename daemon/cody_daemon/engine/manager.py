@@ -78,13 +78,7 @@ class SessionManager:
         self, cwd: str, meta: CodySessionMeta | None, mcp_servers: Sequence[McpServer] = ()
     ) -> Session:
         session, catalog = self._loader.create(cwd, meta)
-        try:
-            self._attach_mcp(session, mcp_servers)
-        except BaseException:
-            session.file.close()
-            raise
-        self._register(session, catalog)
-        return session
+        return self._go_live(session, catalog, mcp_servers)
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
@@ -115,9 +109,19 @@ class SessionManager:
         session.mcp = McpSessionManager(specs, on_status=report)
         session.mcp_warmup = asyncio.get_running_loop().create_task(session.mcp.session_tools())
 
-    def _register(self, session: Session, catalog: ProviderCatalog) -> None:
+    def _go_live(
+        self, session: Session, catalog: ProviderCatalog, mcp_servers: Sequence[McpServer]
+    ) -> Session:
+        """Attach the MCP servers and list the session as live; its file is closed (the
+        lock released) when that fails."""
+        try:
+            self._attach_mcp(session, mcp_servers)
+        except BaseException:
+            session.file.close()
+            raise
         self._live[session.id] = session
         self._catalogs[session.id] = catalog
+        return session
 
     async def open_session(
         self,
@@ -143,13 +147,7 @@ class SessionManager:
 
     def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
         session, catalog = self._loader.open(session_id)
-        try:
-            self._attach_mcp(session, mcp_servers)
-        except BaseException:
-            session.file.close()
-            raise
-        self._register(session, catalog)
-        return session
+        return self._go_live(session, catalog, mcp_servers)
 
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)

@@ -17,6 +17,7 @@ from cody_protocol.prompt import TokenUsage
 from ..backends.base import AgentBackend
 from ..core.history import HistoryItem
 from ..policy.approval import Grants
+from ..store.reader import make_title
 from ..store.session_file import SessionFile
 from ..tools.mcp import McpSessionManager
 from .compaction import Compaction, ContextMark
@@ -65,3 +66,20 @@ class Session:
     @property
     def busy(self) -> bool:
         return self.turn is not None and not self.turn.done()
+
+    def title_from_prompt(self, prompt_text: str) -> str | None:
+        """Name an untitled session after its first non-blank prompt (the title is recorded
+        in its file); the new title, or None when the session keeps the one it has."""
+        if self.title is not None or not prompt_text.strip():
+            return None
+        self.title = make_title(prompt_text)
+        self.file.append("event", {"kind": "title", "title": self.title})
+        return self.title
+
+    async def record_turn_end(self, turn_id: str, stop_reason: str) -> None:
+        """Record that turn `turn_id` ended and sync the file (every line of the turn is then
+        on disk); raises StorageError when the disk refuses it."""
+        self.file.append(
+            "event", {"kind": "turn_end", "turnId": turn_id, "stopReason": stop_reason}
+        )
+        await self.file.sync()

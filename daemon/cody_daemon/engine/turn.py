@@ -49,7 +49,6 @@ from ..providers.base import (
     UsageReport,
 )
 from ..providers.pricing import Price
-from ..store.reader import make_title
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
@@ -170,10 +169,8 @@ class TurnRunner:
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
         session.history.append(user_item)
-        if session.title is None and prompt_text.strip():
-            session.title = make_title(prompt_text)
-            session.file.append("event", {"kind": "title", "title": session.title})
-            self._emit(TitleChanged(session.title))
+        if (title := session.title_from_prompt(prompt_text)) is not None:
+            self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
         try:
@@ -189,15 +186,7 @@ class TurnRunner:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
         try:
-            session.file.append(
-                "event",
-                {
-                    "kind": "turn_end",
-                    "turnId": self.state.turn_id,
-                    "stopReason": stop if failure is None else "error",
-                },
-            )
-            await session.file.sync()
+            await session.record_turn_end(self.state.turn_id, stop if failure is None else "error")
         except StorageError as exc:  # the disk is full: the turn ends with that error
             failure = failure or exc
         self._closed = True

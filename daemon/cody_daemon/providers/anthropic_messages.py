@@ -47,9 +47,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 import orjson
 from cody_protocol.settings import ReasoningEffort, ReasoningSummary
 
@@ -62,11 +61,9 @@ from ..core.history import (
     ReasoningItem,
 )
 from .anthropic_stream import MessagesStreamState
-from .auth import AuthSource
 from .base import ModelEvent, ModelRequest, TextDelta
-from .http_provider import Attempt, HttpProvider, SseEvents
+from .http_provider import Attempt, HttpOptions, HttpProvider, SseEvents
 from .models import Capabilities, capabilities, resolve_effort
-from .retry import Sleep
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -135,49 +132,19 @@ def thinking_params(
 class AnthropicMessagesProvider(HttpProvider):
     """A `ModelProvider` for the Messages API; one instance per configured provider id."""
 
-    def __init__(
-        self,
-        *,
-        provider_id: str,
-        base_url: str,
-        auth: AuthSource | None,
-        env_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_retries: int = 4,
-        connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float | None = None,
-        stream_idle_timeout_s: float = 300.0,
-        client: httpx.AsyncClient | None = None,
-        sleep: Sleep | None = None,
-        stream_max_retries: int = 5,
-        retry_window_s: float = 60.0,
-        query_params: Mapping[str, str] | None = None,
-        default_max_tokens: int = 32_000,
-    ) -> None:
+    def __init__(self, *, default_max_tokens: int = 32_000, **options: Unpack[HttpOptions]) -> None:
         self._betas: list[str] = []
         config_headers: dict[str, str] = {}
-        for name, value in (headers or {}).items():
+        for name, value in (options.get("headers") or {}).items():
             if name.lower() == "anthropic-beta":
                 self._betas.extend(_split_betas(value))
             else:
                 config_headers[name.lower()] = value
+        options["headers"] = config_headers
         super().__init__(
-            provider_id=provider_id,
-            base_url=base_url,
-            url=_messages_url(base_url),
+            url=_messages_url(options["base_url"]),
             api_name="the Anthropic Messages API (POST <base_url>/v1/messages)",
-            auth=auth,
-            env_key=env_key,
-            headers=config_headers,
-            max_retries=max_retries,
-            connect_timeout_s=connect_timeout_s,
-            first_byte_timeout_s=first_byte_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s,
-            client=client,
-            sleep=sleep,
-            stream_max_retries=stream_max_retries,
-            retry_window_s=retry_window_s,
-            query_params=query_params,
+            **options,
         )
         # Lower-case names: auth and config headers are merged into these case-insensitively.
         self._base_headers = {name.lower(): value for name, value in self._base_headers.items()}

@@ -20,9 +20,10 @@ An explicit `token_urls` argument (key `chatgpt`) wins over both.
   `/login` made while the daemon runs is picked up), and always right before a refresh;
 - refreshing is serialized by one `asyncio.Lock` per source: concurrent callers that find the
   token expired, or that all got a 401, cause exactly one POST to the token endpoint;
-- a refreshed file is written atomically (temp file in the same directory, fsync, `os.replace`)
-  with the file's previous permission bits, and every field other than the tokens (and their
-  timestamps) is kept, including fields this code does not know;
+- a refreshed file is written atomically (core/atomic_write.py: readers see the old or the
+  whole new file, no temp file is left behind) with the file's previous permission bits and
+  owner, and every field other than the tokens (and their timestamps) is kept, including
+  fields this code does not know;
 - a missing/unreadable file or a failed refresh raises `ProviderError(kind="auth")` whose
   message says how to log in again (5xx/transport failures of the token endpoint are
   retryable `provider`/`network` errors instead); no token ever appears in a message, repr or
@@ -34,14 +35,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
-import stat
-import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -49,6 +46,7 @@ from typing import Any, Final
 import httpx
 
 from .. import __version__
+from ..core.atomic_write import replace_file
 from .auth import ApiKeyAuth, AuthSource, NoAuth
 from .base import ProviderError
 from .catalog import default_codex_home
@@ -363,25 +361,10 @@ class OAuthFileAuth(ABC):
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Replace `path` with `data` as JSON, atomically, keeping its permission bits (0600 when
-    it does not exist): temp file in the same directory, fsync, `os.replace`."""
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o600
+    """Replace `path` with `data` as JSON, atomically (core/atomic_write.py), keeping its
+    permission bits and owner (0600 when it does not exist yet)."""
     payload = json.dumps(data, indent=2).encode() + b"\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(path, payload, new_file_mode=0o600)
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import httpx
 import orjson
@@ -48,7 +48,14 @@ from .base import ModelEvent, ModelRequest, ProviderError
 from .retry import RetryPolicy, Sleep
 from .sse import StreamSettings, stream_json_events
 
-__all__ = ["USER_AGENT", "Attempt", "HttpProvider", "SseEvents", "secret_values"]
+__all__ = [
+    "USER_AGENT",
+    "Attempt",
+    "HttpOptions",
+    "HttpProvider",
+    "SseEvents",
+    "secret_values",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,29 @@ USER_AGENT = f"cody/{__version__}"
 MIN_SECRET_LEN = 8
 """Shorter values are not scrubbed: no credential is that short, and replacing, say, "1"
 everywhere would garble the message."""
+
+
+class HttpOptions(TypedDict, total=False):
+    """What every HTTP provider is built from, beyond its own options: one typed object that
+    the pool fills from a `ProviderSpec` and each subclass passes on to `HttpProvider`
+    (defaults are those of `HttpProvider.__init__`)."""
+
+    provider_id: Required[str]
+    base_url: Required[str]
+    auth: AuthSource | None
+    """None: requests carry no credentials."""
+    env_key: str | None
+    headers: Mapping[str, str] | None
+    max_retries: int
+    connect_timeout_s: float
+    first_byte_timeout_s: float | None
+    stream_idle_timeout_s: float
+    client: httpx.AsyncClient | None
+    """A client to use (left open by `aclose`); None: the provider makes its own."""
+    sleep: Sleep | None
+    stream_max_retries: int
+    retry_window_s: float
+    query_params: Mapping[str, str] | None
 
 
 class Attempt:
@@ -81,26 +111,26 @@ class HttpProvider(ABC):
     def __init__(
         self,
         *,
-        provider_id: str,
-        base_url: str,
         url: str,
         api_name: str,
-        auth: AuthSource | None,
-        env_key: str | None,
-        headers: Mapping[str, str],
-        max_retries: int,
-        connect_timeout_s: float,
-        first_byte_timeout_s: float | None,
-        stream_idle_timeout_s: float,
-        client: httpx.AsyncClient | None,
-        sleep: Sleep | None,
+        provider_id: str,
+        base_url: str,
+        auth: AuthSource | None = None,
+        env_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_retries: int = 4,
+        connect_timeout_s: float = 10.0,
+        first_byte_timeout_s: float | None = None,
+        stream_idle_timeout_s: float = 300.0,
+        client: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
         stream_max_retries: int = 5,
         retry_window_s: float = 60.0,
         query_params: Mapping[str, str] | None = None,
     ) -> None:
         """`url` is where requests go, `api_name` names the API in messages (see
-        `StreamSettings`); `headers` are the configured headers, sent last; `query_params`
-        are added to the URL. The first event may take `first_byte_timeout_s` (default: the
+        `StreamSettings`); the rest are the `HttpOptions` every subclass takes: `headers` are
+        the configured headers, sent last; `query_params` are added to the URL. The first event may take `first_byte_timeout_s` (default: the
         idle timeout, as Codex's `stream_idle_timeout_ms` covers both)."""
         self._id = provider_id
         self._url = url
@@ -112,7 +142,7 @@ class HttpProvider(ABC):
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
         }
-        self._config_headers = dict(headers)
+        self._config_headers = dict(headers or {})
         # Configured header and query values could be credentials too: scrubbed like the
         # auth secrets.
         self._header_secrets = secret_values(

@@ -40,9 +40,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 import orjson
 
 from ..core.history import (
@@ -54,7 +53,6 @@ from ..core.history import (
     ReasoningItem,
     SummaryPart,
 )
-from .auth import AuthSource
 from .base import (
     ModelEvent,
     ModelRequest,
@@ -68,9 +66,8 @@ from .base import (
     UsageReport,
 )
 from .http_errors import classify, error_info
-from .http_provider import Attempt, HttpProvider, SseEvents, secret_values
+from .http_provider import Attempt, HttpOptions, HttpProvider, SseEvents, secret_values
 from .models import capabilities, resolve_effort
-from .retry import Sleep
 
 __all__ = ["OpenAIChatProvider", "merge_reasoning_details"]
 
@@ -80,41 +77,11 @@ _NO_OUTPUT = "No output was recorded for this tool call."
 class OpenAIChatProvider(HttpProvider):
     """A `ModelProvider` for Chat Completions; one instance per configured provider id."""
 
-    def __init__(
-        self,
-        *,
-        provider_id: str,
-        base_url: str,
-        auth: AuthSource | None,
-        env_key: str | None = None,
-        headers: dict[str, str] | None = None,
-        max_retries: int = 4,
-        connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float | None = None,
-        stream_idle_timeout_s: float = 300.0,
-        client: httpx.AsyncClient | None = None,
-        sleep: Sleep | None = None,
-        stream_max_retries: int = 5,
-        retry_window_s: float = 60.0,
-        query_params: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, **options: Unpack[HttpOptions]) -> None:
         super().__init__(
-            provider_id=provider_id,
-            base_url=base_url,
-            url=base_url.rstrip("/") + "/chat/completions",
+            url=options["base_url"].rstrip("/") + "/chat/completions",
             api_name="the Chat Completions API (POST <base_url>/chat/completions)",
-            auth=auth,
-            env_key=env_key,
-            headers=headers or {},
-            max_retries=max_retries,
-            connect_timeout_s=connect_timeout_s,
-            first_byte_timeout_s=first_byte_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s,
-            client=client,
-            sleep=sleep,
-            stream_max_retries=stream_max_retries,
-            retry_window_s=retry_window_s,
-            query_params=query_params,
+            **options,
         )
 
     # -- request -------------------------------------------------------------------------

@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
-import httpx
 from cody_protocol.settings import ReasoningSummary
 
 from ..core.history import (
@@ -50,7 +49,7 @@ from ..core.history import (
     SummaryPart,
     TextPart,
 )
-from .auth import ApiKeyAuth, AuthSource, NoAuth
+from .auth import ApiKeyAuth, NoAuth
 from .base import (
     ModelEvent,
     ModelRequest,
@@ -64,9 +63,8 @@ from .base import (
     UsageReport,
 )
 from .http_errors import ErrorInfo, classify
-from .http_provider import Attempt, HttpProvider, SseEvents
+from .http_provider import Attempt, HttpOptions, HttpProvider, SseEvents
 from .models import capabilities, resolve_effort
-from .retry import Sleep
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -87,47 +85,21 @@ class OpenAIResponsesProvider(HttpProvider):
     def __init__(
         self,
         *,
-        provider_id: str,
-        base_url: str,
-        auth: AuthSource | None = None,
         api_key: str | None = None,
-        env_key: str | None = None,
-        headers: dict[str, str] | None = None,
-        max_retries: int = 4,
-        connect_timeout_s: float = 10.0,
-        first_byte_timeout_s: float | None = None,
-        stream_idle_timeout_s: float = 300.0,
-        client: httpx.AsyncClient | None = None,
-        sleep: Sleep | None = None,
-        stream_max_retries: int = 5,
-        retry_window_s: float = 60.0,
-        query_params: Mapping[str, str] | None = None,
         default_summary: ReasoningSummary | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
         """`default_summary` is requested when none is configured (`auto` on a ChatGPT
         login, None on an API key)."""
         self._default_summary = default_summary
         self.summaries_refused = False
         """Set once the server refused reasoning summaries; they are not requested again."""
-        if auth is None:
-            auth = ApiKeyAuth(api_key) if api_key else NoAuth()
+        if options.get("auth") is None:
+            options["auth"] = ApiKeyAuth(api_key) if api_key else NoAuth()
         super().__init__(
-            provider_id=provider_id,
-            base_url=base_url,
-            url=base_url.rstrip("/") + "/responses",
+            url=options["base_url"].rstrip("/") + "/responses",
             api_name="the Responses API (POST <base_url>/responses)",
-            auth=auth,
-            env_key=env_key,
-            headers=headers or {},
-            max_retries=max_retries,
-            connect_timeout_s=connect_timeout_s,
-            first_byte_timeout_s=first_byte_timeout_s,
-            stream_idle_timeout_s=stream_idle_timeout_s,
-            client=client,
-            sleep=sleep,
-            stream_max_retries=stream_max_retries,
-            retry_window_s=retry_window_s,
-            query_params=query_params,
+            **options,
         )
 
     # -- request -------------------------------------------------------------------------

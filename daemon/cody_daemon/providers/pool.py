@@ -9,7 +9,7 @@ share one refreshing auth source).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from cody_protocol.settings import ReasoningSummary
 
@@ -18,24 +18,9 @@ from .offline import OfflineProvider
 from .specs import Credentials, ProviderSpec
 
 if TYPE_CHECKING:
-    from .auth import AuthSource
+    from .http_provider import HttpOptions
 
 __all__ = ["ProviderPool", "UnsupportedWireApi"]
-
-
-class HttpProviderArgs(TypedDict):
-    """What every HTTP adapter is built from (type-checked against each constructor)."""
-
-    provider_id: str
-    base_url: str
-    auth: AuthSource
-    env_key: str | None
-    headers: dict[str, str]
-    max_retries: int
-    stream_max_retries: int
-    retry_window_s: float
-    stream_idle_timeout_s: float
-    query_params: dict[str, str]
 
 
 class UnsupportedWireApi(Exception):
@@ -85,7 +70,7 @@ class ProviderPool:
         from .auth_sources import auth_for, base_url_for
 
         auth = auth_for(spec, credentials, env=self._env) if credentials is not None else NoAuth()
-        common: HttpProviderArgs = {
+        common: HttpOptions = {
             "provider_id": spec.id,
             "base_url": base_url_for(spec, credentials, self._env),
             "auth": auth,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,8 @@ from cody_protocol.content import DiffToolCallContent, ToolCallContent
 from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.atomic_write import replace_file
 from ..policy.sandbox import resolve_path
-from .atomic import write_atomic
 from .base import (
     GrantKey,
     Tool,
@@ -153,7 +152,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
         data = args.content.encode("utf-8")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, data)
+            replace_file(path, data)
         except NotADirectoryError:
             raise ToolError(f"cannot write {path}: a parent of it is a file") from None
         except OSError as exc:
@@ -183,15 +182,3 @@ def _current_text(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8", errors="replace")
     except OSError:
         return None
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` atomically, keeping an existing file's mode and owner."""
-    try:
-        existing: os.stat_result | None = path.stat()
-    except FileNotFoundError:
-        existing = None
-    if existing is None:
-        write_atomic(path, data)
-    else:
-        write_atomic(path, data, stat.S_IMODE(existing.st_mode), (existing.st_uid, existing.st_gid))

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ..editor_files import ClientFileError, EditorFiles
-from .files import FileChange, PatchError
+from .files import FileChange, commit_failed
 
 __all__ = ["commit_through_editor"]
 
@@ -43,18 +43,9 @@ async def commit_through_editor(changes: Sequence[FileChange], editor: EditorFil
             await _commit_one(change, editor, undo, backups)
         except (ClientFileError, OSError) as exc:
             failures = await _rollback(undo)
-            reason = exc.message if isinstance(exc, ClientFileError) else exc.strerror or exc
-            verb = {"add": "create", "update": "write", "move": "move", "delete": "delete"}
-            who = "the editor could not" if isinstance(exc, ClientFileError) else "could not"
-            message = f"{who} {verb[change.kind]} {change.display}: {reason}; "
-            if failures:
-                message += (
-                    "WARNING: the patch is partly applied, since restoring these failed: "
-                    + ", ".join(failures)
-                )
-            else:
-                message += "the files already changed were restored, so no change was made"
-            raise PatchError(message) from None
+            if isinstance(exc, ClientFileError):
+                raise commit_failed(change, "the editor could not", exc.message, failures) from None
+            raise commit_failed(change, "could not", exc.strerror or exc, failures) from None
     for backup in backups:
         with contextlib.suppress(OSError):
             await asyncio.to_thread(os.unlink, backup)

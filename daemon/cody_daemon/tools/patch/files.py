@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ...core.atomic_write import write_atomic
 from ...policy.sandbox import resolve_path
-from ..atomic import write_atomic
 from .apply import HunkError, apply_hunks
 from .parse import AddFile, DeleteFile, FileOp, UpdateFile
 
@@ -39,6 +39,7 @@ __all__ = [
     "FileChange",
     "PatchError",
     "commit_changes",
+    "commit_failed",
     "op_paths",
     "plan_changes",
 ]
@@ -260,19 +261,26 @@ def commit_changes(changes: Sequence[FileChange]) -> None:
             _commit_one(change, undo, backups)
         except OSError as exc:
             failures = _rollback(undo)
-            verb = {"add": "create", "update": "write", "move": "move", "delete": "delete"}
-            message = f"could not {verb[change.kind]} {change.display}: {exc.strerror or exc}; "
-            if failures:
-                message += (
-                    "WARNING: the patch is partly applied, since restoring these failed: "
-                    + ", ".join(failures)
-                )
-            else:
-                message += "the files already changed were restored, so no change was made"
-            raise PatchError(message) from None
+            raise commit_failed(change, "could not", exc.strerror or exc, failures) from None
     for backup in backups:
         with contextlib.suppress(OSError):
             os.unlink(backup)
+
+
+def commit_failed(
+    change: FileChange, who: str, reason: object, unrestored: Sequence[str]
+) -> PatchError:
+    """The error for a change that failed after the changes before it were rolled back:
+    "<who> <verb> <path>: <reason>", then whether the tree is as before or which paths could
+    not be restored (`unrestored`)."""
+    verb = {"add": "create", "update": "write", "move": "move", "delete": "delete"}
+    message = f"{who} {verb[change.kind]} {change.display}: {reason}; "
+    if unrestored:
+        message += "WARNING: the patch is partly applied, since restoring these failed: "
+        message += ", ".join(unrestored)
+    else:
+        message += "the files already changed were restored, so no change was made"
+    return PatchError(message)
 
 
 def _commit_one(change: FileChange, undo: list[_Undo], backups: list[Path]) -> None:

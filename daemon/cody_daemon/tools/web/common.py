@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ... import __version__
 from ...config.model import ToolConfig
-from ..base import OWN_DEADLINE_MARGIN_S, ToolContext, ToolError
+from ..base import OWN_DEADLINE_MARGIN_S, A, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import httpx
@@ -42,6 +42,8 @@ __all__ = [
     "ClientHolder",
     "Endpoint",
     "ServiceError",
+    "WebTool",
+    "base_url_for",
     "error_detail",
     "key_variable",
     "lookup_key",
@@ -106,6 +108,12 @@ def timeout_for(ctx: ToolContext, name: str) -> float:
     return config.timeout_s if config is not None and config.timeout_s else DEFAULT_TIMEOUT_S
 
 
+def base_url_for(ctx: ToolContext, name: str, default_base_url: str) -> str:
+    """`tools.<name>.base_url`, else the service's `default_base_url`."""
+    config = _config(ctx, name)
+    return config.base_url if config is not None and config.base_url else default_base_url
+
+
 def time_limit_for(ctx: ToolContext, name: str) -> float:
     """The engine's backstop for a web tool: its own deadline plus a margin (see base.py)."""
     return timeout_for(ctx, name) + OWN_DEADLINE_MARGIN_S
@@ -147,11 +155,10 @@ def resolve_endpoint(
                 "variable."
             )
         raise ToolError(f"{name} needs an API key for {service}, but {how}")
-    base_url = config.base_url if config is not None and config.base_url else default_base_url
     return Endpoint(
         tool=name,
         service=service,
-        base_url=base_url,
+        base_url=base_url_for(ctx, name, default_base_url),
         env_var=variable,
         api_key=key,
         timeout_s=timeout_for(ctx, name),
@@ -209,6 +216,21 @@ class ClientHolder:
         client, self._client = self._client, None
         if client is not None and self._owned:
             await client.aclose()
+
+
+class WebTool(Tool[A]):
+    """A tool that goes over the network: one `ClientHolder` (a client passed in is used and
+    never closed), closed by `aclose()`, and the engine's time limit from `timeout_s`."""
+
+    def __init__(self, *, client: httpx.AsyncClient | None = None) -> None:
+        self._http = ClientHolder(client)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this tool created (if any)."""
+        await self._http.aclose()
+
+    def time_limit_s(self, args: A, ctx: ToolContext) -> float:
+        return time_limit_for(ctx, self.name)
 
 
 # -- requests and errors ---------------------------------------------------------------------

@@ -41,18 +41,17 @@ from typing import TYPE_CHECKING, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from ..base import GrantKey, ToolContext, ToolError, ToolResult
 from .address_guard import AddressPolicy, BlockedAddress, UnresolvableHost
 from .common import (
     MAX_REDIRECTS,
-    ClientHolder,
     Endpoint,
     ServiceError,
+    WebTool,
     lookup_key,
     post_json,
     read_capped,
     resolve_endpoint,
-    time_limit_for,
     timeout_for,
 )
 
@@ -150,7 +149,7 @@ class _Page:
     notes: list[str] = field(default_factory=list)
 
 
-class FetchUrlTool(Tool[FetchUrlArgs]):
+class FetchUrlTool(WebTool[FetchUrlArgs]):
     name = "fetchUrl"
     description = (
         "Fetch a web page (http/https) and return its main content as markdown (navigation, "
@@ -168,16 +167,9 @@ class FetchUrlTool(Tool[FetchUrlArgs]):
         max_body_bytes: int = MAX_BODY_BYTES,
         max_output_chars: int = MAX_OUTPUT_CHARS,
     ) -> None:
-        self._http = ClientHolder(client)
+        super().__init__(client=client)
         self.max_body_bytes = max_body_bytes
         self.max_output_chars = max_output_chars
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this tool created (if any)."""
-        await self._http.aclose()
-
-    def time_limit_s(self, args: FetchUrlArgs, ctx: ToolContext) -> float:
-        return time_limit_for(ctx, self.name)
 
     def title(self, args: FetchUrlArgs) -> str:
         return f"Fetch {args.url}"

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..base import Tool, ToolContext, ToolResult
-from .common import ClientHolder, ServiceError, post_json, resolve_endpoint, time_limit_for
-from .web_search import PERPLEXITY_BASE_URL, PERPLEXITY_ENV_KEY, PERPLEXITY_SERVICE
+from ..base import ToolContext, ToolResult
+from .common import ServiceError, WebTool, base_url_for, post_json
+from .web_search import PERPLEXITY_BASE_URL, perplexity_endpoint
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = ["MODEL", "PerplexitySearchArgs", "PerplexitySearchTool", "strip_think"]
 
@@ -51,7 +51,7 @@ class PerplexitySearchArgs(BaseModel):
     )
 
 
-class PerplexitySearchTool(Tool[PerplexitySearchArgs]):
+class PerplexitySearchTool(WebTool[PerplexitySearchArgs]):
     name = "perplexitySearch"
     description = (
         f"Ask Perplexity ({MODEL}), which searches the web and reasons over what it finds. "
@@ -62,34 +62,17 @@ class PerplexitySearchTool(Tool[PerplexitySearchArgs]):
     requires_approval = True
     args_model = PerplexitySearchArgs
 
-    def __init__(self, *, client: httpx.AsyncClient | None = None) -> None:
-        self._http = ClientHolder(client)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this tool created (if any)."""
-        await self._http.aclose()
-
-    def time_limit_s(self, args: PerplexitySearchArgs, ctx: ToolContext) -> float:
-        return time_limit_for(ctx, self.name)
-
     def title(self, args: PerplexitySearchArgs) -> str:
         query = args.query if len(args.query) <= 80 else args.query[:77] + "..."
         return f"Ask Perplexity: {query}"
 
     def preview(self, args: PerplexitySearchArgs, ctx: ToolContext) -> list[ToolCallContent]:
-        config = ctx.tool_config.get(self.name)
-        base = config.base_url if config is not None and config.base_url else PERPLEXITY_BASE_URL
+        base = base_url_for(ctx, self.name, PERPLEXITY_BASE_URL)
         text = f"POST {base.rstrip('/')}/chat/completions (model {MODEL})\nquery: {args.query}"
         return [ContentToolCallContent(content=TextContent(text=text))]
 
     async def run(self, args: PerplexitySearchArgs, ctx: ToolContext) -> ToolResult:
-        endpoint = resolve_endpoint(
-            ctx,
-            self.name,
-            service=PERPLEXITY_SERVICE,
-            default_base_url=PERPLEXITY_BASE_URL,
-            default_env=PERPLEXITY_ENV_KEY,
-        )
+        endpoint = perplexity_endpoint(ctx, self.name)
         body = {
             "model": MODEL,
             "messages": [{"role": "user", "content": args.query}],

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from ..base import Tool, ToolContext, ToolResult
-from .common import ClientHolder, ServiceError, post_json, resolve_endpoint, time_limit_for
+from ..base import ToolContext, ToolResult
+from .common import Endpoint, ServiceError, WebTool, base_url_for, post_json, resolve_endpoint
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = [
     "DEFAULT_MAX_RESULTS",
@@ -32,6 +32,7 @@ __all__ = [
     "PERPLEXITY_ENV_KEY",
     "WebSearchArgs",
     "WebSearchTool",
+    "perplexity_endpoint",
 ]
 
 PERPLEXITY_BASE_URL: Final = "https://api.perplexity.ai"
@@ -40,6 +41,17 @@ PERPLEXITY_SERVICE: Final = "the Perplexity API"
 DEFAULT_MAX_RESULTS: Final = 5
 MAX_RESULTS: Final = 20
 MAX_SNIPPET_CHARS: Final = 1500
+
+
+def perplexity_endpoint(ctx: ToolContext, name: str) -> Endpoint:
+    """The Perplexity API endpoint and key for tool `name` (webSearch, perplexitySearch)."""
+    return resolve_endpoint(
+        ctx,
+        name,
+        service=PERPLEXITY_SERVICE,
+        default_base_url=PERPLEXITY_BASE_URL,
+        default_env=PERPLEXITY_ENV_KEY,
+    )
 
 
 class WebSearchArgs(BaseModel):
@@ -59,7 +71,7 @@ class WebSearchArgs(BaseModel):
     )
 
 
-class WebSearchTool(Tool[WebSearchArgs]):
+class WebSearchTool(WebTool[WebSearchArgs]):
     name = "webSearch"
     description = (
         "Search the web (Perplexity Search API). Returns a numbered list of ranked results, "
@@ -70,33 +82,16 @@ class WebSearchTool(Tool[WebSearchArgs]):
     requires_approval = True
     args_model = WebSearchArgs
 
-    def __init__(self, *, client: httpx.AsyncClient | None = None) -> None:
-        self._http = ClientHolder(client)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this tool created (if any)."""
-        await self._http.aclose()
-
-    def time_limit_s(self, args: WebSearchArgs, ctx: ToolContext) -> float:
-        return time_limit_for(ctx, self.name)
-
     def title(self, args: WebSearchArgs) -> str:
         return f"Search the web: {_cut(args.query, 80)}"
 
     def preview(self, args: WebSearchArgs, ctx: ToolContext) -> list[ToolCallContent]:
-        config = ctx.tool_config.get(self.name)
-        base = config.base_url if config is not None and config.base_url else PERPLEXITY_BASE_URL
+        base = base_url_for(ctx, self.name, PERPLEXITY_BASE_URL)
         text = f"POST {base.rstrip('/')}/search\nquery: {args.query}"
         return [ContentToolCallContent(content=TextContent(text=text))]
 
     async def run(self, args: WebSearchArgs, ctx: ToolContext) -> ToolResult:
-        endpoint = resolve_endpoint(
-            ctx,
-            self.name,
-            service=PERPLEXITY_SERVICE,
-            default_base_url=PERPLEXITY_BASE_URL,
-            default_env=PERPLEXITY_ENV_KEY,
-        )
+        endpoint = perplexity_endpoint(ctx, self.name)
         count = args.max_results or DEFAULT_MAX_RESULTS
         body = {"query": args.query, "max_results": count}
         data = await post_json(self._http.get(), endpoint, "search", body)

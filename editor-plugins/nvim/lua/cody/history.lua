@@ -24,23 +24,7 @@ function M.list(agent, callback)
       callback(conn_err, nil)
       return
     end
-    local sessions = {}
-    local function page(cursor, remaining)
-      local params = { agent = agent, cursor = cursor }
-      conn:request("_cody/history/list", next(params) and params or vim.empty_dict(), function(err, result)
-        if err then
-          callback(err, nil)
-          return
-        end
-        vim.list_extend(sessions, result.sessions or {})
-        if result.nextCursor and remaining > 1 then
-          page(result.nextCursor, remaining - 1)
-        else
-          callback(nil, sessions)
-        end
-      end)
-    end
-    page(nil, 20)
+    conn:request_all_sessions("_cody/history/list", { agent = agent }, callback)
   end)
 end
 

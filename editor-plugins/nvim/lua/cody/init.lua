@@ -368,22 +368,7 @@ function M.list_sessions(callback)
       callback(conn_err, nil)
       return
     end
-    local sessions = {}
-    local function page(cursor, remaining)
-      conn:request("session/list", cursor and { cursor = cursor } or vim.empty_dict(), function(err, result)
-        if err then
-          callback(err, nil)
-          return
-        end
-        vim.list_extend(sessions, result.sessions or {})
-        if result.nextCursor and remaining > 1 then
-          page(result.nextCursor, remaining - 1)
-        else
-          callback(nil, sessions)
-        end
-      end)
-    end
-    page(nil, 20)
+    conn:request_all_sessions("session/list", nil, callback)
   end)
 end
 

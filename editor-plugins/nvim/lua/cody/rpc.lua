@@ -158,6 +158,32 @@ function Connection:request(method, params, callback)
   return true
 end
 
+--- Every `sessions` entry of a cursor-paged list (`session/list`, `_cody/history/list`):
+--- asks again with `cursor` while the answer has a `nextCursor`, at most `max_pages` times.
+---@param method string
+---@param params table? the list's filters (without `cursor`)
+---@param callback fun(err: cody.RpcError?, sessions: table[]?)
+---@param max_pages integer? default 20
+function Connection:request_all_sessions(method, params, callback, max_pages)
+  local sessions = {}
+  local function page(cursor, remaining)
+    local page_params = vim.tbl_extend("force", params or {}, { cursor = cursor })
+    self:request(method, next(page_params) and page_params or vim.empty_dict(), function(err, result)
+      if err then
+        callback(err, nil)
+        return
+      end
+      vim.list_extend(sessions, result.sessions or {})
+      if result.nextCursor and remaining > 1 then
+        page(result.nextCursor, remaining - 1)
+      else
+        callback(nil, sessions)
+      end
+    end)
+  end
+  page(nil, max_pages or 20)
+end
+
 --- Sends a request and waits for its answer (only for `:checkhealth` and shutdown; chat
 --- traffic is asynchronous so the UI never blocks).
 ---@param method string

@@ -1,0 +1,65 @@
+"""Calling a model provider in a unit test: the request, the events, the error.
+
+Shared by the tests of the three HTTP providers (Responses, Chat Completions, Messages) and
+the offline one; each test module names its own default model and provider options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cody_daemon.core.history import HistoryItem, user_message
+from cody_daemon.providers.base import (
+    ModelEvent,
+    ModelProvider,
+    ModelRequest,
+    ProviderError,
+    TextDelta,
+)
+
+__all__ = ["Sleeps", "collect_events", "collect_failure", "model_request", "texts"]
+
+
+class Sleeps:
+    """Injected sleep: records the requested delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+def model_request(history: list[HistoryItem] | None, *, model: str, **kw: Any) -> ModelRequest:
+    """A request for `model`: Cody's instructions, `history` (else one user "hi"), no tools."""
+    options: dict[str, Any] = {
+        "model": model,
+        "instructions": "You are Cody.",
+        "history": history or [user_message("u1", "hi")],
+        "tools": [],
+        "session_id": "session-1",
+    }
+    options.update(kw)
+    return ModelRequest(**options)
+
+
+async def collect_events(provider: ModelProvider, request: ModelRequest) -> list[ModelEvent]:
+    """Every event of a call that must succeed."""
+    return [event async for event in provider.stream(request)]
+
+
+async def collect_failure(
+    provider: ModelProvider, request: ModelRequest
+) -> tuple[list[ModelEvent], ProviderError]:
+    """The events before a call failed, and its `ProviderError` (the test fails without one)."""
+    events: list[ModelEvent] = []
+    with pytest.raises(ProviderError) as caught:
+        async for event in provider.stream(request):
+            events.append(event)
+    return events, caught.value
+
+
+def texts(events: list[ModelEvent]) -> list[str]:
+    """The text deltas, in order."""
+    return [e.text for e in events if isinstance(e, TextDelta)]
