@@ -215,17 +215,19 @@ class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
         self,
         loop: asyncio.AbstractEventLoop,
         on_client: Callable[[asyncio.StreamReader, ByteSink], None],
+        own_uid: int,
     ) -> None:
         self.incoming = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
         self._loop_ref = loop
         self._on_client = on_client
+        self._own_uid = own_uid
         super().__init__(self.incoming, loop=loop)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         assert isinstance(transport, asyncio.WriteTransport)
         credentials = peer_credentials(transport.get_extra_info("socket"))
-        own_uid = os.getuid()
+        own_uid = self._own_uid
         if credentials is None or not peer_allowed(credentials[1], own_uid):
             logger.warning(
                 "refused a connection from %s (this daemon serves uid %d only)",
@@ -246,15 +248,22 @@ async def serve_listen(
     *,
     stall_timeout_s: float,
     ready: Callable[[], None] | None = None,
+    own_uid: int | None = None,
+    stop: asyncio.Event | None = None,
 ) -> int:
-    """Serve every connection on `sock` until SIGTERM/SIGINT/SIGHUP; returns 0."""
+    """Serve every connection on `sock` until SIGTERM/SIGINT/SIGHUP; returns 0.
+
+    `own_uid` (default: this process' uid) is the only uid whose connections are served;
+    `stop` (default: one set by those signals) ends serving."""
+    serve_uid = os.getuid() if own_uid is None else own_uid
     loop = asyncio.get_running_loop()
     attachments = Attachments()
     app.manager.link = BroadcastLink(attachments)
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, stop.set)
     clients: dict[asyncio.Task[None], asyncio.Event] = {}
 
     async def serve_client(
@@ -276,7 +285,7 @@ async def serve_listen(
         clients[task] = ends
         task.add_done_callback(lambda done: clients.pop(done, None))
 
-    server = await loop.create_unix_server(lambda: _ClientProtocol(loop, on_client), sock=sock)
+    server = await loop.create_unix_server(lambda: _ClientProtocol(loop, on_client, serve_uid), sock=sock)
     if ready is not None:
         ready()
     try:
