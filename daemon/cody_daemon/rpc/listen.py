@@ -234,7 +234,7 @@ class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
                 f"uid {credentials[1]}" if credentials else "an unknown user",
                 own_uid,
             )
-            transport.abort()
+            transport.close()
             return
         transport.set_write_buffer_limits(high=HIGH_WATER)
         writer = asyncio.StreamWriter(transport, self, self.incoming, self._loop_ref)
@@ -285,7 +285,9 @@ async def serve_listen(
         clients[task] = ends
         task.add_done_callback(lambda done: clients.pop(done, None))
 
-    server = await loop.create_unix_server(lambda: _ClientProtocol(loop, on_client, serve_uid), sock=sock)
+    server = await loop.create_unix_server(
+        lambda: _ClientProtocol(loop, on_client, serve_uid), sock=sock
+    )
     if ready is not None:
         ready()
     try:
