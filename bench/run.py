@@ -394,6 +394,50 @@ async def bench_stall(runs: int) -> dict[str, Any]:
     }
 
 
+async def run_exec(env: dict[str, str], cwd: Path) -> float:
+    """Seconds for one `cody-client exec` process of a one-tool turn, start to exit."""
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cody_client", "exec", "--approve", "allow", "run echo",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=cwd,
+    )  # fmt: skip
+    _, err = await process.communicate()
+    elapsed = time.perf_counter() - started
+    assert process.returncode == 0, err.decode()
+    return elapsed
+
+
+async def bench_warm(runs: int) -> dict[str, Any]:
+    """`cody-client exec` on a warm daemon (`cody-daemon --listen`) vs. spawning its own,
+    interleaved run by run so the machine's load drifts over both alike."""
+    warm: list[float] = []
+    spawned: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/tmp") as run:
+        env = Env(Path(tmp))
+        os.chmod(run, 0o700)
+        env.env["XDG_RUNTIME_DIR"] = run
+        async with sse_server("tool-turn") as port:
+            env.use_server(port)
+            listener = await asyncio.create_subprocess_exec(
+                *DAEMON, "--listen", env=env.env, stderr=asyncio.subprocess.PIPE
+            )
+            assert listener.stderr is not None
+            line = (await listener.stderr.readline()).decode()
+            assert "listening on" in line, line
+            try:
+                for index in range(runs + 1):
+                    warm_s = await run_exec(env.env, env.workspace)
+                    spawn_s = await run_exec({**env.env, "CODY_DAEMON_SOCKET": ""}, env.workspace)
+                    if index:
+                        warm.append(warm_s * 1000)
+                        spawned.append(spawn_s * 1000)
+            finally:
+                listener.terminate()
+                await listener.wait()
+    return {"exec_warm_ms": summary(warm), "exec_spawned_ms": summary(spawned)}
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
@@ -403,6 +447,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "concurrent": bench_concurrent,
     "stall": bench_stall,
     "backends": bench_backends,
+    "warm": bench_warm,
 }
 
 

@@ -26,6 +26,7 @@ from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
+from .warm import open_daemon
 from .wording import for_terminal, lookup_message
 
 __all__ = ["HELP", "run_chat"]
@@ -362,7 +363,9 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
     )
     cwd = args.cwd or os.getcwd()
     try:
-        async with CodyClient.spawn(on_stderr=forward_stderr) as client:
+        async with open_daemon(
+            use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
+        ) as client:
             client.on_permission = TerminalApprover(renderer, "ask")
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)

@@ -84,6 +84,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--resume", metavar="ID", help="continue a saved session")
     parser.add_argument("--no-thoughts", action="store_true", help="hide the model's reasoning")
+    parser.add_argument(
+        "--no-daemon-socket",
+        action="store_true",
+        help="spawn a daemon for this command even when a warm one (cody-daemon --listen) "
+        "is running (or set CODY_DAEMON_SOCKET=)",
+    )
 
 
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -200,13 +206,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .client import CodyClient, RemoteError, SessionLookupError
+    from .client import RemoteError, SessionLookupError
     from .terminal import Renderer, Style, use_color
+    from .warm import open_daemon
 
     if args.action in ("show", "delete") and not args.session_id:
         parser.error(f"sessions {args.action} needs a session id")
     try:
-        async with CodyClient.spawn(on_stderr=_forward_stderr) as client:
+        async with open_daemon(on_stderr=_forward_stderr) as client:
             if args.session_id:
                 args.session_id = await client.resolve_session_id(args.session_id)
             if args.action == "list":

@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol.extensions import CompactSessionResult, ModelsListResult
 from cody_protocol.history import (
@@ -49,6 +49,9 @@ from cody_protocol.updates import SessionNotification, SessionUpdate
 from . import __version__
 from .connection import Connection, Framing, RemoteError
 from .process import DaemonProcess
+
+if TYPE_CHECKING:
+    from .warm import WarmDaemon
 
 __all__ = [
     "ClientSession",
@@ -251,6 +254,9 @@ class CodyClient:
     def __init__(self, connection: Connection, process: DaemonProcess | None = None) -> None:
         self.connection = connection
         self.process = process
+        self.warm: WarmDaemon | None = None
+        """The warm daemon this client talks to (cody_client.warm); None: a spawned one, or
+        streams the caller connected."""
         self.on_permission: PermissionCallback | None = None
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}

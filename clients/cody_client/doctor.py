@@ -17,11 +17,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from cody_protocol.endpoint import client_socket_path
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
 
-__all__ = ["build_parser", "report_lines", "run_doctor"]
+if TYPE_CHECKING:
+    from .warm import WarmDaemon
+
+__all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -42,30 +46,56 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", action="store_true", help="print the daemon's report as one JSON object"
     )
+    parser.add_argument(
+        "--no-daemon-socket",
+        action="store_true",
+        help="check a daemon spawned for this command, not the warm one (cody-daemon --listen)",
+    )
     return parser
 
 
 async def run_doctor(
     args: argparse.Namespace, on_stderr: Callable[[str], None], out: TextIO | None = None
 ) -> int:
-    from .client import CodyClient
+    from .warm import open_daemon
 
     out = out or sys.stdout
     try:
-        async with CodyClient.spawn(on_stderr=on_stderr) as client:
+        async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
+            warm = client.warm
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
     lines, problems = report_lines(meta)
+    daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
+    lines.insert(2, f"Daemon        {daemon}")
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
+        report["daemon"] = {
+            "warm": warm is not None,
+            "socket": str(warm.path) if warm is not None else None,
+            "pid": warm.pid if warm is not None else None,
+        }
         report["problems"] = problems
         out.write(json.dumps(report, indent=2) + "\n")
     else:
         out.write("\n".join(lines) + "\n")
     return 1 if problems else 0
+
+
+def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
+    """Which daemon the commands use: the warm one (where, which pid) or their own."""
+    if warm is not None:
+        pid = f", pid {warm.pid}" if warm.pid is not None else ""
+        return f"warm: {warm.path}{pid} (cody-daemon --listen)"
+    path = client_socket_path(os.environ) if use_socket else None
+    if path is None:
+        return "spawned for each command (a warm daemon is not used: CODY_DAEMON_SOCKET= or --no-daemon-socket)"
+    return (
+        f"spawned for each command (no warm daemon at {path}; start one with cody-daemon --listen)"
+    )
 
 
 def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:

@@ -21,10 +21,11 @@ from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 
 from .approvals import TerminalApprover
-from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
+from .client import ClientSession, RemoteError, SessionLookupError
 from .json_events import JsonEvents
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
+from .warm import open_daemon
 from .wording import for_terminal, lookup_message
 
 __all__ = ["EXIT_CODES", "exit_code_for", "run_exec", "run_turn"]
@@ -183,7 +184,9 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
     cwd = args.cwd or os.getcwd()
     spinner = None if json_mode else Spinner(sys.stderr)
     try:
-        async with CodyClient.spawn(on_stderr=forward_stderr) as client:
+        async with open_daemon(
+            use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
+        ) as client:
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal
             )

@@ -59,13 +59,14 @@ async def run_history(
     parser: argparse.ArgumentParser,
     on_stderr: Callable[[str], None],
 ) -> int:
-    from .client import CodyClient, RemoteError
+    from .client import RemoteError
+    from .warm import open_daemon
 
     if args.action in ("show", "import") and not args.session:
         parser.error(f"history {args.action} needs a session id or path")
     out = sys.stdout
     try:
-        async with CodyClient.spawn(on_stderr=on_stderr) as client:
+        async with open_daemon(on_stderr=on_stderr) as client:
             if args.action == "list":
                 sessions = await client.history_list(agent=args.agent, cwd=args.cwd)
                 if args.json:

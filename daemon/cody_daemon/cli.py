@@ -1,4 +1,5 @@
-"""`cody-daemon [--framing auto|lsp|ndjson] [--log-file PATH] [--stall-timeout S] [-v]`: serve Cody.
+"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--log-file PATH] [--stall-timeout S] [-v]`:
+serve Cody on stdio, or as a warm daemon on a unix socket (rpc/listen.py).
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
 prompts, file contents or secrets at INFO. The process ends as soon as serving ends (see
@@ -61,6 +62,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--log-file", help="write logs here instead of stderr")
     parser.add_argument(
+        "--listen",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="keep running and serve any number of clients on a unix socket (mode 0600) "
+        "instead of stdio; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one",
+    )
+    parser.add_argument(
         "--stall-timeout",
         type=float,
         default=None,
@@ -81,6 +91,12 @@ def main(argv: list[str] | None = None) -> None:
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
     from .rpc.transport import guard_stdio
+
+    if args.listen is not None:
+        from .rpc.listen import main_listen
+
+        stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
+        _exit_now(main_listen(args.listen, args.framing, stall))
 
     channel = guard_stdio()
     env = dict(os.environ)

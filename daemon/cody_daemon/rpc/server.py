@@ -33,7 +33,7 @@ from .transport import ByteSink, StdioChannel, open_channel
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_frames", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +234,30 @@ async def serve_stdio(
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
+    dispatcher = await serve_frames(
+        server, reader, sink, framing, stop=stop, stall_timeout_s=stall_timeout_s
+    )
+    await app.shutdown()
+    await asyncio.sleep(0)
+    await sink.close()
+    if sink.dropped:
+        return 1
+    if dispatcher.exit_requested and not dispatcher.shutdown_requested:
+        return 1
+    return 0
+
+
+async def serve_frames(
+    server: CodyServer,
+    reader: asyncio.StreamReader,
+    sink: ByteSink,
+    framing: FramingMode,
+    *,
+    stop: asyncio.Event,
+    stall_timeout_s: float,
+) -> _Dispatcher:
+    """Read and dispatch one client's frames until EOF, `exit`, or `stop` (also set when the
+    client is dropped for not reading). The caller attached `sink` and closes it."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     frames = FrameReader(reader, framing)
@@ -259,11 +283,4 @@ async def serve_stdio(
     finally:
         stopped.cancel()
         watchdog.cancel()
-    await app.shutdown()
-    await asyncio.sleep(0)
-    await sink.close()
-    if sink.dropped:
-        return 1
-    if dispatcher.exit_requested and not dispatcher.shutdown_requested:
-        return 1
-    return 0
+    return dispatcher

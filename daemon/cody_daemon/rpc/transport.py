@@ -19,7 +19,15 @@ import time
 from dataclasses import dataclass
 from typing import BinaryIO
 
-__all__ = ["HIGH_WATER", "ByteSink", "StdioChannel", "guard_stdio", "open_channel"]
+__all__ = [
+    "HIGH_WATER",
+    "READ_LIMIT",
+    "ByteSink",
+    "StdioChannel",
+    "WriteFlow",
+    "guard_stdio",
+    "open_channel",
+]
 
 READ_LIMIT = 1 << 20
 """Input buffered before the pipe is paused (FrameReader keeps its own, bounded buffer)."""
@@ -46,7 +54,7 @@ def guard_stdio() -> StdioChannel:
     return StdioChannel(read_fd=read_fd, write_fd=write_fd)
 
 
-class _WriteFlow(asyncio.streams.FlowControlMixin):
+class WriteFlow(asyncio.streams.FlowControlMixin):
     """Flow control that also remembers since when the client has not been taking output."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -73,7 +81,7 @@ class ByteSink:
     """
 
     def __init__(
-        self, writer: asyncio.StreamWriter | None, raw: BinaryIO | None, flow: _WriteFlow | None
+        self, writer: asyncio.StreamWriter | None, raw: BinaryIO | None, flow: WriteFlow | None
     ) -> None:
         self._writer = writer
         self._raw = raw
@@ -151,7 +159,7 @@ async def open_channel(channel: StdioChannel) -> tuple[asyncio.StreamReader, Byt
         _start_reader_thread(loop, reader, read_file)
     write_file = os.fdopen(channel.write_fd, "wb", buffering=0)
     if _is_pipe_like(channel.write_fd) and not os.isatty(channel.write_fd):
-        flow = _WriteFlow(loop)
+        flow = WriteFlow(loop)
         transport, _ = await loop.connect_write_pipe(lambda: flow, write_file)
         writer = asyncio.StreamWriter(transport, flow, None, loop)
         transport.set_write_buffer_limits(high=HIGH_WATER)

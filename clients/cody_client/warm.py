@@ -1,0 +1,99 @@
+"""Use a warm daemon when one is running, else spawn one (docs/architecture.md, "The warm
+daemon").
+
+`open_daemon()` connects to the socket of `cody-daemon --listen` (cody_protocol.endpoint says
+where it is) when it is there, answers, and belongs to this user; otherwise it spawns a
+daemon for this command, as before. `CODY_DAEMON_SOCKET=` (set, empty) or
+`--no-daemon-socket` always spawns.
+
+A warm daemon runs with its own environment (provider keys, PATH, config) from when it was
+started: a key set for one command only reaches a spawned daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import stat
+import struct
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cody_protocol.endpoint import client_socket_path
+
+if TYPE_CHECKING:
+    from .client import CodyClient
+
+__all__ = ["WarmDaemon", "connect_warm", "find_warm_daemon", "open_daemon"]
+
+STREAM_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WarmDaemon:
+    path: Path
+    pid: int | None
+
+
+async def connect_warm(
+    path: Path,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, WarmDaemon] | None:
+    """Streams to the daemon listening on `path`; None when nobody listens there, or when
+    the listener is not this user's (its prompts and files are never sent to another)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(info.st_mode):
+        return None
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(path), limit=STREAM_LIMIT)
+    except OSError:
+        return None  # a stale socket file: its daemon is gone
+    pid = None
+    sock = writer.get_extra_info("socket")
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, _gid = struct.unpack("3i", raw)
+    except (OSError, AttributeError):
+        uid = info.st_uid
+    if uid != os.getuid():
+        writer.close()
+        return None
+    return reader, writer, WarmDaemon(path, pid)
+
+
+async def find_warm_daemon(env: Mapping[str, str] | None = None) -> WarmDaemon | None:
+    """The warm daemon a command would use now, if any (closes the probe connection)."""
+    path = client_socket_path(os.environ if env is None else env)
+    found = await connect_warm(path) if path is not None else None
+    if found is None:
+        return None
+    found[1].close()
+    return found[2]
+
+
+@contextlib.asynccontextmanager
+async def open_daemon(
+    *, use_socket: bool = True, on_stderr: Callable[[str], None] | None = None
+) -> AsyncIterator[CodyClient]:
+    """An initialized client on the warm daemon if there is one, else on a spawned daemon.
+
+    `client.process` is None on a warm daemon (closing only disconnects: the daemon and
+    any session another client has open stay); `client.warm` says which daemon it is."""
+    from .client import CodyClient
+
+    path = client_socket_path(os.environ) if use_socket else None
+    found = await connect_warm(path) if path is not None else None
+    if found is not None:
+        reader, writer, warm = found
+        async with CodyClient.connect(reader, writer) as client:
+            client.warm = warm
+            yield client
+        return
+    async with CodyClient.spawn(on_stderr=on_stderr) as client:
+        yield client

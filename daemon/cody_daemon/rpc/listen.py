@@ -1,0 +1,335 @@
+"""`cody-daemon --listen [PATH]`: the warm daemon, serving any number of clients on a unix
+socket (docs/architecture.md, "The warm daemon").
+
+Each connection is served exactly like the stdio daemon's one client (rpc/server.py: its own
+framing, detected per connection, its own `initialize`, envelope checks, stall watchdog and
+pygls protocol); the sessions and the engine are shared (rpc/sharing.py says who sees what).
+
+Invariants:
+- The socket is mode 0600 and the default directory (endpoint.socket_dir) is 0700 and ours;
+  a connection from another uid (SO_PEERCRED) is closed before a byte is read.
+- One daemon per socket: a live daemon on the path makes a second one refuse to start; a
+  stale socket file (nobody listening) is replaced; anything else at the path is left alone.
+- A client's `shutdown` and `exit` end that client's connection, never the daemon.
+  SIGTERM/SIGINT/SIGHUP end the daemon: every connection is closed, every session saved and
+  closed (running turns cancelled), and the socket file removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import stat
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cody_protocol.endpoint import SOCKET_ENV, default_socket_path
+from cody_protocol.initialize import ClientCapabilities
+from cody_protocol.session import SessionStateResult
+
+from ..app import DaemonApp
+from ..engine.slash import commands_event
+from .framing import FramingMode
+from .handlers import _after_response, _session_state, register_handlers
+from .server import serve_frames
+from .sharing import Attachments, BroadcastLink, SharingServer
+from .transport import HIGH_WATER, READ_LIMIT, ByteSink, WriteFlow
+
+__all__ = ["ListenError", "ListenTarget", "bind_socket", "main_listen", "peer_allowed"]
+
+logger = logging.getLogger(__name__)
+
+MAX_SOCKET_PATH = 107
+"""sun_path holds 108 bytes on Linux, one of them the terminating NUL."""
+
+
+class ListenError(Exception):
+    """The daemon cannot listen where asked; the message says why and what to do."""
+
+
+class ListenTarget:
+    """Where to listen, and whether the directory is Cody's own per-user one (then it must
+    be ours and is kept 0700) or one the user named (then only the socket's mode is ours)."""
+
+    def __init__(self, path: Path, *, private_dir: bool) -> None:
+        self.path = path
+        self.private_dir = private_dir
+
+    @classmethod
+    def resolve(cls, requested: str, env: dict[str, str]) -> ListenTarget:
+        if requested:
+            return cls(Path(requested).expanduser().absolute(), private_dir=False)
+        explicit = bool(env.get(SOCKET_ENV))
+        return cls(default_socket_path(env), private_dir=not explicit)
+
+
+# -- peers ----------------------------------------------------------------------------------
+
+
+def peer_allowed(peer_uid: int, own_uid: int) -> bool:
+    """Only the daemon's own user may talk to it (root included: no exception for root)."""
+    return peer_uid == own_uid
+
+
+def peer_credentials(sock: Any) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a unix socket; None if unknown."""
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    pid, uid, _gid = struct.unpack("3i", raw)
+    return pid, uid
+
+
+# -- the socket file ------------------------------------------------------------------------
+
+
+def _own_directory(directory: Path, *, private: bool) -> None:
+    if not directory.exists():
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if private:
+            directory.chmod(0o700)
+    info = directory.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise ListenError(f"{directory} is not a directory (a symlink or a file is in the way)")
+    if not private:
+        return
+    if info.st_uid != os.getuid():
+        raise ListenError(
+            f"{directory} belongs to another user (uid {info.st_uid}); "
+            f"remove it or pass another socket path with --listen PATH"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        directory.chmod(0o700)
+
+
+def _listening_pid(path: Path) -> int | None | bool:
+    """The pid of a daemon answering on `path` (True: alive, pid unknown); False: stale."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError as exc:
+        raise ListenError(f"cannot check the socket {path}: {exc.strerror or exc}") from None
+    else:
+        credentials = peer_credentials(probe)
+        return credentials[0] if credentials is not None else True
+    finally:
+        probe.close()
+
+
+def bind_socket(target: ListenTarget) -> socket.socket:
+    """A listening-ready socket at `target.path`, mode 0600 (see the module invariants)."""
+    path = target.path
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ListenError(
+            f"the socket path is too long for a unix socket ({len(os.fsencode(path))} bytes, "
+            f"at most {MAX_SOCKET_PATH}): {path}; pass a shorter one with --listen PATH"
+        )
+    _own_directory(path.parent, private=target.private_dir)
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(info.st_mode):
+            raise ListenError(f"{path} exists and is not a socket; remove it or pick another path")
+        alive = _listening_pid(path)
+        if alive is not False:
+            who = f" (pid {alive})" if alive is not True else ""
+            raise ListenError(
+                f"another Cody daemon{who} is already listening on {path}; "
+                "use it, stop it, or pass another path with --listen PATH"
+            )
+        path.unlink()
+        logger.warning("replaced a stale socket file at %s (its daemon is gone)", path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)  # the socket is never, even briefly, open to others
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    finally:
+        os.umask(previous)
+    path.chmod(0o600)
+    sock.setblocking(False)
+    return sock
+
+
+# -- one connection -------------------------------------------------------------------------
+
+
+class ConnectionApp(DaemonApp):
+    """One connection's view of the daemon: the shared configuration, store and sessions,
+    with its own pygls server, link and client capabilities. Its `shutdown` (the client's
+    `shutdown` request) ends this connection's part only (rpc/sharing.py, `disconnect`).
+
+    The shared app's state is taken over attribute by attribute (DaemonApp.__init__ is not
+    run: it would build a second store and session manager)."""
+
+    def __init__(self, shared: DaemonApp, attachments: Attachments) -> None:
+        self.env = shared.env
+        self.paths = shared.paths
+        self.deps = shared.deps
+        self.manager = shared.manager
+        server = SharingServer(attachments, shared.manager)
+        server.resume_live = self._resume_running
+        self.sharing = server
+        self.server = server
+        self.link = server.link
+        self.client_capabilities = ClientCapabilities()
+        self._shutdown_started = False
+        register_handlers(server, self)
+
+    async def _resume_running(self, session_id: str) -> Any:
+        """`session/resume` of a session whose turn is running: attach and watch it."""
+        session = self.manager.get(session_id)
+        link = self.link
+        _after_response(lambda: link.emit(session_id, commands_event()))
+        return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+
+    async def shutdown(self) -> None:
+        if self._shutdown_started:
+            return
+        self._shutdown_started = True
+        await self.sharing.disconnect()
+
+
+class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
+    """Reads into a StreamReader and tracks write stalls (WriteFlow) for the watchdog; a
+    peer of another uid is cut off before anything is read."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_client: Callable[[asyncio.StreamReader, ByteSink], None],
+        own_uid: int,
+    ) -> None:
+        self.incoming = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+        self._loop_ref = loop
+        self._on_client = on_client
+        self._own_uid = own_uid
+        super().__init__(self.incoming, loop=loop)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert isinstance(transport, asyncio.WriteTransport)
+        credentials = peer_credentials(transport.get_extra_info("socket"))
+        own_uid = self._own_uid
+        if credentials is None or not peer_allowed(credentials[1], own_uid):
+            logger.warning(
+                "refused a connection from %s (this daemon serves uid %d only)",
+                f"uid {credentials[1]}" if credentials else "an unknown user",
+                own_uid,
+            )
+            transport.close()
+            return
+        transport.set_write_buffer_limits(high=HIGH_WATER)
+        writer = asyncio.StreamWriter(transport, self, self.incoming, self._loop_ref)
+        self._on_client(self.incoming, ByteSink(writer, None, self))
+
+
+async def serve_listen(
+    app: DaemonApp,
+    sock: socket.socket,
+    framing: FramingMode,
+    *,
+    stall_timeout_s: float,
+    ready: Callable[[], None] | None = None,
+    own_uid: int | None = None,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Serve every connection on `sock` until SIGTERM/SIGINT/SIGHUP; returns 0.
+
+    `own_uid` (default: this process' uid) is the only uid whose connections are served;
+    `stop` (default: one set by those signals) ends serving."""
+    serve_uid = os.getuid() if own_uid is None else own_uid
+    loop = asyncio.get_running_loop()
+    attachments = Attachments()
+    app.manager.link = BroadcastLink(attachments)
+    if stop is None:
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, stop.set)
+    clients: dict[asyncio.Task[None], asyncio.Event] = {}
+
+    async def serve_client(
+        reader: asyncio.StreamReader, sink: ByteSink, ends: asyncio.Event
+    ) -> None:
+        view = ConnectionApp(app, attachments)
+        view.server.protocol.attach(sink)
+        try:
+            await serve_frames(
+                view.server, reader, sink, framing, stop=ends, stall_timeout_s=stall_timeout_s
+            )
+        finally:
+            await view.shutdown()
+            await sink.close()
+
+    def on_client(reader: asyncio.StreamReader, sink: ByteSink) -> None:
+        ends = asyncio.Event()
+        task = loop.create_task(serve_client(reader, sink, ends))
+        clients[task] = ends
+        task.add_done_callback(lambda done: clients.pop(done, None))
+
+    server = await loop.create_unix_server(
+        lambda: _ClientProtocol(loop, on_client, serve_uid), sock=sock
+    )
+    if ready is not None:
+        ready()
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        for ends in list(clients.values()):
+            ends.set()
+        if clients:
+            await asyncio.wait(list(clients))
+        await app.shutdown()
+    return 0
+
+
+def main_listen(requested: str, framing: FramingMode, stall_timeout_s: float) -> int:
+    """`cody-daemon --listen [PATH]`: bind, serve, remove the socket; returns the exit code."""
+    from ..config.paths import resolve_paths
+
+    env = dict(os.environ)
+    target = ListenTarget.resolve(requested, env)
+    try:
+        sock = bind_socket(target)
+    except ListenError as exc:
+        sys.stderr.write(f"cody-daemon: {exc}\n")
+        return 1
+    identity = os.stat(target.path)
+
+    def ready() -> None:
+        sys.stderr.write(f"cody-daemon: listening on {target.path} (pid {os.getpid()})\n")
+        sys.stderr.flush()
+
+    async def run() -> int:
+        app = DaemonApp(env=env, paths=resolve_paths(env))
+        return await serve_listen(app, sock, framing, stall_timeout_s=stall_timeout_s, ready=ready)
+
+    try:
+        code = asyncio.run(run())
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        with contextlib.suppress(OSError):
+            now = os.lstat(target.path)
+            if (now.st_dev, now.st_ino) == (identity.st_dev, identity.st_ino):
+                target.path.unlink()
+    return code
