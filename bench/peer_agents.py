@@ -79,8 +79,8 @@ async def end_tree(pid: int, close_input: Callable[[], None], grace_s: float = 3
     with contextlib.suppress(Exception):
         close_input()
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(m) for m in members):
-        await asyncio.sleep(0.02)
+    while time.monotonic() < deadline and any(_alive(m) for m in members):  # noqa: ASYNC110
+        await asyncio.sleep(0.02)  # other processes' exits: nothing to await but polling
     for member in members:
         if _alive(member):
             with contextlib.suppress(OSError):
@@ -167,6 +167,8 @@ class AcpAgent:
         self._session_meta = session_meta
         self._turns: dict[str, Turn] = {}
         self.asked = 0
+        self.updates = 0
+        """`session/update` notifications received (e.g. the replay of `session/load`)."""
         connection = process.connection
         connection.on_notification("session/update", self._on_update)
         connection.on_request("session/request_permission", self._on_permission)
@@ -205,6 +207,7 @@ class AcpAgent:
         return agent, _elapsed_ms(started)
 
     def _on_update(self, params: dict[str, Any]) -> None:
+        self.updates += 1
         turn = self._turns.get(params.get("sessionId", ""))
         update = params.get("update") or {}
         if turn is not None and update.get("sessionUpdate") == "agent_message_chunk":
@@ -308,15 +311,15 @@ class _JsonLines:
             await self._reader
 
 
-async def _wait(event: asyncio.Event, lines: _JsonLines, what: str, timeout: float = 120) -> None:
+async def _wait(event: asyncio.Event, lines: _JsonLines, what: str, limit_s: float = 120) -> None:
     """Wait for `event`, failing clearly when the CLI exits or hangs first."""
     waiter = asyncio.ensure_future(event.wait())
     closed = asyncio.ensure_future(lines.closed.wait())
-    done, _ = await asyncio.wait({waiter, closed}, timeout=timeout, return_when="FIRST_COMPLETED")
+    done, _ = await asyncio.wait({waiter, closed}, timeout=limit_s, return_when="FIRST_COMPLETED")
     waiter.cancel()
     closed.cancel()
     if not event.is_set():
-        reason = "exited" if lines.closed.is_set() else f"sent nothing for {timeout} s"
+        reason = "exited" if lines.closed.is_set() else f"did not finish within {limit_s} s"
         raise RuntimeError(f"{what}: the CLI {reason}")
 
 

@@ -6,7 +6,7 @@
 
 It is stateless: what it answers depends only on the request, so Cody, `codex app-server`,
 `codex exec`, codex-acp and `claude -p` get the same answers for the same prompt:
-- the request ends with a tool result -> the final answer "It printed hi." (3 deltas);
+- the request ends with a tool result (and no prompt after it) -> the final answer "It printed hi." (3 deltas);
 - else the last user message holds a marker: `bench:stream` -> 5,000 text deltas,
   `bench:tool` -> one shell call `echo hi`, `bench:approve` -> one shell call
   `touch approved.txt` (not a "known safe" command, so each agent asks), `bench:hi` -> a one-line
@@ -110,10 +110,16 @@ def choose(path: str, body: dict[str, Any]) -> tuple[str, str]:
         said_by = [m for m in body.get("messages") or [] if m.get("role") in ("user", "assistant")]
         last = said_by[-1] if said_by else {}
         content = last.get("content")
-        if isinstance(content, list) and any(
-            isinstance(part, dict) and part.get("type") == "tool_result" for part in content
-        ):
-            return flavor, "final"
+        if isinstance(content, list):  # a prompt may share the message of the last tool result
+            results = [
+                i
+                for i, part in enumerate(content)
+                if isinstance(part, dict) and part.get("type") == "tool_result"
+            ]
+            if results:
+                content = content[results[-1] + 1 :]
+                if not _texts(content).strip():
+                    return flavor, "final"
         said = _texts(content) if last.get("role") == "user" else ""
     else:
         flavor = "codex" if "exec_command" in tools else "cody"
@@ -128,16 +134,32 @@ def choose(path: str, body: dict[str, Any]) -> tuple[str, str]:
         said = _texts(users[-1].get("content")) if users else ""
     if not tools:
         return flavor, "ok"
-    for marker in MARKERS:
-        if marker in said:
-            return flavor, marker
-    return flavor, "ok"
+    # the marker said last: Claude Code may merge a prompt into the previous user message
+    at, marker = max((said.rfind(m), m) for m in MARKERS)
+    return flavor, marker if at >= 0 else "ok"
+
+
+_CALL_IDS = (b"call_echo", b"call_touch", b"toolu_echo", b"toolu_touch")
+
+
+def unique(body: bytes, flavor: str, answer: str, count: int) -> bytes:
+    """`body` with ids of its own: Claude Code merges assistant messages that share a message id
+    and agents track tool calls by id, so a repeated id would change what they do."""
+    if answer in ("bench:tool", "bench:approve"):
+        for call_id in _CALL_IDS:
+            body = body.replace(call_id, b"%s_%d" % (call_id, count))
+    if flavor == "claude":  # the message id is in the first event, `message_start`
+        end = body.index(b"\n\n")
+        body = body[:end].replace(b'"msg_bench"', b'"msg_bench_%d"' % count) + body[end:]
+    return body
 
 
 async def serve() -> None:
     bodies = build_bodies()
+    count = 0
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal count
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -157,7 +179,9 @@ async def serve() -> None:
                     )
                     await writer.drain()
                     continue
-                body = bodies[choose(route, json.loads(raw) if raw else {})]
+                flavor, answer = choose(route, json.loads(raw) if raw else {})
+                count += 1
+                body = unique(bodies[flavor, answer], flavor, answer, count)
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                     b"Cache-Control: no-cache\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["grow_claude_session", "grow_codex_rollout"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_CALL_IDS = ("call_echo", "toolu_echo", "msg_bench", "resp_bench")
+_CALL_IDS = re.compile(r'"((?:call_echo|toolu_echo|msg_bench|resp_bench)(?:_\d+)?)"')
 
 
 def _renamed(block: list[str], keep: str, copy: int) -> list[str]:
@@ -33,8 +33,7 @@ def _renamed(block: list[str], keep: str, copy: int) -> list[str]:
         ),
         text,
     )
-    for name in _CALL_IDS:
-        text = text.replace(f'"{name}"', f'"{name}_{copy}"')
+    text = _CALL_IDS.sub(lambda m: f'"{m.group(1)}_c{copy}"', text)
     return text.split("\n")
 
 
@@ -62,8 +61,12 @@ def grow_codex_rollout(rollout: Path, items: int) -> int:
         return payload.get("role") == "developer" or "<environment_context>" in said
 
     block = [line for line in lines[start : end + 1] if not contextual(line)]
-    per_turn = sum('"type": "response_item"' in line or '"type":"response_item"' in line for line in block)
-    count = sum('"type":"response_item"' in line or '"type": "response_item"' in line for line in lines)
+    per_turn = sum(
+        '"type": "response_item"' in line or '"type":"response_item"' in line for line in block
+    )
+    count = sum(
+        '"type":"response_item"' in line or '"type": "response_item"' in line for line in lines
+    )
     out = list(lines)
     copy = 0
     while count < items:

@@ -240,11 +240,11 @@ async def row_spawn(world: World, peers: list[str], runs: int) -> dict[str, Row]
     }
     times: dict[str, list[float]] = {name: [] for name in [CODY, *peers]}
     for index in range(runs + 1):
-        for name in times:
+        for name, bucket in times.items():
             agent, elapsed = await spawners[name]()
             await agent.close()
             if index:
-                times[name].append(elapsed)
+                bucket.append(elapsed)
     return {"spawn_to_initialize_ms": {name: summary(v) for name, v in times.items()}}
 
 
@@ -312,12 +312,12 @@ async def row_memory(world: World, peers: list[str], runs: int) -> dict[str, Row
     """RSS after 10 sessions with one turn each (claude: 10 processes, summed)."""
     rss: dict[str, list[float]] = {name: [] for name in [CODY, *peers]}
     for _ in range(runs):
-        for name in rss:
+        for name, bucket in rss.items():
             if name == CLAUDE:
                 sessions = [await world.spawn_claude() for _ in range(10)]
                 for session, _ in sessions:
                     await session.prompt("bench:hi")
-                rss[name].append(sum(tree_rss_mb(s.pid) for s, _ in sessions))
+                bucket.append(sum(tree_rss_mb(s.pid) for s, _ in sessions))
                 for session, _ in sessions:
                     await session.close()
                 continue
@@ -331,7 +331,7 @@ async def row_memory(world: World, peers: list[str], runs: int) -> dict[str, Row
             for _ in range(10):
                 sid = await agent.new_session(world.workspace)
                 await agent.prompt(sid, "bench:hi")
-            rss[name].append(tree_rss_mb(agent.pid))
+            bucket.append(tree_rss_mb(agent.pid))
             await agent.close()
     return {"rss_mb_10_sessions": {name: summary(v) for name, v in rss.items()}}
 
@@ -382,7 +382,7 @@ async def row_resume(world: World, peers: list[str], runs: int) -> dict[str, Row
     claude_fresh: list[float] = []
     claude_resumed: list[float] = []
     for index in range(runs + 1):
-        for name in times:
+        for name, bucket in times.items():
             elapsed: float
             if name == CLAUDE:
                 started = time.perf_counter()
@@ -403,25 +403,30 @@ async def row_resume(world: World, peers: list[str], runs: int) -> dict[str, Row
             elif name == CODEX:
                 server, _ = await world.spawn_codex()
                 started = time.perf_counter()
-                await server.request("thread/resume", {"threadId": codex_id})
+                thread = await server.request("thread/resume", {"threadId": codex_id})
                 elapsed = (time.perf_counter() - started) * 1000
+                notes["codex_turns_resumed"] = str(len(thread["thread"].get("turns") or []))
                 await server.close()
             else:
                 agent, _ = await (world.spawn_acp() if name == ACP else _cody_for(cody_env))
-                session = codex_id if name == ACP else cody_id
+                target = codex_id if name == ACP else cody_id
                 method = "session/load" if name == ACP else "session/resume"
                 started = time.perf_counter()
                 await agent.request(
                     method,
-                    {"sessionId": session, "cwd": str(world.workspace), "mcpServers": []},
+                    {"sessionId": target, "cwd": str(world.workspace), "mcpServers": []},
                 )
                 elapsed = (time.perf_counter() - started) * 1000
+                if name == ACP:
+                    notes["codex-acp_updates_replayed"] = str(agent.updates)
                 await agent.close()
             if index:
-                times[name].append(elapsed)
+                bucket.append(elapsed)
     result: dict[str, Row] = {
         "resume_10k_ms": {name: summary(v) for name, v in times.items()},
-        "resume_file_mb": {name: {"median": round(size / 2**20, 2)} for name, size in sizes.items()},
+        "resume_file_mb": {
+            name: {"median": round(size / 2**20, 2)} for name, size in sizes.items()
+        },
     }
     if claude_fresh:
         result["claude_turn_ms_fresh_vs_resumed"] = {
@@ -509,12 +514,20 @@ TABLE = [
 ]
 
 
+def _number(value: float) -> str:
+    if value >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
 def _cell(value: Summary | None) -> str:
     if value is None:
         return "-"
     if "min" not in value:
-        return f"{value['median']:g}"
-    return f"{value['median']:.4g} [{value['min']:.4g}-{value['max']:.4g}]"
+        return _number(value["median"])
+    return f"{_number(value['median'])} [{_number(value['min'])}-{_number(value['max'])}]"
 
 
 def render(results: dict[str, Row], peers: list[str]) -> str:
@@ -604,8 +617,10 @@ async def main(argv: list[str]) -> None:
     print(table)
     for name, verdict in report["goals"].items():
         print(f"goal: {name}: {verdict}")
-    print(f"load average: {report['machine']['loadavg_at_start']} -> "
-          f"{report['machine']['loadavg_at_end']}")
+    print(
+        f"load average: {report['machine']['loadavg_at_start']} -> "
+        f"{report['machine']['loadavg_at_end']}"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")
