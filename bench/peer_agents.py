@@ -30,6 +30,7 @@ __all__ = [
     "ClaudeSession",
     "CodexAppServer",
     "Turn",
+    "end_tree",
     "tree_cpu_ns",
     "tree_rss_mb",
 ]

@@ -39,6 +39,7 @@ from bench.peer_agents import (  # noqa: E402
     ClaudeSession,
     CodexAppServer,
     Turn,
+    end_tree,
     tree_cpu_ns,
     tree_rss_mb,
 )
@@ -239,13 +240,50 @@ async def row_spawn(world: World, peers: list[str], runs: int) -> dict[str, Row]
         CLAUDE: world.spawn_claude,
     }
     times: dict[str, list[float]] = {name: [] for name in [CODY, *peers]}
+    system_init: list[float] = []
     for index in range(runs + 1):
         for name, bucket in times.items():
             agent, elapsed = await spawners[name]()
             await agent.close()
             if index:
                 bucket.append(elapsed)
-    return {"spawn_to_initialize_ms": {name: summary(v) for name, v in times.items()}}
+            if name == CLAUDE:
+                init_ms = await claude_system_init(world)
+                if index:
+                    system_init.append(init_ms)
+    result = {"spawn_to_initialize_ms": {name: summary(v) for name, v in times.items()}}
+    if system_init:
+        result["claude_spawn_to_system_init_ms"] = {CLAUDE: summary(system_init)}
+    return result
+
+
+async def claude_system_init(world: World) -> float:
+    """`claude -p PROMPT --output-format stream-json`: spawn -> its first line, `system/init`."""
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        str(claude()),
+        "-p",
+        "bench:hi",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        env=world.claude_env,
+        cwd=world.workspace,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        limit=2**24,
+    )
+    assert proc.stdout is not None
+    try:
+        while line := await proc.stdout.readline():
+            message = json.loads(line)
+            if message.get("type") == "system" and message.get("subtype") == "init":
+                return (time.perf_counter() - started) * 1000
+        raise RuntimeError("claude -p exited without a system/init line")
+    finally:
+        await end_tree(proc.pid, lambda: None, grace_s=0)
+        await proc.wait()
 
 
 async def row_turns(world: World, peers: list[str], runs: int) -> dict[str, Row]:
@@ -409,12 +447,12 @@ async def row_resume(world: World, peers: list[str], runs: int) -> dict[str, Row
                 await server.close()
             else:
                 agent, _ = await (world.spawn_acp() if name == ACP else _cody_for(cody_env))
-                target = codex_id if name == ACP else cody_id
+                wanted = codex_id if name == ACP else cody_id
                 method = "session/load" if name == ACP else "session/resume"
                 started = time.perf_counter()
                 await agent.request(
                     method,
-                    {"sessionId": target, "cwd": str(world.workspace), "mcpServers": []},
+                    {"sessionId": wanted, "cwd": str(world.workspace), "mcpServers": []},
                 )
                 elapsed = (time.perf_counter() - started) * 1000
                 if name == ACP:
@@ -502,6 +540,7 @@ ROWS: dict[str, Callable[[World, list[str], int], Awaitable[dict[str, Row]]]] = 
 
 TABLE = [
     ("spawn_to_initialize_ms", "spawn -> initialize answer (ms)"),
+    ("claude_spawn_to_system_init_ms", "  claude -p PROMPT: spawn -> `system/init` line (ms)"),
     ("first_token_ms", "first token of a one-line answer, warm (ms)"),
     ("tool_turn_ms", "one-tool turn (`echo hi`), warm, no approval (ms)"),
     ("approval_turn_ms", "one-tool turn with an approval answered at once (ms)"),
