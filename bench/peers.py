@@ -50,6 +50,7 @@ from tests.support.agent_clis import (  # noqa: E402
     claude,
     claude_env,
     codex,
+    codex_acp,
     codex_env,
     write_codex_config,
 )
@@ -77,12 +78,6 @@ def summary(values: list[float]) -> Summary:
         "min": round(min(values), 2),
         "max": round(max(values), 2),
     }
-
-
-def codex_acp() -> Path:
-    """The pinned codex-acp launcher (installed by `npm ci` in tests/agents with the others)."""
-    codex()  # runs `npm ci` when the pinned packages are missing
-    return AGENTS_DIR / "node_modules" / ".bin" / "codex-acp"
 
 
 # -- the environment -------------------------------------------------------------------------
