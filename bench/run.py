@@ -1,6 +1,8 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
     uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|all] [--runs 9]
+    uv run python bench/run.py --peers [--runs 9]   (or `peers`: against the Codex CLI, codex-acp
+                                                     and Claude Code; see bench/peers.py)
 
 Each scenario spawns `python -m cody_daemon` with temp HOME/CODY_HOME and no keys, talks
 to it with the project's client library, and points it at `bench/sse_server.py` (a canned
@@ -471,6 +473,12 @@ def machine() -> dict[str, str]:
 
 
 async def main() -> None:
+    if "--peers" in sys.argv[1:] or sys.argv[1:2] == ["peers"]:
+        from bench.peers import main as peers
+
+        rest = sys.argv[1:]
+        rest.remove("--peers" if "--peers" in rest else "peers")
+        return await peers(rest)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

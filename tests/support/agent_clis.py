@@ -1,5 +1,7 @@
 """The real Codex CLI and Claude Code, pinned in tests/agents/package-lock.json, run offline.
 
+codex-acp (Zed's ACP adapter around Codex) is pinned there too, for `bench/run.py --peers`.
+
 `codex()` / `claude()` return the path of the installed binary, running `npm ci` in
 tests/agents first when it is missing or at another version. Without node/npm a test skips on
 a developer's machine and fails under `CI=true` (CI installs them).
@@ -24,12 +26,17 @@ __all__ = [
     "claude",
     "claude_env",
     "codex",
+    "codex_acp",
     "codex_env",
     "write_codex_config",
 ]
 
 AGENTS_DIR = Path(__file__).resolve().parents[1] / "agents"
-_PACKAGES = {"codex": "@openai/codex", "claude": "@anthropic-ai/claude-code"}
+_PACKAGES = {
+    "codex": "@openai/codex",
+    "claude": "@anthropic-ai/claude-code",
+    "codex-acp": "@zed-industries/codex-acp",  # bench/run.py --peers only
+}
 
 
 def _unavailable(reason: str) -> None:
@@ -87,6 +94,11 @@ def codex() -> Path:
 def claude() -> Path:
     """The pinned `claude` executable (installing it first when needed)."""
     return _binary("claude")
+
+
+def codex_acp() -> Path:
+    """The pinned `codex-acp` launcher (Zed's ACP adapter around Codex), for the peer bench."""
+    return _binary("codex-acp")
 
 
 def write_codex_config(
