@@ -77,6 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
+    from .rpc.lazy_lsprotocol import install
+
+    install()  # before pygls is imported: the daemon never needs LSP's classes to start
     from .app import DaemonApp
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
