@@ -170,9 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(rest)
     try:
         if command == "exec":
-            from .headless import run_exec
-
-            code = asyncio.run(run_exec(args, _forward_stderr))
+            code = asyncio.run(_exec_daemon_first(args))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
         elif command == "history":
@@ -197,6 +195,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"cody-client: {exc}", file=sys.stderr)
         code = 1
     sys.exit(code)
+
+
+async def _exec_daemon_first(args: argparse.Namespace) -> int:
+    """`exec`: the daemon starts first, so its start overlaps this process importing its
+    own stack (protocol models, renderer): two processes on two cores (bench/README.md)."""
+    from .process import DaemonProcess
+
+    daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
+    try:
+        from .headless import run_exec
+    except BaseException:
+        await daemon.close()
+        raise
+    return await run_exec(args, _forward_stderr, daemon)
 
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
