@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
     _prepare_imports()
+    from .policy.programs import probe_in_background
+
+    probe_in_background()  # bwrap and rg, checked while the stack imports
     from .app import DaemonApp
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
