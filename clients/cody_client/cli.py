@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .process import DaemonNotFound
@@ -194,7 +196,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     except DaemonNotFound as exc:
         print(f"cody-client: {exc}", file=sys.stderr)
         code = 1
+    if command == "exec":
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End `exec` without the interpreter's teardown (freeing the protocol models and the
+    renderer costs tens of ms, and a script waits for it): the daemon is closed, and
+    nothing is registered to run at exit; output is flushed here."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 async def _exec_daemon_first(args: argparse.Namespace) -> int:
