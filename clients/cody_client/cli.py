@@ -139,17 +139,21 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog="cody-client demo",
         description="A full agent session on the built-in offline model: no key, no network.",
     )
-    from .doctor import build_parser as doctor_parser
-    from .history_cli import build_history_parser
+    return {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
 
-    return {
-        "chat": chat,
-        "exec": exec_,
-        "sessions": sessions,
-        "demo": demo,
-        "doctor": doctor_parser(),
-        "history": build_history_parser(),
-    }
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand (`chat` for none). `doctor` and `history` bring their
+    own, imported only when asked for: `exec` starts its daemon without waiting for them."""
+    if command == "doctor":
+        from .doctor import build_parser as doctor_parser
+
+        return doctor_parser()
+    if command == "history":
+        from .history_cli import build_history_parser
+
+        return build_history_parser()
+    return build_parsers()[command]
 
 
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (\w+) [\w.]+: (.*)$")
@@ -168,7 +172,7 @@ def _forward_stderr(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = split_subcommand(argv)
-    parser = build_parsers()[command or "chat"]
+    parser = build_parser(command or "chat")
     args = parser.parse_args(rest)
     try:
         if command == "exec":

@@ -58,13 +58,12 @@ NOT_BEFORE_INITIALIZE = (
 """Not imported before the `initialize` answer: the engine is built on first use (app.py)."""
 
 
-def loaded_after(statement: str) -> set[str]:
+def loaded_after(statement: str, watched: tuple[str, ...] = HEAVY) -> set[str]:
     code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    modules = set(result.stdout.split())
-    return {name for name in HEAVY if name in modules}
+    return loaded(set(result.stdout.split()), watched)
 
 
 def imported(lines: list[str]) -> set[str]:
@@ -97,6 +96,18 @@ def test_starting_the_daemon_loads_no_heavy_module() -> None:
 
 def test_the_client_library_loads_no_terminal_ui() -> None:
     assert loaded_after("import cody_client.client, cody_client.cli") == set()
+
+
+def test_exec_reaches_its_daemon_spawn_without_the_protocol_models() -> None:
+    """`cody-client exec` starts the daemon first, then imports its own stack while the daemon
+    starts (cli._exec_daemon_first): nothing before the spawn may import the models."""
+    statement = (
+        "from cody_client import cli\n"
+        "cli.build_parser(cli.split_subcommand(['exec', 'hi'])[0] or 'chat')\n"
+        "import cody_client.process"
+    )
+    watched = ("pydantic", "cody_protocol", "cody_client.doctor", "cody_client.history_cli")
+    assert loaded_after(statement, watched) == set()
 
 
 async def test_initialize_is_answered_without_the_engine(tmp_path: Path) -> None:
