@@ -130,7 +130,7 @@ def summary(values: list[float]) -> dict[str, float]:
 async def bench_startup(runs: int) -> dict[str, Any]:
     """Spawn -> `initialize` answer, spawn -> `session/new` answer (an editor's first
     start), and `cody-client exec` of a one-tool turn, whole process, end to end."""
-    init_times, new_times = [], []
+    init_times, new_times, entry_times = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(Path(tmp))
         for index in range(runs + 1):
@@ -141,17 +141,25 @@ async def bench_startup(runs: int) -> dict[str, Any]:
             await new_session(process, env)
             created = time.perf_counter()
             await process.close()
+            started_entry = time.perf_counter()
+            process = await DaemonProcess.spawn([DAEMON_ENTRY_POINT], env=env.env)
+            await process.connection.request("initialize", {"protocolVersion": 1})
+            initialized_entry = time.perf_counter()
+            await process.close()
             if index:
                 init_times.append((initialized - started) * 1000)
                 new_times.append((created - started) * 1000)
+                entry_times.append((initialized_entry - started_entry) * 1000)
     return {
         "spawn_to_initialize_ms": summary(init_times),
         "spawn_to_session_new_ms": summary(new_times),
+        "cody_daemon_entry_point_spawn_to_initialize_ms": summary(entry_times),
         **await bench_exec(runs),
     }
 
 
 CLIENT = str(Path(sys.executable).parent / "cody-client")
+DAEMON_ENTRY_POINT = str(Path(sys.executable).parent / "cody-daemon")
 
 
 async def bench_exec(runs: int) -> dict[str, Any]:
