@@ -12,50 +12,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
-from cody_protocol.extensions import (
-    AgentsListResult,
-    CompactSessionParams,
-    CompactSessionResult,
-    McpServerStatus,
-    ModelInfo,
-    ModelsListResult,
-    ProviderModels,
-    ToolInfo,
-    ToolsListParams,
-    ToolsListResult,
-)
 from cody_protocol.initialize import (
     AuthenticateParams,
     CodyLogoutMeta,
     InitializeParams,
     LogoutMeta,
     LogoutResult,
-)
-from cody_protocol.prompt import (
-    CancelParams,
-    CodyPromptMeta,
-    PromptMeta,
-    PromptParams,
-    PromptResult,
-    TokenUsage,
-    TurnCost,
-    TurnUsage,
-)
-from cody_protocol.session import (
-    CodySessionResultMeta,
-    ForkSessionParams,
-    ForkSessionResult,
-    ListSessionsParams,
-    ListSessionsResult,
-    LoadSessionParams,
-    NewSessionParams,
-    NewSessionResult,
-    SessionIdParams,
-    SessionResultMeta,
-    SessionStateResult,
-    SetConfigOptionParams,
-    SetConfigOptionResult,
-    SetModeParams,
 )
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
@@ -122,6 +84,8 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
+    from cody_protocol.session import CodySessionResultMeta, SessionResultMeta
+
     from ..engine.settings import build_modes
 
     return {
@@ -176,6 +140,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return None
 
     async def session_new(params: Any) -> Any:
+        from cody_protocol.session import NewSessionParams, NewSessionResult
+
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
         session = app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
@@ -185,6 +151,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def session_load(params: Any) -> Any:
+        from cody_protocol.session import LoadSessionParams, SessionStateResult
+
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
             parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
@@ -193,6 +161,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
+        from cody_protocol.session import LoadSessionParams, SessionStateResult
+
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
             parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
@@ -201,21 +171,37 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
+        from cody_protocol.session import ListSessionsParams, ListSessionsResult
+
         parsed = parse(ListSessionsParams, params)
         sessions, cursor = app.manager.list_sessions(parsed.cwd, parsed.cursor)
         return ListSessionsResult(sessions=sessions, next_cursor=cursor)
 
     async def session_close(params: Any) -> Any:
+        from cody_protocol.session import SessionIdParams
+
         parsed = parse(SessionIdParams, params)
         await app.manager.close(parsed.session_id)
         return {}
 
     async def session_delete(params: Any) -> Any:
+        from cody_protocol.session import SessionIdParams
+
         parsed = parse(SessionIdParams, params)
         await app.manager.delete(parsed.session_id)
         return {}
 
     async def session_prompt(params: Any) -> Any:
+        from cody_protocol.prompt import (
+            CodyPromptMeta,
+            PromptMeta,
+            PromptParams,
+            PromptResult,
+            TokenUsage,
+            TurnCost,
+            TurnUsage,
+        )
+
         parsed = parse(PromptParams, params)
         if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
             report = app.manager.dry_run(parsed.session_id, parsed.prompt)
@@ -248,6 +234,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def session_cancel(params: Any) -> None:
+        from cody_protocol.prompt import CancelParams
+
         try:
             parsed = parse(CancelParams, params)
         except RpcError:
@@ -256,11 +244,15 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         app.manager.cancel(parsed.session_id)
 
     async def session_set_mode(params: Any) -> Any:
+        from cody_protocol.session import SetModeParams
+
         parsed = parse(SetModeParams, params)
         app.manager.set_mode(parsed.session_id, parsed.mode_id, app.link)
         return {}
 
     async def session_set_config_option(params: Any) -> Any:
+        from cody_protocol.session import SetConfigOptionParams, SetConfigOptionResult
+
         parsed = parse(SetConfigOptionParams, params)
         options = app.manager.set_config_option(
             parsed.session_id, parsed.config_id, parsed.value, app.link
@@ -268,6 +260,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return SetConfigOptionResult(config_options=options)
 
     async def session_fork(params: Any) -> Any:
+        from cody_protocol.session import ForkSessionParams, ForkSessionResult
+
         parsed = parse(ForkSessionParams, params)
         session = app.manager.fork(
             parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
@@ -278,6 +272,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def session_compact(params: Any) -> Any:
+        from cody_protocol.extensions import CompactSessionParams, CompactSessionResult
+
         parsed = parse(CompactSessionParams, params)
         result = await app.manager.compact(parsed.session_id, app.link)
         if result is None:
@@ -293,6 +289,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def tools_list(params: Any) -> Any:
+        from cody_protocol.extensions import (
+            McpServerStatus,
+            ToolInfo,
+            ToolsListParams,
+            ToolsListResult,
+        )
+
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
         available = app.deps.tools.tools()
@@ -320,6 +323,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return ToolsListResult(tools=tools, mcp_servers=statuses)
 
     async def models_list(params: Any) -> Any:
+        from cody_protocol.extensions import ModelInfo, ModelsListResult, ProviderModels
+
         catalog = app.user_catalog()
         return ModelsListResult(
             providers=[
@@ -339,6 +344,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def agents_list_handler(params: Any) -> Any:
+        from cody_protocol.extensions import AgentsListResult
+
         from ..engine.agents import agents_list
 
         return AgentsListResult(agents=await agents_list(app.env))
