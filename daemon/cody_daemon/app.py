@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cody_protocol.initialize import (
@@ -50,12 +51,18 @@ class DaemonApp:
     def __init__(self, *, env: Mapping[str, str], paths: CodyPaths) -> None:
         self.env = dict(env)
         self.paths = paths
-        self.codex_home = default_codex_home(self.env)
-        self.claude_dir = default_claude_dir(self.env)
         self.server = CodyServer()
         self._client_capabilities = ClientCapabilities()
         self._shutdown_started = False
         register_handlers(self.server, self)
+
+    @property
+    def codex_home(self) -> Path:
+        return default_codex_home(self.env)
+
+    @property
+    def claude_dir(self) -> Path:
+        return default_claude_dir(self.env)
 
     @cached_property
     def deps(self) -> EngineDeps:
