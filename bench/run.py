@@ -130,18 +130,67 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 async def bench_startup(runs: int) -> dict[str, Any]:
-    times = []
+    """Spawn -> `initialize` answer, spawn -> `session/new` answer (an editor's first
+    start), and `cody-client exec` of a one-tool turn, whole process, end to end."""
+    init_times, new_times, entry_times = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(Path(tmp))
         for index in range(runs + 1):
             started = time.perf_counter()
             process = await DaemonProcess.spawn(DAEMON, env=env.env)
             await process.connection.request("initialize", {"protocolVersion": 1})
-            elapsed = time.perf_counter() - started
+            initialized = time.perf_counter()
+            await new_session(process, env)
+            created = time.perf_counter()
+            await process.close()
+            started_entry = time.perf_counter()
+            process = await DaemonProcess.spawn([DAEMON_ENTRY_POINT], env=env.env)
+            await process.connection.request("initialize", {"protocolVersion": 1})
+            initialized_entry = time.perf_counter()
             await process.close()
             if index:
-                times.append(elapsed * 1000)
-    return {"spawn_to_initialize_ms": summary(times)}
+                init_times.append((initialized - started) * 1000)
+                new_times.append((created - started) * 1000)
+                entry_times.append((initialized_entry - started_entry) * 1000)
+    return {
+        "spawn_to_initialize_ms": summary(init_times),
+        "spawn_to_session_new_ms": summary(new_times),
+        "cody_daemon_entry_point_spawn_to_initialize_ms": summary(entry_times),
+        **await bench_exec(runs),
+    }
+
+
+CLIENT = str(Path(sys.executable).parent / "cody-client")
+DAEMON_ENTRY_POINT = str(Path(sys.executable).parent / "cody-daemon")
+
+
+async def bench_exec(runs: int) -> dict[str, Any]:
+    """`cody-client exec "run echo"`: the model asks for `echo`, then answers; the client
+    starts its own daemon (this interpreter's), as a user's shell would."""
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = Env(Path(tmp))
+        async with sse_server("tool-turn") as port:
+            env.use_server(port)
+            for index in range(runs + 1):
+                started = time.perf_counter()
+                process = await asyncio.create_subprocess_exec(
+                    CLIENT,
+                    "exec",
+                    "--sandbox",
+                    "danger-full-access",
+                    "run echo",
+                    env=env.env,
+                    cwd=env.workspace,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+                out, err = await process.communicate()
+                elapsed = time.perf_counter() - started
+                assert process.returncode == 0, (out, err)
+                if index:
+                    times.append(elapsed * 1000)
+    return {"cody_client_exec_one_tool_turn_ms": summary(times)}
 
 
 async def bench_stream(runs: int) -> dict[str, Any]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .process import DaemonNotFound
@@ -143,17 +145,21 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog="cody-client demo",
         description="A full agent session on the built-in offline model: no key, no network.",
     )
-    from .doctor import build_parser as doctor_parser
-    from .history_cli import build_history_parser
+    return {"chat": chat, "exec": exec_, "sessions": sessions, "demo": demo}
 
-    return {
-        "chat": chat,
-        "exec": exec_,
-        "sessions": sessions,
-        "demo": demo,
-        "doctor": doctor_parser(),
-        "history": build_history_parser(),
-    }
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand (`chat` for none). `doctor` and `history` bring their
+    own, imported only when asked for: `exec` starts its daemon without waiting for them."""
+    if command == "doctor":
+        from .doctor import build_parser as doctor_parser
+
+        return doctor_parser()
+    if command == "history":
+        from .history_cli import build_history_parser
+
+        return build_history_parser()
+    return build_parsers()[command]
 
 
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (\w+) [\w.]+: (.*)$")
@@ -172,13 +178,11 @@ def _forward_stderr(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = split_subcommand(argv)
-    parser = build_parsers()[command or "chat"]
+    parser = build_parser(command or "chat")
     args = parser.parse_args(rest)
     try:
         if command == "exec":
-            from .headless import run_exec
-
-            code = asyncio.run(run_exec(args, _forward_stderr))
+            code = asyncio.run(_exec_daemon_first(args))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
         elif command == "history":
@@ -202,7 +206,41 @@ def main(argv: Sequence[str] | None = None) -> None:
     except DaemonNotFound as exc:
         print(f"cody-client: {exc}", file=sys.stderr)
         code = 1
+    if command == "exec":
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End `exec` without the interpreter's teardown (freeing the protocol models and the
+    renderer costs tens of ms, and a script waits for it): the daemon is closed, and
+    nothing is registered to run at exit; output is flushed here."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+async def _exec_daemon_first(args: argparse.Namespace) -> int:
+    """`exec`: without a warm daemon's socket, the daemon starts first, so its start overlaps
+    this process importing its own stack (protocol models, renderer): two processes on two
+    cores (bench/README.md). With a socket, `open_daemon` tries it (and spawns if stale)."""
+    from cody_protocol.endpoint import client_socket_path
+
+    from .process import DaemonProcess
+
+    path = None if args.no_daemon_socket else client_socket_path(os.environ)
+    if path is not None and path.is_socket():
+        from .headless import run_exec
+
+        return await run_exec(args, _forward_stderr)
+    daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
+    try:
+        from .headless import run_exec
+    except BaseException:
+        await daemon.close()
+        raise
+    return await run_exec(args, _forward_stderr, daemon)
 
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

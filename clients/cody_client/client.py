@@ -275,14 +275,18 @@ class CodyClient:
         framing: Framing = "lsp",
         on_stderr: Callable[[str], None] | None = None,
         initialize: bool = True,
+        process: DaemonProcess | None = None,
     ) -> AsyncIterator[CodyClient]:
-        process = await DaemonProcess.spawn(
-            command,
-            env=env if env is not None else os.environ,
-            cwd=cwd,
-            framing=framing,
-            on_stderr=on_stderr,
-        )
+        """Start a daemon (or take `process`, one already started) and talk to it; the
+        daemon is closed on exit either way."""
+        if process is None:
+            process = await DaemonProcess.spawn(
+                command,
+                env=env if env is not None else os.environ,
+                cwd=cwd,
+                framing=framing,
+                on_stderr=on_stderr,
+            )
         client = cls(process.connection, process)
         try:
             if initialize:

@@ -23,6 +23,7 @@ from cody_protocol.prompt import PromptResult
 from .approvals import TerminalApprover
 from .client import ClientSession, RemoteError, SessionLookupError
 from .json_events import JsonEvents
+from .process import DaemonProcess
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
@@ -162,13 +163,18 @@ class _JsonApprover:
         return decision
 
 
-async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
+async def run_exec(
+    args: argparse.Namespace, forward_stderr: Any, daemon: DaemonProcess | None = None
+) -> int:
+    """One turn. `daemon`: one already started (cli.py starts it before importing this)."""
     prompt = " ".join(args.prompt)
     if prompt == "-":
         prompt = sys.stdin.read()
     json_mode = bool(args.json)
     events = JsonEvents(sys.stdout) if json_mode else None
     if not prompt.strip():
+        if daemon is not None:
+            await daemon.close()
         message = "cody-client exec: the prompt is empty"
         if events is not None:
             events.error(message, EXIT_CODES["usage"])
@@ -185,7 +191,7 @@ async def run_exec(args: argparse.Namespace, forward_stderr: Any) -> int:
     spinner = None if json_mode else Spinner(sys.stderr)
     try:
         async with open_daemon(
-            use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
+            use_socket=not args.no_daemon_socket, on_stderr=forward_stderr, process=daemon
         ) as client:
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal

@@ -27,6 +27,7 @@ from cody_protocol.endpoint import client_socket_path
 
 if TYPE_CHECKING:
     from .client import CodyClient
+    from .process import DaemonProcess
 
 __all__ = ["WarmDaemon", "connect_warm", "find_warm_daemon", "open_daemon"]
 
@@ -79,14 +80,23 @@ async def find_warm_daemon(env: Mapping[str, str] | None = None) -> WarmDaemon |
 
 @contextlib.asynccontextmanager
 async def open_daemon(
-    *, use_socket: bool = True, on_stderr: Callable[[str], None] | None = None
+    *,
+    use_socket: bool = True,
+    on_stderr: Callable[[str], None] | None = None,
+    process: DaemonProcess | None = None,
 ) -> AsyncIterator[CodyClient]:
     """An initialized client on the warm daemon if there is one, else on a spawned daemon.
 
     `client.process` is None on a warm daemon (closing only disconnects: the daemon and
-    any session another client has open stay); `client.warm` says which daemon it is."""
+    any session another client has open stay); `client.warm` says which daemon it is.
+    `process`: a daemon this command already spawned (`cody-client exec` starts one first
+    when no warm daemon's socket exists); it is used, and closed, instead."""
     from .client import CodyClient
 
+    if process is not None:
+        async with CodyClient.spawn(process=process) as client:
+            yield client
+        return
     path = client_socket_path(os.environ) if use_socket else None
     found = await connect_warm(path) if path is not None else None
     if found is not None:

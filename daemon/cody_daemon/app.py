@@ -1,11 +1,19 @@
 """The composition root: configuration, store, providers, tools, engine and rpc, wired once.
 
 No module-level state: two apps can live in one process (the tests do this).
+
+Startup: the rpc server and its handlers exist from the start; the engine (store, tools,
+providers, session manager) and the client link are built on first use, so `initialize`
+is answered without importing what sessions and turns need (bench/README.md, "startup";
+tests/unit/test_lazy_imports.py keeps it so).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cody_protocol.initialize import (
     AgentCapabilities,
@@ -24,18 +32,17 @@ from .config.loader import load_user_config
 from .config.model import CodyConfig
 from .config.paths import CodyPaths
 from .engine.auth import AUTH_METHOD_SUFFIX
-from .engine.deps import EngineDeps
-from .engine.images import takes_images
-from .engine.manager import SessionManager
 from .errors import InvalidParams
 from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
-from .providers.pool import ProviderPool
+from .providers.models import takes_images
 from .rpc.handlers import EXTENSIONS, register_handlers
-from .rpc.link import RpcClientLink
 from .rpc.server import CodyServer
-from .store.store import SessionStore
-from .tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from .engine.deps import EngineDeps
+    from .engine.manager import SessionManager
+    from .rpc.link import RpcClientLink
 
 __all__ = ["DaemonApp"]
 
@@ -44,23 +51,63 @@ class DaemonApp:
     def __init__(self, *, env: Mapping[str, str], paths: CodyPaths) -> None:
         self.env = dict(env)
         self.paths = paths
-        self.deps = EngineDeps(
-            paths=paths,
-            store=SessionStore(paths.sessions_dir),
+        self.server = CodyServer()
+        self._client_capabilities = ClientCapabilities()
+        self._shutdown_started = False
+        register_handlers(self.server, self)
+
+    @property
+    def codex_home(self) -> Path:
+        return default_codex_home(self.env)
+
+    @property
+    def claude_dir(self) -> Path:
+        return default_claude_dir(self.env)
+
+    @cached_property
+    def deps(self) -> EngineDeps:
+        from .engine.deps import EngineDeps
+        from .providers.pool import ProviderPool
+        from .store.store import SessionStore
+        from .tools.registry import ToolRegistry
+
+        return EngineDeps(
+            paths=self.paths,
+            store=SessionStore(self.paths.sessions_dir),
             tools=ToolRegistry.builtin(),
             providers=ProviderPool(env=self.env),
             env=self.env,
-            codex_home=default_codex_home(self.env),
-            claude_dir=default_claude_dir(self.env),
+            codex_home=self.codex_home,
+            claude_dir=self.claude_dir,
             version=__version__,
         )
-        self.manager = SessionManager(self.deps)
-        self.server = CodyServer()
-        self.link = RpcClientLink(self.server.protocol)
-        self.manager.link = self.link
-        self.client_capabilities = ClientCapabilities()
-        self._shutdown_started = False
-        register_handlers(self.server, self)
+
+    @cached_property
+    def link(self) -> RpcClientLink:
+        from .rpc.link import RpcClientLink
+
+        link = RpcClientLink(self.server.protocol)
+        link.capabilities = self._client_capabilities
+        return link
+
+    @cached_property
+    def manager(self) -> SessionManager:
+        from .engine.manager import SessionManager
+
+        manager = SessionManager(self.deps)
+        manager.link = self.link
+        return manager
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        return self._client_capabilities
+
+    @client_capabilities.setter
+    def client_capabilities(self, capabilities: ClientCapabilities) -> None:
+        """What `initialize` said; the client link (built now or later) follows it."""
+        self._client_capabilities = capabilities
+        if "link" in vars(self):
+            self.link.capabilities = capabilities
 
     def user_catalog(self) -> ProviderCatalog:
         """Providers as the user config defines them (defaults if that config is invalid)."""
@@ -71,8 +118,8 @@ class DaemonApp:
         return ProviderCatalog.from_config(
             config,
             env=self.env,
-            codex_home=self.deps.codex_home,
-            claude_dir=self.deps.claude_dir,
+            codex_home=self.codex_home,
+            claude_dir=self.claude_dir,
         )
 
     def initialize_result(self) -> InitializeResult:
@@ -128,7 +175,8 @@ class DaemonApp:
         if self._shutdown_started:
             return
         self._shutdown_started = True
-        await self.manager.shutdown()
+        if "manager" in vars(self):  # never built: no session to persist
+            await self.manager.shutdown()
 
 
 def _any_takes_images(catalog: ProviderCatalog) -> bool:

@@ -87,6 +87,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
+    _prepare_imports()
+    from .policy.programs import probe_in_background
+
+    probe_in_background()  # bwrap and rg, checked while the stack imports
     from .app import DaemonApp
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
@@ -111,6 +115,22 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     _exit_now(code)
+
+
+def _prepare_imports() -> None:
+    """Process-wide import choices, made before the daemon imports its stack (startup time:
+    bench/README.md; kept by tests/unit/test_lazy_imports.py).
+
+    - `lsprotocol.types` is a stand-in until something needs LSP's classes
+      (rpc/lazy_lsprotocol.py): pygls imports it whole, the daemon uses a handful of names.
+    - httpx's command-line client (`httpx._main`: click, rich and pygments, ~45 ms at the
+      first model call when they are installed) is never imported; httpx then defines a
+      `main` that explains itself, and the daemon never calls it."""
+    from .rpc.lazy_lsprotocol import install
+
+    install()
+    if "httpx" not in sys.modules:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
 
 def _exit_now(code: int) -> NoReturn:

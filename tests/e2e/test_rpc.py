@@ -120,6 +120,29 @@ async def test_unknown_method_is_method_not_found(offline_daemon: Daemon) -> Non
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
+async def test_pygls_error_answers_keep_their_wire_shape(offline_daemon: Daemon) -> None:
+    """pygls writes these answers itself, with the daemon's converter and the lsprotocol
+    stand-in's classes (rpc/lazy_lsprotocol.py): the shape lsprotocol gives them, i.e. no
+    `data: null`, the id kept, `result: null` kept."""
+    reply = await _raw_roundtrip(
+        offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": "u-1", "method": "session/teleport"}')
+    )
+    assert set(reply) == {"jsonrpc", "id", "error"} and reply["id"] == "u-1"
+    assert reply["jsonrpc"] == "2.0"
+    assert set(reply["error"]) == {"code", "message"} and reply["error"]["code"] == -32601
+    assert "session/teleport" in reply["error"]["message"]
+    reply = await _raw_roundtrip(
+        offline_daemon,
+        lsp(b'{"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "x"}}'),
+    )
+    assert set(reply) == {"jsonrpc", "id", "error"} and reply["id"] == 9
+    assert reply["error"]["code"] == -32602 and reply["error"]["data"]["errors"]
+    reply = await _raw_roundtrip(
+        offline_daemon, lsp(b'{"jsonrpc": "2.0", "id": 10, "method": "shutdown"}')
+    )
+    assert reply == {"jsonrpc": "2.0", "id": 10, "result": None}
+
+
 async def test_invalid_params_name_the_field(offline_daemon: Daemon) -> None:
     error = await expect_error(
         offline_daemon.request("session/new", {"cwd": "relative/path", "mcpServers": []}), -32602

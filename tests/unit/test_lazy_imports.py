@@ -1,20 +1,93 @@
-"""Heavy modules load only when first used (lazy imports keep startup low: bench/README.md)."""
+"""Heavy modules load only when first used (lazy imports keep startup low: bench/README.md).
+
+The daemon checks run the real daemon (`python -m cody_daemon`, as an editor starts it) with
+`PYTHONPROFILEIMPORTTIME=1`, which makes Python print one line per module it imports to
+stderr; the test reads them back. No hook in the daemon is involved.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+from tests.support.daemon import CodyEnv, Daemon
+from tests.support.mock_responses import MockResponsesServer, text
 
 HEAVY = ("httpx", "trafilatura", "mcp", "prompt_toolkit", "rich", "lxml")
 
+TERMINAL_UI = ("rich", "prompt_toolkit", "click", "pygments")
+"""Never imported by the daemon: httpx imports its own CLI (click, rich, pygments) unless
+the daemon's entry point stops it (cli._prepare_imports)."""
 
-def loaded_after(statement: str) -> set[str]:
+NOT_BEFORE_PROMPT = (
+    *HEAVY,
+    *TERMINAL_UI,
+    "httpcore",
+    "anyio",
+    "httpx_sse",
+    "lsprotocol.types",  # the real one: pygls runs on the stand-in (rpc/lazy_lsprotocol.py)
+    "cody_daemon.providers.http_provider",
+    "cody_daemon.providers.openai_responses",
+    "cody_daemon.providers.openai_chat",
+    "cody_daemon.providers.anthropic_messages",
+    "cody_daemon.providers.oauth_chatgpt",
+    "cody_daemon.backends.codex_app_server",
+    "cody_daemon.backends.claude_code",
+    "cody_daemon.history.importer",
+)
+"""Not imported before the first `session/prompt`: only a turn (or a history import) needs
+them, so an editor's `initialize` and first `session/new` never wait for them."""
+
+NOT_BEFORE_INITIALIZE = (
+    *NOT_BEFORE_PROMPT,
+    "cody_daemon.engine.manager",
+    "cody_daemon.engine.session",
+    "cody_daemon.engine.turn",
+    "cody_daemon.engine.agents",
+    "cody_daemon.engine.history",
+    "cody_daemon.tools.registry",
+    "cody_daemon.providers.pool",
+    "cody_daemon.store.store",
+    "cody_daemon.backends.base",
+    "cody_daemon.rpc.link",
+    "cody_protocol.updates",
+    "cody_protocol.permission",
+    "cody_protocol.history",
+)
+"""Not imported before the `initialize` answer: the engine is built on first use (app.py)."""
+
+
+def loaded_after(statement: str, watched: tuple[str, ...] = HEAVY) -> set[str]:
     code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    modules = set(result.stdout.split())
-    return {name for name in HEAVY if name in modules}
+    return loaded(set(result.stdout.split()), watched)
+
+
+def imported(lines: list[str]) -> set[str]:
+    """Module names from `-X importtime` lines (`import time: self | cumulative | name`)."""
+    names = set()
+    for line in lines:
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                names.add(name)
+    return names
+
+
+def loaded(names: set[str], watched: tuple[str, ...]) -> set[str]:
+    """The watched modules (or packages: `httpx` covers `httpx._client`) among `names`."""
+    return {w for w in watched if any(n == w or n.startswith(w + ".") for n in names)}
+
+
+async def start_profiled(tmp_path: Path, model_url: str | None = None) -> Daemon:
+    cody_env = CodyEnv.create(tmp_path)
+    cody_env.env["PYTHONPROFILEIMPORTTIME"] = "1"
+    if model_url is not None:
+        cody_env.use_mock_provider(model_url)
+    return await Daemon.start(cody_env)
 
 
 def test_starting_the_daemon_loads_no_heavy_module() -> None:
@@ -23,3 +96,52 @@ def test_starting_the_daemon_loads_no_heavy_module() -> None:
 
 def test_the_client_library_loads_no_terminal_ui() -> None:
     assert loaded_after("import cody_client.client, cody_client.cli") == set()
+
+
+def test_exec_reaches_its_daemon_spawn_without_the_protocol_models() -> None:
+    """`cody-client exec` starts the daemon first, then imports its own stack while the daemon
+    starts (cli._exec_daemon_first): nothing before the spawn may import the models."""
+    statement = (
+        "from cody_client import cli\n"
+        "cli.build_parser(cli.split_subcommand(['exec', 'hi'])[0] or 'chat')\n"
+        "import cody_client.process"
+    )
+    watched = ("pydantic", "cody_protocol", "cody_client.doctor", "cody_client.history_cli")
+    assert loaded_after(statement, watched) == set()
+
+
+async def test_initialize_is_answered_without_the_engine(tmp_path: Path) -> None:
+    daemon = await start_profiled(tmp_path)
+    result = await daemon.initialize()
+    assert result["protocolVersion"] == 1
+    await daemon.close()
+    names = imported(daemon.stderr)
+    assert {"pygls.server", "cody_daemon.app", "cody_protocol.initialize"} <= names
+    assert loaded(names, NOT_BEFORE_INITIALIZE) == set()
+
+
+async def test_nothing_only_a_turn_needs_is_imported_before_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    daemon = await start_profiled(tmp_path)
+    await daemon.initialize()
+    await daemon.new_session()
+    await daemon.close()
+    names = imported(daemon.stderr)
+    assert "cody_daemon.engine.manager" in names  # the session itself is real
+    assert loaded(names, NOT_BEFORE_PROMPT) == set()
+
+
+async def test_a_turn_imports_its_provider_but_never_a_terminal_ui(tmp_path: Path) -> None:
+    async with MockResponsesServer() as model:
+        daemon = await start_profiled(tmp_path, model.base_url)
+        model.enqueue(text("hello"))
+        await daemon.initialize()
+        session_id = await daemon.new_session()
+        result = await daemon.prompt(session_id, "hi")
+        assert result["stopReason"] == "end_turn"
+        await daemon.close()
+    names = imported(daemon.stderr)
+    assert {"httpx", "cody_daemon.providers.openai_responses"} <= names
+    assert loaded(names, TERMINAL_UI) == set()
+    assert "lsprotocol.types" not in names

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 
 from ..errors import AuthRequired, InvalidParams, Issue, ProviderError
 from ..providers.catalog import ProviderCatalog
-from .agents import missing_credentials_fix
 
 __all__ = ["AUTH_METHOD_SUFFIX", "OAUTH_KINDS", "authenticate", "oauth_logins"]
 
@@ -61,6 +60,8 @@ async def authenticate(catalog: ProviderCatalog, method_id: str, env: Mapping[st
     spec = catalog.get(provider_id)
     credentials = catalog.credentials(spec)
     if credentials is None:
+        from .agents import missing_credentials_fix  # the agents' table: only when failing
+
         raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, env))
     if credentials.kind == "chatgpt":
         from ..providers.auth_sources import auth_for  # httpx: not at daemon start

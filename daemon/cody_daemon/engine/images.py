@@ -29,7 +29,7 @@ from cody_protocol.content import AudioContent, ContentBlock, ImageContent
 
 from ..core.history import HistoryItem, ImagePart, MessageItem, TextPart
 from ..errors import InvalidParams, Issue
-from ..providers.models import capabilities
+from ..providers.models import takes_images
 
 __all__ = [
     "IMAGE_TYPES",
@@ -48,11 +48,6 @@ MAX_IMAGE_BASE64_ANTHROPIC = 5 * 1024 * 1024
 """Anthropic's limit per image: 5 MB of base64 text (it counts the encoded length)."""
 
 _OMITTED = "[an image the user attached here; the current model ({model}) does not read images]"
-
-
-def takes_images(provider: str, model: str) -> bool:
-    """False only for a model the catalog knows to read text only."""
-    return capabilities(provider, model).images is not False
 
 
 def prompt_images(

@@ -22,7 +22,6 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
-from .agents import check_backend_installed
 from .compaction import Compaction
 from .deps import EngineDeps
 from .session import Session
@@ -75,7 +74,10 @@ class SessionLoader:
             # The config file's `model` is the native provider's; a CLI gets only an explicit one.
             settings.model = (meta.model if meta is not None else None) or BACKEND_DEFAULT_MODEL
         self._check_allowlist(settings)
-        check_backend_installed(settings.backend, self.deps.env)
+        if settings.backend != "native":
+            from .agents import check_backend_installed  # the agents' table: CLI sessions only
+
+            check_backend_installed(settings.backend, self.deps.env)
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)

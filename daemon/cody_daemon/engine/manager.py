@@ -12,7 +12,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
@@ -26,11 +26,9 @@ from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
-from ..tools.mcp import McpSessionManager, McpSpecError, McpStatus, build_specs
+from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
-from .agents import agent_for, check_backend_installed, missing_credentials_fix, stop_agent
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
-from .backend_turn import BackendTurnRunner
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
@@ -51,6 +49,9 @@ from .settings import (
 from .slash import parse_command
 from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
+
+if TYPE_CHECKING:
+    from ..tools.mcp import McpStatus
 
 __all__ = ["LIST_PAGE_SIZE", "SessionManager"]
 
@@ -92,6 +93,8 @@ class SessionManager:
             ) from None
         if not specs:
             return
+        from ..tools.mcp import McpSessionManager
+
         session_id = session.id
 
         def report(status: McpStatus) -> None:
@@ -175,6 +178,9 @@ class SessionManager:
         text = prompt_to_text(blocks)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
+            from .agents import agent_for
+            from .backend_turn import BackendTurnRunner
+
             refuse_images_for_backend(blocks, session.settings.backend)
             run = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None).run(
                 text
@@ -262,6 +268,8 @@ class SessionManager:
         spec = catalog.get(session.settings.provider)
         credentials = catalog.credentials(spec)
         if credentials is None:
+            from .agents import missing_credentials_fix
+
             raise AuthRequired(spec.id, missing_credentials_fix(catalog, spec, self.deps.env))
         if spec.id in self.logged_out and credentials.kind in OAUTH_KINDS:
             raise AuthRequired(
@@ -371,6 +379,8 @@ class SessionManager:
                     "session with _meta.cody.backend instead.",
                     [Issue(key="backend", message="fixed after the first turn", value=value)],
                 )
+            from .agents import check_backend_installed
+
             check_backend_installed(changed.backend, self.deps.env)
         self._apply_settings(session, changed, mode_of(session.settings), link)
         return self.config_options(session)
@@ -460,7 +470,7 @@ class SessionManager:
             await asyncio.wait({session.turn})
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
-        await stop_agent(session)
+        await _stop_agent(session)
         await _close_mcp(session)
         await session.file.sync()
         _close_file(session)
@@ -538,7 +548,7 @@ class SessionManager:
             await asyncio.wait(turns, timeout=5)
         for session in list(self._live.values()):
             try:
-                await stop_agent(session)
+                await _stop_agent(session)
                 await _close_mcp(session)
                 await session.file.sync()
             finally:
@@ -578,3 +588,11 @@ def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:
             if seen == at_message + 1:
                 return items[:index]
     return items
+
+
+async def _stop_agent(session: Session) -> None:
+    """Stop the session's agent CLI, if it has one (the agents module loads only then)."""
+    if session.agent is not None:
+        from .agents import stop_agent
+
+        await stop_agent(session)

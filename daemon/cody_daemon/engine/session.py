@@ -10,18 +10,20 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cody_protocol.prompt import TokenUsage
 
-from ..backends.base import AgentBackend
 from ..core.history import HistoryItem
 from ..policy.approval import Grants
 from ..store.reader import make_title
 from ..store.session_file import SessionFile
-from ..tools.mcp import McpSessionManager
 from .compaction import Compaction, ContextMark
 from .settings import SessionSettings
+
+if TYPE_CHECKING:
+    from ..backends.base import AgentBackend
+    from ..tools.mcp import McpSessionManager
 
 __all__ = ["Session", "TurnOutcome"]
 

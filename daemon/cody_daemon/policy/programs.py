@@ -3,16 +3,36 @@
 `bwrap` is the one `exec` uses (`sandbox.bwrap_status`: probed by building a sandbox);
 `rg` is the one grepFiles and fileSearch use (`core.binaries.locate`: usable when
 `rg --version` answers). Each check runs once per process.
+
+`probe_in_background()` (the daemon's entry point) starts those checks in a thread while
+the daemon imports its stack, so `initialize` finds them done: they are three short child
+processes, waited for without the GIL. A check the thread has not finished yet is simply
+run again by `initialize` (each is idempotent and cached).
 """
 
 from __future__ import annotations
+
+import threading
 
 from cody_protocol.initialize import BinaryInfo
 
 from ..core import binaries
 from .sandbox import bwrap_status
 
-__all__ = ["binaries_report"]
+__all__ = ["binaries_report", "probe_in_background"]
+
+
+def probe_in_background() -> None:
+    threading.Thread(target=_probe, name="cody-probe-programs", daemon=True).start()
+
+
+def _probe() -> None:
+    status = bwrap_status()
+    if status.path:
+        binaries.version_of(status.path)
+    located = binaries.locate("rg")
+    if located.path:
+        binaries.version_of(located.path)
 
 
 def binaries_report() -> list[BinaryInfo]:

@@ -28,6 +28,7 @@ from importlib import resources
 from typing import Any, Final, Literal, cast
 
 __all__ = [
+    "takes_images",
     "EFFORT_ORDER",
     "Capabilities",
     "Family",
@@ -216,6 +217,11 @@ class ModelCatalog:
 def capabilities(provider: str, model: str) -> Capabilities:
     """`ModelCatalog.load().capabilities(provider, model)`."""
     return _packaged().capabilities(provider, model)
+
+
+def takes_images(provider: str, model: str) -> bool:
+    """False only for a model the catalog knows to read text only."""
+    return capabilities(provider, model).images is not False
 
 
 def catalog() -> ModelCatalog:

@@ -12,18 +12,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
-from cody_protocol.extensions import (
-    AgentsListResult,
-    CompactSessionParams,
-    CompactSessionResult,
-    McpServerStatus,
-    ModelInfo,
-    ModelsListResult,
-    ProviderModels,
-    ToolInfo,
-    ToolsListParams,
-    ToolsListResult,
-)
 from cody_protocol.initialize import (
     AuthenticateParams,
     CodyLogoutMeta,
@@ -31,44 +19,14 @@ from cody_protocol.initialize import (
     LogoutMeta,
     LogoutResult,
 )
-from cody_protocol.prompt import (
-    CancelParams,
-    CodyPromptMeta,
-    PromptMeta,
-    PromptParams,
-    PromptResult,
-    TokenUsage,
-    TurnCost,
-    TurnUsage,
-)
-from cody_protocol.session import (
-    CodySessionResultMeta,
-    ForkSessionParams,
-    ForkSessionResult,
-    ListSessionsParams,
-    ListSessionsResult,
-    LoadSessionParams,
-    NewSessionParams,
-    NewSessionResult,
-    SessionIdParams,
-    SessionResultMeta,
-    SessionStateResult,
-    SetConfigOptionParams,
-    SetConfigOptionResult,
-    SetModeParams,
-)
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
-from ..engine.agents import agents_list
-from ..engine.auth import authenticate as engine_authenticate
-from ..engine.session import Session
-from ..engine.settings import build_modes
-from ..engine.slash import commands_event
 from .errors import RpcError, invalid_params_from_validation, to_rpc_error
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
+    from ..engine.session import Session
 
 __all__ = ["register_handlers"]
 
@@ -126,6 +84,10 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
+    from cody_protocol.session import CodySessionResultMeta, SessionResultMeta
+
+    from ..engine.settings import build_modes
+
     return {
         "modes": build_modes(session.settings),
         "configOptions": app.manager.config_options(session),
@@ -146,28 +108,31 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
 
 
 def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
-    manager = app.manager
-    link = app.link
+    """The method table. The engine (`app.manager`, `app.link`) and the modules a session
+    needs are reached when a handler first runs, never here: `initialize` needs neither."""
 
     def advertise_commands(session_id: str) -> None:
         """After this request's response: the session's slash commands (a client learns the
         session id from the response, so the update must follow it)."""
-        _after_response(lambda: link.emit(session_id, commands_event()))
+        from ..engine.slash import commands_event
+
+        _after_response(lambda: app.link.emit(session_id, commands_event()))
 
     async def initialize(params: Any) -> Any:
         parsed = parse(InitializeParams, params)
         app.client_capabilities = parsed.client_capabilities
-        link.capabilities = parsed.client_capabilities
         return app.initialize_result()
 
     async def authenticate(params: Any) -> Any:
+        from ..engine.auth import authenticate as engine_authenticate
+
         parsed = parse(AuthenticateParams, params)
         provider_id = await engine_authenticate(app.user_catalog(), parsed.method_id, app.env)
-        manager.logged_out.discard(provider_id)
+        app.manager.logged_out.discard(provider_id)
         return {}
 
     async def logout(params: Any) -> Any:
-        ended = await manager.logout(app.user_catalog())
+        ended = await app.manager.logout(app.user_catalog())
         return LogoutResult(meta=LogoutMeta(cody=CodyLogoutMeta(logged_out=ended)))
 
     async def shutdown(params: Any) -> Any:
@@ -175,49 +140,71 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return None
 
     async def session_new(params: Any) -> Any:
+        from cody_protocol.session import NewSessionParams, NewSessionResult
+
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
-        session = manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
+        session = app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
         advertise_commands(session.id)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
 
     async def session_load(params: Any) -> Any:
+        from cody_protocol.session import LoadSessionParams, SessionStateResult
+
         parsed = parse(LoadSessionParams, params)
-        session = await manager.open_session(
-            parsed.session_id, link, replay=True, mcp_servers=parsed.mcp_servers
+        session = await app.manager.open_session(
+            parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
+        from cody_protocol.session import LoadSessionParams, SessionStateResult
+
         parsed = parse(LoadSessionParams, params)
-        session = await manager.open_session(
+        session = await app.manager.open_session(
             parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
+        from cody_protocol.session import ListSessionsParams, ListSessionsResult
+
         parsed = parse(ListSessionsParams, params)
-        sessions, cursor = manager.list_sessions(parsed.cwd, parsed.cursor)
+        sessions, cursor = app.manager.list_sessions(parsed.cwd, parsed.cursor)
         return ListSessionsResult(sessions=sessions, next_cursor=cursor)
 
     async def session_close(params: Any) -> Any:
+        from cody_protocol.session import SessionIdParams
+
         parsed = parse(SessionIdParams, params)
-        await manager.close(parsed.session_id)
+        await app.manager.close(parsed.session_id)
         return {}
 
     async def session_delete(params: Any) -> Any:
+        from cody_protocol.session import SessionIdParams
+
         parsed = parse(SessionIdParams, params)
-        await manager.delete(parsed.session_id)
+        await app.manager.delete(parsed.session_id)
         return {}
 
     async def session_prompt(params: Any) -> Any:
+        from cody_protocol.prompt import (
+            CodyPromptMeta,
+            PromptMeta,
+            PromptParams,
+            PromptResult,
+            TokenUsage,
+            TurnCost,
+            TurnUsage,
+        )
+
         parsed = parse(PromptParams, params)
         if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
-            report = manager.dry_run(parsed.session_id, parsed.prompt)
+            report = app.manager.dry_run(parsed.session_id, parsed.prompt)
             zero = TokenUsage()
             return PromptResult(
                 stop_reason="end_turn",
@@ -229,7 +216,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                     )
                 ),
             )
-        outcome = await manager.prompt(parsed.session_id, parsed.prompt, link)
+        outcome = await app.manager.prompt(parsed.session_id, parsed.prompt, app.link)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
             usage=outcome.turn,
@@ -247,34 +234,48 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def session_cancel(params: Any) -> None:
+        from cody_protocol.prompt import CancelParams
+
         try:
             parsed = parse(CancelParams, params)
         except RpcError:
             logger.info("ignoring session/cancel with invalid params")
             return
-        manager.cancel(parsed.session_id)
+        app.manager.cancel(parsed.session_id)
 
     async def session_set_mode(params: Any) -> Any:
+        from cody_protocol.session import SetModeParams
+
         parsed = parse(SetModeParams, params)
-        manager.set_mode(parsed.session_id, parsed.mode_id, link)
+        app.manager.set_mode(parsed.session_id, parsed.mode_id, app.link)
         return {}
 
     async def session_set_config_option(params: Any) -> Any:
+        from cody_protocol.session import SetConfigOptionParams, SetConfigOptionResult
+
         parsed = parse(SetConfigOptionParams, params)
-        options = manager.set_config_option(parsed.session_id, parsed.config_id, parsed.value, link)
+        options = app.manager.set_config_option(
+            parsed.session_id, parsed.config_id, parsed.value, app.link
+        )
         return SetConfigOptionResult(config_options=options)
 
     async def session_fork(params: Any) -> Any:
+        from cody_protocol.session import ForkSessionParams, ForkSessionResult
+
         parsed = parse(ForkSessionParams, params)
-        session = manager.fork(parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers)
+        session = app.manager.fork(
+            parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
+        )
         advertise_commands(session.id)
         return ForkSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
 
     async def session_compact(params: Any) -> Any:
+        from cody_protocol.extensions import CompactSessionParams, CompactSessionResult
+
         parsed = parse(CompactSessionParams, params)
-        result = await manager.compact(parsed.session_id, link)
+        result = await app.manager.compact(parsed.session_id, app.link)
         if result is None:
             return CompactSessionResult(
                 compacted=False, reason="nothing to summarise yet (no earlier messages)"
@@ -288,13 +289,20 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def tools_list(params: Any) -> Any:
+        from cody_protocol.extensions import (
+            McpServerStatus,
+            ToolInfo,
+            ToolsListParams,
+            ToolsListResult,
+        )
+
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
         available = app.deps.tools.tools()
         statuses: list[McpServerStatus] = []
         if parsed.session_id is not None:
-            session = manager.get(parsed.session_id)
-            allowed = manager.allowed_tools_of(parsed.session_id)
+            session = app.manager.get(parsed.session_id)
+            allowed = app.manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
             if session.mcp is not None:
                 available = [*available, *await session.mcp.session_tools()]
@@ -315,6 +323,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return ToolsListResult(tools=tools, mcp_servers=statuses)
 
     async def models_list(params: Any) -> Any:
+        from cody_protocol.extensions import ModelInfo, ModelsListResult, ProviderModels
+
         catalog = app.user_catalog()
         return ModelsListResult(
             providers=[
@@ -334,6 +344,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def agents_list_handler(params: Any) -> Any:
+        from cody_protocol.extensions import AgentsListResult
+
+        from ..engine.agents import agents_list
+
         return AgentsListResult(agents=await agents_list(app.env))
 
     table: dict[str, Handler] = {

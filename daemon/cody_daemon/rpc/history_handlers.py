@@ -6,20 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
-from cody_protocol.history import (
-    HistoryImportParams,
-    HistoryImportResult,
-    HistoryListParams,
-    HistoryReadParams,
-    SessionHistoryParams,
-)
 from pygls.server import JsonRPCServer
 
-from ..engine.history import HistoryService
 from .handlers import _guard, _session_state, parse
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
+    from ..engine.history import HistoryService
 
 __all__ = ["HISTORY_METHODS", "register_history_handlers"]
 
@@ -32,15 +25,28 @@ HISTORY_METHODS = (
 
 
 def register_history_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
-    service = HistoryService(app.deps, app.manager)
+    """The history methods; their models and the engine load on the first history request."""
+    services: list[HistoryService] = []
+
+    def history() -> HistoryService:
+        """Built on the first history request (it needs the engine; startup does not)."""
+        if not services:
+            from ..engine.history import HistoryService
+
+            services.append(HistoryService(app.deps, app.manager))
+        return services[0]
 
     async def history_list(params: Any) -> Any:
+        from cody_protocol.history import HistoryListParams
+
         parsed = parse(HistoryListParams, params)
-        return await service.list(parsed.agent, parsed.cwd, parsed.cursor)
+        return await history().list(parsed.agent, parsed.cwd, parsed.cursor)
 
     async def history_read(params: Any) -> Any:
+        from cody_protocol.history import HistoryReadParams
+
         parsed = parse(HistoryReadParams, params)
-        return await service.read(
+        return await history().read(
             parsed.agent,
             parsed.session_id,
             parsed.path,
@@ -50,15 +56,19 @@ def register_history_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
     async def session_history(params: Any) -> Any:
+        from cody_protocol.history import SessionHistoryParams
+
         parsed = parse(SessionHistoryParams, params)
-        return await service.session_history(
+        return await history().session_history(
             parsed.session_id, parsed.cursor, parsed.limit, parsed.include_original
         )
 
     async def history_import(params: Any) -> Any:
+        from cody_protocol.history import HistoryImportParams, HistoryImportResult
+
         parsed = parse(HistoryImportParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
-        outcome = await service.import_session(
+        outcome = await history().import_session(
             parsed.agent, parsed.session_id, parsed.path, parsed.cwd, meta
         )
         return HistoryImportResult.model_validate(

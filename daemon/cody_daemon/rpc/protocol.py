@@ -25,14 +25,15 @@ import uuid
 from concurrent.futures import Future
 from typing import Any, NoReturn
 
+import attrs
 import cattrs
 import orjson
-from lsprotocol import converters
-from lsprotocol.types import CANCEL_REQUEST, CancelParams, ResponseError
+from lsprotocol.types import CANCEL_REQUEST, ResponseError, ResponseErrorMessage
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
+from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, JsonRPCResponseMessage
 
+from . import lazy_lsprotocol
 from .framing import Framing, encode_frame
 from .transport import ByteSink
 
@@ -44,13 +45,56 @@ MsgId = int | str
 
 
 def make_converter() -> cattrs.Converter:
-    """lsprotocol's converter; pydantic models (should a result hold one) dump as JSON."""
-    converter = converters.get_converter()
+    """The converter pygls serialises its own messages with: answers and error answers.
+
+    Handlers return plain JSON values (rpc/handlers.py dumps models), so pygls only ever
+    hands over a `JsonRPCResponseMessage` or a `ResponseErrorMessage`; both get
+    lsprotocol's wire shape (an error's `data` and a null `id` are left out, a null
+    `result` is kept). lsprotocol's own converter is not used: building it needs every LSP
+    class (rpc/lazy_lsprotocol.py). Pydantic models, should a result hold one, dump as
+    JSON."""
+    converter = cattrs.Converter()
+    converter.register_unstructure_hook(
+        JsonRPCResponseMessage,
+        lambda message: {
+            "id": message.id,
+            "jsonrpc": message.jsonrpc,
+            "result": converter.unstructure(message.result),
+        },
+    )
+    # pygls holds the stand-in's classes in the daemon, lsprotocol's in a library process.
+    for error_cls in {ResponseError, lazy_lsprotocol.ResponseError}:
+        converter.register_unstructure_hook(error_cls, _error_body)
+    for message_cls in {ResponseErrorMessage, lazy_lsprotocol.ResponseErrorMessage}:
+        converter.register_unstructure_hook(message_cls, _error_message)
     converter.register_unstructure_hook_func(
         lambda cls: isinstance(cls, type) and issubclass(cls, BaseModel),
         lambda model: model.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
     return converter
+
+
+def _error_body(error: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    return body
+
+
+def _error_message(message: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": message.jsonrpc}
+    if message.error is not None:
+        body["error"] = _error_body(message.error)
+    if message.id is not None:
+        body["id"] = message.id
+    return body
+
+
+@attrs.frozen
+class _CancelTarget:
+    """What pygls reads from a `$/cancelRequest` notification: the request's `id`."""
+
+    id: MsgId
 
 
 def _default(value: Any) -> Any:
@@ -188,7 +232,7 @@ class CodyProtocol(JsonRPCProtocol):
         """A client cancel (either form) for one of its requests: pygls cancels the task."""
         self.handle_message(
             JsonRPCNotification(
-                method=CANCEL_REQUEST, jsonrpc="2.0", params=CancelParams(id=msg_id)
+                method=CANCEL_REQUEST, jsonrpc="2.0", params=_CancelTarget(id=msg_id)
             )
         )
 
