@@ -1,5 +1,5 @@
 """`python -m cody_client`: the same as `cody-client`."""
 
-from .cli import main
+from .launch import main
 
 main()

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -175,14 +176,22 @@ def _forward_stderr(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(
+    argv: Sequence[str] | None = None, *, early_daemon: subprocess.Popen[bytes] | None = None
+) -> None:
+    """`cody-client`. `early_daemon`: the daemon `launch` started for `exec` (killed here when
+    `exec` does not take it over)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = split_subcommand(argv)
     parser = build_parser(command or "chat")
-    args = parser.parse_args(rest)
+    try:
+        args = parser.parse_args(rest)
+    except SystemExit:
+        _discard(early_daemon)
+        raise
     try:
         if command == "exec":
-            code = asyncio.run(_exec_daemon_first(args))
+            code = asyncio.run(_exec_daemon_first(args, early_daemon))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
         elif command == "history":
@@ -221,20 +230,33 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-async def _exec_daemon_first(args: argparse.Namespace) -> int:
-    """`exec`: without a warm daemon's socket, the daemon starts first, so its start overlaps
-    this process importing its own stack (protocol models, renderer): two processes on two
-    cores (bench/README.md). With a socket, `open_daemon` tries it (and spawns if stale)."""
+def _discard(early_daemon: subprocess.Popen[bytes] | None) -> None:
+    if early_daemon is not None and early_daemon.poll() is None:
+        early_daemon.kill()
+        early_daemon.wait()
+
+
+async def _exec_daemon_first(
+    args: argparse.Namespace, early_daemon: subprocess.Popen[bytes] | None = None
+) -> int:
+    """`exec`: without a warm daemon's socket, the daemon starts first (`launch` starts it
+    before asyncio is imported), so its start overlaps this process importing its own stack
+    (protocol models, renderer): two processes on two cores (bench/README.md). With a socket,
+    `open_daemon` tries it (and spawns if stale)."""
     from cody_protocol.endpoint import client_socket_path
 
     from .process import DaemonProcess
 
     path = None if args.no_daemon_socket else client_socket_path(os.environ)
     if path is not None and path.is_socket():
+        _discard(early_daemon)
         from .headless import run_exec
 
         return await run_exec(args, _forward_stderr)
-    daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
+    if early_daemon is not None:
+        daemon = await DaemonProcess.adopt(early_daemon, on_stderr=_forward_stderr)
+    else:
+        daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
     try:
         from .headless import run_exec
     except BaseException:

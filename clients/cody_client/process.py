@@ -6,52 +6,129 @@ then kills the process after a grace period.
 
 Finding the daemon (the client library does not depend on it): `$CODY_DAEMON` (a command line),
 else `cody_daemon` importable by this interpreter, else `cody-daemon` on PATH.
+
+A daemon already started with `subprocess.Popen` (`launch` does so for `exec` before asyncio is
+even imported) is taken over by `DaemonProcess.adopt`: its pipes become asyncio streams and
+its exit is awaited through a pidfd, so the rest of the client cannot tell the difference.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import logging
 import os
-import shutil
-import sys
+import signal
+import subprocess
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Protocol
 
 from .connection import Connection, Framing
+from .daemon_command import DaemonNotFound, daemon_command
+from .process_start import start_daemon_process
 
-__all__ = ["STDERR_TAIL_LINES", "DaemonNotFound", "DaemonProcess", "daemon_command"]
+__all__ = [
+    "STDERR_TAIL_LINES",
+    "DaemonNotFound",
+    "DaemonProcess",
+    "daemon_command",
+    "start_daemon_process",
+]
 
 STDERR_TAIL_LINES = 200
 
 
-class DaemonNotFound(Exception):
-    """No daemon to start: neither `$CODY_DAEMON`, nor `cody_daemon`, nor `cody-daemon` on PATH."""
+class ChildProcess(Protocol):
+    """What the client uses of its daemon's process (`asyncio.subprocess.Process` has it)."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None: ...
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+    async def wait(self) -> int: ...
+    def send_signal(self, sig: int) -> None: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
 
 
-def daemon_command() -> list[str]:
-    """How to start the daemon: `$CODY_DAEMON`, this interpreter's `cody_daemon`, or PATH."""
-    override = os.environ.get("CODY_DAEMON")
-    if override:
-        import shlex
+class AdoptedProcess:
+    """A `subprocess.Popen` child seen through asyncio streams (see `DaemonProcess.adopt`)."""
 
-        return shlex.split(override)
-    if importlib.util.find_spec("cody_daemon") is not None:
-        return [sys.executable, "-m", "cody_daemon"]
-    on_path = shutil.which("cody-daemon")
-    if on_path is not None:
-        return [on_path]
-    raise DaemonNotFound(
-        "Cody's daemon is not installed: install it next to the client "
-        "(`uv tool install cody-client[daemon]` or `pip install cody-daemon`), put "
-        "`cody-daemon` on PATH, or set CODY_DAEMON to the command that starts it."
-    )
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+    ) -> None:
+        self._popen = popen
+        self.stdin: asyncio.StreamWriter | None = stdin
+        self.stdout: asyncio.StreamReader | None = stdout
+        self.stderr: asyncio.StreamReader | None = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        if self._popen.poll() is None:
+            try:
+                pidfd = os.pidfd_open(self._popen.pid)
+            except (AttributeError, OSError):  # no pidfd (old kernel): a thread waits
+                return await asyncio.to_thread(self._popen.wait)
+            loop = asyncio.get_running_loop()
+            ended: asyncio.Future[None] = loop.create_future()
+
+            def readable() -> None:
+                if not ended.done():
+                    ended.set_result(None)
+
+            loop.add_reader(pidfd, readable)
+            try:
+                await ended
+            finally:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+        return self._popen.wait()
+
+    def send_signal(self, sig: int) -> None:
+        if self._popen.poll() is None:
+            self._popen.send_signal(sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+async def _stream_reader(pipe: IO[bytes]) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=256 * 1024 * 1024, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    return reader
+
+
+async def _stream_writer(pipe: IO[bytes]) -> asyncio.StreamWriter:
+    loop = asyncio.get_running_loop()
+    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop))
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, pipe)
+    return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 class DaemonProcess:
-    def __init__(self, process: asyncio.subprocess.Process, connection: Connection) -> None:
+    def __init__(self, process: ChildProcess, connection: Connection) -> None:
         self.process = process
         self.connection = connection
         self.stderr_lines: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -76,6 +153,33 @@ class DaemonProcess:
             raise DaemonNotFound(
                 f"could not start the daemon ({' '.join(argv)}): {exc.strerror or exc}"
             ) from None
+        return cls._attach(process, framing, on_stderr)
+
+    @classmethod
+    async def adopt(
+        cls,
+        popen: subprocess.Popen[bytes],
+        *,
+        framing: Framing = "lsp",
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> DaemonProcess:
+        """Take over a daemon started by `start_daemon_process` (its pipes and its exit)."""
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        process = AdoptedProcess(
+            popen,
+            await _stream_writer(popen.stdin),
+            await _stream_reader(popen.stdout),
+            await _stream_reader(popen.stderr),
+        )
+        return cls._attach(process, framing, on_stderr)
+
+    @classmethod
+    def _attach(
+        cls,
+        process: ChildProcess,
+        framing: Framing,
+        on_stderr: Callable[[str], None] | None,
+    ) -> DaemonProcess:
         assert process.stdin is not None and process.stdout is not None
         connection = Connection(process.stdout, process.stdin, framing=framing)
         daemon = cls(process, connection)

@@ -243,3 +243,47 @@ async def test_exec_exits_4_when_a_call_is_refused_not_only_when_rejected(
     model.enqueue(text("blocked"))
     code, _, err = await run_client(cody_env, "exec", "--approve", "allow", "write outside")
     assert code == 4, err
+
+
+async def test_exec_with_bad_arguments_leaves_no_early_daemon_behind(cody_env: CodyEnv) -> None:
+    """`exec` starts its daemon before parsing anything (launch.py); a usage error must end
+    that daemon too, not leave it running."""
+    pid_file = cody_env.root / "daemon.pid"
+    fake = cody_env.root / "fake-daemon"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 30\n")
+    fake.chmod(0o755)
+    code, _, err = await run_client(
+        cody_env, "exec", "--no-such-flag", "hi", extra_env={"CODY_DAEMON": str(fake)}
+    )
+    assert code == 2 and "--no-such-flag" in err
+    for _ in range(50):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.1)
+    pid = int(pid_file.read_text())
+    state = Path(f"/proc/{pid}/stat")
+    assert not state.exists() or ") Z" in state.read_text(), "the early daemon was killed"
+
+
+async def test_exec_takes_over_its_early_daemon(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The daemon `launch` starts before asyncio is imported is the one `exec` talks to
+    (one daemon process, its stderr shown), and it is gone when `exec` ends."""
+    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"')
+    starts = cody_env.root / "starts.log"
+    wrapper = cody_env.root / "counting-daemon"
+    wrapper.write_text(
+        f'#!/bin/sh\necho $$ >> {starts}\nexec {sys.executable} -m cody_daemon "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    model.enqueue(text("early answer"))
+    code, out, err = await run_client(
+        cody_env, "exec", "--no-daemon-socket", "say it", extra_env={"CODY_DAEMON": str(wrapper)}
+    )
+    assert code == 0, err
+    assert "early answer" in out
+    [pid] = starts.read_text().split()
+    assert (
+        not Path(f"/proc/{pid}/cmdline").exists() or not Path(f"/proc/{pid}/cmdline").read_bytes()
+    ), "the daemon ended with exec"

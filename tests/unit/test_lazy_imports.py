@@ -110,6 +110,17 @@ def test_exec_reaches_its_daemon_spawn_without_the_protocol_models() -> None:
     assert loaded_after(statement, watched) == set()
 
 
+def test_exec_starts_its_daemon_before_asyncio_is_imported() -> None:
+    """`cody-client`'s entry point (launch.py) starts `exec`'s daemon with the standard
+    library only: asyncio, argparse and the client's stack load while the daemon starts."""
+    statement = (
+        "from cody_client import launch, daemon_command, process_start\n"
+        "import cody_protocol.endpoint"
+    )
+    watched = ("asyncio", "argparse", "pydantic", "cody_client.cli", "cody_client.process")
+    assert loaded_after(statement, watched) == set()
+
+
 async def test_initialize_is_answered_without_the_engine(tmp_path: Path) -> None:
     daemon = await start_profiled(tmp_path)
     result = await daemon.initialize()
