@@ -3,7 +3,9 @@ daemon").
 
 `open_daemon()` connects to the socket of `cody-daemon --listen` (cody_protocol.endpoint says
 where it is) when it is there, answers, and belongs to this user; otherwise it spawns a
-daemon for this command, as before. `CODY_DAEMON_SOCKET=` (set, empty) or
+daemon for this command, as before. A warm daemon that closes the connection before it
+answers `initialize` (it serves as many connections as it can, or it is stopping) is treated
+as absent: the command spawns its own. `CODY_DAEMON_SOCKET=` (set, empty) or
 `--no-daemon-socket` always spawns.
 
 A warm daemon runs with its own environment (provider keys, PATH, config) from when it was
@@ -86,14 +88,20 @@ async def open_daemon(
     `client.process` is None on a warm daemon (closing only disconnects: the daemon and
     any session another client has open stay); `client.warm` says which daemon it is."""
     from .client import CodyClient
+    from .connection import ConnectionClosed
 
     path = client_socket_path(os.environ) if use_socket else None
     found = await connect_warm(path) if path is not None else None
     if found is not None:
         reader, writer, warm = found
-        async with CodyClient.connect(reader, writer) as client:
-            client.warm = warm
-            yield client
-        return
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(CodyClient.connect(reader, writer))
+            except (ConnectionClosed, ConnectionError):
+                pass  # closed unanswered (reset or EOF): spawn instead (below)
+            else:
+                client.warm = warm
+                yield client
+                return
     async with CodyClient.spawn(on_stderr=on_stderr) as client:
         yield client
