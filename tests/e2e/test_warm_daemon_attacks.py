@@ -193,6 +193,34 @@ async def test_approvals_and_file_writes_go_only_to_the_client_that_prompted(
     await b.close()
 
 
+async def test_a_client_that_dies_does_not_cancel_the_turn_another_client_prompted(
+    warm: WarmDaemon, model: MockResponsesServer
+) -> None:
+    """B prompts a session A opened, without loading it first; A is killed mid-turn. Before,
+    only A was attached, so A's leaving closed the session and cancelled B's turn."""
+    ws = warm.env.workspace
+    model.enqueue(tool_call("exec", {"command": "echo b > b.txt"}, call_id="e1"))
+    model.enqueue(text("B's turn finished"))
+    a = await warm.client()
+    sid = await a.new_session()
+    b = await warm.client()
+    b.permission_gate = asyncio.Event()
+    turn = asyncio.ensure_future(b.prompt(sid, "B asks"))
+    await b.wait_for(lambda: len(b.permission_requests) == 1)
+    assert a.permission_requests == [], "the approval went to B, who prompted"
+
+    a.process.kill()  # type: ignore[attr-defined]  # -9: the connection drops at once
+    await asyncio.wait_for(a.conn.closed.wait(), 10)
+    await asyncio.sleep(0.2)  # the daemon has seen A go
+    b.permission_gate.set()
+
+    assert (await turn)["stopReason"] == "end_turn"
+    assert (ws / "b.txt").read_text() == "b\n"
+    assert b.agent_text(sid) == "B's turn finished"
+    await a.close()
+    await b.close()
+
+
 async def test_a_watcher_that_stops_reading_is_dropped_and_the_turn_goes_on(
     warm: WarmDaemon, model: MockResponsesServer
 ) -> None:

@@ -4,7 +4,8 @@ Each connection has its own `SharedSessionLink` (its own protocol, in-flight req
 approvals and `clientCapabilities`); the sessions and the engine belong to the process.
 
 Invariants:
-- A connection is *attached* to a session it created, loaded, resumed, forked or imported.
+- A connection is *attached* to a session it created, loaded, resumed, forked or imported,
+  and to one it prompts or compacts (so another client leaving never cancels its turn).
   Every live event of a session (a turn's updates, a mode or model change, MCP status) goes
   to every connection attached to it, and to the connection whose request caused it.
 - Only the connection that caused an event slows its producer down (the turn waits for it
@@ -215,6 +216,9 @@ class BroadcastLink:
 
 Handler = Callable[[Any], Awaitable[Any]]
 
+_ATTACH_ON_USE = frozenset({methods.SESSION_PROMPT, methods.CODY_SESSION_COMPACT})
+"""Running a turn on a live session attaches the connection that asked for it."""
+
 _ATTACH_FROM_RESULT = frozenset(
     {
         methods.SESSION_NEW,
@@ -274,6 +278,8 @@ class SharingServer(CodyServer):
                 if others and self._live(session_id):
                     return {}  # still open for the other connections
                 return await fn(params)
+            if method in _ATTACH_ON_USE and self._live(session_id):
+                attachments.attach(session_id, link)
             result = await fn(params)
             if method == methods.SESSION_DELETE:
                 attachments.forget(session_id)
