@@ -337,6 +337,38 @@ async def test_one_client_s_shutdown_leaves_the_daemon_and_sigterm_saves_a_waiti
     await later.close()
 
 
+async def test_a_wedged_warm_daemon_does_not_hang_the_client(
+    cody_env: CodyEnv,
+    model: MockResponsesServer,
+    runtime: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener of this user's own uid that accepts and never answers (a warm daemon
+    stopped with Ctrl-Z): the command gives up on it and spawns its own daemon."""
+    from cody_client import warm
+
+    cody_env.use_mock_provider(model.base_url)
+    model.responder = lambda request: model.scripted(text("from a spawned daemon"))
+    wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    wedged.bind(str(runtime / "d.sock"))
+    wedged.listen()
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    for key, value in {**cody_env.env, "CODY_DAEMON_SOCKET": str(runtime / "d.sock")}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(warm, "WARM_ANSWER_TIMEOUT_S", 0.5, raising=False)
+
+    async with warm.open_daemon() as client:
+        assert client.warm is None and client.process is not None, "spawned its own"
+        session = await client.new_session(str(cody_env.workspace))
+        result = await session.prompt("hi")
+    assert result.stop_reason == "end_turn"
+    accepted, _ = wedged.accept()
+    assert b'"initialize"' in accepted.recv(1 << 16), "it was asked, and did not answer"
+    accepted.close()
+    wedged.close()
+
+
 def test_socket_modes_are_not_left_to_chmod(runtime: Path) -> None:
     """The socket is created 0600 whatever the umask (no window, no chmod that could follow a
     symlink swapped in), and a dangling symlink where the directory goes is a clear error."""
