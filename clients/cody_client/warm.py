@@ -3,7 +3,10 @@ daemon").
 
 `open_daemon()` connects to the socket of `cody-daemon --listen` (cody_protocol.endpoint says
 where it is) when it is there, answers, and belongs to this user; otherwise it spawns a
-daemon for this command, as before. `CODY_DAEMON_SOCKET=` (set, empty) or
+daemon for this command, as before. A warm daemon that closes the connection before it
+answers `initialize` (it serves as many connections as it can, or it is stopping), or does
+not answer it within WARM_ANSWER_TIMEOUT_S (stopped with Ctrl-Z, wedged), is treated as
+absent: the command spawns its own. `CODY_DAEMON_SOCKET=` (set, empty) or
 `--no-daemon-socket` always spawns.
 
 A warm daemon runs with its own environment (provider keys, PATH, config) from when it was
@@ -18,6 +21,7 @@ import os
 import socket
 import stat
 import struct
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["WarmDaemon", "connect_warm", "find_warm_daemon", "open_daemon"]
 
 STREAM_LIMIT = 256 * 1024 * 1024
+WARM_ANSWER_TIMEOUT_S = 10.0
+"""How long a warm daemon may take to answer `initialize` (it answers at once when well)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,7 @@ async def open_daemon(
     `process`: a daemon this command already spawned (`cody-client exec` starts one first
     when no warm daemon's socket exists); it is used, and closed, instead."""
     from .client import CodyClient
+    from .connection import ConnectionClosed
 
     if process is not None:
         async with CodyClient.spawn(process=process) as client:
@@ -101,9 +108,20 @@ async def open_daemon(
     found = await connect_warm(path) if path is not None else None
     if found is not None:
         reader, writer, warm = found
-        async with CodyClient.connect(reader, writer) as client:
-            client.warm = warm
-            yield client
-        return
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                async with asyncio.timeout(WARM_ANSWER_TIMEOUT_S):
+                    client = await stack.enter_async_context(CodyClient.connect(reader, writer))
+            except (ConnectionClosed, ConnectionError):
+                pass  # closed unanswered (reset or EOF): spawn instead (below)
+            except TimeoutError:
+                sys.stderr.write(
+                    f"cody-client: the warm daemon on {warm.path} did not answer in "
+                    f"{WARM_ANSWER_TIMEOUT_S:g} s; starting a daemon for this command\n"
+                )
+            else:
+                client.warm = warm
+                yield client
+                return
     async with CodyClient.spawn(on_stderr=on_stderr) as client:
         yield client

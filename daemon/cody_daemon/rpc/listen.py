@@ -11,6 +11,9 @@ Invariants:
 - One daemon per socket: a live daemon on the path makes a second one refuse to start; a
   stale socket file (nobody listening) is replaced; anything else at the path is left alone.
 - A client's `shutdown` and `exit` end that client's connection, never the daemon.
+- At most `connection_limit()` connections are served at once (a quarter of the fd limit,
+  at most MAX_CONNECTIONS); more are closed unanswered, so a flood of connections cannot
+  take the files, pipes and sockets the served clients' turns need.
   SIGTERM/SIGINT/SIGHUP end the daemon: every connection is closed, every session saved and
   closed (running turns cancelled), and the socket file removed.
 """
@@ -21,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
@@ -42,12 +46,33 @@ from .server import serve_frames
 from .sharing import Attachments, BroadcastLink, SharingServer
 from .transport import HIGH_WATER, READ_LIMIT, ByteSink, WriteFlow
 
-__all__ = ["ListenError", "ListenTarget", "bind_socket", "main_listen", "peer_allowed"]
+__all__ = [
+    "MAX_CONNECTIONS",
+    "ListenError",
+    "ListenTarget",
+    "bind_socket",
+    "connection_limit",
+    "main_listen",
+    "peer_allowed",
+]
 
 logger = logging.getLogger(__name__)
 
 MAX_SOCKET_PATH = 107
 """sun_path holds 108 bytes on Linux, one of them the terminating NUL."""
+
+MAX_CONNECTIONS = 256
+"""Connections served at once, whatever the fd limit (a user has a few editors and terminals)."""
+
+
+def connection_limit() -> int:
+    """How many connections may be served now: a quarter of the current soft fd limit (read
+    each time: it may be changed from outside with prlimit), at most MAX_CONNECTIONS. The
+    other three quarters stay for the turns (session files, tool processes, model sockets)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // 4))
 
 
 class ListenError(Exception):
@@ -92,10 +117,12 @@ def peer_credentials(sock: Any) -> tuple[int, int] | None:
 
 
 def _own_directory(directory: Path, *, private: bool) -> None:
-    if not directory.exists():
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if private:
-            directory.chmod(0o700)
+    try:
+        directory.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass  # checked below, without following a symlink (a dangling one included)
+    except OSError as exc:
+        raise ListenError(f"cannot create {directory}: {exc.strerror or exc}") from None
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode):
         raise ListenError(f"{directory} is not a directory (a symlink or a file is in the way)")
@@ -107,7 +134,7 @@ def _own_directory(directory: Path, *, private: bool) -> None:
             f"remove it or pass another socket path with --listen PATH"
         )
     if stat.S_IMODE(info.st_mode) != 0o700:
-        directory.chmod(0o700)
+        directory.chmod(0o700)  # ours and not a symlink (lstat above): no one else can swap it
 
 
 def _listening_pid(path: Path) -> int | None | bool:
@@ -150,7 +177,13 @@ def bind_socket(target: ListenTarget) -> socket.socket:
                 f"another Cody daemon{who} is already listening on {path}; "
                 "use it, stop it, or pass another path with --listen PATH"
             )
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise ListenError(
+                f"cannot replace the stale socket {path}: {exc.strerror or exc} "
+                f"(owned by uid {info.st_uid}); remove it or pass another path with --listen PATH"
+            ) from None
         logger.warning("replaced a stale socket file at %s (its daemon is gone)", path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(0o177)  # the socket is never, even briefly, open to others
@@ -161,7 +194,20 @@ def bind_socket(target: ListenTarget) -> socket.socket:
         raise ListenError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(previous)
-    path.chmod(0o600)
+    # No chmod by path: it follows a symlink that someone with write access to a directory
+    # the user named could swap in after bind. The umask made the socket 0600; check it.
+    try:
+        created: os.stat_result | None = path.lstat()
+    except OSError:
+        created = None
+    if (
+        created is None
+        or not stat.S_ISSOCK(created.st_mode)
+        or created.st_uid != os.getuid()
+        or stat.S_IMODE(created.st_mode) & 0o077
+    ):
+        sock.close()
+        raise ListenError(f"{path} was replaced right after it was created; not listening there")
     sock.setblocking(False)
     return sock
 
@@ -209,18 +255,21 @@ class ConnectionApp(DaemonApp):
 
 class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
     """Reads into a StreamReader and tracks write stalls (WriteFlow) for the watchdog; a
-    peer of another uid is cut off before anything is read."""
+    peer of another uid, or one over the connection limit (`admit` says no), is cut off
+    before anything is read."""
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         on_client: Callable[[asyncio.StreamReader, ByteSink], None],
         own_uid: int,
+        admit: Callable[[], bool],
     ) -> None:
         self.incoming = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
         self._loop_ref = loop
         self._on_client = on_client
         self._own_uid = own_uid
+        self._admit = admit
         super().__init__(self.incoming, loop=loop)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -235,6 +284,9 @@ class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
                 own_uid,
             )
             transport.close()
+            return
+        if not self._admit():
+            transport.abort()
             return
         transport.set_write_buffer_limits(high=HIGH_WATER)
         writer = asyncio.StreamWriter(transport, self, self.incoming, self._loop_ref)
@@ -265,6 +317,26 @@ async def serve_listen(
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, stop.set)
     clients: dict[asyncio.Task[None], asyncio.Event] = {}
+    refused = 0
+    """Connections refused since the limit was last reached (logged once per episode)."""
+
+    def admit() -> bool:
+        nonlocal refused
+        limit = connection_limit()
+        if len(clients) < limit:
+            if refused:
+                logger.warning("serving new connections again (%d were refused)", refused)
+                refused = 0
+            return True
+        if not refused:
+            logger.warning(
+                "%d connections open, the most this daemon serves at once (a quarter of its "
+                "file descriptor limit, at most %d): refusing new ones until one closes",
+                len(clients),
+                MAX_CONNECTIONS,
+            )
+        refused += 1
+        return False
 
     async def serve_client(
         reader: asyncio.StreamReader, sink: ByteSink, ends: asyncio.Event
@@ -286,7 +358,7 @@ async def serve_listen(
         task.add_done_callback(lambda done: clients.pop(done, None))
 
     server = await loop.create_unix_server(
-        lambda: _ClientProtocol(loop, on_client, serve_uid), sock=sock
+        lambda: _ClientProtocol(loop, on_client, serve_uid, admit), sock=sock
     )
     if ready is not None:
         ready()

@@ -4,9 +4,14 @@ Each connection has its own `SharedSessionLink` (its own protocol, in-flight req
 approvals and `clientCapabilities`); the sessions and the engine belong to the process.
 
 Invariants:
-- A connection is *attached* to a session it created, loaded, resumed, forked or imported.
+- A connection is *attached* to a session it created, loaded, resumed, forked or imported,
+  and to one it prompts or compacts (so another client leaving never cancels its turn).
   Every live event of a session (a turn's updates, a mode or model change, MCP status) goes
   to every connection attached to it, and to the connection whose request caused it.
+- Only the connection that caused an event slows its producer down (the turn waits for it
+  as for the stdio client). Another attached connection that stops reading is dropped once
+  WATCHER_BACKLOG bytes wait for it: a stopped terminal (Ctrl-Z) watching an editor's session
+  can neither stall the editor's turn nor grow the daemon's memory without bound.
 - What answers one connection's request goes to that connection only: a `session/load`
   replay, the slash commands advertised after new/load/resume.
 - `session/request_permission` and `fs/*` go to the connection that sent the turn's prompt,
@@ -36,11 +41,12 @@ from ..errors import ClientFileError, NotFound
 from .link import RpcClientLink
 from .protocol import CodyProtocol
 from .server import CodyServer
+from .transport import HIGH_WATER
 
 if TYPE_CHECKING:
     from ..engine.manager import SessionManager
 
-__all__ = ["Attachments", "BroadcastLink", "SharedSessionLink", "SharingServer"]
+__all__ = ["WATCHER_BACKLOG", "Attachments", "BroadcastLink", "SharedSessionLink", "SharingServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +56,9 @@ _PRIVATE_TO: contextvars.ContextVar[SharedSessionLink | None] = contextvars.Cont
 """Set while a `session/load` runs: its replay goes to the loading connection alone."""
 
 CLIENT_GONE = "the client that was asked disconnected"
+
+WATCHER_BACKLOG = 8 * HIGH_WATER
+"""Unread bytes after which a connection watching someone else's events is dropped."""
 
 
 class Attachments:
@@ -99,15 +108,31 @@ class SharedSessionLink(RpcClientLink):
         if not self.closed:
             super().emit(session_id, event)
 
+    def watch(self, session_id: str, event: EngineEvent) -> None:
+        """Send to this connection an event another one caused (see WATCHER_BACKLOG)."""
+        if self.closed:
+            return
+        sink = self._protocol.sink
+        if sink is not None and sink.buffered() > WATCHER_BACKLOG:
+            logger.warning(
+                "a client watching session %s stopped reading (%d bytes unread): dropped; "
+                "the session and its turn go on",
+                session_id,
+                sink.buffered(),
+            )
+            self.closed = True
+            sink.drop()  # its connection ends (EOF): `disconnect` runs as for any client
+            return
+        super().emit(session_id, event)
+
     def emit(self, session_id: str, event: EngineEvent) -> None:
         if isinstance(event, CommandsAvailable) or _PRIVATE_TO.get() is self:
             self.deliver(session_id, event)
             return
-        targets = self._attachments.links(session_id)
-        if self not in targets:
-            targets.append(self)
-        for link in targets:
-            link.deliver(session_id, event)
+        for link in self._attachments.links(session_id):
+            if link is not self:
+                link.watch(session_id, event)
+        self.deliver(session_id, event)
 
     async def flush(self, session_id: str) -> None:
         """Flush every attached connection; wait only for this one (a slow watcher must not
@@ -167,7 +192,7 @@ class BroadcastLink:
 
     def emit(self, session_id: str, event: EngineEvent) -> None:
         for link in self._attachments.links(session_id):
-            link.deliver(session_id, event)
+            link.watch(session_id, event)
 
     async def wait_writable(self) -> None:
         return None
@@ -190,6 +215,9 @@ class BroadcastLink:
 
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+_ATTACH_ON_USE = frozenset({methods.SESSION_PROMPT, methods.CODY_SESSION_COMPACT})
+"""Running a turn on a live session attaches the connection that asked for it."""
 
 _ATTACH_FROM_RESULT = frozenset(
     {
@@ -250,6 +278,8 @@ class SharingServer(CodyServer):
                 if others and self._live(session_id):
                     return {}  # still open for the other connections
                 return await fn(params)
+            if method in _ATTACH_ON_USE and self._live(session_id):
+                attachments.attach(session_id, link)
             result = await fn(params)
             if method == methods.SESSION_DELETE:
                 attachments.forget(session_id)
