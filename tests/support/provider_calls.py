@@ -6,6 +6,7 @@ the offline one; each test module names its own default model and provider optio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,7 +19,14 @@ from cody_daemon.providers.base import (
     TextDelta,
 )
 
-__all__ = ["Sleeps", "collect_events", "collect_failure", "model_request", "texts"]
+__all__ = [
+    "ModelCalls",
+    "Sleeps",
+    "collect_events",
+    "collect_failure",
+    "model_request",
+    "texts",
+]
 
 
 class Sleeps:
@@ -63,3 +71,26 @@ async def collect_failure(
 def texts(events: list[ModelEvent]) -> list[str]:
     """The text deltas, in order."""
     return [e.text for e in events if isinstance(e, TextDelta)]
+
+
+@dataclass(frozen=True)
+class ModelCalls:
+    """`request`, `collect` and `collect_error` for a test module whose default model is `model`.
+
+    A request left out means `request()`: one user "hi" to `model`.
+    """
+
+    model: str
+
+    def request(self, history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
+        return model_request(history, **{"model": self.model, **kw})
+
+    async def collect(
+        self, provider: ModelProvider, request: ModelRequest | None = None
+    ) -> list[ModelEvent]:
+        return await collect_events(provider, request or self.request())
+
+    async def collect_error(
+        self, provider: ModelProvider, request: ModelRequest | None = None
+    ) -> tuple[list[ModelEvent], ProviderError]:
+        return await collect_failure(provider, request or self.request())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,9 @@ from cody_daemon.core.history import (
 from cody_daemon.providers.anthropic_messages import AnthropicMessagesProvider
 from cody_daemon.providers.auth import ApiKeyAuth, AuthSource
 from cody_daemon.providers.base import (
-    ModelEvent,
-    ModelRequest,
-    ProviderError,
     ReasoningDelta,
     ReasoningDone,
-    StopKind,
     StreamEnd,
-    TextDelta,
     ToolCallRequested,
     ToolSpec,
     UsageReport,
@@ -43,20 +37,11 @@ from tests.support.mock_anthropic import (
     MockAnthropicServer,
     Usage,
     failed,
-    incomplete,
-    no_terminal,
     reasoning,
-    refusal,
     text,
     tool_call,
 )
-from tests.support.provider_calls import (
-    Sleeps,
-    collect_events,
-    collect_failure,
-    model_request,
-    texts,
-)
+from tests.support.provider_calls import ModelCalls, Sleeps, texts
 
 CLAUDE_CODE_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "messages_request_claude_code.json"
@@ -98,11 +83,6 @@ async def server() -> AsyncIterator[MockAnthropicServer]:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
-
-@pytest.fixture
 async def provider(
     server: MockAnthropicServer, sleeps: Sleeps
 ) -> AsyncIterator[AnthropicMessagesProvider]:
@@ -125,20 +105,10 @@ def make_provider(
     return AnthropicMessagesProvider(**options)
 
 
-def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
-    return model_request(history, **{"model": "claude-sonnet-4-5", **kw})
-
-
-async def collect(
-    p: AnthropicMessagesProvider, req: ModelRequest | None = None
-) -> list[ModelEvent]:
-    return await collect_events(p, req or request())
-
-
-async def collect_error(
-    p: AnthropicMessagesProvider, req: ModelRequest | None = None
-) -> tuple[list[ModelEvent], ProviderError]:
-    return await collect_failure(p, req or request())
+CALLS = ModelCalls(model="claude-sonnet-4-5")
+request = CALLS.request
+collect = CALLS.collect
+collect_error = CALLS.collect_error
 
 
 def assistant(text_: str, item_id: str = "a1") -> MessageItem:
@@ -154,17 +124,6 @@ def body_of(server: MockAnthropicServer, index: int = 0) -> dict[str, Any]:
 
 
 # -- streaming ------------------------------------------------------------------------------
-
-
-async def test_text_arrives_as_ordered_deltas_then_end_turn(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue(text("Hello world", chunks=3))
-    events = await collect(provider)
-    assert texts(events) == ["Hell", "o wo", "rld"]
-    assert events[-1] == StreamEnd(stop="end_turn", response_id="msg_mock_1")
-    assert sum(isinstance(e, StreamEnd) for e in events) == 1
-    assert server.requests[0].path == "/v1/messages"
 
 
 async def test_thinking_streams_then_is_done_with_signature_and_provider(
@@ -198,23 +157,6 @@ async def test_tool_input_is_assembled_from_json_pieces(
     calls = [e for e in events if isinstance(e, ToolCallRequested)]
     assert [(c.call_id, c.name) for c in calls] == [("toolu_1", "exec")]
     assert json.loads(calls[0].arguments) == args
-    assert events[-1] == StreamEnd(stop="tool_use", response_id="msg_mock_1")
-
-
-async def test_two_tool_uses_in_one_message(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue(
-        text("Running both."),
-        tool_call("exec", {"command": ["echo", "hi"]}, call_id="toolu_a", chunks=3),
-        tool_call("readFile", {"filePath": "a.txt"}, call_id="toolu_b", chunks=2),
-    )
-    events = await collect(provider)
-    calls = [e for e in events if isinstance(e, ToolCallRequested)]
-    assert [(c.call_id, c.name) for c in calls] == [("toolu_a", "exec"), ("toolu_b", "readFile")]
-    assert json.loads(calls[0].arguments) == {"command": ["echo", "hi"]}
-    assert json.loads(calls[1].arguments) == {"filePath": "a.txt"}
-    assert "".join(texts(events)) == "Running both."
     assert events[-1] == StreamEnd(stop="tool_use", response_id="msg_mock_1")
 
 
@@ -309,33 +251,6 @@ async def test_redacted_thinking_is_kept_as_opaque_data(
         "role": "assistant",
         "content": [{"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}],
     }
-
-
-@pytest.mark.parametrize(
-    ("end", "stop"),
-    [(incomplete(), "max_tokens"), (incomplete("stop_sequence"), "end_turn")],
-)
-async def test_stop_reason_maps_to_stop_kind(
-    server: MockAnthropicServer,
-    provider: AnthropicMessagesProvider,
-    end: mock_anthropic.End,
-    stop: StopKind,
-) -> None:
-    server.enqueue(text("partial answ"), end=end, usage=Usage(input=5, output=7))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "partial answ"
-    assert isinstance(events[-2], UsageReport)
-    assert events[-2].output_tokens == 7
-    assert events[-1] == StreamEnd(stop=stop, response_id="msg_mock_1")
-
-
-async def test_refusal_is_shown_and_stops_as_refusal(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue(refusal("I can't help with that.", chunks=2))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "I can't help with that."
-    assert events[-1] == StreamEnd(stop="refusal", response_id="msg_mock_1")
 
 
 # -- request shape --------------------------------------------------------------------------
@@ -679,17 +594,6 @@ async def test_base_url_ending_in_v1_is_accepted(
 # -- errors and retries ---------------------------------------------------------------------
 
 
-async def test_429_with_retry_after_is_retried_then_succeeds(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider, sleeps: Sleeps
-) -> None:
-    server.enqueue_error(429, headers={"retry-after": "7"})
-    server.enqueue(text("made it"))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "made it"
-    assert sleeps.calls == [7.0]
-    assert len(server.requests) == 2
-
-
 async def test_529_overloaded_is_retried(
     server: MockAnthropicServer, provider: AnthropicMessagesProvider, sleeps: Sleeps
 ) -> None:
@@ -715,19 +619,6 @@ async def test_529_after_max_retries_is_a_retryable_provider_error(
     assert (error.kind, error.retryable, error.http_status) == ("provider", True, 529)
     assert "Overloaded" in error.message
     assert len(server.requests) == 2
-
-
-async def test_401_is_auth_error_naming_env_var_without_the_key(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue_error(401, message=f"invalid x-api-key {API_KEY}")
-    _, error = await collect_error(provider)
-    assert error.kind == "auth"
-    assert error.http_status == 401
-    assert error.retryable is False
-    assert "ANTHROPIC_API_KEY" in error.message
-    assert API_KEY not in error.message
-    assert len(server.requests) == 1  # an API key cannot be refreshed: never retried
 
 
 async def test_401_refreshes_oauth_credentials_once_and_retries(
@@ -776,33 +667,6 @@ async def test_401_right_after_a_refresh_says_how_to_log_in_again(
     assert len(server.requests) == 2
 
 
-async def test_prompt_too_long_is_context_window(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue_error(400, message="prompt is too long: 208310 tokens > 200000 maximum")
-    _, error = await collect_error(provider)
-    assert error.kind == "context_window"
-    assert "new session" in error.message
-    assert len(server.requests) == 1
-
-
-@pytest.mark.parametrize("how", ["cut", "clean end without message_stop"])
-async def test_stream_cut_mid_response_raises_instead_of_ending(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider, how: str
-) -> None:
-    if how == "cut":
-        server.enqueue(text("Hello world", chunks=5), cut_after=5)  # start, ping, block, 2 deltas
-    else:
-        server.enqueue(text("Hello world", chunks=5), end=no_terminal())
-    events, error = await collect_error(provider)
-    assert texts(events)  # some text had arrived...
-    assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
-    assert error.kind == "network"
-    assert error.retryable is False  # sending it again would duplicate what arrived
-    assert "cut off after part of it arrived" in error.message and "kept" in error.message
-    assert len(server.requests) == 1  # not retried after deltas were streamed
-
-
 async def test_error_event_mid_stream_is_classified_and_not_retried(
     server: MockAnthropicServer, provider: AnthropicMessagesProvider, sleeps: Sleeps
 ) -> None:
@@ -837,17 +701,6 @@ async def test_cut_before_any_output_is_retried(
     assert texts(events) == ["second try"]
     assert len(server.requests) == 2
     assert len(sleeps.calls) == 1
-
-
-async def test_closing_the_iterator_early_closes_the_connection(
-    server: MockAnthropicServer, provider: AnthropicMessagesProvider
-) -> None:
-    server.enqueue(text("x" * 50, chunks=50), delay_s=0.02)
-    async with aclosing(provider.stream(request())) as events:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                break
-    assert await server.wait_disconnected(0)
 
 
 async def test_invalid_request_error_event_is_not_retried(
@@ -899,15 +752,3 @@ async def test_the_same_script_means_the_same_events_on_both_apis(api: str, slee
     end = events[-1]
     assert isinstance(end, StreamEnd)
     assert end.stop == "tool_use"
-
-
-async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps: Sleeps) -> None:
-    with MockAnthropicServer.in_thread() as srv:
-        srv.enqueue(text("from the thread", chunks=2))
-        p = make_provider(srv, sleeps)
-        try:
-            events = await collect(p)
-        finally:
-            await p.aclose()
-        assert "".join(texts(events)) == "from the thread"
-        assert srv.requests[0].body["model"] == "claude-sonnet-4-5"

@@ -19,12 +19,8 @@ from cody_daemon.core.history import (
 )
 from cody_daemon.providers.auth import ApiKeyAuth
 from cody_daemon.providers.base import (
-    ModelEvent,
-    ModelRequest,
-    ProviderError,
     ReasoningDelta,
     ReasoningDone,
-    StopKind,
     StreamEnd,
     ToolCallRequested,
     ToolSpec,
@@ -34,22 +30,12 @@ from cody_daemon.providers.openai_chat import OpenAIChatProvider, merge_reasonin
 
 from tests.support.mock_chat import (
     MockChatServer,
-    Usage,
     failed,
-    incomplete,
-    no_terminal,
     reasoning,
-    refusal,
     text,
     tool_call,
 )
-from tests.support.provider_calls import (
-    Sleeps,
-    collect_events,
-    collect_failure,
-    model_request,
-    texts,
-)
+from tests.support.provider_calls import ModelCalls, Sleeps, texts
 
 API_KEY = "sk-test-secret-0123456789abcdef"
 
@@ -83,11 +69,6 @@ async def server() -> AsyncIterator[MockChatServer]:
 
 
 @pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
-
-@pytest.fixture
 async def provider(server: MockChatServer, sleeps: Sleeps) -> AsyncIterator[OpenAIChatProvider]:
     p = make_provider(server, sleeps)
     yield p
@@ -107,18 +88,10 @@ def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAICh
     return OpenAIChatProvider(**options)
 
 
-def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
-    return model_request(history, **{"model": "gpt-4.1", **kw})
-
-
-async def collect(p: OpenAIChatProvider, req: ModelRequest | None = None) -> list[ModelEvent]:
-    return await collect_events(p, req or request())
-
-
-async def collect_error(
-    p: OpenAIChatProvider, req: ModelRequest | None = None
-) -> tuple[list[ModelEvent], ProviderError]:
-    return await collect_failure(p, req or request())
+CALLS = ModelCalls(model="gpt-4.1")
+request = CALLS.request
+collect = CALLS.collect
+collect_error = CALLS.collect_error
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -133,16 +106,6 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 
 # -- streaming ------------------------------------------------------------------------------
-
-
-async def test_text_arrives_as_ordered_deltas_then_end_turn(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue(text("Hello world", chunks=3))
-    events = await collect(provider)
-    assert texts(events) == ["Hell", "o wo", "rld"]  # the role chunk's "" adds nothing
-    assert events[-1] == StreamEnd(stop="end_turn", response_id="chatcmpl-mock-1")
-    assert sum(isinstance(e, StreamEnd) for e in events) == 1
 
 
 async def test_reasoning_content_streams_then_is_done_before_the_text(
@@ -206,39 +169,6 @@ async def test_parallel_tool_calls_assembled_from_interleaved_fragments(
     assert events[-1] == StreamEnd(stop="tool_use", response_id="chatcmpl-raw")
 
 
-async def test_scripted_text_and_tool_calls_end_as_tool_use(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue(
-        text("Running both."),
-        tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1", chunks=4),
-        tool_call("readFile", {"filePath": "a.txt"}),
-    )
-    events = await collect(provider)
-    assert texts(events) == ["Running both."]
-    calls = [e for e in events if isinstance(e, ToolCallRequested)]
-    assert [(c.call_id, c.name) for c in calls] == [
-        ("call_1", "exec"),
-        ("call_fc_mock_2", "readFile"),  # the mock's default id, as in the Responses mock
-    ]
-    assert json.loads(calls[0].arguments) == {"command": ["echo", "hi"]}
-    end = events[-1]
-    assert isinstance(end, StreamEnd)
-    assert end.stop == "tool_use"
-
-
-async def test_usage_reports_what_the_server_sent(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue(text("ok"), usage=Usage(input=100, output=20, cached=10, reasoning=5))
-    events = await collect(provider)
-    usage = [e for e in events if isinstance(e, UsageReport)]
-    assert usage == [
-        UsageReport(input_tokens=100, cached_input_tokens=10, output_tokens=20, reasoning_tokens=5)
-    ]
-    assert events[-2] == usage[0]  # usage comes right before the end
-
-
 async def test_no_usage_chunk_means_no_usage_report(
     server: MockChatServer, provider: OpenAIChatProvider
 ) -> None:
@@ -246,32 +176,6 @@ async def test_no_usage_chunk_means_no_usage_report(
     events = await collect(provider)
     assert not any(isinstance(e, UsageReport) for e in events)
     assert texts(events) == ["ok"]
-
-
-@pytest.mark.parametrize(
-    ("reason", "stop"), [("length", "max_tokens"), ("content_filter", "refusal")]
-)
-async def test_finish_reason_sets_the_stop(
-    server: MockChatServer, provider: OpenAIChatProvider, reason: str, stop: StopKind
-) -> None:
-    script = incomplete("content_filter" if reason == "content_filter" else "max_output_tokens")
-    server.enqueue(text("partial answ"), end=script, usage=Usage(input=5, output=7))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "partial answ"
-    assert isinstance(events[-2], UsageReport)
-    assert events[-2].output_tokens == 7
-    assert events[-1] == StreamEnd(stop=stop, response_id="chatcmpl-mock-1")
-
-
-async def test_refusal_is_shown_and_stops_as_refusal(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue(refusal("I can't help with that.", chunks=2))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "I can't help with that."
-    end = events[-1]
-    assert isinstance(end, StreamEnd)
-    assert end.stop == "refusal"
 
 
 # -- request shape --------------------------------------------------------------------------
@@ -424,31 +328,6 @@ def test_tool_results_always_directly_follow_their_call(provider: OpenAIChatProv
 # -- errors, retries and auth ---------------------------------------------------------------
 
 
-async def test_429_with_retry_after_is_retried_then_succeeds(
-    server: MockChatServer, provider: OpenAIChatProvider, sleeps: Sleeps
-) -> None:
-    server.enqueue_error(429, headers={"Retry-After": "7"})
-    server.enqueue(text("made it"))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "made it"
-    assert sleeps.calls == [7.0]
-    assert len(server.requests) == 2
-
-
-async def test_401_is_auth_error_naming_env_var_without_the_key(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue_error(401)  # the mock's body echoes a masked key, like OpenAI's does
-    _, error = await collect_error(provider)
-    assert error.kind == "auth"
-    assert error.http_status == 401
-    assert error.retryable is False
-    assert "OPENROUTER_API_KEY" in error.message
-    assert API_KEY not in error.message
-    assert "sk-" not in error.message
-    assert len(server.requests) == 1  # an API key cannot refresh: never retried
-
-
 async def test_401_then_refreshed_credentials_retry_once(
     server: MockChatServer, sleeps: Sleeps
 ) -> None:
@@ -474,54 +353,6 @@ async def test_401_then_refreshed_credentials_retry_once(
     assert error.kind == "auth"  # the refreshed credentials were rejected too: no loop
     assert auth.refreshes == 2
     assert sleeps.calls == []
-
-
-async def test_context_length_exceeded_is_context_window(
-    server: MockChatServer, provider: OpenAIChatProvider
-) -> None:
-    server.enqueue_error(
-        400,
-        code="context_length_exceeded",
-        message="This model's maximum context length is 128000 tokens.",
-    )
-    _, error = await collect_error(provider)
-    assert error.kind == "context_window"
-    assert "new session" in error.message
-    assert len(server.requests) == 1
-
-
-async def test_500_after_max_retries_is_retryable_provider_error(
-    server: MockChatServer, sleeps: Sleeps
-) -> None:
-    p = make_provider(server, sleeps, max_retries=2)
-    for _ in range(3):
-        server.enqueue_error(500)
-    try:
-        _, error = await collect_error(p)
-    finally:
-        await p.aclose()
-    assert error.kind == "provider"
-    assert error.retryable is True
-    assert error.http_status == 500
-    assert len(server.requests) == 3
-    assert len(sleeps.calls) == 2
-
-
-@pytest.mark.parametrize("how", ["cut", "clean end without finish_reason"])
-async def test_stream_cut_mid_response_raises_instead_of_ending(
-    server: MockChatServer, provider: OpenAIChatProvider, how: str
-) -> None:
-    if how == "cut":
-        server.enqueue(text("Hello world", chunks=5), cut_after=3)
-    else:
-        server.enqueue(text("Hello world", chunks=5), end=no_terminal())
-    events, error = await collect_error(provider)
-    assert texts(events)  # some text had arrived...
-    assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
-    assert error.kind == "network"
-    assert error.retryable is False  # sending it again would duplicate what arrived
-    assert "cut off after part of it arrived" in error.message and "kept" in error.message
-    assert len(server.requests) == 1  # not retried after deltas were streamed
 
 
 async def test_finish_reason_without_done_marker_still_completes(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -22,38 +21,21 @@ from cody_daemon.core.history import (
     user_message,
 )
 from cody_daemon.providers.base import (
-    ModelEvent,
-    ModelRequest,
-    ProviderError,
     ReasoningDelta,
     ReasoningDone,
-    StopKind,
-    StreamEnd,
     TextDelta,
     ToolCallRequested,
     ToolSpec,
-    UsageReport,
 )
 from cody_daemon.providers.openai_responses import OpenAIResponsesProvider
 
 from tests.support.mock_responses import (
     MockResponsesServer,
-    Usage,
     failed,
-    incomplete,
-    no_terminal,
     reasoning,
-    refusal,
     text,
-    tool_call,
 )
-from tests.support.provider_calls import (
-    Sleeps,
-    collect_events,
-    collect_failure,
-    model_request,
-    texts,
-)
+from tests.support.provider_calls import ModelCalls, Sleeps, texts
 
 CODEX_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "responses_request_codex.json"
@@ -65,11 +47,6 @@ API_KEY = "sk-test-secret-0123456789abcdef"
 async def server() -> AsyncIterator[MockResponsesServer]:
     async with MockResponsesServer() as srv:
         yield srv
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 @pytest.fixture
@@ -96,35 +73,13 @@ def make_provider(
     return OpenAIResponsesProvider(**options)
 
 
-def request(history: list[HistoryItem] | None = None, **kw: Any) -> ModelRequest:
-    return model_request(history, **{"model": "gpt-4.1", **kw})
-
-
-async def collect(p: OpenAIResponsesProvider, req: ModelRequest | None = None) -> list[ModelEvent]:
-    return await collect_events(p, req or request())
-
-
-async def collect_error(
-    p: OpenAIResponsesProvider, req: ModelRequest | None = None
-) -> tuple[list[ModelEvent], ProviderError]:
-    return await collect_failure(p, req or request())
+CALLS = ModelCalls(model="gpt-4.1")
+request = CALLS.request
+collect = CALLS.collect
+collect_error = CALLS.collect_error
 
 
 # -- streaming ------------------------------------------------------------------------------
-
-
-async def test_text_arrives_as_ordered_deltas_then_end_turn(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue(text("Hello world", chunks=3))
-    events = await collect(provider)
-    assert len(texts(events)) == 3
-    assert "".join(texts(events)) == "Hello world"
-    end = events[-1]
-    assert isinstance(end, StreamEnd)
-    assert end.stop == "end_turn"
-    assert end.response_id == "resp_mock_1"
-    assert sum(isinstance(e, StreamEnd) for e in events) == 1
 
 
 async def test_reasoning_streams_then_completes_with_encrypted_content(
@@ -140,24 +95,6 @@ async def test_reasoning_streams_then_completes_with_encrypted_content(
     assert done.text == "thinking hard"
     assert done.encrypted_content == "enc-1"
     assert done.provider == "openai"
-
-
-async def test_two_tool_calls_in_one_response(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue(
-        text("Running both."),
-        tool_call("exec", {"command": ["echo", "hi"]}, call_id="call_1", chunks=4),
-        tool_call("readFile", {"filePath": "a.txt"}, call_id="call_2"),
-    )
-    events = await collect(provider)
-    calls = [e for e in events if isinstance(e, ToolCallRequested)]
-    assert [(c.call_id, c.name) for c in calls] == [("call_1", "exec"), ("call_2", "readFile")]
-    assert json.loads(calls[0].arguments) == {"command": ["echo", "hi"]}
-    assert json.loads(calls[1].arguments) == {"filePath": "a.txt"}
-    end = events[-1]
-    assert isinstance(end, StreamEnd)
-    assert end.stop == "tool_use"
 
 
 def _created() -> dict[str, Any]:
@@ -244,43 +181,6 @@ async def test_reasoning_summary_parts_are_separated(
     events = await collect(provider)
     thought = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
     assert thought == "**Plan**\n\n**Check**"
-
-
-async def test_usage_reports_what_the_server_sent(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue(text("ok"), usage=Usage(input=100, output=20, cached=10, reasoning=5))
-    events = await collect(provider)
-    usage = [e for e in events if isinstance(e, UsageReport)]
-    assert usage == [
-        UsageReport(input_tokens=100, cached_input_tokens=10, output_tokens=20, reasoning_tokens=5)
-    ]
-    assert events[-2] == usage[0]  # usage comes right before the end
-
-
-@pytest.mark.parametrize(
-    ("reason", "stop"), [("max_output_tokens", "max_tokens"), ("content_filter", "refusal")]
-)
-async def test_incomplete_response_stops_with_reason(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider, reason: str, stop: StopKind
-) -> None:
-    server.enqueue(text("partial answ"), end=incomplete(reason), usage=Usage(input=5, output=7))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "partial answ"
-    assert isinstance(events[-2], UsageReport)
-    assert events[-2].output_tokens == 7
-    assert events[-1] == StreamEnd(stop=stop, response_id="resp_mock_1")
-
-
-async def test_refusal_is_shown_and_stops_as_refusal(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue(refusal("I can't help with that.", chunks=2))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "I can't help with that."
-    end = events[-1]
-    assert isinstance(end, StreamEnd)
-    assert end.stop == "refusal"
 
 
 # -- request shape --------------------------------------------------------------------------
@@ -400,17 +300,6 @@ async def test_reasoning_from_another_provider_is_not_sent(
 # -- errors and retries ---------------------------------------------------------------------
 
 
-async def test_429_with_retry_after_is_retried_then_succeeds(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
-) -> None:
-    server.enqueue_error(429, headers={"Retry-After": "7"})
-    server.enqueue(text("made it"))
-    events = await collect(provider)
-    assert "".join(texts(events)) == "made it"
-    assert sleeps.calls == [7.0]
-    assert len(server.requests) == 2
-
-
 async def test_retry_after_ms_wins_over_retry_after(
     server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
 ) -> None:
@@ -418,21 +307,6 @@ async def test_retry_after_ms_wins_over_retry_after(
     server.enqueue(text("ok"))
     await collect(provider)
     assert sleeps.calls == [1.5]
-
-
-async def test_401_is_auth_error_naming_env_var_without_the_key(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue_error(401)  # the mock's body echoes a masked key, like OpenAI's does
-    _, error = await collect_error(provider)
-    assert error.kind == "auth"
-    assert error.http_status == 401
-    assert error.retryable is False
-    assert "OPENAI_API_KEY" in error.message
-    assert "model_providers.openai.env_key" in error.message
-    assert API_KEY not in error.message
-    assert "sk-" not in error.message
-    assert len(server.requests) == 1  # never retried
 
 
 class RotatingAuth:
@@ -531,41 +405,6 @@ async def test_401_with_an_auth_that_cannot_refresh_is_not_retried(
     assert len(server.requests) == 1
 
 
-async def test_context_length_exceeded_is_context_window(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue_error(
-        400,
-        code="context_length_exceeded",
-        message="Your input exceeds the context window of this model.",
-    )
-    _, error = await collect_error(provider)
-    assert error.kind == "context_window"
-    assert "new session" in error.message
-    assert len(server.requests) == 1
-
-
-async def test_500_after_max_retries_is_retryable_provider_error(
-    server: MockResponsesServer, sleeps: Sleeps
-) -> None:
-    p = make_provider(server, sleeps, max_retries=2)
-    for _ in range(3):
-        server.enqueue_error(500)
-    try:
-        _, error = await collect_error(p)
-    finally:
-        await p.aclose()
-    assert error.kind == "provider"
-    assert error.retryable is True
-    assert error.http_status == 500
-    assert len(server.requests) == 3
-    # Two retries spread over the 60 s window: about 20 s then 40 s, each stretched by <= 25%.
-    assert len(sleeps.calls) == 2
-    first, second = sleeps.calls
-    assert 20 <= first <= 25 and 40 <= second <= 50
-    assert sum(sleeps.calls) >= 60
-
-
 async def test_connection_dropped_before_first_byte_is_retried(
     server: MockResponsesServer, provider: OpenAIResponsesProvider, sleeps: Sleeps
 ) -> None:
@@ -591,23 +430,6 @@ async def test_unreachable_server_is_network_error(sleeps: Sleeps) -> None:
     assert error.retryable is True
     assert "model_providers.local.base_url" in error.message
     assert len(sleeps.calls) == 1
-
-
-@pytest.mark.parametrize("how", ["cut", "clean end without terminal event"])
-async def test_stream_cut_mid_response_raises_instead_of_ending(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider, how: str
-) -> None:
-    if how == "cut":
-        server.enqueue(text("Hello world", chunks=5), cut_after=6)
-    else:
-        server.enqueue(text("Hello world", chunks=5), end=no_terminal())
-    events, error = await collect_error(provider)
-    assert texts(events)  # some text had arrived...
-    assert not any(isinstance(e, StreamEnd) for e in events)  # ...but no normal end
-    assert error.kind == "network"
-    assert error.retryable is False  # sending it again would duplicate what arrived
-    assert "cut off after part of it arrived" in error.message and "kept" in error.message
-    assert len(server.requests) == 1  # not retried after deltas were streamed
 
 
 async def test_failed_response_is_classified(
@@ -749,17 +571,6 @@ async def test_cancelling_the_consumer_closes_the_connection(
     assert await server.wait_disconnected(0)
 
 
-async def test_closing_the_iterator_early_closes_the_connection(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
-) -> None:
-    server.enqueue(text("x" * 50, chunks=50), delay_s=0.05)
-    async with aclosing(provider.stream(request())) as events:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                break
-    assert await server.wait_disconnected(0)
-
-
 # -- client ownership and the threaded mock -------------------------------------------------
 
 
@@ -772,18 +583,6 @@ async def test_aclose_leaves_a_passed_in_client_open(
         await collect(p)
         await p.aclose()
         assert not client.is_closed
-
-
-async def test_threaded_mock_serves_a_provider_on_another_loop(sleeps: Sleeps) -> None:
-    with MockResponsesServer.in_thread() as srv:
-        srv.enqueue(text("from the thread", chunks=2))
-        p = make_provider(srv, sleeps)
-        try:
-            events = await collect(p)
-        finally:
-            await p.aclose()
-        assert "".join(texts(events)) == "from the thread"
-        assert srv.requests[0].body["model"] == "gpt-4.1"
 
 
 # -- reasoning parameters per model, summaries ------------------------------------------------
