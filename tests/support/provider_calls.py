@@ -6,8 +6,9 @@ the offline one; each test module names its own default model and provider optio
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from cody_daemon.core.history import HistoryItem, user_message
@@ -19,8 +20,11 @@ from cody_daemon.providers.base import (
     TextDelta,
 )
 
+from tests.support.mock_responses import MockResponsesServer
+
 __all__ = [
     "ModelCalls",
+    "provider_fixtures",
     "Sleeps",
     "collect_events",
     "collect_failure",
@@ -94,3 +98,30 @@ class ModelCalls:
         self, provider: ModelProvider, request: ModelRequest | None = None
     ) -> tuple[list[ModelEvent], ProviderError]:
         return await collect_failure(provider, request or self.request())
+
+
+S = TypeVar("S", bound=MockResponsesServer)
+P = TypeVar("P", bound=ModelProvider)
+
+
+def provider_fixtures(
+    server_class: type[S], make_provider: Callable[[S, Sleeps], P]
+) -> tuple[Any, Any]:
+    """A test module's `server` and `provider` fixtures: `server, provider = provider_fixtures(...)`.
+
+    `server` is a fresh `server_class` mock per test; `provider` is `make_provider(server,
+    sleeps)` on it (`sleeps` from tests/unit/conftest.py), closed after the test.
+    """
+
+    @pytest.fixture
+    async def server() -> AsyncIterator[S]:
+        async with server_class() as srv:
+            yield srv
+
+    @pytest.fixture
+    async def provider(server: S, sleeps: Sleeps) -> AsyncIterator[P]:
+        p = make_provider(server, sleeps)
+        yield p
+        await p.aclose()
+
+    return server, provider

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from tests.support.mock_anthropic import (
     text,
     tool_call,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, texts
+from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
 
 CLAUDE_CODE_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "messages_request_claude_code.json"
@@ -76,21 +75,6 @@ class FakeOAuth:
         return True
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[MockAnthropicServer]:
-    async with MockAnthropicServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def provider(
-    server: MockAnthropicServer, sleeps: Sleeps
-) -> AsyncIterator[AnthropicMessagesProvider]:
-    p = make_provider(server, sleeps)
-    yield p
-    await p.aclose()
-
-
 def make_provider(
     server: MockAnthropicServer, sleeps: Sleeps, **kw: Any
 ) -> AnthropicMessagesProvider:
@@ -103,6 +87,9 @@ def make_provider(
     }
     options.update(kw)
     return AnthropicMessagesProvider(**options)
+
+
+server, provider = provider_fixtures(MockAnthropicServer, make_provider)
 
 
 CALLS = ModelCalls(model="claude-sonnet-4-5")

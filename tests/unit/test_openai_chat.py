@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,7 +34,7 @@ from tests.support.mock_chat import (
     text,
     tool_call,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, texts
+from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
 
 API_KEY = "sk-test-secret-0123456789abcdef"
 
@@ -62,19 +61,6 @@ class TokenAuth:
         return True
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[MockChatServer]:
-    async with MockChatServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def provider(server: MockChatServer, sleeps: Sleeps) -> AsyncIterator[OpenAIChatProvider]:
-    p = make_provider(server, sleeps)
-    yield p
-    await p.aclose()
-
-
 def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAIChatProvider:
     options: dict[str, Any] = {
         "provider_id": "openrouter",
@@ -86,6 +72,9 @@ def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAICh
     }
     options.update(kw)
     return OpenAIChatProvider(**options)
+
+
+server, provider = provider_fixtures(MockChatServer, make_provider)
 
 
 CALLS = ModelCalls(model="gpt-4.1")

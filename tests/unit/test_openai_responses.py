@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,27 +34,12 @@ from tests.support.mock_responses import (
     reasoning,
     text,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, texts
+from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
 
 CODEX_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "responses_request_codex.json"
 )
 API_KEY = "sk-test-secret-0123456789abcdef"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[MockResponsesServer]:
-    async with MockResponsesServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def provider(
-    server: MockResponsesServer, sleeps: Sleeps
-) -> AsyncIterator[OpenAIResponsesProvider]:
-    p = make_provider(server, sleeps)
-    yield p
-    await p.aclose()
 
 
 def make_provider(
@@ -71,6 +55,9 @@ def make_provider(
     }
     options.update(kw)
     return OpenAIResponsesProvider(**options)
+
+
+server, provider = provider_fixtures(MockResponsesServer, make_provider)
 
 
 CALLS = ModelCalls(model="gpt-4.1")
