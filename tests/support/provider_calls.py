@@ -26,6 +26,7 @@ __all__ = [
     "ModelCalls",
     "provider_fixtures",
     "Sleeps",
+    "TokenAuth",
     "collect_events",
     "collect_failure",
     "model_request",
@@ -41,6 +42,28 @@ class Sleeps:
 
     async def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+class TokenAuth:
+    """An OAuth-like `AuthSource`: `refresh()` moves on to the next token while there is one."""
+
+    def __init__(self, *tokens: str) -> None:
+        self.tokens = list(tokens)
+        self.refreshes = 0
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.tokens[0],)
+
+    async def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[0]}"}
+
+    async def refresh(self) -> bool:
+        self.refreshes += 1
+        if len(self.tokens) < 2:
+            return False
+        self.tokens.pop(0)
+        return True
 
 
 def model_request(history: list[HistoryItem] | None, *, model: str, **kw: Any) -> ModelRequest:

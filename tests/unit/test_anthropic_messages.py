@@ -608,34 +608,6 @@ async def test_529_after_max_retries_is_a_retryable_provider_error(
     assert len(server.requests) == 2
 
 
-async def test_401_refreshes_oauth_credentials_once_and_retries(
-    server: MockAnthropicServer, sleeps: Sleeps
-) -> None:
-    oauth = FakeOAuth(["expired-token-aaaaaaaa", "fresh-token-bbbbbbbbbb"])
-    p = make_provider(server, sleeps, auth=oauth, env_key=None)
-    server.enqueue_error(401)
-    server.enqueue(text("hello again"))
-    server.enqueue_error(401)
-    server.enqueue_error(401)
-    try:
-        events = await collect(p)
-        _, error = await collect_error(p)
-    finally:
-        await p.aclose()
-    assert "".join(texts(events)) == "hello again"
-    auths = [r.headers["authorization"] for r in server.requests]
-    assert auths == [
-        "Bearer expired-token-aaaaaaaa",
-        "Bearer fresh-token-bbbbbbbbbb",
-        "Bearer fresh-token-bbbbbbbbbb",  # second call: refresh impossible, so no retry
-    ]
-    assert oauth.refreshes == 2
-    assert error.kind == "auth"
-    assert "fresh-token" not in error.message
-    assert sleeps.calls == []
-    assert server.pending == 1
-
-
 async def test_401_right_after_a_refresh_says_how_to_log_in_again(
     server: MockAnthropicServer, sleeps: Sleeps
 ) -> None:

@@ -34,31 +34,9 @@ from tests.support.mock_chat import (
     text,
     tool_call,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
+from tests.support.provider_calls import ModelCalls, Sleeps, TokenAuth, provider_fixtures, texts
 
 API_KEY = "sk-test-secret-0123456789abcdef"
-
-
-class TokenAuth:
-    """An OAuth-like source: `refresh()` moves on to the next token while there is one."""
-
-    def __init__(self, *tokens: str) -> None:
-        self.tokens = list(tokens)
-        self.refreshes = 0
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        return (self.tokens[0],)
-
-    async def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.tokens[0]}"}
-
-    async def refresh(self) -> bool:
-        self.refreshes += 1
-        if len(self.tokens) < 2:
-            return False
-        self.tokens.pop(0)
-        return True
 
 
 def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAIChatProvider:
@@ -315,33 +293,6 @@ def test_tool_results_always_directly_follow_their_call(provider: OpenAIChatProv
 
 
 # -- errors, retries and auth ---------------------------------------------------------------
-
-
-async def test_401_then_refreshed_credentials_retry_once(
-    server: MockChatServer, sleeps: Sleeps
-) -> None:
-    auth = TokenAuth("tok-old-00000000", "tok-new-11111111", "tok-newer-2222222")
-    p = make_provider(server, sleeps, auth=auth)
-    server.enqueue_error(401)
-    server.enqueue(text("hello again"))
-    server.enqueue_error(401)
-    server.enqueue_error(401)
-    try:
-        events = await collect(p)
-        _, error = await collect_error(p)
-    finally:
-        await p.aclose()
-    assert "".join(texts(events)) == "hello again"
-    sent = [r.headers["authorization"] for r in server.requests]
-    assert sent == [
-        "Bearer tok-old-00000000",
-        "Bearer tok-new-11111111",
-        "Bearer tok-new-11111111",
-        "Bearer tok-newer-2222222",
-    ]
-    assert error.kind == "auth"  # the refreshed credentials were rejected too: no loop
-    assert auth.refreshes == 2
-    assert sleeps.calls == []
 
 
 async def test_finish_reason_without_done_marker_still_completes(

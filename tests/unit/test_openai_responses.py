@@ -321,26 +321,6 @@ class RotatingAuth:
         return True
 
 
-async def test_401_refreshes_the_auth_once_and_retries_with_new_headers(
-    server: MockResponsesServer, sleeps: Sleeps
-) -> None:
-    auth = RotatingAuth()
-    p = make_provider(server, sleeps, api_key=None, auth=auth)
-    server.enqueue_error(401)
-    server.enqueue(text("refreshed"))
-    try:
-        events = await collect(p)
-    finally:
-        await p.aclose()
-    assert "".join(texts(events)) == "refreshed"
-    assert auth.refreshes == 1
-    assert [r.headers["authorization"] for r in server.requests] == [
-        "Bearer oauth-token-old-0123456789",
-        "Bearer oauth-token-new-1-abcdefghij",
-    ]
-    assert sleeps.calls == []  # a refresh is not a backoff retry
-
-
 async def test_401_after_a_refresh_is_not_retried_again_and_hides_both_tokens(
     server: MockResponsesServer, sleeps: Sleeps
 ) -> None:

@@ -29,7 +29,7 @@ from cody_daemon.providers.base import (
 
 from tests.support import mock_anthropic, mock_chat, mock_responses
 from tests.support.mock_responses import MockResponsesServer
-from tests.support.provider_calls import ModelCalls, Sleeps, texts
+from tests.support.provider_calls import ModelCalls, Sleeps, TokenAuth, texts
 from tests.unit import test_anthropic_messages as messages_tests
 from tests.unit import test_openai_chat as chat_tests
 from tests.unit import test_openai_responses as responses_tests
@@ -53,7 +53,10 @@ class Api:
     retry_after: str  # the header's spelling in the API's docs
     cut_after: int  # frames that hold some text of `text("Hello world", chunks=5)`, not all
     context_error: dict[str, Any]  # `enqueue_error(400, **context_error)`: the window is full
-    key_echo: str | None = None  # a 401 body that repeats the key (else the mock's masked one)
+    key_echo: str | None = None
+    without_key: dict[str, Any] = field(
+        default_factory=dict
+    )  # `make_provider` kw: no API key  # a 401 body that repeats the key (else the mock's masked one)
     stops: list[tuple[Any, StopKind]] = field(default_factory=list)  # (End, expected stop)
 
     @property
@@ -75,6 +78,7 @@ RESPONSES = Api(
     default_call_id="call_fc_mock_2",
     retry_after="Retry-After",
     cut_after=6,
+    without_key={"api_key": None},  # else the key, not `auth`, is sent
     context_error={
         "code": "context_length_exceeded",
         "message": "Your input exceeds the context window of this model.",
@@ -273,6 +277,36 @@ async def test_401_is_auth_error_naming_env_var_without_the_key(
     assert api.api_key not in error.message
     assert "sk-" not in error.message
     assert len(server.requests) == 1  # an API key cannot be refreshed: never retried
+
+
+async def test_401_refreshes_the_credentials_once_per_call_and_retries(
+    api: Api, server: MockResponsesServer, sleeps: Sleeps
+) -> None:
+    auth = TokenAuth("tok-old-00000000", "tok-new-11111111", "tok-newer-2222222")
+    p = api.make_provider(server, sleeps, auth=auth, **api.without_key)
+    server.enqueue_error(401)
+    server.enqueue(api.mock.text("hello again"))
+    for _ in range(4):
+        server.enqueue_error(401)
+    try:
+        events = await api.calls.collect(p)
+        _, rejected = await api.calls.collect_error(p)  # the refreshed token is rejected too
+        _, exhausted = await api.calls.collect_error(p)  # no token left to refresh to
+    finally:
+        await p.aclose()
+    assert "".join(texts(events)) == "hello again"
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer tok-old-00000000",
+        "Bearer tok-new-11111111",
+        "Bearer tok-new-11111111",
+        "Bearer tok-newer-2222222",  # one refresh per call: no loop
+        "Bearer tok-newer-2222222",  # refresh impossible: not sent again
+    ]
+    assert rejected.kind == exhausted.kind == "auth"
+    assert "tok-" not in rejected.message + exhausted.message
+    assert auth.refreshes == 3
+    assert sleeps.calls == []  # a refresh is not a backoff retry
+    assert server.pending == 1
 
 
 async def test_a_full_context_window_is_context_window(
