@@ -17,7 +17,7 @@ from typing import Any
 from cody_daemon.store.reader import read_session
 
 from tests.support import mock_anthropic, mock_chat, mock_responses
-from tests.support.daemon import CodyEnv, Daemon, expect_error
+from tests.support.daemon import CodyEnv, Daemon, expect_error, start_with_mock_key
 
 
 def provider(name: str, wire_api: str, base_url: str, model: str, extra: str = "") -> str:
@@ -27,14 +27,6 @@ def provider(name: str, wire_api: str, base_url: str, model: str, extra: str = "
         f'base_url = "{base_url}"\nwire_api = "{wire_api}"\nenv_key = "MOCK_API_KEY"\n'
         f"request_max_retries = 0\nstream_max_retries = 0\n{extra}"
     )
-
-
-async def start(env: CodyEnv, config: str) -> Daemon:
-    env.env["MOCK_API_KEY"] = "test-key-not-secret"
-    env.write_config(config)
-    daemon = await Daemon.start(env)
-    await daemon.initialize()
-    return daemon
 
 
 def session_items(env: CodyEnv) -> list[dict[str, Any]]:
@@ -50,7 +42,7 @@ async def test_claude_thinks_adaptively_on_opus_48_and_with_a_budget_on_haiku(
 ) -> None:
     (cody_env.workspace / "a.txt").write_text("alpha\n")
     async with mock_anthropic.MockAnthropicServer() as api:
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env, provider("claude", "anthropic", api.base_url, "claude-opus-4-8")
         )
         try:
@@ -61,16 +53,10 @@ async def test_claude_thinks_adaptively_on_opus_48_and_with_a_budget_on_haiku(
             )
             api.enqueue(mock_anthropic.text("It says alpha."))
             assert (await daemon.prompt(sid, "what is in a.txt?"))["stopReason"] == "end_turn"
-            await daemon.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "model", "value": "claude-haiku-4-5"},
-            )
+            await daemon.set_config_option(sid, "model", "claude-haiku-4-5")
             api.enqueue(mock_anthropic.text("Haiku here."))
             await daemon.prompt(sid, "and now?")
-            await daemon.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "reasoning_effort", "value": "none"},
-            )
+            await daemon.set_config_option(sid, "reasoning_effort", "none")
             api.enqueue(mock_anthropic.text("No thinking."))
             await daemon.prompt(sid, "quick one")
         finally:
@@ -131,7 +117,7 @@ async def test_deepseek_thinking_mode_accepts_the_follow_up_after_a_tool_call(
     (cody_env.workspace / "a.txt").write_text("alpha\n")
     async with mock_chat.MockChatServer() as api:
         api.thinking_mode = True
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env, provider("deepseek", "chat", api.base_url, "deepseek-v4-pro")
         )
         try:
@@ -195,7 +181,7 @@ async def test_a_slow_first_event_is_waited_for_and_a_silent_one_is_not_resent(
     cody_env: CodyEnv,
 ) -> None:
     async with mock_responses.MockResponsesServer() as api:
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env,
             provider(
                 "slow", "responses", api.base_url, "mock-model", "stream_idle_timeout_ms = 1500\n"
@@ -224,7 +210,7 @@ async def test_a_slow_first_event_is_waited_for_and_a_silent_one_is_not_resent(
 async def test_a_5xx_burst_is_ridden_out_with_exponential_backoff(cody_env: CodyEnv) -> None:
     async with mock_anthropic.MockAnthropicServer() as api:
         # Scaled: a 20 s burst of 529/503 against a 60 s window -> 0.8 s against 1.5 s.
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env,
             provider(
                 "claude",
@@ -254,7 +240,7 @@ async def test_in_stream_failures_are_retried_before_output_and_reported_after(
     cody_env: CodyEnv,
 ) -> None:
     async with mock_responses.MockResponsesServer() as api:
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env,
             provider(
                 "resp", "responses", api.base_url, "mock-model", "request_retry_window_ms = 300\n"

@@ -19,7 +19,7 @@ from cody_daemon.store.reader import read_session
 from cody_protocol.prompt import TokenUsage
 
 from tests.support import mock_anthropic, mock_chat, mock_responses
-from tests.support.daemon import CodyEnv, Daemon, expect_error
+from tests.support.daemon import CodyEnv, Daemon, expect_error, start_with_mock_key
 from tests.support.mock_oauth import MockTokenServer, fake_jwt
 
 APIS = {
@@ -47,14 +47,6 @@ def provider_block(name: str, wire_api: str, base_url: str, retries: int = 0) ->
 async def api(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, Any]]:
     async with SERVERS[request.param]() as server:
         yield request.param, server
-
-
-async def start(env: CodyEnv, config: str) -> Daemon:
-    env.env["MOCK_API_KEY"] = "test-key-not-secret"
-    env.write_config(config)
-    daemon = await Daemon.start(env)
-    await daemon.initialize()
-    return daemon
 
 
 def script_conversation(module: Any, server: Any) -> None:
@@ -112,7 +104,7 @@ async def test_the_same_conversation_on_every_wire_api(tmp_path: Path) -> None:
         (env.workspace / "a.txt").write_text("hello from a\n")
         (env.workspace / "b.txt").write_text("hello from b\n")
         async with SERVERS[name]() as server:
-            daemon = await start(
+            daemon = await start_with_mock_key(
                 env, 'model_provider = "mock"\n' + provider_block("mock", name, server.base_url)
             )
             try:
@@ -171,7 +163,7 @@ async def test_one_session_moves_from_anthropic_to_chat_to_responses(cody_env: C
         mock_chat.MockChatServer() as chat,
         mock_responses.MockResponsesServer() as responses,
     ):
-        daemon = await start(
+        daemon = await start_with_mock_key(
             cody_env,
             'model_provider = "claude"\n'
             + provider_block("claude", "anthropic", claude.base_url)
@@ -186,16 +178,10 @@ async def test_one_session_moves_from_anthropic_to_chat_to_responses(cody_env: C
             )
             claude.enqueue(mock_anthropic.text("It says alpha."))
             await daemon.prompt(sid, "turn one")
-            await daemon.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "provider", "value": "chat"},
-            )
+            await daemon.set_config_option(sid, "provider", "chat")
             chat.enqueue(mock_chat.text("Chat here."))
             await daemon.prompt(sid, "turn two")
-            await daemon.request(
-                "session/set_config_option",
-                {"sessionId": sid, "configId": "provider", "value": "resp"},
-            )
+            await daemon.set_config_option(sid, "provider", "resp")
             responses.enqueue(mock_responses.text("Responses here."))
             await daemon.prompt(sid, "turn three")
         finally:
@@ -279,7 +265,7 @@ async def test_errors_are_classified_with_actionable_messages(
 ) -> None:
     name, server = api
     module = APIS[name]
-    daemon = await start(
+    daemon = await start_with_mock_key(
         cody_env,
         'model_provider = "mock"\n' + provider_block("mock", name, server.base_url, retries=1),
     )

@@ -191,6 +191,14 @@ class Daemon:
         assert not problems, problems
         return result
 
+    async def set_config_option(self, session_id: str, config_id: str, value: Any) -> Any:
+        """`session/set_config_option`, its answer checked against ACP's schema."""
+        params = {"sessionId": session_id, "configId": config_id, "value": value}
+        result = await self.request("session/set_config_option", params)
+        problems = acp_errors("SetSessionConfigOptionResponse", result)
+        assert not problems, problems
+        return result
+
     def session_updates(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]:
         return [
             u["update"]
@@ -223,6 +231,16 @@ class Daemon:
         code = await self.process.close()
         assert not self.invalid, "\n".join(self.invalid)
         return code
+
+
+async def start_with_mock_key(env: CodyEnv, config: str) -> Daemon:
+    """An initialized daemon on `config` (config.toml text) with `MOCK_API_KEY` set, the
+    `env_key` the mock providers' blocks name."""
+    env.env["MOCK_API_KEY"] = "test-key-not-secret"
+    env.write_config(config)
+    daemon = await Daemon.start(env)
+    await daemon.initialize()
+    return daemon
 
 
 async def expect_error(awaitable: Any, code: int) -> RemoteError:
