@@ -6,7 +6,7 @@ the offline one; each test module names its own default model and provider optio
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ __all__ = [
     "TokenAuth",
     "collect_events",
     "collect_failure",
+    "model_calls",
     "model_request",
     "texts",
 ]
@@ -121,6 +122,18 @@ class ModelCalls:
         self, provider: ModelProvider, request: ModelRequest | None = None
     ) -> tuple[list[ModelEvent], ProviderError]:
         return await collect_failure(provider, request or self.request())
+
+
+def model_calls(
+    model: str,
+) -> tuple[
+    Callable[..., ModelRequest],
+    Callable[..., Awaitable[list[ModelEvent]]],
+    Callable[..., Awaitable[tuple[list[ModelEvent], ProviderError]]],
+]:
+    """`request, collect, collect_error = model_calls(model)`: `ModelCalls(model)`'s three."""
+    calls = ModelCalls(model)
+    return calls.request, calls.collect, calls.collect_error
 
 
 S = TypeVar("S", bound=MockResponsesServer)

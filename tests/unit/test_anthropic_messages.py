@@ -40,7 +40,7 @@ from tests.support.mock_anthropic import (
     text,
     tool_call,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
+from tests.support.provider_calls import Sleeps, model_calls, provider_fixtures, texts
 
 CLAUDE_CODE_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "messages_request_claude_code.json"
@@ -78,24 +78,18 @@ class FakeOAuth:
 def make_provider(
     server: MockAnthropicServer, sleeps: Sleeps, **kw: Any
 ) -> AnthropicMessagesProvider:
-    options: dict[str, Any] = {
+    defaults: dict[str, Any] = {
         "provider_id": "anthropic",
         "base_url": server.base_url,
         "auth": ApiKeyAuth(API_KEY, header="x-api-key", scheme=None),
         "env_key": "ANTHROPIC_API_KEY",
         "sleep": sleeps,
     }
-    options.update(kw)
-    return AnthropicMessagesProvider(**options)
+    return AnthropicMessagesProvider(**{**defaults, **kw})
 
 
 server, provider = provider_fixtures(MockAnthropicServer, make_provider)
-
-
-CALLS = ModelCalls(model="claude-sonnet-4-5")
-request = CALLS.request
-collect = CALLS.collect
-collect_error = CALLS.collect_error
+request, collect, collect_error = model_calls("claude-sonnet-4-5")
 
 
 def assistant(text_: str, item_id: str = "a1") -> MessageItem:

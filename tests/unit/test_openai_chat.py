@@ -34,13 +34,13 @@ from tests.support.mock_chat import (
     text,
     tool_call,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, TokenAuth, provider_fixtures, texts
+from tests.support.provider_calls import Sleeps, TokenAuth, model_calls, provider_fixtures, texts
 
 API_KEY = "sk-test-secret-0123456789abcdef"
 
 
 def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAIChatProvider:
-    options: dict[str, Any] = {
+    defaults: dict[str, Any] = {
         "provider_id": "openrouter",
         "base_url": server.base_url,
         "auth": ApiKeyAuth(API_KEY),
@@ -48,17 +48,11 @@ def make_provider(server: MockChatServer, sleeps: Sleeps, **kw: Any) -> OpenAICh
         "headers": {"X-Title": "Cody"},
         "sleep": sleeps,
     }
-    options.update(kw)
-    return OpenAIChatProvider(**options)
+    return OpenAIChatProvider(**{**defaults, **kw})
 
 
 server, provider = provider_fixtures(MockChatServer, make_provider)
-
-
-CALLS = ModelCalls(model="gpt-4.1")
-request = CALLS.request
-collect = CALLS.collect
-collect_error = CALLS.collect_error
+request, collect, collect_error = model_calls("gpt-4.1")
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from tests.support.mock_responses import (
     reasoning,
     text,
 )
-from tests.support.provider_calls import ModelCalls, Sleeps, provider_fixtures, texts
+from tests.support.provider_calls import Sleeps, model_calls, provider_fixtures, texts
 
 CODEX_REQUEST = (
     Path(__file__).parents[1] / "fixtures" / "providers" / "responses_request_codex.json"
@@ -45,7 +45,7 @@ API_KEY = "sk-test-secret-0123456789abcdef"
 def make_provider(
     server: MockResponsesServer, sleeps: Sleeps, **kw: Any
 ) -> OpenAIResponsesProvider:
-    options: dict[str, Any] = {
+    defaults: dict[str, Any] = {
         "provider_id": "openai",
         "base_url": server.base_url,
         "api_key": API_KEY,
@@ -53,17 +53,11 @@ def make_provider(
         "headers": {"OpenAI-Beta": "test"},
         "sleep": sleeps,
     }
-    options.update(kw)
-    return OpenAIResponsesProvider(**options)
+    return OpenAIResponsesProvider(**{**defaults, **kw})
 
 
 server, provider = provider_fixtures(MockResponsesServer, make_provider)
-
-
-CALLS = ModelCalls(model="gpt-4.1")
-request = CALLS.request
-collect = CALLS.collect
-collect_error = CALLS.collect_error
+request, collect, collect_error = model_calls("gpt-4.1")
 
 
 # -- streaming ------------------------------------------------------------------------------
