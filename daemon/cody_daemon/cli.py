@@ -85,6 +85,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from . import startup_gc
+
+    startup_gc.pause()
     args = parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
     _prepare_imports()
@@ -99,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.listen is not None:
         from .rpc.listen import main_listen
 
+        startup_gc.resume()  # a warm daemon starts once; its clients never wait for it
+
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
         _exit_now(main_listen(args.listen, args.framing, stall))
 
@@ -106,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     env = dict(os.environ)
 
     async def run() -> int:
+        asyncio.get_running_loop().call_later(startup_gc.RESUME_AFTER_S, startup_gc.resume)
         app = DaemonApp(env=env, paths=resolve_paths(env))
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
         return await serve_stdio(app, channel, args.framing, stall_timeout_s=stall)

@@ -22,6 +22,7 @@ from cody_protocol.initialize import (
 from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
+from .. import startup_gc
 from .errors import RpcError, invalid_params_from_validation, to_rpc_error
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def initialize(params: Any) -> Any:
         parsed = parse(InitializeParams, params)
         app.client_capabilities = parsed.client_capabilities
+        _after_response(startup_gc.resume)
         return app.initialize_result()
 
     async def authenticate(params: Any) -> Any:
