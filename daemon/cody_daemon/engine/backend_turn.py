@@ -44,7 +44,7 @@ from ..backends.base import (
 )
 from ..backends.failures import cli_timeout
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
-from ..errors import ProviderError, StorageError
+from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide
 from ..providers.pricing import Price, cost_usd, price_for
@@ -152,10 +152,7 @@ class BackendTurnRunner:
             await self.agent.stop()
         self._finish_text()
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
-        try:
-            await session.record_turn_end(self.state.turn_id, stop if failure is None else "error")
-        except StorageError as exc:  # the disk is full: the turn ends with that error
-            failure = failure or exc
+        failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         await self.link.flush(session.id)
         if failure is not None:
             raise failure

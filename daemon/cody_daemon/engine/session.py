@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cody_protocol.prompt import TokenUsage
 
 from ..core.history import HistoryItem
+from ..errors import StorageError
 from ..policy.approval import Grants
 from ..store.reader import make_title
 from ..store.session_file import SessionFile
@@ -78,10 +79,20 @@ class Session:
         self.file.append("event", {"kind": "title", "title": self.title})
         return self.title
 
-    async def record_turn_end(self, turn_id: str, stop_reason: str) -> None:
-        """Record that turn `turn_id` ended and sync the file (every line of the turn is then
-        on disk); raises StorageError when the disk refuses it."""
-        self.file.append(
-            "event", {"kind": "turn_end", "turnId": turn_id, "stopReason": stop_reason}
-        )
-        await self.file.sync()
+    async def record_turn_end(
+        self, turn_id: str, stop_reason: str, failure: BaseException | None
+    ) -> BaseException | None:
+        """Record that turn `turn_id` ended (with `stop_reason`, or "error" after `failure`) and
+        sync the file (every line of the turn is then on disk). Returns what the turn ends with:
+        its own `failure`, else the StorageError of a disk that refused the record, else None."""
+        record = {
+            "kind": "turn_end",
+            "turnId": turn_id,
+            "stopReason": stop_reason if failure is None else "error",
+        }
+        try:
+            self.file.append("event", record)
+            await self.file.sync()
+        except StorageError as exc:  # the disk is full: the turn ends with that error
+            return failure or exc
+        return failure

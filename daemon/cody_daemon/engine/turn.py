@@ -185,10 +185,7 @@ class TurnRunner:
         except BaseException as exc:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
-        try:
-            await session.record_turn_end(self.state.turn_id, stop if failure is None else "error")
-        except StorageError as exc:  # the disk is full: the turn ends with that error
-            failure = failure or exc
+        failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
         if failure is not None:
