@@ -26,7 +26,7 @@ from typing import IO, Protocol
 
 from .connection import Connection, Framing
 from .daemon_command import DaemonNotFound, daemon_command
-from .process_start import start_daemon_process
+from .process_start import spawn_options, start_daemon_process
 
 __all__ = [
     "STDERR_TAIL_LINES",
@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 STDERR_TAIL_LINES = 200
+READ_LIMIT = 256 * 1024 * 1024
+"""The longest line (ndjson frame) a stream of the daemon's takes."""
 
 
 class ChildProcess(Protocol):
@@ -115,7 +117,7 @@ class AdoptedProcess:
 
 async def _stream_reader(pipe: IO[bytes]) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=256 * 1024 * 1024, loop=loop)
+    reader = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
     return reader
 
@@ -237,15 +239,4 @@ class DaemonProcess:
 async def _start(
     argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str | None
 ) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-        limit=256 * 1024 * 1024,
-        # Its own session: a terminal's Ctrl-C goes to the client (which cancels the turn),
-        # not to the daemon. The daemon still exits when the client goes away (stdin EOF).
-        start_new_session=True,
-    )
+    return await asyncio.create_subprocess_exec(*argv, limit=READ_LIMIT, **spawn_options(env, cwd))
