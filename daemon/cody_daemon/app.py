@@ -13,30 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from cody_protocol.initialize import (
-    AgentCapabilities,
-    AuthMethod,
-    ClientCapabilities,
-    CodyInitializeMeta,
-    Implementation,
-    InitializeMeta,
-    InitializeResult,
-    PromptCapabilities,
-    ProviderInfo,
-)
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .config.loader import load_user_config
-from .config.model import CodyConfig
 from .config.paths import CodyPaths
 from .engine.auth import AUTH_METHOD_SUFFIX
 from .errors import InvalidParams
 from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
+from .providers.listing import provider_listing
 from .providers.models import takes_images
 from .rpc.handlers import EXTENSIONS, register_handlers
+from .rpc.initialize_wire import initialize_result
 from .rpc.server import CodyServer
 
 if TYPE_CHECKING:
@@ -52,7 +40,8 @@ class DaemonApp:
         self.env = dict(env)
         self.paths = paths
         self.server = CodyServer()
-        self._client_capabilities = ClientCapabilities()
+        self._client_capabilities: dict[str, Any] = {}
+        """What `initialize` said, in its wire form (a valid `ClientCapabilities`)."""
         self._shutdown_started = False
         register_handlers(self.server, self)
 
@@ -84,10 +73,12 @@ class DaemonApp:
 
     @cached_property
     def link(self) -> RpcClientLink:
+        from cody_protocol.initialize import ClientCapabilities
+
         from .rpc.link import RpcClientLink
 
         link = RpcClientLink(self.server.protocol)
-        link.capabilities = self._client_capabilities
+        link.capabilities = ClientCapabilities.model_validate(self._client_capabilities)
         return link
 
     @cached_property
@@ -98,19 +89,20 @@ class DaemonApp:
         manager.link = self.link
         return manager
 
-    @property
-    def client_capabilities(self) -> ClientCapabilities:
-        return self._client_capabilities
-
-    @client_capabilities.setter
-    def client_capabilities(self, capabilities: ClientCapabilities) -> None:
-        """What `initialize` said; the client link (built now or later) follows it."""
-        self._client_capabilities = capabilities
+    def set_client_capabilities(self, wire: dict[str, Any]) -> None:
+        """What `initialize` said, as the wire form of a valid `ClientCapabilities`; the
+        client link (built now or later) follows it."""
+        self._client_capabilities = wire
         if "link" in vars(self):
-            self.link.capabilities = capabilities
+            from cody_protocol.initialize import ClientCapabilities
+
+            self.link.capabilities = ClientCapabilities.model_validate(wire)
 
     def user_catalog(self) -> ProviderCatalog:
         """Providers as the user config defines them (defaults if that config is invalid)."""
+        from .config.loader import load_user_config
+        from .config.model import CodyConfig
+
         try:
             config = load_user_config(self.paths)
         except InvalidParams:
@@ -122,52 +114,44 @@ class DaemonApp:
             claude_dir=self.claude_dir,
         )
 
-    def initialize_result(self) -> InitializeResult:
-        catalog = self.user_catalog()
-        try:
-            default = catalog.resolve(load_user_config(self.paths).model_provider).id
-        except InvalidParams:
-            default = catalog.resolve_auto().id
+    def initialize_result(self) -> dict[str, Any]:
+        """`initialize`'s answer as JSON, built without the models (rpc/initialize_wire.py)
+        from the provider listing (providers/listing.py): no pydantic import."""
+        listing = provider_listing(
+            self.paths, env=self.env, codex_home=self.codex_home, claude_dir=self.claude_dir
+        )
+        catalog = listing.catalog
+        default = listing.default().id
         providers = []
         auth_methods = []
         for spec in catalog.all():
-            available = catalog.credentials(spec) is not None
             where = catalog.auth_description(spec)
             providers.append(
-                ProviderInfo(
-                    id=spec.id,
-                    name=spec.name,
-                    wire_api=spec.wire_api,
-                    default_model=spec.default_model,
-                    available=available,
-                    credentials=where,
-                )
+                {
+                    "id": spec.id,
+                    "name": spec.name,
+                    "wireApi": spec.wire_api,
+                    "defaultModel": spec.default_model,
+                    "available": catalog.credentials(spec) is not None,
+                    "credentials": where,
+                }
             )
             auth_methods.append(
-                AuthMethod(
-                    id=f"{spec.id}{AUTH_METHOD_SUFFIX}", name=f"{spec.name}", description=where
-                )
+                {"id": f"{spec.id}{AUTH_METHOD_SUFFIX}", "name": spec.name, "description": where}
             )
 
         # The default provider's method first: some ACP clients authenticate with the first one.
-        auth_methods.sort(key=lambda method: method.id != f"{default}{AUTH_METHOD_SUFFIX}")
-        return InitializeResult(
-            agent_capabilities=AgentCapabilities(
-                prompt_capabilities=PromptCapabilities(image=_any_takes_images(catalog))
-            ),
-            agent_info=Implementation(name="cody", title="Cody", version=__version__),
+        auth_methods.sort(key=lambda method: method["id"] != f"{default}{AUTH_METHOD_SUFFIX}")
+        return initialize_result(
+            version=__version__,
+            images=_any_takes_images(catalog),
             auth_methods=auth_methods,
-            meta=InitializeMeta(
-                cody=CodyInitializeMeta(
-                    version=__version__,
-                    extensions=list(EXTENSIONS),
-                    providers=providers,
-                    default_provider=default,
-                    data_dir=str(self.paths.data_dir),
-                    config_file=str(self.paths.config_file),
-                    binaries=binaries_report(),
-                )
-            ),
+            providers=providers,
+            default_provider=default,
+            extensions=list(EXTENSIONS),
+            data_dir=str(self.paths.data_dir),
+            config_file=str(self.paths.config_file),
+            binaries=binaries_report(),
         )
 
     async def shutdown(self) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cody_protocol.errors import ProviderErrorKind
+from cody_protocol.codes import ProviderErrorKind
 
 __all__ = [
     "AuthRequired",

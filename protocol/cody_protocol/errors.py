@@ -1,11 +1,14 @@
-"""JSON-RPC error codes (docs/protocol.md "Errors") and the shapes of their `data`."""
+"""JSON-RPC error codes (docs/protocol.md "Errors") and the shapes of their `data`.
+
+The codes and provider error kinds live in `codes.py` (no pydantic); they are re-exported here.
+"""
 
 from __future__ import annotations
 
-from enum import IntEnum
-from typing import Any, Literal
+from typing import Any
 
 from ._base import WireModel
+from .codes import ErrorCode, ProviderErrorKind
 
 __all__ = [
     "AuthRequiredData",
@@ -16,21 +19,6 @@ __all__ = [
     "ProviderErrorKind",
     "RpcError",
 ]
-
-
-class ErrorCode(IntEnum):
-    """Every error code Cody sends."""
-
-    PARSE_ERROR = -32700
-    INVALID_REQUEST = -32600
-    METHOD_NOT_FOUND = -32601
-    INVALID_PARAMS = -32602
-    INTERNAL_ERROR = -32603
-    AUTH_REQUIRED = -32000
-    NOT_FOUND = -32002
-    REQUEST_CANCELLED = -32800
-    PROVIDER_ERROR = -32010
-    SESSION_BUSY = -32011
 
 
 class RpcError(WireModel):
@@ -58,9 +46,6 @@ class InvalidParamsData(WireModel):
     """`data` of a -32602 error."""
 
     errors: list[ParamIssue]
-
-
-ProviderErrorKind = Literal["auth", "rate_limit", "context_window", "network", "provider"]
 
 
 class ProviderErrorData(WireModel):

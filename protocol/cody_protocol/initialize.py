@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import WireModel
+from .codes import PROTOCOL_VERSION
 from .terminal import TERMINAL_OUTPUT_CAPABILITY
 
 __all__ = [
@@ -31,8 +32,6 @@ __all__ = [
     "ProviderInfo",
     "SessionCapabilities",
 ]
-
-PROTOCOL_VERSION = 1
 
 
 class FileSystemCapabilities(WireModel):

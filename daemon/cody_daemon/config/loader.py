@@ -34,8 +34,9 @@ from pydantic import ValidationError
 
 from ..errors import InvalidParams, Issue
 from ..validation import issues_from_validation_error
-from .model import BUILTIN_PROVIDER_IDS, PARTIAL, CodyConfig
+from .model import PARTIAL, CodyConfig
 from .paths import PROJECT_CONFIG, CodyPaths
+from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 
 __all__ = [
     "PROTECTED_KEYS",
@@ -265,7 +266,7 @@ class _Loader:
                         source=source,
                     )
                 )
-        known = ("auto", *BUILTIN_PROVIDER_IDS, *config.model_providers)
+        known = (AUTO, *BUILTIN_PROVIDER_IDS, *config.model_providers)
         if config.model_provider not in known:
             issues.append(
                 Issue(

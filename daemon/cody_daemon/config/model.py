@@ -38,6 +38,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
+
 __all__ = [
     "BUILTIN_PROVIDER_IDS",
     "PARTIAL",
@@ -46,11 +48,6 @@ __all__ = [
     "ProviderConfig",
     "ToolConfig",
 ]
-
-BUILTIN_PROVIDER_IDS: Final[tuple[str, ...]] = ("openai", "anthropic", "openrouter", "offline")
-"""Provider ids the catalog knows without configuration (in `auto` preference order, then offline).
-
-`[model_providers.<id>]` for one of these overrides only the fields it sets."""
 
 PARTIAL: Final[dict[str, bool]] = {"partial": True}
 """Validation context for a single layer (see the module docstring)."""
@@ -231,7 +228,7 @@ class CodyConfig(_ConfigModel):
     """
 
     model: str | None = None
-    model_provider: str = "auto"
+    model_provider: str = AUTO
     approval_policy: ApprovalPolicy = "on-request"
     sandbox_mode: SandboxMode = "workspace-write"
     model_reasoning_effort: ReasoningEffort | None = None

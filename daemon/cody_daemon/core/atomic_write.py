@@ -1,7 +1,8 @@
 """The one way the daemon replaces a file: atomically, leaving no litter.
 
-Every writer of a whole file goes through here: the edit tools (writeFile, applyPatch) and the
-refresh of a login file (providers/auth_sources.py). Session files are not rewritten but
+Every writer of a whole file goes through here: the edit tools (writeFile, applyPatch), the
+refresh of a login file (providers/auth_sources.py) and the provider listing kept for
+`initialize` (providers/listing.py). Session files are not rewritten but
 appended to (store/session_file.py).
 
 Invariants of `write_atomic` (and so of `replace_file`):

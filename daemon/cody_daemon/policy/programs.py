@@ -13,8 +13,7 @@ run again by `initialize` (each is idempotent and cached).
 from __future__ import annotations
 
 import threading
-
-from cody_protocol.initialize import BinaryInfo
+from typing import Any
 
 from ..core import binaries
 from .sandbox import bwrap_status
@@ -35,13 +34,19 @@ def _probe() -> None:
         binaries.version_of(located.path)
 
 
-def binaries_report() -> list[BinaryInfo]:
+def binaries_report() -> list[dict[str, Any]]:
+    """`_meta.cody.binaries` as JSON (the shape of `cody_protocol.initialize.BinaryInfo`;
+    null members left out, as the models dump): bwrap, then rg."""
     return [_bwrap(), _rg()]
 
 
-def _bwrap() -> BinaryInfo:
+def _info(**members: Any) -> dict[str, Any]:
+    return {name: value for name, value in members.items() if value is not None}
+
+
+def _bwrap() -> dict[str, Any]:
     status = bwrap_status()
-    return BinaryInfo(
+    return _info(
         name="bwrap",
         path=status.path,
         origin=status.origin,
@@ -51,13 +56,13 @@ def _bwrap() -> BinaryInfo:
     )
 
 
-def _rg() -> BinaryInfo:
+def _rg() -> dict[str, Any]:
     located = binaries.locate("rg")
     version = binaries.version_of(located.path) if located.path else None
     problem = located.problem
     if located.path is not None and version is None:
         problem = f"{located.path} does not run (`rg --version` failed)"
-    return BinaryInfo(
+    return _info(
         name="rg",
         path=located.path,
         origin=located.origin,

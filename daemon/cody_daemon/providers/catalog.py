@@ -28,9 +28,9 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..config.model import BUILTIN_PROVIDER_IDS, CodyConfig, ProviderConfig
+from ..config.provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 from ..errors import InvalidParams, Issue
 from .specs import (
     CredentialKind,
@@ -41,6 +41,9 @@ from .specs import (
     builtin_providers,
     official_base_url,
 )
+
+if TYPE_CHECKING:
+    from ..config.model import CodyConfig, ProviderConfig
 
 __all__ = [
     "AUTO",
@@ -58,7 +61,6 @@ __all__ = [
 ]
 
 
-AUTO: Final = "auto"
 AUTO_ORDER: Final[tuple[str, ...]] = ("openai", "anthropic", "openrouter")
 CODEX_AUTH_FILE: Final = "auth.json"
 CLAUDE_CREDENTIALS_FILE: Final = ".credentials.json"

@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, cast
 
 __all__ = [
     "takes_images",
+    "packaged_text",
     "EFFORT_ORDER",
     "Capabilities",
     "Family",
@@ -253,11 +254,16 @@ def resolve_effort(configured: str | None, caps: Capabilities) -> str | None:
 
 
 @functools.cache
-def _packaged() -> ModelCatalog:
-    text = (
+def packaged_text() -> str:
+    """The packaged `models.toml`, as read (once per process)."""
+    return (
         resources.files("cody_daemon.providers").joinpath("models.toml").read_text(encoding="utf-8")
     )
-    return ModelCatalog.from_toml(text)
+
+
+@functools.cache
+def _packaged() -> ModelCatalog:
+    return ModelCatalog.from_toml(packaged_text())
 
 
 def _capabilities(name: str, entry: Mapping[str, Any]) -> Capabilities:

@@ -7,10 +7,9 @@ Python traceback (an unexpected exception becomes -32603 with a one-line message
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cody_protocol.errors import ErrorCode
-from pydantic import BaseModel, ValidationError
+from cody_protocol.codes import ErrorCode
 from pygls.exceptions import JsonRpcException
 
 from ..errors import (
@@ -24,7 +23,9 @@ from ..errors import (
     SessionBusy,
     StorageError,
 )
-from ..validation import issues_from_validation_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 __all__ = ["RpcError", "invalid_params_from_validation", "to_rpc_error"]
 
@@ -68,6 +69,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def invalid_params_from_validation(exc: ValidationError, model: type[BaseModel]) -> RpcError:
+    from ..validation import issues_from_validation_error
+
     issues = issues_from_validation_error(exc, model, source="params")
     summary = "; ".join(issue.describe() for issue in issues[:5])
     return RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {summary}", _issues_data(issues))

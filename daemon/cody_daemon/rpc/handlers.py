@@ -12,20 +12,16 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol import methods
-from cody_protocol.initialize import (
-    AuthenticateParams,
-    CodyLogoutMeta,
-    InitializeParams,
-    LogoutMeta,
-    LogoutResult,
-)
-from pydantic import BaseModel, ValidationError
 from pygls.server import JsonRPCServer
 
 from .. import startup_gc
+from . import wire_models
 from .errors import RpcError, invalid_params_from_validation, to_rpc_error
+from .initialize_wire import plain_client_capabilities
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..app import DaemonApp
     from ..engine.session import Session
 
@@ -33,11 +29,13 @@ __all__ = ["register_handlers"]
 
 logger = logging.getLogger(__name__)
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 Handler = Callable[[Any], Awaitable[Any]]
 
 
 def parse(model: type[M], params: Any) -> M:
+    from pydantic import ValidationError
+
     if params is None:
         params = {}
     if not isinstance(params, dict):
@@ -58,8 +56,8 @@ def _guard(name: str, fn: Handler) -> Handler:
             error = to_rpc_error(exc)
             logger.info("%s failed: %s (%s)", name, error.code, exc.__class__.__name__)
             raise error from None
-        if isinstance(result, BaseModel):
-            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if wire_models.is_model(result):
+            return wire_models.dump(result)
         return result
 
     handler.__name__ = name.replace("/", "_")
@@ -120,12 +118,18 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         _after_response(lambda: app.link.emit(session_id, commands_event()))
 
     async def initialize(params: Any) -> Any:
-        parsed = parse(InitializeParams, params)
-        app.client_capabilities = parsed.client_capabilities
+        capabilities = plain_client_capabilities(params)
+        if capabilities is None:  # coerced or refused by the model (rpc/initialize_wire.py)
+            from cody_protocol.initialize import InitializeParams
+
+            capabilities = parse(InitializeParams, params).client_capabilities.wire()
+        app.set_client_capabilities(capabilities)
         _after_response(startup_gc.resume)
         return app.initialize_result()
 
     async def authenticate(params: Any) -> Any:
+        from cody_protocol.initialize import AuthenticateParams
+
         from ..engine.auth import authenticate as engine_authenticate
 
         parsed = parse(AuthenticateParams, params)
@@ -134,6 +138,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         return {}
 
     async def logout(params: Any) -> Any:
+        from cody_protocol.initialize import CodyLogoutMeta, LogoutMeta, LogoutResult
+
         ended = await app.manager.logout(app.user_catalog())
         return LogoutResult(meta=LogoutMeta(cody=CodyLogoutMeta(logged_out=ended)))
 

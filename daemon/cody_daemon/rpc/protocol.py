@@ -29,11 +29,10 @@ import attrs
 import cattrs
 import orjson
 from lsprotocol.types import CANCEL_REQUEST, ResponseError, ResponseErrorMessage
-from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, JsonRPCResponseMessage
 
-from . import lazy_lsprotocol
+from . import lazy_lsprotocol, wire_models
 from .framing import Framing, encode_frame
 from .transport import ByteSink
 
@@ -67,10 +66,7 @@ def make_converter() -> cattrs.Converter:
         converter.register_unstructure_hook(error_cls, _error_body)
     for message_cls in {ResponseErrorMessage, lazy_lsprotocol.ResponseErrorMessage}:
         converter.register_unstructure_hook(message_cls, _error_message)
-    converter.register_unstructure_hook_func(
-        lambda cls: isinstance(cls, type) and issubclass(cls, BaseModel),
-        lambda model: model.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
+    converter.register_unstructure_hook_func(wire_models.is_model_class, wire_models.dump)
     return converter
 
 
@@ -98,8 +94,8 @@ class _CancelTarget:
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if wire_models.is_model(value):
+        return wire_models.dump(value)
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 

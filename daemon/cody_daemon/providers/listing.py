@@ -1,0 +1,215 @@
+"""The providers `initialize` lists, known without the config models when config.toml is unchanged.
+
+`initialize` reports every provider (built-in and configured), whether it has credentials
+now, and which one the configured `model_provider` means. Knowing the configured providers
+means validating the user's config.toml, and the validation models (pydantic) cost about
+100 ms of imports: more than the rest of the daemon's start (docs/architecture.md,
+"Starting fast"). So:
+
+- No user config file: the built-in providers (nothing to validate).
+- Otherwise the listing is read from `<data_dir>/cache/providers.json` when the entry's key
+  matches, and the file is validated (and the entry rewritten) when it does not. The key is
+  the SHA-256 of: the daemon version, the config file's bytes, the packaged model catalog
+  and the base-URL environment variables (`BASE_URL_ENV`); the provider specs are a
+  function of these alone (`ProviderCatalog.from_config`). A missing, unreadable or damaged
+  entry is a miss. Writing the entry is atomic (core/atomic_write.py), and a failed write is
+  only logged. A config file edited while it is validated is not cached.
+- An invalid config file lists the defaults, as the daemon always did; that is cached too.
+- An entry holds only what a listing shows or needs to find credentials: per provider its
+  id, name, wire API, base URL, `env_key`, default model and models, and the configured
+  `model_provider`. Never a header or query value (they may hold secrets), never a
+  credential: the catalog looks credentials up on every call, so a login or an exported
+  key is seen at once.
+- The listing's catalog lists; it never calls a provider (its specs lack headers, query
+  parameters and retry settings). Sessions and `authenticate` build their catalog from the
+  validated config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, get_args
+
+from ..config.paths import CodyPaths
+from ..config.provider_ids import AUTO
+from ..core.atomic_write import write_atomic
+from ..errors import InvalidParams
+from .catalog import ProviderCatalog
+from .models import packaged_text
+from .specs import BASE_URL_ENV, ModelSpec, ProviderSpec, ProviderWireApi, builtin_providers
+
+__all__ = ["CACHE_FILE", "ProviderListing", "provider_listing"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE: Final = Path("cache") / "providers.json"
+"""The listing cache, relative to the data directory."""
+
+_WIRE_APIS: Final = frozenset(get_args(ProviderWireApi))
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderListing:
+    """The providers as the user config defines them, for `initialize`."""
+
+    catalog: ProviderCatalog
+    model_provider: str
+    """As configured: `auto` or a provider id (an unknown one resolves as `auto`)."""
+
+    def default(self) -> ProviderSpec:
+        """The provider sessions get unless they choose: `model_provider`, resolved now."""
+        try:
+            return self.catalog.resolve(self.model_provider)
+        except InvalidParams:
+            return self.catalog.resolve_auto()
+
+
+def provider_listing(
+    paths: CodyPaths, *, env: Mapping[str, str], codex_home: Path, claude_dir: Path
+) -> ProviderListing:
+    """The listing of the user config at `paths` (see the module invariants)."""
+
+    def catalog_of(specs: list[ProviderSpec]) -> ProviderCatalog:
+        return ProviderCatalog(specs, env=env, codex_home=codex_home, claude_dir=claude_dir)
+
+    try:
+        config_bytes = paths.config_file.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return ProviderListing(catalog_of(list(builtin_providers(env))), AUTO)
+    except OSError:
+        config_bytes = None  # unreadable: validation reports it, and lists the defaults
+    cache = paths.data_dir / CACHE_FILE
+    key = _key(config_bytes, env) if config_bytes is not None else None
+    cached = _read_entry(cache, key) if key is not None else None
+    if cached is not None:
+        specs, model_provider = cached
+        return ProviderListing(catalog_of(specs), model_provider)
+
+    listing = _validated(paths, env=env, codex_home=codex_home, claude_dir=claude_dir)
+    if key is not None and _unchanged(paths.config_file, config_bytes):
+        _write_entry(cache, key, listing)
+    return listing
+
+
+def _validated(
+    paths: CodyPaths, *, env: Mapping[str, str], codex_home: Path, claude_dir: Path
+) -> ProviderListing:
+    from ..config.loader import load_user_config
+    from ..config.model import CodyConfig
+
+    try:
+        config = load_user_config(paths)
+    except InvalidParams:
+        config = CodyConfig()
+    catalog = ProviderCatalog.from_config(
+        config, env=env, codex_home=codex_home, claude_dir=claude_dir
+    )
+    return ProviderListing(catalog, config.model_provider)
+
+
+def _key(config_bytes: bytes, env: Mapping[str, str]) -> str:
+    from .. import __version__
+
+    digest = hashlib.sha256()
+    for part in (
+        __version__.encode(),
+        hashlib.sha256(config_bytes).digest(),
+        hashlib.sha256(packaged_text().encode()).digest(),
+        json.dumps({name: env.get(name) for name in sorted(BASE_URL_ENV.values())}).encode(),
+    ):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def _unchanged(path: Path, expected: bytes | None) -> bool:
+    try:
+        return path.read_bytes() == expected
+    except OSError:
+        return False
+
+
+def _read_entry(cache: Path, key: str) -> tuple[list[ProviderSpec], str] | None:
+    try:
+        entry = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        return None
+    try:
+        if entry["key"] != key:
+            return None
+        model_provider = entry["model_provider"]
+        specs = [_spec_from(item) for item in entry["providers"]]
+    except (KeyError, TypeError, ValueError):
+        logger.info("the provider listing cache %s is damaged; validating config", cache)
+        return None
+    if not isinstance(model_provider, str) or not specs:
+        return None
+    return specs, model_provider
+
+
+def _spec_from(item: Any) -> ProviderSpec:
+    """A listed provider from its cache entry; ValueError/TypeError/KeyError if damaged."""
+    wire_api = item["wire_api"]
+    if wire_api not in _WIRE_APIS:
+        raise ValueError(f"unknown wire_api {wire_api!r}")
+    models = tuple(
+        ModelSpec(id=_text(model_id), context_window=_window(window))
+        for model_id, window in item["models"]
+    )
+    default_model = _text(item["default_model"])
+    if default_model not in {model.id for model in models}:
+        raise ValueError("the default model is not one of the models")
+    return ProviderSpec(
+        id=_text(item["id"]),
+        name=_text(item["name"]),
+        wire_api=wire_api,
+        base_url=_optional_text(item["base_url"]),
+        env_key=_optional_text(item["env_key"]),
+        default_model=default_model,
+        models=models,
+        builtin=bool(item["builtin"]),
+    )
+
+
+def _write_entry(cache: Path, key: str, listing: ProviderListing) -> None:
+    providers = [
+        {
+            "id": spec.id,
+            "name": spec.name,
+            "wire_api": spec.wire_api,
+            "base_url": spec.base_url,
+            "env_key": spec.env_key,
+            "default_model": spec.default_model,
+            "models": [[model.id, model.context_window] for model in spec.models],
+            "builtin": spec.builtin,
+        }
+        for spec in listing.catalog.all()
+    ]
+    entry = {"key": key, "model_provider": listing.model_provider, "providers": providers}
+    try:
+        cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(cache, json.dumps(entry, indent=1).encode(), mode=0o600)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        logger.info("cannot write the provider listing cache %s: %s", cache, reason)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _window(value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise TypeError("expected an integer or null")
