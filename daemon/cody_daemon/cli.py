@@ -1,4 +1,5 @@
-"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--log-file PATH] [--stall-timeout S] [-v]`:
+"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--log-file PATH] [--stall-timeout S]
+[--no-warm-up] [-v]`:
 serve Cody on stdio, or as a warm daemon on a unix socket (rpc/listen.py).
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
@@ -78,6 +79,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="drop a client that leaves its output unread this long (default 300)",
     )
     parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="load nothing ahead of need (by default the modules the first session needs "
+        "are imported while the client is quiet)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging (-vv debug)"
     )
     parser.add_argument("--version", action="version", version=f"cody-daemon {__version__}")
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         startup_gc.resume()  # a warm daemon starts once; its clients never wait for it
 
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
-        _exit_now(main_listen(args.listen, args.framing, stall))
+        _exit_now(main_listen(args.listen, args.framing, stall, warm_up=args.warm_up))
 
     channel = guard_stdio()
     env = dict(os.environ)
@@ -114,7 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.get_running_loop().call_later(startup_gc.RESUME_AFTER_S, startup_gc.resume)
         app = DaemonApp(env=env, paths=resolve_paths(env))
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
-        return await serve_stdio(app, channel, args.framing, stall_timeout_s=stall)
+        return await serve_stdio(
+            app, channel, args.framing, stall_timeout_s=stall, warm_up=args.warm_up
+        )
 
     try:
         code = asyncio.run(run())

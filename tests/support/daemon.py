@@ -108,8 +108,13 @@ class Daemon:
         self.conn.on_request("session/request_permission", self._on_permission)
 
     @classmethod
-    async def start(cls, cody_env: CodyEnv, *, framing: Framing = "lsp") -> Daemon:
-        process = await DaemonProcess.spawn(DAEMON_COMMAND, env=cody_env.env, framing=framing)
+    async def start(
+        cls, cody_env: CodyEnv, *, framing: Framing = "lsp", args: tuple[str, ...] = ()
+    ) -> Daemon:
+        """`args`: extra `cody-daemon` options."""
+        process = await DaemonProcess.spawn(
+            [*DAEMON_COMMAND, *args], env=cody_env.env, framing=framing
+        )
         return cls(process, cody_env)
 
     # -- validation -----------------------------------------------------------------------

@@ -7,9 +7,12 @@ stderr; the test reads them back. No hook in the daemon is involved.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
+
+from cody_daemon.rpc import warm_up
 
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text
@@ -54,8 +57,17 @@ NOT_BEFORE_INITIALIZE = (
     "cody_protocol.updates",
     "cody_protocol.permission",
     "cody_protocol.history",
+    "pydantic",
+    "pydantic_core",
+    "cody_protocol._base",
+    "cody_protocol.initialize",
+    "cody_daemon.config.model",
+    "cody_daemon.config.loader",
+    "cody_daemon.validation",
 )
-"""Not imported before the `initialize` answer: the engine is built on first use (app.py)."""
+"""Not imported before the `initialize` answer: the engine is built on first use (app.py),
+and the answer is read and written without the models (rpc/initialize_wire.py) from the
+provider listing (providers/listing.py), so pydantic waits for the first session request."""
 
 
 def loaded_after(statement: str, watched: tuple[str, ...] = HEAVY) -> set[str]:
@@ -82,12 +94,18 @@ def loaded(names: set[str], watched: tuple[str, ...]) -> set[str]:
     return {w for w in watched if any(n == w or n.startswith(w + ".") for n in names)}
 
 
-async def start_profiled(tmp_path: Path, model_url: str | None = None) -> Daemon:
+NO_WARM_UP = ("--no-warm-up",)
+"""What a request imports on demand (rpc/warm_up.py would load some of it ahead, when idle)."""
+
+
+async def start_profiled(
+    tmp_path: Path, model_url: str | None = None, args: tuple[str, ...] = ()
+) -> Daemon:
     cody_env = CodyEnv.create(tmp_path)
     cody_env.env["PYTHONPROFILEIMPORTTIME"] = "1"
     if model_url is not None:
         cody_env.use_mock_provider(model_url)
-    return await Daemon.start(cody_env)
+    return await Daemon.start(cody_env, args=args)
 
 
 def test_starting_the_daemon_loads_no_heavy_module() -> None:
@@ -122,13 +140,35 @@ def test_exec_starts_its_daemon_before_asyncio_is_imported() -> None:
 
 
 async def test_initialize_is_answered_without_the_engine(tmp_path: Path) -> None:
-    daemon = await start_profiled(tmp_path)
+    daemon = await start_profiled(tmp_path, args=NO_WARM_UP)
     result = await daemon.initialize()
     assert result["protocolVersion"] == 1
     await daemon.close()
     names = imported(daemon.stderr)
-    assert {"pygls.server", "cody_daemon.app", "cody_protocol.initialize"} <= names
+    assert {"pygls.server", "cody_daemon.app", "cody_daemon.rpc.initialize_wire"} <= names
     assert loaded(names, NOT_BEFORE_INITIALIZE) == set()
+
+
+async def test_a_config_file_seen_before_is_not_validated_again_at_initialize(
+    tmp_path: Path,
+) -> None:
+    """With a config.toml, the first start validates it (pydantic) and keeps the provider
+    listing; the next start answers `initialize` from that listing, pydantic-free, with the
+    configured provider in it."""
+    cody_env = CodyEnv.create(tmp_path)
+    cody_env.env["PYTHONPROFILEIMPORTTIME"] = "1"
+    cody_env.use_mock_provider("http://127.0.0.1:9/v1")
+    answers, imports = [], []
+    for _ in range(2):
+        daemon = await Daemon.start(cody_env, args=NO_WARM_UP)
+        answers.append(await daemon.initialize())
+        await daemon.close()
+        imports.append(imported(daemon.stderr))
+    assert "pydantic" in imports[0]  # the file was validated once...
+    assert loaded(imports[1], NOT_BEFORE_INITIALIZE) == set()  # ...and not again
+    first, second = answers
+    assert first == second
+    assert second["_meta"]["cody"]["defaultProvider"] == "mock"
 
 
 async def test_nothing_only_a_turn_needs_is_imported_before_the_first_prompt(
@@ -141,6 +181,44 @@ async def test_nothing_only_a_turn_needs_is_imported_before_the_first_prompt(
     names = imported(daemon.stderr)
     assert "cody_daemon.engine.manager" in names  # the session itself is real
     assert loaded(names, NOT_BEFORE_PROMPT) == set()
+
+
+async def test_the_warm_up_loads_only_what_a_session_loads_anyway(tmp_path: Path) -> None:
+    """Every module of Cody's that rpc/warm_up.py imports ahead is one `session/new` imports on
+    demand (pydantic's pieces load through its lazy attributes, which `-X importtime` does not
+    report one by one)."""
+    daemon = await start_profiled(tmp_path, args=NO_WARM_UP)
+    await daemon.initialize()
+    await daemon.new_session()
+    await daemon.close()
+    names = imported(daemon.stderr)
+    ahead = {step.partition(":")[0] for step in warm_up.STEPS}
+    assert {"pydantic", "pydantic_core"} <= names
+    assert {name for name in ahead if name.startswith("cody_")} - names == set()
+
+
+async def until_imported(daemon: Daemon, module: str, timeout_s: float = 10.0) -> None:
+    """Wait until the daemon's stderr says it imported `module`."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while module not in imported(daemon.stderr):
+        assert asyncio.get_running_loop().time() < deadline, f"{module} was never imported"
+        await asyncio.sleep(0.02)
+
+
+async def test_an_idle_daemon_has_loaded_what_the_first_session_needs(tmp_path: Path) -> None:
+    """rpc/warm_up.py: while the client is quiet after `initialize`, the daemon imports what
+    `session/new` needs, so that request imports nothing heavy itself, and still nothing
+    only a turn needs."""
+    daemon = await start_profiled(tmp_path)
+    await daemon.initialize()
+    await until_imported(daemon, "cody_daemon.rpc.link")  # the last import of the warm-up
+    await asyncio.sleep(0.3)  # and its model builds
+    before = len(daemon.stderr)
+    await daemon.new_session()
+    await daemon.close()
+    during = imported(daemon.stderr[before:])
+    assert loaded(during, ("pydantic", "cody_protocol", "cody_daemon.engine")) == set()
+    assert loaded(imported(daemon.stderr), NOT_BEFORE_PROMPT) == set()
 
 
 async def test_a_turn_imports_its_provider_but_never_a_terminal_ui(tmp_path: Path) -> None:

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from cody_protocol.endpoint import SOCKET_ENV, default_socket_path
-from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
@@ -45,6 +44,7 @@ from .handlers import _after_response, _session_state, register_handlers
 from .server import serve_frames
 from .sharing import Attachments, BroadcastLink, SharingServer
 from .transport import HIGH_WATER, READ_LIMIT, ByteSink, WriteFlow
+from .warm_up import WarmUp
 
 __all__ = [
     "MAX_CONNECTIONS",
@@ -233,7 +233,7 @@ class ConnectionApp(DaemonApp):
         self.sharing = server
         self.server = server
         self.link = server.link
-        self.client_capabilities = ClientCapabilities()
+        self._client_capabilities = {}  # the link starts with the defaults
         self._shutdown_started = False
         register_handlers(server, self)
 
@@ -302,8 +302,11 @@ async def serve_listen(
     ready: Callable[[], None] | None = None,
     own_uid: int | None = None,
     stop: asyncio.Event | None = None,
+    warm_up: bool = True,
 ) -> int:
     """Serve every connection on `sock` until SIGTERM/SIGINT/SIGHUP; returns 0.
+
+    `warm_up`: load what sessions need while no connection is talking (rpc/warm_up.py).
 
     `own_uid` (default: this process' uid) is the only uid whose connections are served;
     `stop` (default: one set by those signals) ends serving."""
@@ -338,6 +341,8 @@ async def serve_listen(
         refused += 1
         return False
 
+    warming = WarmUp(loop) if warm_up else None
+
     async def serve_client(
         reader: asyncio.StreamReader, sink: ByteSink, ends: asyncio.Event
     ) -> None:
@@ -345,7 +350,13 @@ async def serve_listen(
         view.server.protocol.attach(sink)
         try:
             await serve_frames(
-                view.server, reader, sink, framing, stop=ends, stall_timeout_s=stall_timeout_s
+                view.server,
+                reader,
+                sink,
+                framing,
+                stop=ends,
+                stall_timeout_s=stall_timeout_s,
+                on_frame=warming.heard if warming is not None else None,
             )
         finally:
             await view.shutdown()
@@ -362,9 +373,13 @@ async def serve_listen(
     )
     if ready is not None:
         ready()
+    if warming is not None:
+        warming.start()
     try:
         await stop.wait()
     finally:
+        if warming is not None:
+            warming.stop()
         server.close()
         for ends in list(clients.values()):
             ends.set()
@@ -374,7 +389,9 @@ async def serve_listen(
     return 0
 
 
-def main_listen(requested: str, framing: FramingMode, stall_timeout_s: float) -> int:
+def main_listen(
+    requested: str, framing: FramingMode, stall_timeout_s: float, *, warm_up: bool = True
+) -> int:
     """`cody-daemon --listen [PATH]`: bind, serve, remove the socket; returns the exit code."""
     from ..config.paths import resolve_paths
 
@@ -393,7 +410,9 @@ def main_listen(requested: str, framing: FramingMode, stall_timeout_s: float) ->
 
     async def run() -> int:
         app = DaemonApp(env=env, paths=resolve_paths(env))
-        return await serve_listen(app, sock, framing, stall_timeout_s=stall_timeout_s, ready=ready)
+        return await serve_listen(
+            app, sock, framing, stall_timeout_s=stall_timeout_s, ready=ready, warm_up=warm_up
+        )
 
     try:
         code = asyncio.run(run())

@@ -17,10 +17,11 @@ import contextlib
 import json
 import logging
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from cody_protocol.errors import ErrorCode
+from cody_protocol.codes import ErrorCode
 from cody_protocol.methods import CANCEL_REQUEST_ACP, CANCEL_REQUEST_LSP, EXIT, INITIALIZE, SHUTDOWN
 from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
@@ -29,6 +30,7 @@ from pygls.server import JsonRPCServer
 from .framing import FrameError, FrameReader, FramingMode
 from .protocol import CodyProtocol, make_converter
 from .transport import ByteSink, StdioChannel, open_channel
+from .warm_up import WarmUp
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
@@ -224,8 +226,10 @@ async def serve_stdio(
     framing: FramingMode,
     *,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+    warm_up: bool = True,
 ) -> int:
-    """Serve until EOF or `exit`; returns the exit code."""
+    """Serve until EOF or `exit`; returns the exit code. `warm_up`: load what the first
+    session request needs while the client is quiet (rpc/warm_up.py)."""
     server = app.server
     reader, sink = await open_channel(channel)
     server.protocol.attach(sink)
@@ -234,9 +238,20 @@ async def serve_stdio(
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
+    warming = WarmUp(loop) if warm_up else None
+    if warming is not None:
+        warming.start()
     dispatcher = await serve_frames(
-        server, reader, sink, framing, stop=stop, stall_timeout_s=stall_timeout_s
+        server,
+        reader,
+        sink,
+        framing,
+        stop=stop,
+        stall_timeout_s=stall_timeout_s,
+        on_frame=warming.heard if warming is not None else None,
     )
+    if warming is not None:
+        warming.stop()
     await app.shutdown()
     await asyncio.sleep(0)
     await sink.close()
@@ -255,9 +270,11 @@ async def serve_frames(
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
+    on_frame: Callable[[], None] | None = None,
 ) -> _Dispatcher:
     """Read and dispatch one client's frames until EOF, `exit`, or `stop` (also set when the
-    client is dropped for not reading). The caller attached `sink` and closes it."""
+    client is dropped for not reading); `on_frame` is told of each frame as it arrives. The
+    caller attached `sink` and closes it."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     frames = FrameReader(reader, framing)
@@ -272,6 +289,8 @@ async def serve_frames(
             frame = next_frame.result()
             if frame is None:
                 break
+            if on_frame is not None:
+                on_frame()
             if frames.framing is not None:
                 server.protocol.framing = frames.framing
             if isinstance(frame, FrameError):
