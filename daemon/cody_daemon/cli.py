@@ -9,17 +9,22 @@ prompts, file contents or secrets at INFO. The process ends as soon as serving e
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
 import os
 import sys
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    import argparse
+
+    from .rpc.framing import FramingMode
+
+__all__ = ["Options", "main", "parse_args"]
 
 
 class _DropExpectedRpcErrors(logging.Filter):
@@ -50,7 +55,31 @@ def _configure_logging(verbosity: int, log_file: str | None) -> None:
     logging.getLogger("pygls").setLevel(logging.WARNING if verbosity < 3 else logging.DEBUG)
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The command line, parsed (the defaults are what `cody-daemon` alone means)."""
+
+    framing: FramingMode = "auto"
+    log_file: str | None = None
+    listen: str | None = None
+    stall_timeout: float | None = None
+    warm_up: bool = True
+    verbose: int = 0
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    """The options; without arguments (how editors start the daemon) argparse is not even
+    imported (~5 ms of the start)."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        return Options()
+    return Options(**vars(_parser().parse_args(args)))
+
+
+def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    defaults = Options()
     parser = argparse.ArgumentParser(
         prog="cody-daemon",
         description="Serve Cody (ACP v1 + _cody extensions) as JSON-RPC on stdin/stdout.",
@@ -58,7 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--framing",
         choices=("auto", "lsp", "ndjson"),
-        default="auto",
+        default=defaults.framing,
         help="message framing: Content-Length (lsp), newline-delimited JSON, or detect (default)",
     )
     parser.add_argument("--log-file", help="write logs here instead of stderr")
@@ -89,7 +118,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "-v", "--verbose", action="count", default=0, help="more logging (-vv debug)"
     )
     parser.add_argument("--version", action="version", version=f"cody-daemon {__version__}")
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> None:
