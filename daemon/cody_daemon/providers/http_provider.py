@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
@@ -299,8 +301,22 @@ class HttpProvider(ABC):
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
+            self._client = httpx.AsyncClient(timeout=self._timeout, verify=tls_trust(self._url))
         return self._client
+
+
+def tls_trust(url: str) -> ssl.SSLContext | bool:
+    """What the provider's HTTP client trusts for TLS.
+
+    True (httpx's default: the CA bundle, or `SSL_CERT_FILE`/`SSL_CERT_DIR`) unless every
+    request goes to a plain `http://` URL (a local model server) and no proxy is set in the
+    environment: then TLS is never spoken, and loading the CA bundle (~30 ms at the first
+    model call) is skipped. The client then gets a context that checks certificates and host
+    names but trusts no certificate at all, so a TLS connection it should never make fails
+    closed. (Provider requests do not follow redirects.)"""
+    if not url.startswith("http://") or urllib.request.getproxies():
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _after_output(error: ProviderError) -> ProviderError:
