@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 
 __all__ = ["DaemonNotFound", "daemon_command"]
@@ -28,6 +27,8 @@ def daemon_command() -> list[str]:
         return shlex.split(override)
     if importlib.util.find_spec("cody_daemon") is not None:
         return [sys.executable, "-m", "cody_daemon"]
+    import shutil  # only here: `exec` reads this module before it starts its daemon
+
     on_path = shutil.which("cody-daemon")
     if on_path is not None:
         return [on_path]

@@ -5,21 +5,22 @@ Both sides compute the path from the environment alone, so they agree without ta
 
 - `$CODY_DAEMON_SOCKET`, when set and not empty, is the path.
 - Otherwise the socket lives in a per-user directory: `$XDG_RUNTIME_DIR/cody/` when
-  `XDG_RUNTIME_DIR` is set, else `/tmp/cody-<uid>/` (tempfile's directory, in fact).
+  `XDG_RUNTIME_DIR` is set, else `<temp dir>/cody-<uid>/`, the temp dir being the first
+  absolute one of `$TMPDIR`, `$TEMP`, `$TMP`, else `/tmp`.
 - Its name is `daemon.sock`, or `daemon-<hash>.sock` when `CODY_HOME` is set (the hash of
   its absolute path): a daemon serves one data directory, so a client with another
   `CODY_HOME` never reaches it.
 
 `CODY_DAEMON_SOCKET=` (set but empty) tells clients not to use a warm daemon at all.
 
-Pure standard library: the client reads this before it imports anything heavy.
+Pure standard library, and only `os` and `pathlib` at import: `cody-client exec` reads this
+before it starts its daemon, so it costs the daemon's start (hashlib loads when `CODY_HOME`
+is set).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,7 +35,17 @@ def socket_dir(env: Mapping[str, str]) -> Path:
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime):
         return Path(runtime) / "cody"
-    return Path(tempfile.gettempdir()) / f"cody-{os.getuid()}"
+    return Path(_temp_dir(env)) / f"cody-{os.getuid()}"
+
+
+def _temp_dir(env: Mapping[str, str]) -> str:
+    """The first absolute `$TMPDIR`, `$TEMP`, `$TMP`, else `/tmp` (as tempfile would choose
+    on a usual system, read from `env` and without importing tempfile)."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = env.get(name, "")
+        if value and os.path.isabs(value):
+            return value
+    return "/tmp"
 
 
 def default_socket_path(env: Mapping[str, str]) -> Path:
@@ -44,6 +55,8 @@ def default_socket_path(env: Mapping[str, str]) -> Path:
         return Path(explicit).expanduser().absolute()
     home = env.get("CODY_HOME", "")
     if home:
+        import hashlib
+
         key = str(Path(home).expanduser().absolute()).encode("utf-8", "surrogateescape")
         name = f"daemon-{hashlib.sha256(key).hexdigest()[:12]}.sock"
     else:

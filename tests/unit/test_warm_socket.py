@@ -31,10 +31,12 @@ def test_the_socket_is_per_user_and_per_cody_home() -> None:
     two = default_socket_path({**base, "CODY_HOME": "/home/a/two"})
     assert one.parent == two.parent == Path("/run/user/1000/cody")
     assert one != two, "a client with another CODY_HOME never reaches this daemon"
-    assert (
-        default_socket_path({})
-        == Path(tempfile.gettempdir()) / f"cody-{os.getuid()}" / "daemon.sock"
-    )
+    uid = os.getuid()
+    assert default_socket_path({}) == Path(f"/tmp/cody-{uid}/daemon.sock")
+    assert default_socket_path({"TMPDIR": "/var/t"}) == Path(f"/var/t/cody-{uid}/daemon.sock")
+    assert default_socket_path({"TMPDIR": "rel", "TMP": "/t2"}) == Path(
+        f"/t2/cody-{uid}/daemon.sock"
+    ), "a relative temp dir is skipped"
     assert default_socket_path({**base, "CODY_DAEMON_SOCKET": "/x/d.sock"}) == Path("/x/d.sock")
     assert client_socket_path({**base, "CODY_DAEMON_SOCKET": ""}) is None, "set but empty: opt out"
     assert client_socket_path(base) == default_socket_path(base)
