@@ -87,13 +87,15 @@ async def test_a_moved_openai_base_url_keeps_the_chatgpt_login_in_the_listing(
     assert "ChatGPT login" in openai["credentials"]
 
 
-async def test_the_listing_keeps_no_header_value(tmp_path: Path) -> None:
+async def test_the_listing_keeps_no_header_value_and_no_url(tmp_path: Path) -> None:
+    """Header values may be keys, and a base URL may carry credentials (user:password@, ?key=)."""
     cody_env = CodyEnv.create(tmp_path)
-    cody_env.write_config(LOCAL)
+    cody_env.write_config(LOCAL.replace("127.0.0.1:9", "bob:url-secret-1@127.0.0.1:9"))
+    cody_env.env["OPENAI_BASE_URL"] = "https://alice:env-secret-2@gw.example/v1?key=sk-3"
     await start_and_initialize(cody_env)
     kept = (cody_env.cody_home / CACHE).read_text()
-    assert "header-secret-4711" not in kept
-    assert "X-Api-Token" not in kept
+    for secret in ("header-secret-4711", "X-Api-Token", "url-secret-1", "env-secret-2", "sk-3"):
+        assert secret not in kept
     assert (cody_env.cody_home / CACHE).stat().st_mode & 0o777 == 0o600
 
 
@@ -103,9 +105,13 @@ async def test_a_damaged_listing_is_rebuilt(tmp_path: Path) -> None:
     first = await start_and_initialize(cody_env)
     cache = cody_env.cody_home / CACHE
     entry = json.loads(cache.read_text())
+    without_offline = [p for p in entry["providers"] if p["id"] != "offline"]
     for damage in (
         b"{not json",
         b"",
+        b"[" * 100_000 + b"]" * 100_000,
+        json.dumps({**entry, "providers": without_offline}).encode(),
+        json.dumps({**entry, "providers": entry["providers"] * 2}).encode(),
         json.dumps({**entry, "providers": [{"id": "local"}]}).encode(),
         json.dumps({**entry, "providers": "local"}).encode(),
         json.dumps({**entry, "model_provider": 7}).encode(),

@@ -9,19 +9,22 @@ means validating the user's config.toml, and the validation models (pydantic) co
 - No user config file: the built-in providers (nothing to validate).
 - Otherwise the listing is read from `<data_dir>/cache/providers.json` when the entry's key
   matches, and the file is validated (and the entry rewritten) when it does not. The key is
-  the SHA-256 of: the daemon version, the config file's bytes, the packaged model catalog
-  and the base-URL environment variables (`BASE_URL_ENV`); the provider specs are a
-  function of these alone (`ProviderCatalog.from_config`). A missing, unreadable or damaged
-  entry is a miss. Writing the entry is atomic (core/atomic_write.py), and a failed write is
+  the SHA-256 of: the daemon version, the source of the modules that turn config.toml into
+  specs (`_DERIVED_BY`: the version stays the same across `git pull && install.py`), the
+  config file's bytes, the packaged model catalog and the base-URL environment variables
+  (`BASE_URL_ENV`); the provider specs are a function of these (and of the pydantic version,
+  which is not in the key: an upgrade of pydantic that changes what validates is seen when
+  config.toml next changes). A missing, unreadable or damaged entry (any JSON, any shape, an
+  entry without every built-in provider) is a miss. Writing the entry is atomic (core/atomic_write.py), and a failed write is
   only logged. A config file edited while it is validated is not cached.
 - An invalid config file lists the defaults, as the daemon always did; that is cached too.
 - An entry holds only what a listing shows or needs to find credentials: per provider its
-  id, name, wire API, base URL, `env_key`, default model and models, and the configured
-  `model_provider`. Never a header or query value (they may hold secrets), never a
-  credential: the catalog looks credentials up on every call, so a login or an exported
-  key is seen at once.
+  id, name, wire API, whether its base URL is the official one (not the URL: one may hold
+  credentials), `env_key`, default model and models, and the configured `model_provider`.
+  Never a header or query value, never a credential: the catalog looks credentials up on
+  every call, so a login or an exported key is seen at once.
 - The listing's catalog lists; it never calls a provider (its specs lack headers, query
-  parameters and retry settings). Sessions and `authenticate` build their catalog from the
+  parameters, retry settings and, unless official, the base URL). Sessions and `authenticate` build their catalog from the
   validated config.
 """
 
@@ -36,12 +39,19 @@ from pathlib import Path
 from typing import Any, Final, get_args
 
 from ..config.paths import CodyPaths
-from ..config.provider_ids import AUTO
+from ..config.provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 from ..core.atomic_write import write_atomic
 from ..errors import InvalidParams
 from .catalog import ProviderCatalog
 from .models import packaged_text
-from .specs import BASE_URL_ENV, ModelSpec, ProviderSpec, ProviderWireApi, builtin_providers
+from .specs import (
+    BASE_URL_ENV,
+    ModelSpec,
+    ProviderSpec,
+    ProviderWireApi,
+    builtin_providers,
+    official_base_url,
+)
 
 __all__ = ["CACHE_FILE", "ProviderListing", "provider_listing"]
 
@@ -51,6 +61,19 @@ CACHE_FILE: Final = Path("cache") / "providers.json"
 """The listing cache, relative to the data directory."""
 
 _WIRE_APIS: Final = frozenset(get_args(ProviderWireApi))
+
+_DERIVED_BY: Final = (
+    "config/loader.py",
+    "config/model.py",
+    "config/provider_ids.py",
+    "providers/catalog.py",
+    "providers/models.py",
+    "providers/specs.py",
+    "providers/listing.py",
+    "validation.py",
+)
+"""The modules that turn config.toml into the listing: their bytes are part of the key (the
+version stays the same across `git pull && python3 install.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +108,14 @@ def provider_listing(
         config_bytes = None  # unreadable: validation reports it, and lists the defaults
     cache = paths.data_dir / CACHE_FILE
     key = _key(config_bytes, env) if config_bytes is not None else None
-    cached = _read_entry(cache, key) if key is not None else None
+    cached = _read_entry(cache, key, env) if key is not None else None
     if cached is not None:
         specs, model_provider = cached
         return ProviderListing(catalog_of(specs), model_provider)
 
     listing = _validated(paths, env=env, codex_home=codex_home, claude_dir=claude_dir)
     if key is not None and _unchanged(paths.config_file, config_bytes):
-        _write_entry(cache, key, listing)
+        _write_entry(cache, key, listing, env)
     return listing
 
 
@@ -118,6 +141,7 @@ def _key(config_bytes: bytes, env: Mapping[str, str]) -> str:
     digest = hashlib.sha256()
     for part in (
         __version__.encode(),
+        _code_digest(),
         hashlib.sha256(config_bytes).digest(),
         hashlib.sha256(packaged_text().encode()).digest(),
         json.dumps({name: env.get(name) for name in sorted(BASE_URL_ENV.values())}).encode(),
@@ -127,6 +151,14 @@ def _key(config_bytes: bytes, env: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
+def _code_digest() -> bytes:
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for name in _DERIVED_BY:
+        digest.update((root / name).read_bytes())
+    return digest.digest()
+
+
 def _unchanged(path: Path, expected: bytes | None) -> bool:
     try:
         return path.read_bytes() == expected
@@ -134,25 +166,30 @@ def _unchanged(path: Path, expected: bytes | None) -> bool:
         return False
 
 
-def _read_entry(cache: Path, key: str) -> tuple[list[ProviderSpec], str] | None:
+def _read_entry(
+    cache: Path, key: str, env: Mapping[str, str]
+) -> tuple[list[ProviderSpec], str] | None:
     try:
         entry = json.loads(cache.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     try:
         if entry["key"] != key:
             return None
         model_provider = entry["model_provider"]
-        specs = [_spec_from(item) for item in entry["providers"]]
+        specs = [_spec_from(item, env) for item in entry["providers"]]
     except (KeyError, TypeError, ValueError):
         logger.info("the provider listing cache %s is damaged; validating config", cache)
         return None
-    if not isinstance(model_provider, str) or not specs:
+    ids = [spec.id for spec in specs]
+    if not isinstance(model_provider, str) or len(set(ids)) != len(ids):
+        return None
+    if not set(BUILTIN_PROVIDER_IDS) <= set(ids):  # every listing has them (resolve_auto)
         return None
     return specs, model_provider
 
 
-def _spec_from(item: Any) -> ProviderSpec:
+def _spec_from(item: Any, env: Mapping[str, str]) -> ProviderSpec:
     """A listed provider from its cache entry; ValueError/TypeError/KeyError if damaged."""
     wire_api = item["wire_api"]
     if wire_api not in _WIRE_APIS:
@@ -164,11 +201,16 @@ def _spec_from(item: Any) -> ProviderSpec:
     default_model = _text(item["default_model"])
     if default_model not in {model.id for model in models}:
         raise ValueError("the default model is not one of the models")
+    provider_id = _text(item["id"])
+    if type(item["official_base_url"]) is not bool:
+        raise TypeError("expected a boolean")
     return ProviderSpec(
-        id=_text(item["id"]),
+        id=provider_id,
         name=_text(item["name"]),
         wire_api=wire_api,
-        base_url=_optional_text(item["base_url"]),
+        # Only whether it is the official one is kept (a URL may hold credentials); that
+        # is all the listing uses it for (ProviderCatalog._uses_codex_login).
+        base_url=official_base_url(provider_id, env) if item["official_base_url"] else None,
         env_key=_optional_text(item["env_key"]),
         default_model=default_model,
         models=models,
@@ -176,13 +218,13 @@ def _spec_from(item: Any) -> ProviderSpec:
     )
 
 
-def _write_entry(cache: Path, key: str, listing: ProviderListing) -> None:
+def _write_entry(cache: Path, key: str, listing: ProviderListing, env: Mapping[str, str]) -> None:
     providers = [
         {
             "id": spec.id,
             "name": spec.name,
             "wire_api": spec.wire_api,
-            "base_url": spec.base_url,
+            "official_base_url": spec.base_url == official_base_url(spec.id, env),
             "env_key": spec.env_key,
             "default_model": spec.default_model,
             "models": [[model.id, model.context_window] for model in spec.models],
