@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 
 import pytest
+from cody_daemon.rpc.transport import StdioChannel, open_channel
 from cody_daemon.rpc.warm_up import IDLE_S, WarmUp
 
 LOGGER = "cody_daemon.rpc.warm_up"
@@ -49,3 +52,29 @@ async def test_stop_cancels_what_is_left(caplog: pytest.LogCaptureFixture) -> No
     warming.stop()
     await asyncio.sleep(IDLE_S * 20)
     assert steps_run(caplog) == []
+
+
+async def test_input_arriving_during_a_step_is_heard_before_the_next_step() -> None:
+    """Bytes that reach the daemon's stdin while a step runs pause the warm-up before any
+    further step starts (the I/O callback runs before the due step: transport.InputReader)."""
+    loop = asyncio.get_running_loop()
+    client_end, daemon_end = os.pipe()
+    out_read, out_write = os.pipe()
+    reader, sink = await open_channel(StdioChannel(read_fd=client_end, write_fd=out_write))
+    events: list[str] = []
+
+    def run(step: str) -> None:
+        events.append(step)
+        if step == "a":
+            os.write(daemon_end, b"Content-Length: 2\r\n\r\n{}")  # the client speaks now
+        time.sleep(0.02)
+
+    warming = WarmUp(loop, ("a", "b", "c"), run=run)
+    reader.on_input = lambda: (events.append("heard"), warming.heard())
+    warming.start()
+    await asyncio.sleep(IDLE_S * 30)
+    assert events[:2] == ["a", "heard"]
+    assert warming.done, events  # and the rest ran once the client was quiet again
+    for fd in (daemon_end, out_read):
+        os.close(fd)
+    await sink.close()

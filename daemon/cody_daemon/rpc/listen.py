@@ -43,7 +43,7 @@ from .framing import FramingMode
 from .handlers import _after_response, _session_state, register_handlers
 from .server import serve_frames
 from .sharing import Attachments, BroadcastLink, SharingServer
-from .transport import HIGH_WATER, READ_LIMIT, ByteSink, WriteFlow
+from .transport import HIGH_WATER, READ_LIMIT, ByteSink, InputReader, WriteFlow
 from .warm_up import WarmUp
 
 __all__ = [
@@ -265,7 +265,7 @@ class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
         own_uid: int,
         admit: Callable[[], bool],
     ) -> None:
-        self.incoming = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+        self.incoming = InputReader(limit=READ_LIMIT, loop=loop)
         self._loop_ref = loop
         self._on_client = on_client
         self._own_uid = own_uid
@@ -350,19 +350,15 @@ async def serve_listen(
         view.server.protocol.attach(sink)
         try:
             await serve_frames(
-                view.server,
-                reader,
-                sink,
-                framing,
-                stop=ends,
-                stall_timeout_s=stall_timeout_s,
-                on_frame=warming.heard if warming is not None else None,
+                view.server, reader, sink, framing, stop=ends, stall_timeout_s=stall_timeout_s
             )
         finally:
             await view.shutdown()
             await sink.close()
 
     def on_client(reader: asyncio.StreamReader, sink: ByteSink) -> None:
+        if warming is not None and isinstance(reader, InputReader):
+            reader.on_input = warming.heard
         ends = asyncio.Event()
         task = loop.create_task(serve_client(reader, sink, ends))
         clients[task] = ends

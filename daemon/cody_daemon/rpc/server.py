@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import signal
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -240,15 +239,10 @@ async def serve_stdio(
             loop.add_signal_handler(signum, stop.set)
     warming = WarmUp(loop) if warm_up else None
     if warming is not None:
+        reader.on_input = warming.heard
         warming.start()
     dispatcher = await serve_frames(
-        server,
-        reader,
-        sink,
-        framing,
-        stop=stop,
-        stall_timeout_s=stall_timeout_s,
-        on_frame=warming.heard if warming is not None else None,
+        server, reader, sink, framing, stop=stop, stall_timeout_s=stall_timeout_s
     )
     if warming is not None:
         warming.stop()
@@ -270,11 +264,9 @@ async def serve_frames(
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
-    on_frame: Callable[[], None] | None = None,
 ) -> _Dispatcher:
     """Read and dispatch one client's frames until EOF, `exit`, or `stop` (also set when the
-    client is dropped for not reading); `on_frame` is told of each frame as it arrives. The
-    caller attached `sink` and closes it."""
+    client is dropped for not reading). The caller attached `sink` and closes it."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     frames = FrameReader(reader, framing)
@@ -289,8 +281,6 @@ async def serve_frames(
             frame = next_frame.result()
             if frame is None:
                 break
-            if on_frame is not None:
-                on_frame()
             if frames.framing is not None:
                 server.protocol.framing = frames.framing
             if isinstance(frame, FrameError):

@@ -16,13 +16,15 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, SupportsIndex
 
 __all__ = [
     "HIGH_WATER",
     "READ_LIMIT",
     "ByteSink",
+    "InputReader",
     "StdioChannel",
     "WriteFlow",
     "guard_stdio",
@@ -33,6 +35,18 @@ READ_LIMIT = 1 << 20
 """Input buffered before the pipe is paused (FrameReader keeps its own, bounded buffer)."""
 HIGH_WATER = 1 << 20
 """Output buffered for the client before producers wait (the bound of issue 8.11)."""
+
+
+class InputReader(asyncio.StreamReader):
+    """A StreamReader that calls `on_input` as bytes arrive, before any frame is parsed from
+    them (the warm-up pauses at once: rpc/warm_up.py)."""
+
+    on_input: Callable[[], None] | None = None
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        super().feed_data(data)
+        if self.on_input is not None:
+            self.on_input()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +163,9 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def open_channel(channel: StdioChannel) -> tuple[asyncio.StreamReader, ByteSink]:
+async def open_channel(channel: StdioChannel) -> tuple[InputReader, ByteSink]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=READ_LIMIT)
+    reader = InputReader(limit=READ_LIMIT)
     read_file = os.fdopen(channel.read_fd, "rb", buffering=0)
     if _is_pipe_like(channel.read_fd) and not os.isatty(channel.read_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)

@@ -9,8 +9,10 @@ editor waits for its user to open a thread. `WarmUp` spends such idle time on th
 Invariants:
 - It runs on the event loop's thread, one step at a time (an import or a model's schema,
   each at most ~20 ms here), and a step runs only when no message has arrived for `IDLE_S`:
-  every message postpones the next step, so a client that talks is never kept waiting by
-  more than the one step in progress.
+  input postpones the next step, so a client that talks is never kept waiting by more than
+  the one step in progress. `heard` is called as bytes arrive (transport.InputReader), from
+  the event loop's I/O callback: in a loop turn, I/O callbacks run before the timers that
+  are due, so a step due in the turn the bytes arrive sees them.
 - A step only imports a module or builds a model's validator (pydantic's public
   `model_rebuild`); it never builds the engine, touches a file or runs a program. A step that
   fails ends the warm-up (logged); the request that needs the module then imports it and
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from typing import Final
 
 __all__ = ["IDLE_S", "STEPS", "WarmUp"]
@@ -71,8 +74,15 @@ STEPS: Final[tuple[str, ...]] = (
 class WarmUp:
     """Runs `STEPS` in the idle time of one event loop (see the module invariants)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, steps: tuple[str, ...] = STEPS) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        steps: tuple[str, ...] = STEPS,
+        run: Callable[[str], None] | None = None,
+    ) -> None:
+        """`run` performs one step (tests pass their own)."""
         self._loop = loop
+        self._run = run or _run
         self._steps = list(reversed(steps))
         self._last_heard = loop.time()
         self._timer: asyncio.TimerHandle | None = None
@@ -85,7 +95,7 @@ class WarmUp:
         self._schedule(IDLE_S)
 
     def heard(self) -> None:
-        """A message arrived: the next step waits until the client has been quiet again."""
+        """Input arrived: the next step waits until the client has been quiet again."""
         self._last_heard = self._loop.time()
 
     def stop(self) -> None:
@@ -105,7 +115,7 @@ class WarmUp:
         step = self._steps.pop()
         started = self._loop.time()
         try:
-            _run(step)
+            self._run(step)
         except Exception as exc:  # the request that needs it reports it, as without a warm-up
             logger.info("warm-up stopped at %s: %s", step, exc.__class__.__name__)
             self.stop()
