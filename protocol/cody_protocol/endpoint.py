@@ -6,7 +6,7 @@ Both sides compute the path from the environment alone, so they agree without ta
 - `$CODY_DAEMON_SOCKET`, when set and not empty, is the path.
 - Otherwise the socket lives in a per-user directory: `$XDG_RUNTIME_DIR/cody/` when
   `XDG_RUNTIME_DIR` is set, else `<temp dir>/cody-<uid>/`, the temp dir being the first
-  absolute one of `$TMPDIR`, `$TEMP`, `$TMP`, else `/tmp`.
+  of `$TMPDIR`, `$TEMP`, `$TMP` that is an absolute, writable directory, else `/tmp`.
 - Its name is `daemon.sock`, or `daemon-<hash>.sock` when `CODY_HOME` is set (the hash of
   its absolute path): a daemon serves one data directory, so a client with another
   `CODY_HOME` never reaches it.
@@ -39,11 +39,12 @@ def socket_dir(env: Mapping[str, str]) -> Path:
 
 
 def _temp_dir(env: Mapping[str, str]) -> str:
-    """The first absolute `$TMPDIR`, `$TEMP`, `$TMP`, else `/tmp` (as tempfile would choose
-    on a usual system, read from `env` and without importing tempfile)."""
+    """The first of `$TMPDIR`, `$TEMP`, `$TMP` that is an absolute directory this user may
+    write, else `/tmp` (as tempfile would choose, read from `env` and without importing
+    tempfile)."""
     for name in ("TMPDIR", "TEMP", "TMP"):
         value = env.get(name, "")
-        if value and os.path.isabs(value):
+        if value and os.path.isabs(value) and os.access(value, os.W_OK | os.X_OK):
             return value
     return "/tmp"
 

@@ -33,10 +33,13 @@ def test_the_socket_is_per_user_and_per_cody_home() -> None:
     assert one != two, "a client with another CODY_HOME never reaches this daemon"
     uid = os.getuid()
     assert default_socket_path({}) == Path(f"/tmp/cody-{uid}/daemon.sock")
-    assert default_socket_path({"TMPDIR": "/var/t"}) == Path(f"/var/t/cody-{uid}/daemon.sock")
-    assert default_socket_path({"TMPDIR": "rel", "TMP": "/t2"}) == Path(
-        f"/t2/cody-{uid}/daemon.sock"
+    assert default_socket_path({"TMPDIR": "/var/tmp"}) == Path(f"/var/tmp/cody-{uid}/daemon.sock")
+    assert default_socket_path({"TMPDIR": "rel", "TMP": "/var/tmp"}) == Path(
+        f"/var/tmp/cody-{uid}/daemon.sock"
     ), "a relative temp dir is skipped"
+    assert default_socket_path({"TMPDIR": "/proc/no-such-tmp"}) == Path(
+        f"/tmp/cody-{uid}/daemon.sock"
+    ), "so is one that does not exist (a warm daemon could not listen there)"
     assert default_socket_path({**base, "CODY_DAEMON_SOCKET": "/x/d.sock"}) == Path("/x/d.sock")
     assert client_socket_path({**base, "CODY_DAEMON_SOCKET": ""}) is None, "set but empty: opt out"
     assert client_socket_path(base) == default_socket_path(base)
