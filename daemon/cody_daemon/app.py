@@ -18,16 +18,17 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .config.paths import CodyPaths
 from .engine.auth import AUTH_METHOD_SUFFIX
-from .errors import InvalidParams
 from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
-from .providers.listing import provider_listing
+from .providers.listing import provider_listing, validated_listing
 from .providers.models import takes_images
 from .rpc.handlers import EXTENSIONS, register_handlers
 from .rpc.initialize_wire import initialize_result
 from .rpc.server import CodyServer
 
 if TYPE_CHECKING:
+    from cody_protocol.initialize import ClientCapabilities
+
     from .engine.deps import EngineDeps
     from .engine.manager import SessionManager
     from .rpc.link import RpcClientLink
@@ -73,12 +74,10 @@ class DaemonApp:
 
     @cached_property
     def link(self) -> RpcClientLink:
-        from cody_protocol.initialize import ClientCapabilities
-
         from .rpc.link import RpcClientLink
 
         link = RpcClientLink(self.server.protocol)
-        link.capabilities = ClientCapabilities.model_validate(self._client_capabilities)
+        link.capabilities = self._capabilities_model()
         return link
 
     @cached_property
@@ -94,25 +93,18 @@ class DaemonApp:
         client link (built now or later) follows it."""
         self._client_capabilities = wire
         if "link" in vars(self):
-            from cody_protocol.initialize import ClientCapabilities
+            self.link.capabilities = self._capabilities_model()
 
-            self.link.capabilities = ClientCapabilities.model_validate(wire)
+    def _capabilities_model(self) -> ClientCapabilities:
+        from cody_protocol.initialize import ClientCapabilities
+
+        return ClientCapabilities.model_validate(self._client_capabilities)
 
     def user_catalog(self) -> ProviderCatalog:
         """Providers as the user config defines them (defaults if that config is invalid)."""
-        from .config.loader import load_user_config
-        from .config.model import CodyConfig
-
-        try:
-            config = load_user_config(self.paths)
-        except InvalidParams:
-            config = CodyConfig()
-        return ProviderCatalog.from_config(
-            config,
-            env=self.env,
-            codex_home=self.codex_home,
-            claude_dir=self.claude_dir,
-        )
+        return validated_listing(
+            self.paths, env=self.env, codex_home=self.codex_home, claude_dir=self.claude_dir
+        ).catalog
 
     def initialize_result(self) -> dict[str, Any]:
         """`initialize`'s answer as JSON, built without the models (rpc/initialize_wire.py)

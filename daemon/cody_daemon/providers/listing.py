@@ -15,8 +15,9 @@ means validating the user's config.toml, and the validation models (pydantic) co
   (`BASE_URL_ENV`); the provider specs are a function of these (and of the pydantic version,
   which is not in the key: an upgrade of pydantic that changes what validates is seen when
   config.toml next changes). A missing, unreadable or damaged entry (any JSON, any shape, an
-  entry without every built-in provider) is a miss. Writing the entry is atomic (core/atomic_write.py), and a failed write is
-  only logged. A config file edited while it is validated is not cached.
+  entry without every built-in provider) is a miss. Writing the entry is atomic
+  (core/atomic_write.py), and a failed write is only logged. A config file edited while it
+  is validated is not cached.
 - An invalid config file lists the defaults, as the daemon always did; that is cached too.
 - An entry holds only what a listing shows or needs to find credentials: per provider its
   id, name, wire API, whether its base URL is the official one (not the URL: one may hold
@@ -24,8 +25,8 @@ means validating the user's config.toml, and the validation models (pydantic) co
   Never a header or query value, never a credential: the catalog looks credentials up on
   every call, so a login or an exported key is seen at once.
 - The listing's catalog lists; it never calls a provider (its specs lack headers, query
-  parameters, retry settings and, unless official, the base URL). Sessions and `authenticate` build their catalog from the
-  validated config.
+  parameters, retry settings and, unless official, the base URL). Sessions and
+  `authenticate` use `validated_listing`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from .specs import (
     official_base_url,
 )
 
-__all__ = ["CACHE_FILE", "ProviderListing", "provider_listing"]
+__all__ = ["CACHE_FILE", "ProviderListing", "provider_listing", "validated_listing"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,15 +114,17 @@ def provider_listing(
         specs, model_provider = cached
         return ProviderListing(catalog_of(specs), model_provider)
 
-    listing = _validated(paths, env=env, codex_home=codex_home, claude_dir=claude_dir)
+    listing = validated_listing(paths, env=env, codex_home=codex_home, claude_dir=claude_dir)
     if key is not None and _unchanged(paths.config_file, config_bytes):
         _write_entry(cache, key, listing, env)
     return listing
 
 
-def _validated(
+def validated_listing(
     paths: CodyPaths, *, env: Mapping[str, str], codex_home: Path, claude_dir: Path
 ) -> ProviderListing:
+    """The providers of the user config, validated (pydantic), with complete specs: the
+    defaults when the config is invalid. Never cached: sessions and `authenticate` use it."""
     from ..config.loader import load_user_config
     from ..config.model import CodyConfig
 

@@ -23,8 +23,14 @@ from cody_protocol.codes import PROTOCOL_VERSION
 __all__ = ["initialize_result", "plain_client_capabilities"]
 
 _PYTHON_NAMES: Final = frozenset(
-    {"protocol_version", "client_capabilities", "client_info", "read_text_file", "write_text_file"}
-    | {"meta"}
+    {
+        "protocol_version",
+        "client_capabilities",
+        "client_info",
+        "read_text_file",
+        "write_text_file",
+        "meta",
+    }
 )
 """Field names the models also accept as keys (`validate_by_name`); params using them go
 through the model, which decides which spelling wins."""

@@ -261,7 +261,7 @@ class _ClientProtocol(asyncio.StreamReaderProtocol, WriteFlow):
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        on_client: Callable[[asyncio.StreamReader, ByteSink], None],
+        on_client: Callable[[InputReader, ByteSink], None],
         own_uid: int,
         admit: Callable[[], bool],
     ) -> None:
@@ -356,8 +356,8 @@ async def serve_listen(
             await view.shutdown()
             await sink.close()
 
-    def on_client(reader: asyncio.StreamReader, sink: ByteSink) -> None:
-        if warming is not None and isinstance(reader, InputReader):
+    def on_client(reader: InputReader, sink: ByteSink) -> None:
+        if warming is not None:
             reader.on_input = warming.heard
         ends = asyncio.Event()
         task = loop.create_task(serve_client(reader, sink, ends))
