@@ -7,6 +7,7 @@ from typing import Literal
 
 from cody_protocol.permission import RequestPermissionParams
 
+from .inert import one_line
 from .terminal import Renderer
 
 __all__ = ["CHOICES", "ApprovalMode", "TerminalApprover", "parse_choice"]
@@ -55,7 +56,7 @@ class TerminalApprover:
         if self.interactive:
             self.renderer.show_approval(request)
             return await self._ask()
-        title = request.tool_call.title
+        title = one_line(request.tool_call.title)
         if self.show_requests:
             self.renderer.show_approval(request)
         if self.mode == "allow":

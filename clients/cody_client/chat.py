@@ -24,6 +24,7 @@ from cody_protocol.settings import APPROVAL_POLICIES
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
+from .inert import one_line
 from .progress import Spinner
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
@@ -87,6 +88,8 @@ class Chat:
             f"approvals {self.session.option('approval_policy')}",
             f"sandbox {self.session.option('sandbox_mode')}",
         ]
+        # prompt_toolkit shows C0 controls as ^[ but passes bidi controls to the terminal.
+        parts = [one_line(part) for part in parts]
         status = self.renderer.status()
         if status:
             parts.append(status)
@@ -241,7 +244,7 @@ class Chat:
         except SessionLookupError as exc:
             self.renderer.line(self.renderer.style.red(f"error: {lookup_message(exc)}"))
             for info in exc.candidates[:10]:
-                self.renderer.line(f"  {info.session_id}  {info.title or ''}")
+                self.renderer.line(f"  {one_line(info.session_id)}  {one_line(info.title or '')}")
         except ValueError:
             usage = {
                 "/fork": "usage: /fork [N] where N is a user message number (0 = the first)",
@@ -273,8 +276,8 @@ class Chat:
         width = unique_prefix_length([s.session_id for s in sessions])
         for number, info in enumerate(shown, start=1):
             self.renderer.line(
-                f"{number:>3}. {info.session_id[:width]}  {info.updated_at or '':20}  "
-                f"{info.title or ''}"
+                f"{number:>3}. {one_line(info.session_id[:width])}  "
+                f"{one_line(info.updated_at or ''):20}  {one_line(info.title or '')}"
             )
         answer = await self._ask_line(f"resume which? [1-{len(shown)}, Enter for none] ")
         if answer is None or not answer.strip():
@@ -311,10 +314,10 @@ class Chat:
             current = (self.session.option("provider"), self.session.option("model"))
             for provider in listing.providers:
                 mark = "✓" if provider.available else "✗ (no credentials)"
-                self.renderer.line(f"{provider.id} {mark}")
+                self.renderer.line(f"{one_line(provider.id)} {mark}")
                 for model in provider.models:
                     here = " ← current" if (provider.id, model.id) == current else ""
-                    self.renderer.line(f"    {model.id}{here}")
+                    self.renderer.line(f"    {one_line(model.id)}{here}")
             return
         self.renderer.line(
             f"Now using {self.session.option('provider')}/{self.session.option('model')}."
@@ -347,7 +350,8 @@ class Chat:
         for info in sessions:
             here = "  ← this session" if info.session_id == self.session.id else ""
             self.renderer.line(
-                f"{info.session_id}  {info.updated_at or ''}  {info.title or ''}{here}"
+                f"{one_line(info.session_id)}  {one_line(info.updated_at or '')}  "
+                f"{one_line(info.title or '')}{here}"
             )
 
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
+from .inert import install, one_line
 from .process import DaemonNotFound
 from .wording import for_terminal, lookup_message
 
@@ -181,6 +182,7 @@ def main(
 ) -> None:
     """`cody-client`. `early_daemon`: the daemon `launch` started for `exec` (killed here when
     `exec` does not take it over)."""
+    install()  # before anything is printed: everything below writes through inert.py's gate
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = split_subcommand(argv)
     parser = build_parser(command or "chat")
@@ -282,7 +284,8 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                     print("No saved sessions.")
                 for info in sessions:
                     print(
-                        f"{info.session_id}  {info.updated_at or '':20}  {info.cwd}  {info.title or ''}"
+                        f"{one_line(info.session_id)}  {one_line(info.updated_at or ''):20}  "
+                        f"{one_line(info.cwd)}  {one_line(info.title or '')}"
                     )
             elif args.action == "show":
                 renderer = Renderer(
@@ -294,13 +297,13 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                 renderer.line("")
             else:
                 await client.delete_session(args.session_id)
-                print(f"Deleted session {args.session_id}.")
+                print(f"Deleted session {one_line(args.session_id)}.")
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
     except SessionLookupError as exc:
         sys.stderr.write(f"cody-client: {lookup_message(exc)}\n")
         for info in exc.candidates[:10]:
-            sys.stderr.write(f"  {info.session_id}  {info.title or ''}\n")
+            sys.stderr.write(f"  {one_line(info.session_id)}  {one_line(info.title or '')}\n")
         return 2
     return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient
+from .inert import one_line
 from .terminal import Renderer, Style, use_color
 
 __all__ = ["run_demo"]
@@ -77,7 +78,7 @@ async def run_demo() -> int:
             session_id = session.id
 
         renderer.line("")
-        renderer.line(renderer.style.bold("The session is saved:") + f" {session_file}")
+        renderer.line(renderer.style.bold("The session is saved:") + f" {one_line(session_file)}")
         renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
         async with CodyClient.spawn(env=os.environ) as client:
             client.on_permission = TerminalApprover(
@@ -85,7 +86,9 @@ async def run_demo() -> int:
             )
             saved = [info for info in await client.list_sessions() if info.session_id == session_id]
             if saved:
-                renderer.line(f"`cody-client sessions list` shows it: {saved[0].title}")
+                renderer.line(
+                    f"`cody-client sessions list` shows it: {one_line(saved[0].title or '')}"
+                )
             resumed = await client.resume_session(session_id, str(workspace))
             await _say(resumed, renderer, "read NOTES.md")
         renderer.line("")

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, TextIO
 from cody_protocol.endpoint import client_socket_path
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
 
+from .inert import guard, one_line
+
 if TYPE_CHECKING:
     from .warm import WarmDaemon
 
@@ -59,7 +61,7 @@ async def run_doctor(
 ) -> int:
     from .warm import open_daemon
 
-    out = out or sys.stdout
+    out = guard(out or sys.stdout)
     try:
         async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
@@ -104,11 +106,14 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
     lines = [f"Cody {meta.version}", ""]
     config = Path(meta.config_file)
     lines.append(
-        f"Config file   {config}" + ("" if config.exists() else "  (not created yet: defaults)")
+        f"Config file   {one_line(str(config))}"
+        + ("" if config.exists() else "  (not created yet: defaults)")
     )
     data_dir = Path(meta.data_dir)
     writable = _writable(data_dir)
-    lines.append(f"Data dir      {data_dir}" + ("" if writable else "  NOT WRITABLE"))
+    lines.append(
+        f"Data dir      {one_line(str(data_dir))}" + ("" if writable else "  NOT WRITABLE")
+    )
     if not writable:
         problems.append(f"the data directory {data_dir} is not writable (sessions cannot be saved)")
 
@@ -116,7 +121,9 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
     for provider in meta.providers:
         mark = "ok" if provider.available else "--"
         default = "  (default)" if provider.id == meta.default_provider else ""
-        lines.append(f"  {mark}  {provider.id:<12} {provider.credentials}{default}")
+        lines.append(
+            f"  {mark}  {one_line(provider.id):<12} {one_line(provider.credentials)}{default}"
+        )
         if provider.id == meta.default_provider and not provider.available:
             problems.append(
                 f"the default provider {provider.id!r} has no credentials ({provider.credentials})"
@@ -127,7 +134,7 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
 
     lines += ["", "Programs"]
     for binary in meta.binaries:
-        lines.append(f"  {'ok' if binary.usable else '!!'}  {_binary_line(binary)}")
+        lines.append(f"  {'ok' if binary.usable else '!!'}  {one_line(_binary_line(binary))}")
         if not binary.usable:
             problems.append(f"{binary.name}: {binary.problem or 'not usable'}; {_FIX[binary.name]}")
     if not any(binary.name == "bwrap" for binary in meta.binaries):
@@ -136,7 +143,7 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
     lines.append("")
     if problems:
         lines.append("Problems:")
-        lines += [f"  - {problem}" for problem in problems]
+        lines += [f"  - {one_line(problem)}" for problem in problems]
     else:
         lines.append("Ready.")
     return lines, problems

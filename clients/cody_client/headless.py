@@ -22,6 +22,7 @@ from cody_protocol.prompt import PromptResult
 
 from .approvals import TerminalApprover
 from .client import ClientSession, RemoteError, SessionLookupError
+from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
 from .progress import Spinner
@@ -156,7 +157,7 @@ class _JsonApprover:
             if self.mode == "ask" and not self._told:
                 self._told = True
                 sys.stderr.write(
-                    f"cody-client: rejected {call.title}: no terminal to ask "
+                    f"cody-client: rejected {one_line(call.title)}: no terminal to ask "
                     "(--approve allow runs such calls without asking)\n"
                 )
         self.events.approval(call.tool_call_id, call.title, decision, reason)
@@ -203,7 +204,8 @@ async def run_exec(
                 session = await client.new_session(cwd, **session_settings(args))
             if getattr(args, "dry_run", False):
                 report = await session.dry_run(prompt)
-                sys.stdout.write(json.dumps(report.wire(), indent=2, ensure_ascii=False) + "\n")
+                report_json = json.dumps(report.wire(), indent=2, ensure_ascii=False)
+                sys.stdout.write(json_document(report_json) + "\n")
                 return 0
             if events is not None:
                 meta = session.meta

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from cody_protocol.history import UnifiedMessage
 
+from .inert import guard, json_document, one_line
 from .terminal import Style, use_color
 
 __all__ = ["Transcript", "build_history_parser", "run_history"]
@@ -64,21 +65,22 @@ async def run_history(
 
     if args.action in ("show", "import") and not args.session:
         parser.error(f"history {args.action} needs a session id or path")
-    out = sys.stdout
+    out = guard(sys.stdout)
     try:
         async with open_daemon(on_stderr=on_stderr) as client:
             if args.action == "list":
                 sessions = await client.history_list(agent=args.agent, cwd=args.cwd)
                 if args.json:
                     for info in sessions:
-                        out.write(json.dumps(info.wire(), ensure_ascii=False) + "\n")
+                        out.write(json_document(json.dumps(info.wire(), ensure_ascii=False)) + "\n")
                 elif not sessions:
                     out.write("No sessions found.\n")
                 for info in [] if args.json else sessions:
                     count = f"{'' if info.message_count_exact else '~'}{info.message_count}"
                     out.write(
-                        f"{info.agent:6}  {info.session_id}  {info.updated_at or '':24}  "
-                        f"{count:>6} msgs  {info.cwd or '-'}  {info.title or ''}\n"
+                        f"{info.agent:6}  {one_line(info.session_id)}  "
+                        f"{one_line(info.updated_at or ''):24}  {count:>6} msgs  "
+                        f"{one_line(info.cwd or '-')}  {one_line(info.title or '')}\n"
                     )
             elif args.action == "show":
                 transcript = Transcript(out, Style(use_color(out)))
@@ -86,17 +88,19 @@ async def run_history(
                     **_reference(args.session), agent=args.agent, include_original=args.json
                 ):
                     if args.json:
-                        out.write(json.dumps(message.wire(), ensure_ascii=False) + "\n")
+                        line = json.dumps(message.wire(), ensure_ascii=False)
+                        out.write(json_document(line) + "\n")
                     else:
                         transcript.write(message)
             else:
                 session, stats = await client.import_history(
                     **_reference(args.session), agent=args.agent, cwd=args.cwd
                 )
+                source, cwd = one_line(stats.session_id), one_line(stats.cwd)
                 out.write(
-                    f"Imported {stats.agent} session {stats.session_id}: {stats.items} items "
-                    f"({stats.tool_calls} tool calls) into Cody session {session.id} in {stats.cwd}.\n"
-                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n"
+                    f"Imported {stats.agent} session {source}: {stats.items} items "
+                    f"({stats.tool_calls} tool calls) into Cody session {session.id} in {cwd}.\n"
+                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {cwd}\n"
                 )
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {exc.message}\n")
@@ -109,7 +113,7 @@ class Transcript:
     calls are open), injected context and compaction notes dimmed and shortened."""
 
     def __init__(self, out: TextIO, style: Style) -> None:
-        self.out = out
+        self.out = guard(out)
         self.style = style
         self._open: dict[str, str] = {}
 
@@ -128,7 +132,8 @@ class Transcript:
                 out.write(style.dim(block.thinking) + "\n\n")
             elif block.type == "tool_use":
                 self._open[block.id] = block.name
-                out.write(style.cyan(f"▸ {block.name} ") + _describe_input(block.input) + "\n")
+                call = style.cyan(f"▸ {one_line(block.name)} ")
+                out.write(call + one_line(_describe_input(block.input)) + "\n")
             elif block.type == "tool_result":
                 self._result(block.tool_use_id, block.content, is_error=block.is_error)
             elif block.type == "image":
@@ -145,7 +150,7 @@ class Transcript:
         lines = text.rstrip("\n").splitlines() or [""]
         shown = lines[:_RESULT_LINES]
         mark = style.red("  ✗ ") if is_error else style.green("  ✓ ")
-        self.out.write(mark + (f"{name}: " if several else "") + shown[0] + "\n")
+        self.out.write(mark + (f"{one_line(name)}: " if several and name else "") + shown[0] + "\n")
         for line in shown[1:]:
             self.out.write("    " + line + "\n")
         if len(lines) > len(shown):

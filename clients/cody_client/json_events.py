@@ -35,6 +35,7 @@ from cody_protocol.updates import (
     UsageUpdate,
 )
 
+from .inert import json_document
 from .terminal import was_refused
 
 __all__ = ["JsonEvents"]
@@ -49,7 +50,8 @@ class JsonEvents:
         self.denied = False
 
     def emit(self, event: Any) -> None:
-        self._out.write(orjson.dumps(event.wire()).decode() + "\n")
+        # orjson escapes C0 controls but writes DEL, C1 and bidi controls as they are.
+        self._out.write(json_document(orjson.dumps(event.wire()).decode()) + "\n")
         self._out.flush()
 
     def _close_run(self) -> None:

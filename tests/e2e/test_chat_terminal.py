@@ -5,86 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.support.daemon import CodyEnv
 from tests.support.mock_responses import MockResponsesServer, reasoning, text, tool_call
+from tests.support.tmux import Tmux
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="tmux is not installed"
 )
-
-
-class Tmux:
-    def __init__(self, env: CodyEnv, *args: str, width: int = 150) -> None:
-        self.name = f"cody-chat-{uuid.uuid4().hex[:8]}"
-        env_args = [f"{key}={value}" for key, value in env.env.items()]
-        command = [
-            "env",
-            "-i",
-            *env_args,
-            "TERM=xterm-256color",
-            sys.executable,
-            "-m",
-            "cody_client",
-            *args,
-        ]
-        subprocess.run(
-            [
-                "tmux",
-                "new-session",
-                "-d",
-                "-s",
-                self.name,
-                "-x",
-                str(width),
-                "-y",
-                "50",
-                "-c",
-                str(env.workspace),
-                subprocess.list2cmdline(command) + "; echo EXITED=$?; sleep 30",
-            ],
-            check=True,
-        )
-
-    def screen(self) -> str:
-        return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name, "-S", "-300"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    async def wait_for(self, needle: str, count: int = 1, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if screen.count(needle) >= count:
-                return screen
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"{needle!r} did not appear:\n{self.screen()}")
-
-    async def prompt_ready(self, toolbar_start: str, timeout: float = 30) -> None:
-        """Wait until the input prompt is up (its bottom bar shows): keys typed before that
-        pass through the tty's line discipline, which turns Enter into Ctrl-J."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(line.startswith(toolbar_start) for line in self.screen().splitlines()):
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"the prompt did not come up:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
 
 
 async def test_chat_streams_markdown_interrupts_and_quits(

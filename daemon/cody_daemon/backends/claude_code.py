@@ -36,6 +36,7 @@ from cody_protocol.content import DiffToolCallContent, ToolCallContent
 from cody_protocol.prompt import DryRunReport
 from cody_protocol.updates import ToolKind
 
+from ..core.command_text import command_lines
 from ..errors import ProviderError
 from .base import (
     DENIED,
@@ -634,7 +635,7 @@ def describe_tool(call_id: str, name: str, tool_input: dict[str, Any], cwd: Path
     if name == "Bash":
         command = str(tool_input.get("command", ""))
         title = command
-        content = text_content(f"$ {command}\ncwd: {cwd}")
+        content = text_content("\n".join([*command_lines(command), f"cwd: {cwd}"]))
     elif kind == "edit":
         title = f"{'Write' if name == 'Write' else 'Edit'} {path}"
         content = _edit_preview(name, tool_input, cwd)

@@ -32,6 +32,7 @@ from typing import Any, Final
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import DryRunReport
 
+from ..core.command_text import command_lines
 from ..errors import ProviderError
 from .base import (
     AgentBackend,
@@ -548,7 +549,7 @@ class _CodexTurn:
                 kind="execute",
                 raw_input=raw,
                 arguments=json.dumps(raw),
-                content=text_content(f"$ {command}\ncwd: {cwd}"),
+                content=text_content("\n".join([*command_lines(command), f"cwd: {cwd}"])),
             )
         if kind == "fileChange":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
@@ -677,7 +678,7 @@ class _CodexTurn:
             command = str(params.get("command") or item.get("command") or "")
             shown = command_display(command)
             cwd = str(params.get("cwd") or item.get("cwd") or self.cwd)
-            lines = [f"$ {shown}", f"cwd: {cwd}"]
+            lines = [*command_lines(shown), f"cwd: {cwd}"]
             if params.get("reason"):
                 lines += ["", f"Codex says: {params['reason']}"]
             lines += ["", "Once approved, Codex runs this command outside its sandbox."]

@@ -35,6 +35,7 @@ from typing import Annotated, Any
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from ..core.command_text import command_lines
 from ..policy import seccomp
 from ..policy.commands import normalize_command
 from ..policy.safe_commands import is_known_safe
@@ -344,7 +345,7 @@ class ExecTool(Tool[ExecArgs]):
         return None
 
     def preview(self, args: ExecArgs, ctx: ToolContext) -> list[ToolCallContent]:
-        lines = [f"$ {self.title(args)}", f"cwd: {self._cwd(args, ctx)}"]
+        lines = [*command_lines(self.title(args)), f"cwd: {self._cwd(args, ctx)}"]
         if ctx.sandbox.exec_isolation() == "unavailable":
             lines += [
                 "",
