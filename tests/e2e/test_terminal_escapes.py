@@ -60,12 +60,19 @@ PRINT_HOSTILE = (
 """A command whose output is HOSTILE."""
 
 
-def assert_nothing_raw_reached(tmux: Tmux, *raw: str) -> bytes:
+NVIM_QUERIES = re.compile(r"\x1bP[$+]q[^\x1b]*\x1b\\|\x1b\]1[01];\?\x07")
+"""What Neovim asks its terminal (DECRQSS, XTGETTCAP, OSC 10/11 colour queries)."""
+
+
+def assert_nothing_raw_reached(tmux: Tmux, *raw: str, own: re.Pattern[str] | None = None) -> bytes:
     """Neither the client, prompt_toolkit nor rich sends an OSC, DCS, APC or PM string, a C1
-    control or a bidi control: any there came from the text shown. Nor may `raw` (the
-    hostile sequences in their context) be there."""
+    control or a bidi control (`own`: those the program sends itself, e.g. Neovim's queries):
+    any there came from the text shown. Nor may `raw` (the hostile sequences in their
+    context) be there."""
     output = tmux.output()
     decoded = output.decode("utf-8", "replace")
+    if own is not None:
+        decoded = own.sub("", decoded)
     strings = re.findall(r"\x1b[\]P_^X].{0,30}", decoded)
     assert strings == [], f"control strings reached the terminal: {strings}"
     controls = re.findall("[\x07\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", decoded)
@@ -301,3 +308,47 @@ async def test_exec_json_keeps_every_string_and_escapes_the_controls(
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out), out
     texts = [event.get("text") for event in map(json.loads, out.splitlines())]
     assert f"thinking {hostile}" in texts and f"reply {hostile}" in texts
+
+
+def _lua(text: str) -> str:
+    """`text` as a Lua string literal (decimal escapes for every byte but plain ASCII)."""
+    plain = {*range(0x20, 0x7F)} - {ord('"'), ord("\\")}
+    body = "".join(chr(b) if b in plain else f"\\{b}" for b in text.encode())
+    return f'"{body}"'
+
+
+def _nvim() -> str | None:
+    venv_nvim = Path(sys.executable).parent / "nvim"
+    return str(venv_nvim) if venv_nvim.is_file() else shutil.which("nvim")
+
+
+async def test_neovim_shows_an_approval_without_sending_its_sequences(cody_env: CodyEnv) -> None:
+    """Neovim (0.11) sends a floating window's title to the terminal raw: the plugin's
+    approval preview, titled with the command, set the clipboard and the terminal's title."""
+    nvim = _nvim()
+    if nvim is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the Neovim tests")
+        pytest.skip("Neovim is not installed")
+    plugin = Path(__file__).resolve().parents[2] / "editor-plugins" / "nvim"
+    command = f"printf ok #{OSC52}{OSC0}{MOVES}"
+    script = cody_env.tmpdir / "start.lua"
+    script.write_text(
+        f"require('cody').setup({{cmd = {{{_lua(sys.executable)}, '-m', 'cody_daemon'}}}})\n"
+        f"require('cody').prompt({_lua('run ' + command)})\n"
+    )
+    program = [nvim, "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp+={plugin}"]
+    tmux = Tmux(
+        cody_env, "-c", "runtime plugin/cody.lua", "-c", f"luafile {script}", program=program
+    )
+    try:
+        screen = await tmux.wait_for("Type number and <Enter>")
+        assert "Cody: printf ok #␛]52;c;Q09EWS1QV05FRA==␇" in screen, "the preview's title"
+        assert_nothing_raw_reached(tmux, own=NVIM_QUERIES)
+        tmux.keys("3", "Enter")  # Reject
+        await tmux.wait_for("end_turn")
+        tmux.keys(":qa!", "Enter")
+        await tmux.wait_for("EXITED=0")
+        assert_nothing_raw_reached(tmux, own=NVIM_QUERIES)
+    finally:
+        tmux.close()

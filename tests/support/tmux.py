@@ -1,7 +1,7 @@
 """cody-client in a real terminal: a tmux pane on a private tmux server.
 
-`Tmux(env, *args)` runs `python -m cody_client ARGS` in a 150x50 pane (cwd: the workspace)
-and records every byte the client writes to its pty (`tmux pipe-pane`, started before the
+`Tmux(env, *args)` runs `python -m cody_client ARGS` (or `program`, e.g. Neovim) in a 150x50
+pane (cwd: the workspace) and records every byte the client writes to its pty (`tmux pipe-pane`, started before the
 client runs), so a test can check both what the screen shows (`screen()`) and what reached
 the terminal (`output()`). Each instance has its own tmux server (`-L`, no config file), with
 `set-clipboard on`: an OSC 52 the pane receives becomes a tmux paste buffer
@@ -24,7 +24,9 @@ __all__ = ["Tmux"]
 
 
 class Tmux:
-    def __init__(self, env: CodyEnv, *args: str, width: int = 150) -> None:
+    def __init__(
+        self, env: CodyEnv, *args: str, width: int = 150, program: list[str] | None = None
+    ) -> None:
         self.name = f"cody-chat-{uuid.uuid4().hex[:8]}"
         self.socket = f"cody-test-{uuid.uuid4().hex[:12]}"
         self.recording = env.tmpdir / f"{self.name}.pty"
@@ -35,9 +37,7 @@ class Tmux:
             "-i",
             *env_args,
             "TERM=xterm-256color",
-            sys.executable,
-            "-m",
-            "cody_client",
+            *(program or [sys.executable, "-m", "cody_client"]),
             *args,
         ]
         wait = f"until [ -e {gate} ]; do sleep 0.02; done; "

@@ -4,6 +4,7 @@
 --- Cody session with `_cody/history/import` (its settings from `setup()`, like `session/new`),
 --- which is then replayed into the chat (`session/load`) and takes the next prompt.
 local config = require("cody.config")
+local inert = require("cody.inert")
 
 local M = {}
 
@@ -12,7 +13,7 @@ local AGENT_NAMES = { codex = "Codex", claude = "Claude Code", cody = "Cody" }
 ---@param message string
 ---@param level integer?
 local function notify(message, level)
-  vim.notify("Cody: " .. message, level or vim.log.levels.INFO)
+  vim.notify("Cody: " .. inert.text(message), level or vim.log.levels.INFO)
 end
 
 --- Every listed session (following `nextCursor`, at most 20 pages).
@@ -28,17 +29,20 @@ function M.list(agent, callback)
   end)
 end
 
---- The picker label of a session: agent, last update, title, message count, directory.
+--- The picker label of a session: agent, last update, title, message count, directory (one
+--- inert line: the title and directory come from a file on disk).
 ---@param session table A `HistorySessionInfo`.
 ---@return string
 function M.label(session)
   local count = (session.messageCountExact and "" or "~") .. tostring(session.messageCount or 0)
-  return ("[%s] %s  %s  (%s msgs, %s)"):format(
-    session.agent,
-    (session.updatedAt or ""):sub(1, 16),
-    session.title or "(untitled)",
-    count,
-    session.cwd or "?"
+  return inert.line(
+    ("[%s] %s  %s  (%s msgs, %s)"):format(
+      session.agent,
+      tostring(session.updatedAt or ""):sub(1, 16),
+      session.title or "(untitled)",
+      count,
+      session.cwd or "?"
+    )
   )
 end
 

@@ -8,6 +8,7 @@ local approval = require("cody.approval")
 local buffers = require("cody.buffers")
 local chat = require("cody.chat")
 local config = require("cody.config")
+local inert = require("cody.inert")
 local rpc = require("cody.rpc")
 
 local M = {}
@@ -37,7 +38,7 @@ local augroup = vim.api.nvim_create_augroup("cody", { clear = true })
 ---@param message string
 ---@param level integer?
 local function notify(message, level)
-  vim.notify("Cody: " .. message, level or vim.log.levels.INFO)
+  vim.notify("Cody: " .. inert.text(message), level or vim.log.levels.INFO)
 end
 
 --- Shows a daemon error: its message says what to do.
@@ -81,7 +82,7 @@ local function on_session_update(params)
   elseif kind == "plan" then
     chat.plan(update.entries)
   elseif kind == "session_info_update" then
-    state.title = update.title
+    state.title = update.title and inert.line(update.title)
   end
 end
 
@@ -343,8 +344,9 @@ function M.backend(name)
       end
       local found = { native = "Cody's own agent loop" }
       for _, agent in ipairs(result.agents or {}) do
-        found[agent.id] = agent.found and ("%s %s"):format(agent.name, agent.version or "")
-          or ("%s: not installed"):format(agent.name)
+        found[agent.id] = inert.line(
+          agent.found and ("%s %s"):format(agent.name, agent.version or "") or ("%s: not installed"):format(agent.name)
+        )
       end
       vim.ui.select(config.BACKENDS, {
         prompt = "Cody agent for new sessions",
@@ -387,7 +389,8 @@ function M.sessions()
       prompt = "Resume a Cody session",
       kind = "cody.session",
       format_item = function(session)
-        return ("%s  %s  (%s)"):format(session.updatedAt or "", session.title or "(untitled)", session.cwd or "")
+        local label = ("%s  %s  (%s)"):format(session.updatedAt or "", session.title or "(untitled)", session.cwd or "")
+        return inert.line(label) -- the title and directory come from a session file
       end,
     }, function(session)
       if session then
