@@ -12,6 +12,7 @@ client exits (`EXITED=<code>` is printed) until `close()`.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ class Tmux:
             *(program or [sys.executable, "-m", "cody_client"]),
             *args,
         ]
-        wait = f"until [ -e {gate} ]; do sleep 0.02; done; "
+        wait = f"until [ -e {shlex.quote(str(gate))} ]; do sleep 0.02; done; "
         self._tmux(
             "new-session",
             "-d",
@@ -52,10 +53,10 @@ class Tmux:
             "50",
             "-c",
             str(env.workspace),
-            wait + subprocess.list2cmdline(command) + "; echo EXITED=$?; sleep 30",
+            wait + shlex.join(command) + "; echo EXITED=$?; sleep 30",
         )
         self._tmux("set-option", "-s", "set-clipboard", "on")
-        self._tmux("pipe-pane", "-O", "-t", self.name, f"cat >> {self.recording}")
+        self._tmux("pipe-pane", "-O", "-t", self.name, f"cat >> {shlex.quote(str(self.recording))}")
         gate.touch()
 
     def _tmux(self, *args: str) -> str:
