@@ -36,7 +36,7 @@ from cody_protocol.updates import (
     UserMessageChunk,
 )
 
-from .inert import Safe, guard, join, one_line, styled
+from .inert import Safe, guard, inert, join, one_line, styled
 from .markdown import MarkdownStream
 
 __all__ = ["Renderer", "Style", "use_color", "was_refused"]
@@ -63,7 +63,7 @@ class Style:
     color: bool
 
     def _wrap(self, code: str, text: str) -> Safe:
-        return styled(code, text) if self.color else join("", [text])
+        return styled(code, text) if self.color else inert(text)
 
     def dim(self, text: str) -> Safe:
         return self._wrap("2", text)
