@@ -12,6 +12,20 @@ message: "User denied approval"}`, which reaches the model as an error result an
 goes on), and one `result` per turn (`total_cost_usd` counts the whole process, so a turn's
 cost is the difference). Cancel: `control_request` `interrupt`.
 
+Every tool call reaches Cody's decision: the `initialize` request registers a PreToolUse hook
+callback for every tool (no matcher), and Cody answers each `hook_callback` with
+`permissionDecision: "ask"`, which makes Claude Code send `can_use_tool` for the call whatever
+its own rules would do (its read-only commands such as `git status`, `Read`, and the edits
+`acceptEdits` accepts on its own would otherwise run without asking; 2.1.197: a hook `ask`
+skips its allow rules and read-only checks, only its deny rules still apply). As a tripwire,
+a tool result that did not come through `can_use_tool` ends the turn with an error and stops
+the CLI (nothing of a later call runs unasked).
+
+A prompt starting with `/` would be parsed by Claude Code as one of its own commands (`/cost`
+runs, `/init: ...` is "Unknown command"), so it is sent with a zero-width space (U+200B) in
+front: the model gets the text, Claude Code parses nothing (Cody's own commands are expanded
+before a prompt reaches a backend, engine/slash.py).
+
 Invariants (besides base.py's):
 - one `claude` process per live session, started at the first prompt and kept for the next
   ones; when the flags a turn needs differ from the running process's (the user changed the
@@ -46,6 +60,7 @@ from .base import (
     BackendEvent,
     BackendSettings,
     CostReported,
+    FileRead,
     Launch,
     PlanStatus,
     PlanUpdated,
@@ -76,6 +91,20 @@ logger = logging.getLogger(__name__)
 
 INIT_TIMEOUT_S: Final = 60.0
 INTERRUPT_GRACE_S: Final = 1.0
+HOOK_ID: Final = "cody_pre_tool_use"
+HOOKS: Final = {"PreToolUse": [{"hookCallbackIds": [HOOK_ID]}]}
+"""Every tool call (no matcher) is put to Cody's callback (see the module docstring)."""
+_ASK_CODY: Final = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": "Cody decides every tool call",
+    }
+}
+_NOT_COMMAND: Final = "\u200b"
+"""Put before a prompt that starts with `/`, so Claude Code does not parse it as a command."""
+_READS: Final = {"Read": False, "NotebookRead": False, "LS": False, "Grep": True, "Glob": True}
+"""Claude Code tools that read a path: whether file contents below it are read too."""
 _EFFORT: Final = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 _KINDS: Final[dict[str, ToolKind]] = {
     "Bash": "execute",
@@ -181,7 +210,7 @@ class ClaudeBackend(AgentBackend):
                 {
                     "type": "control_request",
                     "request_id": "init_1",
-                    "request": {"subtype": "initialize", "hooks": None},
+                    "request": {"subtype": "initialize", "hooks": HOOKS},
                 },
                 _user_line(prompt),
             ],
@@ -217,7 +246,7 @@ class ClaudeBackend(AgentBackend):
             self._proc = None
             raise classify("claude", f"cannot start {self.launch.cli}: {exc.strerror}") from None
         self._cost_seen = 0.0
-        await self._control({"subtype": "initialize", "hooks": None}, INIT_TIMEOUT_S)
+        await self._control({"subtype": "initialize", "hooks": HOOKS}, INIT_TIMEOUT_S)
 
     async def _end_process(self, *, gracefully: bool) -> None:
         proc = self._proc
@@ -370,6 +399,10 @@ class _ClaudeTurn:
         self.started: dict[str, ToolStarted] = {}
         self.call_usage: dict[str, int] = {}
         self.message_id = ""
+        self.decided: set[str] = set()
+        """Tool use ids that came through `can_use_tool` (Cody's decision)."""
+        self.hook_cwd: dict[str, Path] = {}
+        """Where Claude Code stood (its Bash keeps a `cd`) when it announced a tool use."""
 
     async def run(self) -> StopReason:
         while True:
@@ -380,7 +413,8 @@ class _ClaudeTurn:
             elif kind == "result":
                 return self._result(message)
             elif message.get("parent_tool_use_id"):
-                continue  # a sub-agent's own conversation
+                if kind == "user":  # a sub-agent's own conversation: only the tripwire
+                    self._check_decided(message.get("message") or {})
             elif kind == "system":
                 self._system(message)
             elif kind == "stream_event":
@@ -487,9 +521,7 @@ class _ClaudeTurn:
         content = message.get("content")
         if not isinstance(content, list):
             return
-        for block in content:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
+        for block in _tool_result_blocks(message):
             call_id = str(block.get("tool_use_id", ""))
             text = _result_text(block.get("content"))
             failed = bool(block.get("is_error"))
@@ -503,6 +535,26 @@ class _ClaudeTurn:
                     content=text_content(text) if text else None,
                 )
             )
+        self._check_decided(message)
+
+    def _check_decided(self, message: dict[str, Any]) -> None:
+        """The tripwire of the module docstring: a call that ran without Cody's decision."""
+        for block in _tool_result_blocks(message):
+            call_id = str(block.get("tool_use_id", ""))
+            if not block.get("is_error") and call_id not in self.decided:
+                started = self.started.get(call_id)
+                name = started.tool if started is not None else "a"
+                raise _Ended(
+                    ProviderError(
+                        kind="provider",
+                        provider="claude",
+                        message=(
+                            f"Claude Code ran {name} tool call {call_id[:60]} without asking "
+                            "Cody, so the session's Claude Code was stopped. Nothing else runs "
+                            "unasked; report this with your Claude Code version."
+                        ),
+                    )
+                )
 
     def _result(self, message: dict[str, Any]) -> StopReason:
         total = message.get("total_cost_usd")
@@ -535,19 +587,39 @@ class _ClaudeTurn:
     async def _control_request(self, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))
         request = message.get("request") or {}
-        if request.get("subtype") != "can_use_tool":
-            self.backend.refuse_control(request_id, f"{request.get('subtype')} is not supported")
+        subtype = request.get("subtype")
+        if subtype == "hook_callback" and request.get("callback_id") == HOOK_ID:
+            self._pre_tool_use(request_id, _as_dict(request.get("input")))
+            return
+        if subtype != "can_use_tool":
+            self.backend.refuse_control(request_id, f"{subtype} is not supported")
             return
         name = str(request.get("tool_name", ""))
         tool_input = _as_dict(request.get("input"))
         call_id = str(request.get("tool_use_id") or f"claude_{request_id}")
+        self.decided.add(call_id)
         started = self.started.get(call_id)
         if started is None:
             started = describe_tool(call_id, name, tool_input, self.cwd)
             self.started[call_id] = started
             self.emit(started)
-        answer = await self.approve(_ask(started, name, tool_input, self.cwd, self.settings))
+        safe = False
+        if name == "Bash":
+            where = self.hook_cwd.get(call_id, self.cwd)
+            command = str(tool_input.get("command", ""))
+            env = self.backend.launch.env
+            safe = await asyncio.to_thread(exec_known_safe, command, cwd=where, env=env)
+        ask = _ask(started, name, tool_input, self.cwd, self.settings, known_safe=safe)
+        answer = await self.approve(ask)
         self.backend.answer_permission(request_id, _permission_answer(answer, tool_input))
+
+    def _pre_tool_use(self, request_id: str, hook_input: dict[str, Any]) -> None:
+        """Every tool use: answer `ask`, so that Claude Code asks Cody (`can_use_tool`)."""
+        call_id = str(hook_input.get("tool_use_id") or "")
+        where = hook_input.get("cwd")
+        if call_id and isinstance(where, str) and os.path.isabs(where):
+            self.hook_cwd[call_id] = Path(where)
+        self.backend.answer_permission(request_id, _ASK_CODY)
 
 
 def _permission_answer(answer: Answer, tool_input: dict[str, Any]) -> dict[str, Any]:
@@ -563,7 +635,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _tool_result_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
 def _user_line(prompt: str) -> dict[str, Any]:
+    if prompt.lstrip().startswith("/"):
+        prompt = _NOT_COMMAND + prompt  # text for the model, not a Claude Code command
     return {
         "type": "user",
         "message": {"role": "user", "content": prompt},
@@ -663,26 +744,38 @@ def describe_tool(call_id: str, name: str, tool_input: dict[str, Any], cwd: Path
     )
 
 
+def _reads(name: str, tool_input: dict[str, Any], cwd: Path) -> tuple[FileRead, ...]:
+    """The paths a Claude Code tool reads (Grep and Glob search the workspace by default)."""
+    if name not in _READS:
+        return ()
+    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+    where = os.path.expanduser(path) if isinstance(path, str) and path else str(cwd)
+    return (FileRead(str(_full(where, cwd)), contents_below=_READS[name]),)
+
+
 def _ask(
     started: ToolStarted,
     name: str,
     tool_input: dict[str, Any],
     cwd: Path,
     settings: BackendSettings,
+    *,
+    known_safe: bool,
 ) -> ApprovalAsk:
     content = started.content or text_content(json.dumps(tool_input, indent=1)[:4000])
+    safe = False
     if name == "Bash":
         command = str(tool_input.get("command", ""))
         key = exec_grant_key(command)
-        safe = exec_known_safe(command)
+        safe = known_safe
         content = [
             *content,
             *text_content("Claude Code has no sandbox: this runs with your access."),
         ]
     elif started.kind == "edit" and started.locations:
-        key, safe = paths_grant_key(list(started.locations), cwd), False
+        key = paths_grant_key(list(started.locations), cwd)
     else:
-        key, safe = canonical_key(name, tool_input), False
+        key = canonical_key(name, tool_input)
     return ApprovalAsk(
         call_id=started.call_id,
         cody_tool=started.cody_tool,
@@ -701,4 +794,5 @@ def _ask(
             paths=started.locations,
         ),
         runs_unsandboxed=name == "Bash",
+        reads=_reads(name, tool_input, cwd),
     )

@@ -11,6 +11,9 @@ per prompt; `turn/interrupt {threadId, turnId}` to cancel. Events: `item/started
 (`item/commandExecution/requestApproval`, `item/fileChange/requestApproval`) answered
 `accept` / `acceptForSession` / `decline` (the turn goes on) / `cancel` (the turn stops).
 
+In an untrusted project whose git configuration could make the CLI's own per-turn `git
+status` run a program, the turn is refused before the CLI starts (backends/project_guard.py).
+
 Invariants (besides base.py's):
 - one app-server process per live session, started at the first prompt; a process that
   exits is replaced at the next prompt, which resumes the thread by id;
@@ -68,7 +71,7 @@ from .env import relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
 from .mapping import CODEX_ENFORCEMENT, codex_policy, sandbox_violation
 from .process import JsonLineProcess
-from .project_guard import codex_project_overrides
+from .project_guard import codex_git_refusal, codex_project_overrides
 
 __all__ = ["CodexBackend"]
 
@@ -312,6 +315,10 @@ class CodexBackend(AgentBackend):
         emit: Callable[[BackendEvent], None],
         approve: Approver,
     ) -> StopReason:
+        if not settings.project_trusted:
+            refusal = await asyncio.to_thread(codex_git_refusal, self.launch.cwd, self.launch.env)
+            if refusal is not None:
+                raise refusal
         try:
             await self._ensure_process(settings)
             thread_id = await self._ensure_thread(settings, emit)
@@ -666,7 +673,7 @@ class _CodexTurn:
         ):
             self.backend._respond(request_id, error=f"{method} is not supported by Cody")
             return
-        ask = self._ask(method, params)
+        ask = await asyncio.to_thread(self._ask, method, params)  # reads git config files
         answer: Answer = await self.approve(ask)
         self.backend._respond(request_id, {"decision": _DECISIONS[answer.decision]})
 
@@ -681,7 +688,8 @@ class _CodexTurn:
             if params.get("reason"):
                 lines += ["", f"Codex says: {params['reason']}"]
             lines += ["", "Once approved, Codex runs this command outside its sandbox."]
-            safe = bool(command) and exec_known_safe(command)
+            env = self.backend.launch.env
+            safe = bool(command) and exec_known_safe(command, cwd=Path(cwd), env=env)
             return ApprovalAsk(
                 call_id=item_id,
                 cody_tool="exec",

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,14 @@ def exec_grant_key(command: str | list[str]) -> GrantKey:
     return ("exec", *normalize_command(command))
 
 
-def exec_known_safe(command: str | list[str]) -> bool:
-    return is_known_safe(command)
+def exec_known_safe(command: str | list[str], *, cwd: Path, env: Mapping[str, str]) -> bool:
+    """On Cody's known-safe list where it will run (`cwd`, the CLI's environment `env`), as
+    for Cody's own `exec`: never while `PATH` holds a relative directory, and git only in a
+    repository that cannot make it run a program. Reads files: call it off the event loop."""
+    search = env.get("PATH", os.defpath).split(os.pathsep)
+    if any(not os.path.isabs(entry) for entry in search):
+        return False
+    return is_known_safe(command, cwd=cwd, env=env)
 
 
 def paths_grant_key(paths: list[str], cwd: Path) -> GrantKey:

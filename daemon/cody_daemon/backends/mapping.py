@@ -204,7 +204,9 @@ def sandbox_violation(
 ) -> str | None:
     """Why Cody's sandbox mode forbids this call of the CLI, or None (see the module docstring)."""
     if cody_tool in ("applyPatch", "writeFile"):
-        sandbox = SandboxPolicy.create(settings.sandbox_mode, cwd, "allow")
+        sandbox = SandboxPolicy.create(
+            settings.sandbox_mode, cwd, "allow", protected=settings.protected
+        )
         for path in paths:
             violation = sandbox.check_write(path)
             if violation is not None:
