@@ -243,8 +243,12 @@ class Launch:
     """None when the CLI is not installed (`install_hint` says how to get it)."""
     cwd: Path
     env: Mapping[str, str]
+    """The CLI's environment (backends/env.py `cli_environment`)."""
     install_hint: str = ""
     resume_id: str | None = None
+    own_credentials: tuple[str, ...] = ()
+    """Credential variables in `env` that only the CLI itself needs (kept from its commands
+    where the CLI allows it)."""
 
 
 # -- the interface ----------------------------------------------------------------------------

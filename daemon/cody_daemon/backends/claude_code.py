@@ -75,6 +75,7 @@ from .base import (
 )
 from .display import (
     canonical_key,
+    command_reads,
     exec_grant_key,
     exec_known_safe,
     paths_grant_key,
@@ -794,5 +795,9 @@ def _ask(
             paths=started.locations,
         ),
         runs_unsandboxed=name == "Bash",
-        reads=_reads(name, tool_input, cwd),
+        reads=(
+            command_reads(str(tool_input.get("command", "")), cwd)
+            if name == "Bash"
+            else _reads(name, tool_input, cwd)
+        ),
     )

@@ -61,13 +61,14 @@ from .discovery import codex_bills_per_token, codex_home
 from .display import (
     canonical_key,
     command_display,
+    command_reads,
     exec_grant_key,
     exec_known_safe,
     file_diff,
     paths_grant_key,
     text_content,
 )
-from .env import relevant_env_names
+from .env import codex_command_env_args, relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
 from .mapping import CODEX_ENFORCEMENT, codex_policy, sandbox_violation
 from .process import JsonLineProcess
@@ -133,7 +134,12 @@ class CodexBackend(AgentBackend):
     # -- the command line -------------------------------------------------------------------
 
     def argv(self, settings: BackendSettings) -> list[str]:
-        args = [str(self.launch.cli), "app-server"]
+        config = codex_home(self.launch.env) / "config.toml"
+        args = [
+            str(self.launch.cli),
+            "app-server",
+            *codex_command_env_args(self.launch.own_credentials, config),
+        ]
         if not settings.project_trusted:
             args += codex_project_overrides(self.launch.cwd, codex_home(self.launch.env))
         return args
@@ -703,6 +709,7 @@ class _CodexTurn:
                     "codex", self.settings, self.cwd, cody_tool="exec", known_safe=safe
                 ),
                 runs_unsandboxed=True,
+                reads=command_reads(command, Path(cwd)),
             )
         described = self._describe(item) if item else None
         paths = list(described.locations) if described is not None else []

@@ -8,10 +8,11 @@ Invariants (`cli_environment`):
   the model provider its config.toml selects). So `GITHUB_TOKEN`, `*_PASSWORD` and the rest
   never reach the CLI or anything it runs;
 - what the CLI keeps for itself is kept from the commands it runs where the CLI allows it:
-  the Codex CLI's default `shell_environment_policy` drops names with KEY, SECRET or TOKEN
-  from its commands; Claude Code passes its environment to its Bash tool, so its own
-  credential reaches the commands it runs (their output is redacted by the engine before it
-  is stored or shown, but Claude Code's model sees what it printed: docs/backends.md);
+  the Codex CLI gets `-c shell_environment_policy.exclude=[...]` naming them (added to the
+  user's own list; 0.169 passes every variable to its commands otherwise); Claude Code
+  passes its environment to its Bash tool, so its own credential reaches the commands it
+  runs (their output is redacted by the engine before it is stored or shown, but Claude
+  Code's model sees what they printed: docs/backends.md);
 - Claude Code additionally gets `CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1` (otherwise it runs
   `git status`, `git log` and `git config` in the workspace at every turn to describe the
   repository to its model, and a repository's own git settings can make those run a
@@ -23,13 +24,17 @@ Invariants (`cli_environment`):
 
 from __future__ import annotations
 
+import json
+import re
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
 from ..policy.secrets import SecretGuard
 from .base import BackendKind
 
-__all__ = ["cli_environment", "relevant_env_names"]
+__all__ = ["cli_credentials", "cli_environment", "codex_command_env_args", "relevant_env_names"]
 
 _COMMON: Final = ("HOME", "PATH", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
 _PREFIXES: Final[dict[BackendKind, tuple[str, ...]]] = {
@@ -64,22 +69,30 @@ _CLAUDE_SET: Final = {"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1"}
 _CLAUDE_DROPPED: Final = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
 
 
+def cli_credentials(
+    kind: BackendKind, env: Mapping[str, str], provider_env_key: str | None = None
+) -> tuple[str, ...]:
+    """The credential variables of `env` that `kind`'s CLI reads itself (sorted).
+
+    `provider_env_key`: the variable the Codex CLI's configured model provider reads its key
+    from (its `env_key`)."""
+    needed = set(_CLI_CREDENTIALS[kind])
+    if provider_env_key:
+        needed.add(provider_env_key)
+    return tuple(sorted(name for name in needed if name in env))
+
+
 def cli_environment(
     kind: BackendKind,
     env: Mapping[str, str],
     secrets: SecretGuard,
     *,
-    provider_env_key: str | None = None,
+    own_credentials: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """The environment `kind`'s CLI is started with (see the module docstring).
-
-    `provider_env_key`: the variable the Codex CLI's configured model provider reads its key
-    from (its `env_key`), kept like the built-in credential names."""
-    needed = set(_CLI_CREDENTIALS[kind])
-    if provider_env_key:
-        needed.add(provider_env_key)
+    """The environment `kind`'s CLI is started with (see the module docstring):
+    `own_credentials` (`cli_credentials`) are kept, every other credential withheld."""
     result = secrets.child_environment(env)
-    for name in needed:
+    for name in own_credentials:
         if name in env:
             result[name] = env[name]
     if kind == "claude":
@@ -96,3 +109,23 @@ def relevant_env_names(kind: BackendKind, env: Mapping[str, str]) -> list[str]:
         if name in _COMMON or name.upper().startswith(_PREFIXES[kind]) or name.endswith("_API_KEY")
     ]
     return sorted(names)
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def codex_command_env_args(own_credentials: tuple[str, ...], codex_config: Path) -> list[str]:
+    """`-c shell_environment_policy.exclude=[...]`: the user's own exclusions (from Codex's
+    config.toml) and the CLI's credentials, so that the commands Codex runs do not get them."""
+    names = [name for name in own_credentials if _NAME.match(name)]
+    if not names:
+        return []
+    try:
+        data = tomllib.loads(codex_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    policy = data.get("shell_environment_policy")
+    existing = policy.get("exclude") if isinstance(policy, dict) else None
+    patterns = [p for p in existing if isinstance(p, str)] if isinstance(existing, list) else []
+    value = json.dumps([*patterns, *names])  # a JSON list of strings is a TOML array
+    return ["-c", f"shell_environment_policy.exclude={value}"]

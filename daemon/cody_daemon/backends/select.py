@@ -8,7 +8,7 @@ from pathlib import Path
 from ..policy.secrets import SecretGuard
 from .base import AgentBackend, BackendKind, Launch
 from .discovery import codex_provider_env_key, find_cli, not_installed_message
-from .env import cli_environment
+from .env import cli_credentials, cli_environment
 
 __all__ = ["make_backend"]
 
@@ -27,10 +27,12 @@ def make_backend(
     it (credentials withheld by `secrets`, except the ones the CLI itself needs)."""
     location = find_cli(kind, env)
     key = codex_provider_env_key(env) if kind == "codex" else None
+    own = cli_credentials(kind, env, key)
     launch = Launch(
         cli=location.path,
         cwd=cwd,
-        env=cli_environment(kind, env, secrets, provider_env_key=key),
+        env=cli_environment(kind, env, secrets, own_credentials=own),
+        own_credentials=own,
         install_hint=not_installed_message(kind, location),
         resume_id=resume_id,
     )
