@@ -302,6 +302,8 @@ async def test_claude_code_cannot_write_protected_paths_in_policy_never(
                 {"file_path": str(project / "notes.txt"), "content": "fine\n"},
                 "call_ok",
             )
+            # Claude Code's Bash has no sandbox: in `never`, as Cody's exec without bubblewrap
+            rig.run("mkdir -p .cody && touch .cody/config.toml", "call_bash")
             rig.say("done")
             assert (await daemon.prompt(sid, "configure"))["stopReason"] == "end_turn"
 
@@ -312,6 +314,10 @@ async def test_claude_code_cannot_write_protected_paths_in_policy_never(
             assert decided["call_cody"] == ("deny", "sandbox")
             assert decided["call_hook"] == ("deny", "sandbox")
             assert decided["call_ok"] == ("allow", "policy")
+            assert decided["call_bash"] == ("deny", "policy")
+            assert "Claude Code would run it outside any sandbox" in json.dumps(
+                daemon.tool_updates(sid, "call_bash")
+            )
             assert daemon.permission_requests == []
         finally:
             await daemon.close()
