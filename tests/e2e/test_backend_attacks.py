@@ -146,6 +146,15 @@ async def test_every_tool_call_of_a_backend_reaches_codys_decision(
     assert "PWNED-fsmonitor" in prove_it_runs(repo, markers)
     async with BackendRig.open(kind, cody_env) as rig:
         _config(cody_env)
+        if kind == "claude":  # the user's own rules cannot let a call skip Cody either
+            (cody_env.root / "claude-config" / "settings.json").write_text(
+                json.dumps(
+                    {
+                        "disableAllHooks": True,
+                        "permissions": {"allow": ["Bash(git status:*)", "Bash(ls:*)", "Read"]},
+                    }
+                )
+            )
         daemon = await _start(cody_env)
         try:
             sid = await daemon.new_session(repo, backend=kind, approvalPolicy="untrusted")
