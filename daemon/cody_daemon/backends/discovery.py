@@ -36,6 +36,7 @@ __all__ = [
     "cli_version",
     "codex_bills_per_token",
     "codex_home",
+    "codex_provider_env_key",
     "find_cli",
     "login_status",
     "not_installed_message",
@@ -185,6 +186,12 @@ def codex_bills_per_token(env: Mapping[str, str]) -> bool:
     if auth is not None and auth.get("tokens"):
         return False
     return bool((auth or {}).get("OPENAI_API_KEY") or env.get("OPENAI_API_KEY"))
+
+
+def codex_provider_env_key(env: Mapping[str, str]) -> str | None:
+    """The variable the model provider selected in Codex's config.toml reads its key from."""
+    provider = _codex_custom_provider(codex_home(env) / "config.toml")
+    return provider[1] if provider is not None else None
 
 
 def _codex_custom_provider(config: Path) -> tuple[str, str | None] | None:

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,13 @@ from cody_protocol.content import (
 from ..core.tooling import GrantKey
 from ..policy.commands import normalize_command
 from ..policy.safe_commands import is_known_safe
+from .base import FileRead
 
 __all__ = [
     "apply_unified_diff",
     "canonical_key",
     "command_display",
+    "command_reads",
     "exec_grant_key",
     "exec_known_safe",
     "file_diff",
@@ -62,12 +65,38 @@ def _split(text: str) -> list[str] | None:
         return None
 
 
+def command_reads(command: str | list[str], cwd: Path) -> tuple[FileRead, ...]:
+    """The words of a command that name a path (they hold a `/` or start with `~`), as
+    paths it may read: a CLI's model sees a command's output before Cody can redact it, so
+    a command naming a login file is refused like a file tool reading it. Literal words only
+    (a glob or a variable that expands to one is not caught: docs/backends.md)."""
+    script = command_display(command)  # `bash -lc '<script>'` -> the script
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True  # words split at whitespace and at `;`, `|`, `&`, `<`...
+    try:
+        words = list(lexer)
+    except ValueError:
+        words = script.split()
+    found: list[FileRead] = []
+    for word in words:
+        for part in word.split("="):  # `--file=~/.codex/auth.json`
+            if "/" in part or part.startswith("~"):
+                found.append(FileRead(os.path.join(cwd, os.path.expanduser(part))))
+    return tuple(found)
+
+
 def exec_grant_key(command: str | list[str]) -> GrantKey:
     return ("exec", *normalize_command(command))
 
 
-def exec_known_safe(command: str | list[str]) -> bool:
-    return is_known_safe(command)
+def exec_known_safe(command: str | list[str], *, cwd: Path, env: Mapping[str, str]) -> bool:
+    """On Cody's known-safe list where it will run (`cwd`, the CLI's environment `env`), as
+    for Cody's own `exec`: never while `PATH` holds a relative directory, and git only in a
+    repository that cannot make it run a program. Reads files: call it off the event loop."""
+    search = env.get("PATH", os.defpath).split(os.pathsep)
+    if any(not os.path.isabs(entry) for entry in search):
+        return False
+    return is_known_safe(command, cwd=cwd, env=env)
 
 
 def paths_grant_key(paths: list[str], cwd: Path) -> GrantKey:

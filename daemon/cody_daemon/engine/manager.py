@@ -22,6 +22,7 @@ from ..config.loader import project_trusted
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
+from ..policy.secrets import SecretGuard
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
@@ -179,12 +180,20 @@ class SessionManager:
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
+            from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
 
             refuse_images_for_backend(blocks, session.settings.backend)
-            run = BackendTurnRunner(session, agent_for(session, self.deps.env), link, None).run(
-                text
+            secrets = self._secrets(session)
+            guard = BackendGuard(
+                secrets=secrets,
+                read_only_tools=frozenset(
+                    tool.name for tool in self.deps.tools.tools() if not tool.requires_approval
+                ),
+                protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
+            agent = agent_for(session, self.deps.env, secrets)
+            run = BackendTurnRunner(session, agent, link, None, guard).run(text)
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -261,7 +270,20 @@ class SessionManager:
         from .agents import dry_run_report
 
         session = self.get(session_id)
-        return dry_run_report(session, prompt_to_text(blocks), self.deps.env)
+        return dry_run_report(
+            session, prompt_to_text(blocks), self.deps.env, self._secrets(session)
+        )
+
+    def _secrets(self, session: Session) -> SecretGuard:
+        """What the session's tools (and a backend CLI) must not get or pass on."""
+        settings = session.settings
+        return secret_guard(
+            env=self.deps.env,
+            providers=self._catalogs[session.id].all(),
+            tool_config=settings.tool_config,
+            mcp_config=settings.mcp_config,
+            mcp_servers=session.mcp.specs() if session.mcp is not None else (),
+        )
 
     def _turn_env(self, session: Session, link: ClientLink) -> TurnEnv:
         catalog = self._catalogs[session.id]
@@ -310,13 +332,7 @@ class SessionManager:
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
-            secrets=secret_guard(
-                env=self.deps.env,
-                providers=catalog.all(),
-                tool_config=settings.tool_config,
-                mcp_config=settings.mcp_config,
-                mcp_servers=session.mcp.specs() if session.mcp is not None else (),
-            ),
+            secrets=self._secrets(session),
         )
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
