@@ -56,6 +56,7 @@ class DaemonApp:
 
     @cached_property
     def deps(self) -> EngineDeps:
+        from .checkpoints.store import CheckpointStore
         from .engine.deps import EngineDeps
         from .providers.pool import ProviderPool
         from .store.store import SessionStore
@@ -70,6 +71,7 @@ class DaemonApp:
             codex_home=self.codex_home,
             claude_dir=self.claude_dir,
             version=__version__,
+            checkpoints=CheckpointStore(self.paths.data_dir, self.env),
         )
 
     @cached_property

@@ -7,6 +7,9 @@ __all__ = [
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
+    "CODY_SESSION_CHECKPOINTS",
+    "CODY_SESSION_CHECKPOINT_DIFF",
+    "CODY_SESSION_REWIND",
     "CODY_MCP_STATUS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
@@ -70,3 +73,6 @@ CODY_HISTORY_LIST = "_cody/history/list"
 CODY_HISTORY_READ = "_cody/history/read"
 CODY_HISTORY_IMPORT = "_cody/history/import"
 CODY_AGENTS_LIST = "_cody/agents/list"
+CODY_SESSION_CHECKPOINTS = "_cody/session/checkpoints"
+CODY_SESSION_CHECKPOINT_DIFF = "_cody/session/checkpointDiff"
+CODY_SESSION_REWIND = "_cody/session/rewind"

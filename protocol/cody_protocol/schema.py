@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from . import (
+    checkpoints,
     commands,
     errors,
     exec_events,
@@ -82,6 +83,12 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     extensions.McpStatusNotification,
     extensions.CompactSessionParams,
     extensions.CompactSessionResult,
+    checkpoints.CheckpointsParams,
+    checkpoints.CheckpointsResult,
+    checkpoints.CheckpointDiffParams,
+    checkpoints.CheckpointDiffResult,
+    checkpoints.RewindParams,
+    checkpoints.RewindResult,
     errors.RpcError,
     errors.InvalidParamsData,
     errors.ProviderErrorData,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checkpoints.store import CheckpointStore
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
@@ -24,3 +25,5 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    checkpoints: CheckpointStore | None = None
+    """The workspaces' shadow repositories (None: checkpoints are off)."""

@@ -235,5 +235,10 @@ class SessionLoader:
             grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
             compaction=Compaction.from_event(record.compaction),
             backend_resume_id=record.backend_resume_id,
+            checkpoints=record.checkpoints,
         )
+        if record.checkpoints.marks:  # rewound: a compaction may no longer apply
+            from .rewind import forget_stale_compaction
+
+            forget_stale_compaction(session)
         return session, catalog

@@ -30,6 +30,7 @@ from ..store.reader import read_session
 from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
+from .checkpoints import Checkpoints
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
@@ -73,6 +74,9 @@ class SessionManager:
         """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
+        self.checkpoints = Checkpoints(
+            deps.checkpoints, protected=(deps.paths.config_dir, deps.paths.data_dir)
+        )
 
     # -- creating and opening ---------------------------------------------------------------
 
@@ -177,6 +181,7 @@ class SessionManager:
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
         text = prompt_to_text(blocks)
+        checkpoint = self.checkpoints.for_turn(session, text)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
@@ -193,7 +198,9 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(session, agent, link, None, guard).run(text)
+            run = BackendTurnRunner(session, agent, link, None, guard, checkpoint=checkpoint).run(
+                text
+            )
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -205,6 +212,7 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
+            env.checkpoint = checkpoint
             run = TurnRunner(session, env).run(text, images, client_content(blocks))
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
@@ -327,6 +335,7 @@ class SessionManager:
                 settings.sandbox_unavailable,
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
                 hidden_files=login_files(self.deps.env),
+                hidden_dirs=self.checkpoints.hidden_dirs(),
                 guard_project_config=project_trusted(self.deps.paths, session.cwd),
             ),
             env=self.deps.env,
@@ -570,6 +579,7 @@ class SessionManager:
             finally:
                 _close_file(session)
         self._live.clear()
+        await self.checkpoints.aclose()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
 

@@ -51,6 +51,7 @@ from ..providers.base import (
 from ..providers.pricing import Price
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
+from .checkpoints import TurnCheckpoint, may_change_files
 from .compaction import ContextKeeper
 from .editor_files import editor_files_for
 from .events import (
@@ -114,6 +115,8 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    checkpoint: TurnCheckpoint | None = None
+    """The turn's checkpoint of the workspace (engine/checkpoints.py); None: none is taken."""
 
 
 @dataclass(slots=True)
@@ -169,6 +172,8 @@ class TurnRunner:
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
         session.history.append(user_item)
+        if self.env.checkpoint is not None:
+            self.env.checkpoint.start(self.state.turn_id)
         if (title := session.title_from_prompt(prompt_text)) is not None:
             self._emit(TitleChanged(title))
         stop = "end_turn"
@@ -185,6 +190,8 @@ class TurnRunner:
         except BaseException as exc:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
+        if self.env.checkpoint is not None:
+            await self.env.checkpoint.finish()
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
@@ -395,6 +402,8 @@ class TurnRunner:
         else:
             assert isinstance(verdict, Allow)
             self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
+        if self.env.checkpoint is not None and may_change_files(tool.kind):
+            await self.env.checkpoint.before_change()  # the tree as the turn found it
         self._emit(ToolCallProgress(call_id=call.call_id, status="in_progress"))
         try:
             result = await run_with_time_limit(

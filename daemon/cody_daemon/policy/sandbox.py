@@ -167,6 +167,9 @@ class SandboxPolicy:
     """A trusted project: its `.cody` is made (empty) when missing, to be mounted read-only."""
     hidden_files: tuple[Path, ...] = ()
     """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
+    hidden_dirs: tuple[Path, ...] = ()
+    """Directories a sandboxed command cannot see (the checkpoint store): an empty read-only
+    tmpfs is mounted over them."""
 
     @classmethod
     def create(
@@ -178,6 +181,7 @@ class SandboxPolicy:
         network: bool = False,
         protected: tuple[str | Path, ...] = (),
         hidden_files: tuple[Path, ...] = (),
+        hidden_dirs: tuple[Path, ...] = (),
         guard_project_config: bool = False,
     ) -> SandboxPolicy:
         return cls(
@@ -187,6 +191,7 @@ class SandboxPolicy:
             network=network,
             protected=tuple(Path(os.path.realpath(path)) for path in protected),
             hidden_files=hidden_files,
+            hidden_dirs=tuple(Path(os.path.realpath(path)) for path in hidden_dirs),
             guard_project_config=guard_project_config,
         )
 
@@ -254,6 +259,9 @@ class SandboxPolicy:
         for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
             if hidden.is_file():
                 args += ["--ro-bind", "/dev/null", str(hidden)]
+        for hidden_dir in self.hidden_dirs:
+            if hidden_dir.is_dir() and not _is_within(self.cwd, hidden_dir):
+                args += ["--tmpfs", str(hidden_dir), "--remount-ro", str(hidden_dir)]
         if not self.network:
             args.append("--unshare-net")
         args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]

@@ -387,6 +387,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     register_history_handlers(server, app)
 
+    from .checkpoint_handlers import register_checkpoint_handlers  # checkpoints and rewind
+
+    register_checkpoint_handlers(server, app)
+
 
 EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
@@ -398,4 +402,7 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_HISTORY_READ,
     methods.CODY_HISTORY_IMPORT,
     methods.CODY_AGENTS_LIST,
+    methods.CODY_SESSION_CHECKPOINTS,
+    methods.CODY_SESSION_CHECKPOINT_DIFF,
+    methods.CODY_SESSION_REWIND,
 )

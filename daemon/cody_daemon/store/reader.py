@@ -1,14 +1,17 @@
 """Read a session file back into a `SessionRecord` (history, settings, usage, title).
 
 Invariants:
-- the file is streamed line by line; memory grows with the history, not the file;
+- the file is streamed line by line; memory grows with the history, not the file (a
+  conversation rewind keeps the history it left, as the file does: store/checkpoint_log.py);
 - a torn last line (a crash mid-write) is skipped silently; any other unreadable line (not
   JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
   `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
 - consecutive segments of one streamed item (same `id`) are merged into one item;
 - a `function_call` without output (a crash mid-call) gets a synthetic failed output
   `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
-  so a live session can persist the repair.
+  so a live session can persist the repair;
+- `checkpoint`, `checkpoint_end` and `rewind` events are folded by the same CheckpointLog the
+  live session uses; `items` is the conversation after the last rewind.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..core.history import (
     TextPart,
 )
 from ..errors import NotFound
+from .checkpoint_log import CheckpointLog
 
 __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment", "read_session"]
 
@@ -61,6 +65,8 @@ class SessionRecord:
     backend_resume_id: str | None = None
     """The id the session's agent CLI resumes it by (`backend` events; codex/claude sessions)."""
     turns: int = 0
+    checkpoints: CheckpointLog = field(default_factory=CheckpointLog)
+    """Checkpoints and rewinds (`items` is the conversation after the last rewind)."""
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
     torn_tail: bool = False
@@ -123,6 +129,11 @@ class _Folder:
             self.record.compaction = payload
         elif kind == "backend" and isinstance(payload.get("resumeId"), str):
             self.record.backend_resume_id = payload["resumeId"]
+        elif kind in ("checkpoint", "checkpoint_end", "rewind"):
+            items = self.record.checkpoints.apply(payload, self.record.items)
+            if items is not self.record.items:  # a conversation rewind
+                self.record.items = items
+                self._segment_index.clear()
 
     def close_interrupted_calls(self) -> None:
         answered = {
