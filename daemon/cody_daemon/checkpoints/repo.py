@@ -346,16 +346,19 @@ _HEADER = re.compile(rb"^(?:[0-9a-f]{40} [0-9a-f]{40}\n)+")
 
 
 def _parse_raw(out: bytes) -> Iterable[Change]:
-    """`diff-tree --raw -z` records (`:old new oldsha newsha S\\0path\\0`); the
-    `<old> <new>` header lines of `--stdin` only ever precede a record's first field."""
+    """`diff-tree --raw -z` records (`:old new oldsha newsha S\\0path\\0`). With `--stdin`,
+    a pair of commits is announced by a token of its own (`<commit>\\0`) and a pair of trees
+    by a `<tree> <tree>\\n` prefix of the record's first field; a path is always the token
+    after a record's first field, so neither can be taken for one."""
     tokens = out.split(b"\0")
     index = 0
-    while index + 1 < len(tokens):
+    while index < len(tokens):
         meta = _HEADER.sub(b"", tokens[index])
+        if not meta.startswith(b":") or index + 1 >= len(tokens):
+            index += 1
+            continue
         path = tokens[index + 1]
         index += 2
-        if not meta.startswith(b":"):
-            continue
         fields = meta[1:].split(b" ")
         if len(fields) != 5:
             continue
