@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 from tests.support.checkpoints import (
@@ -284,3 +285,49 @@ async def test_rewind_while_a_turn_runs_is_refused_as_busy_and_changes_nothing(
     await turn
     assert (ws / "a.txt").exists() and (ws / "b.txt").exists(), "the refused rewind did nothing"
     assert [c["turn"] for c in await checkpoints(daemon, sid)] == [2, 1]
+
+
+async def test_ignored_large_and_nested_repository_files_are_not_covered_and_left_alone(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    ws = daemon.env.workspace
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.o").write_text("old object\n")
+    (ws / "x.log").write_text("old log\n")
+    (ws / "big.bin").write_bytes(b"\0" * (6 * 1024 * 1024))
+    (ws / "tracked.txt").write_text("one\n")
+    nested = ws / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    (nested / "f.txt").write_text("nested\n")
+    model.enqueue(
+        tool_call(
+            "exec",
+            {
+                "command": "echo more >> x.log && echo new > build/out.o && echo two > tracked.txt"
+                " && echo changed > vendor/lib/f.txt && head -c 6291456 /dev/zero > big2.bin"
+            },
+            call_id="e",
+        )
+    )
+    model.enqueue(text("done"))
+    sid = await daemon.new_session(approvalPolicy="never")
+    await daemon.prompt(sid, "change covered and uncovered files")
+    after = workspace_state(ws)
+    [checkpoint] = await checkpoints(daemon, sid)
+
+    assert checkpoint["files"] == [{"path": "tracked.txt", "change": "modified"}]
+    not_covered = {item["path"]: item["why"] for item in checkpoint["notCovered"]}
+    assert "big.bin" in not_covered and "big2.bin" in not_covered
+    assert "larger than" in not_covered["big.bin"]
+    assert not_covered.get("vendor/lib") == "nested git repository"
+    assert "x.log" not in not_covered, "ignored files are left out silently"
+
+    result = await rewind(daemon, sid, checkpoint["checkpointId"], "files")
+
+    assert result["restored"] == ["tracked.txt"]
+    now = workspace_state(ws)
+    assert now["tracked.txt"][1] == b"one\n"
+    for path in ("x.log", "build/out.o", "big.bin", "big2.bin", "vendor/lib/f.txt"):
+        assert now[path] == after[path], f"{path} is not covered: left as it was"

@@ -249,6 +249,7 @@ class ShadowRepo:
         """What to add, drop or report for each path git listed (runs in a thread)."""
         listing = _Listing()
         seen: set[bytes] = set()
+        links: dict[bytes, bool] = {}
         root = os.fsencode(self.work_tree)
         for raw in listed.split(b"\0"):
             if not raw or raw in seen:
@@ -260,6 +261,9 @@ class ShadowRepo:
                 continue
             if raw.rsplit(b"/", 1)[-1] == b".gitignore":
                 listing.ignore_rules_changed = True
+            if self._beyond_link(root, raw, links):
+                listing.drop.append(raw)  # its directory is a symlink now: gone from the tree
+                continue
             try:
                 info = os.lstat(os.path.join(root, raw))
             except FileNotFoundError:
@@ -287,6 +291,23 @@ class ShadowRepo:
             else:
                 listing.add.append(raw)
         return listing
+
+    @staticmethod
+    def _beyond_link(root: bytes, raw: bytes, links: dict[bytes, bool]) -> bool:
+        """Whether a directory on the way to `raw` is not a directory (a symlink now)."""
+        parts = raw.split(b"/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            directory = b"/".join(parts[:depth])
+            known = links.get(directory)
+            if known is None:
+                try:
+                    known = not stat.S_ISDIR(os.lstat(os.path.join(root, directory)).st_mode)
+                except OSError:
+                    known = False  # missing: the path is simply deleted
+                links[directory] = known
+            if known:
+                return True
+        return False
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from ..policy.protected import is_protected_path
 from .git import CheckpointError, Git
 from .repo import ALLOWED_MODES, Change
 
-__all__ = ["RestoreOutcome", "path_problem", "restore_changes"]
+__all__ = ["RestoreOutcome", "path_problem", "present_in_tree", "restore_changes"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FORBIDDEN_NAMES = frozenset({".git", ".cody"})
@@ -63,6 +63,22 @@ def path_problem(path: str) -> str | None:
     if any(part.lower() in _FORBIDDEN_NAMES for part in parts):
         return "inside .git or .cody, which a rewind never touches"
     return None
+
+
+def present_in_tree(work_tree: Path, path: str) -> bool:
+    """Whether `path` is on disk under `work_tree` itself: every directory on the way a real
+    directory (a symlink to elsewhere does not count), the entry itself of any kind."""
+    current = work_tree
+    parts = path.split("/")
+    try:
+        for name in parts[:-1]:
+            current = current / name
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        os.lstat(current / parts[-1])
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def restore_changes(

@@ -24,14 +24,13 @@ A codex/claude session's conversation belongs to its CLI: only its files can be 
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ..checkpoints.git import CheckpointError
 from ..checkpoints.repo import Change, ShadowRepo, Snapshot
-from ..checkpoints.restore import RestoreOutcome, restore_changes
+from ..checkpoints.restore import RestoreOutcome, present_in_tree, restore_changes
 from ..errors import InvalidParams, Issue, SessionBusy
 from ..ids import new_id
 from ..store.checkpoint_log import CheckpointEntry, last_message_id
@@ -225,7 +224,7 @@ def _restore_unless_conflicting(
     conflicts: list[str] = []
     apply: list[Change] = []
     for change in changes:
-        uncovered = change.change == "added" and os.path.lexists(repo.work_tree / change.path)
+        uncovered = change.change == "added" and present_in_tree(repo.work_tree, change.path)
         if (change.path in foreign or uncovered) and not force:
             conflicts.append(change.path)
         else:
