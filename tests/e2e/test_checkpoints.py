@@ -241,7 +241,7 @@ async def test_a_turn_killed_mid_way_is_listed_as_interrupted_and_its_files_need
     sid = await first.new_session(approvalPolicy="never")
     model.enqueue(tool_call("exec", {"command": "echo half > half.txt && sleep 30"}, call_id="e"))
     turn = asyncio.create_task(first.prompt(sid, "slow turn"))
-    await first.wait_for(lambda: (ws / "half.txt").exists())
+    await first.wait_for((ws / "half.txt").exists)
     first.process.process.send_signal(signal.SIGKILL)
     await first.process.process.wait()
     turn.cancel()
