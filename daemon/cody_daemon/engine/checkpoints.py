@@ -40,6 +40,7 @@ from ..store.checkpoint_log import PROMPT_CHARS, CheckpointEntry
 from .session import Session
 
 __all__ = [
+    "CheckpointEntry",
     "Checkpoints",
     "TurnCheckpoint",
     "checkpoint_not_found",

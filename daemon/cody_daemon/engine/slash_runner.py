@@ -33,7 +33,8 @@ __all__ = ["run_local_command"]
 async def run_local_command(
     manager: SessionManager, session: Session, call: CommandCall, link: ClientLink
 ) -> TurnOutcome:
-    """Run `/compact`, `/model`, `/approvals`, `/fork` or `/history`; answer as agent text."""
+    """Run `/compact`, `/model`, `/approvals`, `/fork`, `/history`, `/undo` or `/rewind`;
+    answer as agent text."""
     name, argument = call.command.name, call.argument
     stop = "end_turn"
     try:
@@ -52,6 +53,10 @@ async def run_local_command(
             text = _approvals(manager, session, argument, link)
         elif name == "fork":
             text = _fork(manager, session, argument)
+        elif name in ("undo", "rewind"):
+            from .slash_rewind import rewind_command
+
+            text = await rewind_command(manager.checkpoints, session, name, argument)
         else:
             text = _history(manager, session, argument, link)
     except ProviderError:

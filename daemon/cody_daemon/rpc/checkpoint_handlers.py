@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from cody_protocol.checkpoints import CheckpointInfo
 
     from ..app import DaemonApp
-    from ..store.checkpoint_log import CheckpointEntry
+    from ..engine.checkpoints import CheckpointEntry
 
 __all__ = ["CHECKPOINT_METHODS", "register_checkpoint_handlers"]
 
