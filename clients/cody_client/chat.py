@@ -1,8 +1,8 @@
 """Interactive chat: `cody-client [PROMPT]`.
 
 Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
-Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
-/quit run here (with this terminal's own pickers and listings); /init and /review are sent to
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /undo,
+/rewind (rewind_cli.py), /help, /quit run here (with this terminal's own pickers and listings); /init and /review are sent to
 the daemon, which runs them as turns with its built-in prompts (the same commands it
 advertises to editors over ACP).
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
@@ -58,6 +58,9 @@ HELP = """Commands:
   /history                         replay this session's history
   /compact                         summarise the conversation so far to free context
                                    (the session file keeps everything)
+  /undo                            undo the last turn: its file changes and its messages
+  /rewind [N [files|conversation|both] [force]]
+                                   pick a checkpoint and go back to it (no N: a picker)
   /init [NOTES]                    have the model write an AGENTS.md for this project
   /review [FOCUS]                  have the model review the working tree's uncommitted changes
   /help, /quit
@@ -230,6 +233,14 @@ class Chat:
                 self.renderer.line(f"Forked into session {self.session.id}.")
             elif name == "/compact":
                 await self._compact()
+            elif name in ("/undo", "/rewind"):
+                from .rewind_cli import RewindCommands
+
+                commands = RewindCommands(self.renderer, self._ask_line)
+                if name == "/undo":
+                    await commands.undo(self.session)
+                else:
+                    await commands.rewind(self.session, words)
             elif name == "/history":
                 # A renderer of its own: the calls shown live are shown again in the replay.
                 replay = self.renderer.fresh()
@@ -249,6 +260,8 @@ class Chat:
             usage = {
                 "/fork": "usage: /fork [N] where N is a user message number (0 = the first)",
                 "/resume": "usage: /resume [ID | ID prefix], or a number from the list",
+                "/rewind": "usage: /rewind [N [files|conversation|both] [force]], "
+                "N a number from the list",
             }
             self.renderer.line(usage.get(name, f"usage: see /help for {name}"))
         return True

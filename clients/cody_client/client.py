@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mappi
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cody_protocol.checkpoints import CheckpointDiffResult, CheckpointInfo, RewindResult
 from cody_protocol.extensions import CompactSessionResult, ModelsListResult
 from cody_protocol.history import (
     HistoryImportResult,
@@ -166,6 +167,35 @@ class ClientSession:
             if on_update is not None:
                 listeners.remove(on_update)
         return CompactSessionResult.model_validate(raw)
+
+    async def checkpoints(self) -> list[CheckpointInfo]:
+        """`_cody/session/checkpoints`: newest first, each with the files its turn changed."""
+        raw = await self.client.connection.request(
+            "_cody/session/checkpoints", {"sessionId": self.id}
+        )
+        return [CheckpointInfo.model_validate(entry) for entry in raw["checkpoints"]]
+
+    async def checkpoint_diff(self, checkpoint_id: str) -> CheckpointDiffResult:
+        raw = await self.client.connection.request(
+            "_cody/session/checkpointDiff", {"sessionId": self.id, "checkpointId": checkpoint_id}
+        )
+        return CheckpointDiffResult.model_validate(raw)
+
+    async def rewind(
+        self, checkpoint_id: str, restore: str = "both", *, force: bool = False
+    ) -> RewindResult:
+        """`_cody/session/rewind`: files, conversation or both back to before that
+        checkpoint; conflicts (files someone else changed since) are left unless `force`."""
+        raw = await self.client.connection.request(
+            "_cody/session/rewind",
+            {
+                "sessionId": self.id,
+                "checkpointId": checkpoint_id,
+                "restore": restore,
+                "force": force,
+            },
+        )
+        return RewindResult.model_validate(raw)
 
     async def close(self) -> None:
         await self.client.connection.request("session/close", {"sessionId": self.id})
