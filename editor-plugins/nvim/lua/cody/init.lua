@@ -27,6 +27,8 @@ M.version = "0.1.0"
 ---@field session_waiters fun(err: cody.RpcError?, session_id: string?)[]?
 ---@field loading_id string? Session being replayed by `session/load`.
 ---@field title string?
+---@field cwd string? The session's directory.
+---@field backend string? Whose loop runs the session (`native`, `codex`, `claude`).
 ---@field turn cody.Turn?
 ---@field last_exit {code: integer, signal: integer}?
 
@@ -216,6 +218,7 @@ local function ensure_session(callback)
         return
       end
       state.session_id, state.title = result.sessionId, nil
+      state.cwd, state.backend = params.cwd, vim.tbl_get(result, "_meta", "cody", "backend")
       done(nil, result.sessionId)
     end)
   end)
@@ -434,13 +437,14 @@ function M.resume(session_id, cwd)
     state.loading_id = session_id
     chat.clear()
     chat.open()
-    conn:request("session/load", { sessionId = session_id, cwd = cwd, mcpServers = {} }, function(err)
+    conn:request("session/load", { sessionId = session_id, cwd = cwd, mcpServers = {} }, function(err, result)
       state.loading_id = nil
       if err then
         chat.error(report(err))
         return
       end
       state.session_id = session_id
+      state.cwd, state.backend = cwd, vim.tbl_get(result or {}, "_meta", "cody", "backend")
       chat.note(("resumed session %s"):format(session_id))
     end)
   end)
@@ -473,6 +477,8 @@ vim.api.nvim_create_autocmd("VimLeavePre", {
 ---@field initialize table? Its `initialize` answer.
 ---@field session_id string?
 ---@field title string?
+---@field cwd string? The session's directory.
+---@field backend string? Whose loop runs the session.
 ---@field busy boolean A turn is running.
 ---@field last_exit {code: integer, signal: integer}? How the last daemon process ended.
 
@@ -484,6 +490,8 @@ function M.status()
     initialize = state.init_result,
     session_id = state.session_id,
     title = state.title,
+    cwd = state.cwd,
+    backend = state.backend,
     busy = state.turn ~= nil,
     last_exit = state.last_exit,
   }
