@@ -143,6 +143,8 @@ export type ChatEvent =
   | { type: "approvalResolved"; toolCallId: string; decision: ApprovalDecision; optionId?: string }
   | { type: "mcpStatus"; status: McpStatusNotification }
   | { type: "error"; error: ErrorInfo }
+  /** A line of the chat's own (e.g. a rewind: what was restored). */
+  | { type: "notice"; text: string }
   | { type: "clearErrors" };
 
 export { PREVIEW_CHARS, PREVIEW_LINES, previewOf } from "./updates";
@@ -244,6 +246,8 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return withError(state, event.error);
     case "clearErrors":
       return { ...state, errors: [] };
+    case "notice":
+      return { ...state, items: [...state.items, { type: "notice", turn: state.turn, text: event.text }] };
   }
 }
 

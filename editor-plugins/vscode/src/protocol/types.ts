@@ -524,6 +524,56 @@ export const ErrorCode = {
 } as const;
 
 /** Method names, in one place. */
+/** `CheckpointFile` */
+export interface CheckpointFile {
+  path: string;
+  change: "added" | "modified" | "deleted";
+}
+
+/** `CheckpointInfo` (`_cody/session/checkpoints`): the workspace and conversation before a turn, or before a rewind. */
+export interface CheckpointInfo {
+  checkpointId: string;
+  prompt: string;
+  time: string;
+  files: CheckpointFile[];
+  turn?: number | null;
+  reason?: "turn" | "rewind";
+  inConversation?: boolean | null;
+  restorable?: boolean;
+  error?: string | null;
+  interrupted?: boolean;
+  notCovered?: { path: string; why: string }[];
+}
+
+/** `CheckpointsParams` */
+export interface CheckpointsParams {
+  sessionId: string;
+}
+
+/** `CheckpointsResult`: newest first. */
+export interface CheckpointsResult {
+  checkpoints: CheckpointInfo[];
+}
+
+export type RestoreWhat = "files" | "conversation" | "both";
+
+/** `RewindParams` */
+export interface RewindParams {
+  sessionId: string;
+  checkpointId: string;
+  restore: RestoreWhat;
+  force?: boolean;
+}
+
+/** `RewindResult` */
+export interface RewindResult {
+  restored: string[];
+  conflicts: string[];
+  conversationAt?: string | null;
+  failed?: { path: string; reason: string }[];
+  redoCheckpointId: string;
+}
+
 export const Method = {
   initialize: "initialize",
   shutdown: "shutdown",
@@ -541,4 +591,6 @@ export const Method = {
   requestPermission: "session/request_permission",
   modelsList: "_cody/models/list",
   mcpStatus: "_cody/mcp/status",
+  checkpoints: "_cody/session/checkpoints",
+  rewind: "_cody/session/rewind",
 } as const;
