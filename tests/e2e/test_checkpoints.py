@@ -106,6 +106,22 @@ async def test_conversation_rewind_truncates_what_the_next_request_sees(
     old = next(c for c in listing if c["checkpointId"] == second["checkpointId"])
     assert old["inConversation"] is False
 
+    # The replay shows the conversation as it now is, and where it was rewound.
+    daemon.updates.clear()
+    await daemon.request("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+    shown = [
+        (u["sessionUpdate"], u["content"]["text"])
+        for u in daemon.session_updates(sid)
+        if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+    ]
+    assert [text for kind, text in shown if kind == "user_message_chunk"] == [
+        "first prompt",
+        "third prompt",
+    ]
+    note = next(text for kind, text in shown if "Rewound the conversation" in text)
+    assert "turn 2: “second prompt”" in note
+    assert [text for _, text in shown].index(note) == 2, "between turn 1's answer and turn 3"
+
 
 async def test_both_rewinds_files_and_conversation_and_redo_brings_both_back(
     daemon: Daemon, model: MockResponsesServer
@@ -331,3 +347,38 @@ async def test_ignored_large_and_nested_repository_files_are_not_covered_and_lef
     assert now["tracked.txt"][1] == b"one\n"
     for path in ("x.log", "build/out.o", "big.bin", "big2.bin", "vendor/lib/f.txt"):
         assert now[path] == after[path], f"{path} is not covered: left as it was"
+
+
+async def test_deleting_a_session_prunes_the_snapshots_only_it_kept(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    ws = daemon.env.workspace
+    secret = "only session A ever had this text\n"
+    blob = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=secret, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    model.enqueue(tool_call("writeFile", {"filePath": "a.txt", "content": secret}, call_id="a"))
+    model.enqueue(text("a"))
+    first = await daemon.new_session(approvalPolicy="never")
+    await daemon.prompt(first, "write a")
+    (ws / "a.txt").unlink()
+    model.enqueue(tool_call("writeFile", {"filePath": "b.txt", "content": "b\n"}, call_id="b"))
+    model.enqueue(text("b"))
+    second = await daemon.new_session(approvalPolicy="never")
+    await daemon.prompt(second, "write b")
+    [store] = list((daemon.env.cody_home / "checkpoints").iterdir())
+
+    def stored() -> bool:
+        probe = subprocess.run(
+            ["git", "cat-file", "-e", blob], env={"GIT_DIR": str(store)}, capture_output=True
+        )
+        return probe.returncode == 0
+
+    assert stored()
+
+    await daemon.request("session/delete", {"sessionId": first})
+
+    await daemon.wait_for(lambda: not stored())
+    [checkpoint] = await checkpoints(daemon, second)
+    result = await rewind(daemon, second, checkpoint["checkpointId"], "files")
+    assert result["restored"] == ["b.txt"], "the other session's checkpoints still work"

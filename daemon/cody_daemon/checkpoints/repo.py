@@ -349,14 +349,16 @@ class ShadowRepo:
         cut = len(out) > limit
         return out[:limit].decode("utf-8", "replace"), cut
 
-    async def ensure_ref(self, ref: str, commit: str) -> None:
-        """Keep `commit` reachable (and so never pruned) under `refs/cody/<ref>`."""
-        if _REF_NAME.fullmatch(ref) and is_object_id(commit):
-            await self.git.run("update-ref", f"refs/cody/{ref}", commit)
+    def has_ref(self, ref: str) -> bool:
+        return bool(_REF_NAME.fullmatch(ref)) and (self.root / "refs" / "cody" / ref).is_file()
 
-    async def delete_ref(self, ref: str) -> None:
-        if _REF_NAME.fullmatch(ref):
-            await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
+    async def forget(self, ref: str) -> None:
+        """Drop `refs/cody/<ref>` and every object only it kept (the caller holds
+        `locked()`: no snapshot is making objects meanwhile)."""
+        if not _REF_NAME.fullmatch(ref):
+            return
+        await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
+        await self.git.run("prune", "--expire=now")
 
 
 def _nul(paths: Iterable[bytes]) -> bytes:

@@ -37,6 +37,23 @@ class CheckpointStore:
             self._repos[real] = repo
         return repo
 
+    def holding(self, ref: str) -> list[ShadowRepo]:
+        """The repositories on disk that keep snapshots under `refs/cody/<ref>`."""
+        found: list[ShadowRepo] = []
+        try:
+            entries = list(self.root.iterdir())
+        except OSError:
+            return found
+        for entry in entries:
+            try:
+                workspace = (entry / "workspace").read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            repo = self.repo_for(Path(workspace))
+            if repo.root == entry and repo.has_ref(ref):
+                found.append(repo)
+        return found
+
     def _git_binary(self) -> str:
         if self._git is None:
             self._git = find_git(self._env)

@@ -168,6 +168,25 @@ class Checkpoints:
             entry.before, entry.after, DIFF_LIMIT
         )
 
+    def forget(self, session_id: str) -> None:
+        """A deleted session's snapshots go (in the background): its ref, and the objects
+        no other session's snapshot shares."""
+        if self.store is None:
+            return
+        store = self.store
+
+        async def prune() -> None:
+            for repo in await asyncio.to_thread(store.holding, session_id):
+                try:
+                    async with repo.locked():
+                        await repo.forget(session_id)
+                except CheckpointError as exc:
+                    logger.info("could not prune checkpoints: %s", exc.message)
+
+        task = asyncio.get_running_loop().create_task(prune())
+        self._background.add(("", task))
+        task.add_done_callback(lambda done: self._background.discard(("", done)))
+
     def keep(self, session: Session, task: asyncio.Task[Any]) -> None:
         """Let a snapshot no turn waits for finish in the background."""
         self._background.add((session.id, task))

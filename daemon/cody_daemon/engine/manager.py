@@ -147,7 +147,7 @@ class SessionManager:
         else:
             live = self._open_from_disk(session_id, mcp_servers)
         if replay and link is not None:
-            for event in replay_events(live.history, self.deps.tools):
+            for event in replay_events(live.history, self.deps.tools, live.checkpoints.marks):
                 link.emit(live.id, event)
                 await link.wait_writable()
             await link.flush(live.id)
@@ -509,6 +509,7 @@ class SessionManager:
             if not live.history:
                 return  # never prompted: closing it removed its file
         self.deps.store.delete(session_id)
+        self.checkpoints.forget(session_id)
 
     def fork(
         self,

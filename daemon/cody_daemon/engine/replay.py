@@ -52,10 +52,20 @@ _KINDS: frozenset[str] = frozenset(get_args(ToolKind))
 _PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
-def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Iterator[EngineEvent]:
-    """The history as client events: messages as chunks, each tool call as one final `tool_call`."""
+def replay_events(
+    history: Sequence[HistoryItem],
+    registry: ToolRegistry,
+    notes: Sequence[tuple[int, str]] = (),
+) -> Iterator[EngineEvent]:
+    """The history as client events: messages as chunks, each tool call as one final
+    `tool_call`; `notes` (history position, text) are shown as agent text where they belong
+    (where the conversation was rewound: store/checkpoint_log.py)."""
     outputs = {item.call_id: item for item in history if isinstance(item, FunctionCallOutputItem)}
-    for item in history:
+    pending = sorted(notes)
+    for index, item in enumerate(history):
+        while pending and pending[0][0] <= index:
+            position, note = pending.pop(0)
+            yield AgentText(note, message_id=f"msg_rewind_{position}")
         if isinstance(item, MessageItem):
             if item.role == "user":
                 blocks = tuple(item.client_content or ())
@@ -70,6 +80,8 @@ def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Ite
                 yield AgentThought(item.text, message_id=item.id)
         elif isinstance(item, FunctionCallItem):
             yield from _replay_call(item, outputs.get(item.call_id), registry)
+    for position, note in pending:
+        yield AgentText(note, message_id=f"msg_rewind_{position}")
 
 
 def _replay_call(
