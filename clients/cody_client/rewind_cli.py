@@ -195,4 +195,3 @@ def _find(entries: list[CheckpointInfo], given: str | None) -> CheckpointInfo:
     if not 1 <= number <= len(entries):
         raise ValueError(f"no checkpoint number {number} (1 to {len(entries)})")
     return entries[number - 1]
-

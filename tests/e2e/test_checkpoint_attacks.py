@@ -259,3 +259,35 @@ async def test_sandboxed_commands_cannot_see_the_checkpoint_store(
     assert "NOTHING" in output
     for repo in store.iterdir():
         assert repo.name not in output
+
+
+async def test_an_untrusted_project_cannot_turn_checkpoints_off_but_the_user_can(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    ws = cody_env.workspace
+    (ws / ".cody").mkdir()
+    (ws / ".cody" / "config.toml").write_text("checkpoints = false\n")
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("writeFile", {"filePath": "a.txt", "content": "a\n"}, call_id="w"))
+    model.enqueue(text("done"))
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session(approvalPolicy="never")
+        await daemon.prompt(sid, "write a")
+        [checkpoint] = await checkpoints(daemon, sid)
+        assert checkpoint["files"] == [{"path": "a.txt", "change": "added"}]
+    finally:
+        await daemon.close()
+
+    cody_env.use_mock_provider(model.base_url, extra="checkpoints = false")
+    model.enqueue(tool_call("writeFile", {"filePath": "b.txt", "content": "b\n"}, call_id="w2"))
+    model.enqueue(text("done"))
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session(approvalPolicy="never")
+        await daemon.prompt(sid, "write b")
+        assert await checkpoints(daemon, sid) == [], "the user's own config turns them off"
+    finally:
+        await daemon.close()

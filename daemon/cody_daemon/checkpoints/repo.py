@@ -130,6 +130,11 @@ class ShadowRepo:
             home=root / "home",
         )
         self._lock = asyncio.Lock()
+        self._written: tuple[str, tuple[int, ...] | None] | None = None
+        """The tree `write-tree` last gave, and the index's stat data right after."""
+        self._trees: dict[str, str] = {}
+        """commit -> tree of the commits this daemon made (a snapshot equal to its parent
+        reuses the parent: no commit, no ref update)."""
 
     # -- setup and locking ------------------------------------------------------------------
 
@@ -214,24 +219,39 @@ class ShadowRepo:
             # Files tracked here that a new `.gitignore` rule now excludes: dropped.
             ignored = await git.run("ls-files", "-z", "-c", "-i", "--exclude-standard")
             listing.drop.extend(path for path in ignored.split(b"\0") if path)
-        if listing.drop:
-            await git.run(
-                "update-index", "-z", "--force-remove", "--stdin", input=_nul(listing.drop)
-            )
-        if listing.add:
-            await git.run(
-                "update-index",
-                "-z",
-                "--add",
-                "--remove",
-                "--replace",
-                "--stdin",
-                input=_nul(listing.add),
-            )
-        tree = (await git.run("write-tree")).decode().strip()
+        tree = self._unchanged_tree() if not listing.add and not listing.drop else None
+        if tree is None:
+            if listing.drop:
+                await git.run(
+                    "update-index", "-z", "--force-remove", "--stdin", input=_nul(listing.drop)
+                )
+            if listing.add:
+                await git.run(
+                    "update-index",
+                    "-z",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--stdin",
+                    input=_nul(listing.add),
+                )
+            tree = (await git.run("write-tree")).decode().strip()
+            self._written = (tree, _stat_key(self.git.index))
+        not_covered = tuple(listing.not_covered)
+        if parent is not None and self._trees.get(parent) == tree:
+            return Snapshot(commit=parent, not_covered=not_covered)  # nothing changed since
         commit = await self._commit(tree, message, parent)
         await git.run("update-ref", f"refs/cody/{ref}", commit)
-        return Snapshot(commit=commit, not_covered=tuple(listing.not_covered))
+        self._trees[commit] = tree
+        return Snapshot(commit=commit, not_covered=not_covered)
+
+    def _unchanged_tree(self) -> str | None:
+        """The tree of the index as this daemon last wrote it, while no one changed the
+        index since (its stat data tell): nothing to hash, nothing to write."""
+        if self._written is None:
+            return None
+        tree, key = self._written
+        return tree if key == _stat_key(self.git.index) else None
 
     async def _commit(self, tree: str, message: str, parent: str | None) -> str:
         if parent is not None and is_object_id(parent):
@@ -359,6 +379,14 @@ class ShadowRepo:
             return
         await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
         await self.git.run("prune", "--expire=now")
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _nul(paths: Iterable[bytes]) -> bytes:

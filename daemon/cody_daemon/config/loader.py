@@ -55,9 +55,11 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "mcp_servers",
     "model_providers",
     "backend",
+    "checkpoints",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
-external agent CLI), lift the sandbox or decide where prompts and API keys are sent."""
+external agent CLI), lift the sandbox, decide where prompts and API keys are sent, or take
+away the user's undo (`checkpoints`)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,

@@ -157,6 +157,7 @@ class SessionLoader:
             sandbox_unavailable=config.sandbox_unavailable,
             backend=config.backend,
             backend_timeout_s=config.backend_timeout_s,
+            checkpoints=config.checkpoints,
             project_trusted=loaded.project_trusted,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),

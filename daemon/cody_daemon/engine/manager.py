@@ -181,7 +181,9 @@ class SessionManager:
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
         text = prompt_to_text(blocks)
-        checkpoint = self.checkpoints.for_turn(session, text)
+        checkpoint = (
+            self.checkpoints.for_turn(session, text) if session.settings.checkpoints else None
+        )
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
