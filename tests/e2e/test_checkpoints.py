@@ -370,7 +370,10 @@ async def test_deleting_a_session_prunes_the_snapshots_only_it_kept(
 
     def stored() -> bool:
         probe = subprocess.run(
-            ["git", "cat-file", "-e", blob], env={"GIT_DIR": str(store)}, capture_output=True
+            ["git", "cat-file", "-e", blob],
+            env={"GIT_DIR": str(store)},
+            capture_output=True,
+            check=False,
         )
         return probe.returncode == 0
 
