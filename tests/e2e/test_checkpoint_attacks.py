@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from tests.support.checkpoints import checkpoints, require_bwrap, rewind, workspace_state
-from tests.support.daemon import CodyEnv, Daemon
+from tests.support.daemon import CodyEnv, Daemon, expect_error
 from tests.support.hostile_repo import hostile_repository, markers_in, prove_it_runs
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
@@ -211,8 +211,11 @@ async def test_a_tampered_store_or_session_file_cannot_write_into_git_cody_or_ou
             "files": [],
         },
     }
+    missing = json.loads(json.dumps(tampered))
+    missing["payload"] |= {"checkpointId": "cp_missing", "before": "1" * 40, "after": "1" * 40}
     with session_file.open("a") as handle:
         handle.write(json.dumps(tampered) + "\n")
+        handle.write(json.dumps(missing) + "\n")
 
     around = sorted(os.listdir(cody_env.root))
     second = await Daemon.start(cody_env)
@@ -220,6 +223,8 @@ async def test_a_tampered_store_or_session_file_cannot_write_into_git_cody_or_ou
         await second.initialize()
         await second.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
         result = await rewind(second, sid, "cp_crafted", "files", force=True)
+        error = await expect_error(rewind(second, sid, "cp_missing", "files"), -32602)
+        assert "no longer has the snapshot" in error.message
     finally:
         await second.close()
     failed = {entry["path"] for entry in result["failed"]}

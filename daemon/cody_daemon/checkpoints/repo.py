@@ -337,6 +337,20 @@ class ShadowRepo:
         out = await self.git.run("cat-file", "-t", commit, ok=(0, 1, 128))
         return out.strip() == b"commit"
 
+    async def existing(self, commits: Iterable[str]) -> set[str]:
+        """Those of `commits` this repository has (one `cat-file --batch-check`)."""
+        wanted = sorted({c for c in commits if is_object_id(c)})
+        if not wanted:
+            return set()
+        out = await self.git.run(
+            "cat-file", "--batch-check", input="".join(f"{c}\n" for c in wanted).encode()
+        )
+        return {
+            fields[0].decode()
+            for line in out.splitlines()
+            if len(fields := line.split()) == 3 and fields[1] == b"commit"
+        }
+
     async def changes(self, old: str, new: str) -> list[Change]:
         """Every path that differs between snapshots `old` and `new`."""
         out = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new)

@@ -129,7 +129,15 @@ async def _rewind(
     if files:
         assert service.store is not None and target.before is not None
         repo = service.store.repo_for(session.cwd)
-        foreign = await repo.changed_paths(_gaps(session, target, now))
+        present = await repo.existing(_commits(session, target))
+        if target.before not in present:
+            raise InvalidParams(
+                f"The checkpoint store no longer has the snapshot of checkpoint "
+                f"{target.checkpoint_id} (it was deleted, or the session file names one it "
+                "never had); nothing was changed.",
+                [Issue(key="checkpointId", message="snapshot missing", value=target.checkpoint_id)],
+            )
+        foreign = await repo.changed_paths(_gaps(session, target, now, present))
     label = f"turn {target.turn}" if target.turn else "a rewind"
     record(
         session,
@@ -234,18 +242,32 @@ def _restore_unless_conflicting(
     return sorted(conflicts), restore_changes(repo.git, repo.work_tree, apply, protected)
 
 
-def _gaps(session: Session, target: CheckpointEntry, now: Snapshot) -> list[tuple[str, str]]:
+def _commits(session: Session, target: CheckpointEntry) -> list[str]:
+    return [
+        commit
+        for entry in session.checkpoints.since(target.checkpoint_id)
+        for commit in (entry.before, entry.after)
+        if commit is not None
+    ]
+
+
+def _gaps(
+    session: Session, target: CheckpointEntry, now: Snapshot, present: set[str]
+) -> list[tuple[str, str]]:
     """(from, to) snapshot pairs whose changes were not made by this session: from the end
     of each step (a turn or rewind) since `target` to the start of the next, and from the
-    last one's end to now. A step without a trustworthy end (a crash) ends where it began."""
-    steps = [e for e in session.checkpoints.since(target.checkpoint_id) if e.before is not None]
+    last one's end to now. A step without a trustworthy end (a crash) ends where it began;
+    a step whose snapshots the store does not have is skipped (its changes count as someone
+    else's)."""
+    steps = [e for e in session.checkpoints.since(target.checkpoint_id) if e.before in present]
     pairs: list[tuple[str, str]] = []
     end: str | None = None
     for step in steps:
         assert step.before is not None
         if end is not None:
             pairs.append((end, step.before))
-        end = step.after if step.after is not None and not step.interrupted else step.before
+        trusted = step.after is not None and step.after in present and not step.interrupted
+        end = step.after if trusted else step.before
     if end is not None:
         pairs.append((end, now.commit))
     return pairs
