@@ -331,12 +331,6 @@ class ShadowRepo:
 
     # -- reading ----------------------------------------------------------------------------
 
-    async def has_commit(self, commit: str) -> bool:
-        if not is_object_id(commit):
-            return False
-        out = await self.git.run("cat-file", "-t", commit, ok=(0, 1, 128))
-        return out.strip() == b"commit"
-
     async def existing(self, commits: Iterable[str]) -> set[str]:
         """Those of `commits` this repository has (one `cat-file --batch-check`)."""
         wanted = sorted({c for c in commits if is_object_id(c)})
