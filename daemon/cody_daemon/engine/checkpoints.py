@@ -132,6 +132,8 @@ class Checkpoints:
             )
 
     async def files_changed(self, session: Session, old: str, new: str) -> list[dict[str, str]]:
+        if old == new:
+            return []
         assert self.store is not None
         changes = await self.store.repo_for(session.cwd).changes(old, new)
         return [{"path": c.path, "change": c.change} for c in changes]

@@ -156,11 +156,7 @@ async def _rewind(
         after = await _restore_files(
             service, session, target, now=now, foreign=foreign, force=force, outcome=outcome
         )
-    changed = (
-        await service.files_changed(session, now.commit, after.commit)
-        if after.commit != now.commit
-        else []
-    )
+    changed = await service.files_changed(session, now.commit, after.commit)
     record(
         session,
         "checkpoint_end",
