@@ -37,7 +37,50 @@ from cody_daemon.checkpoints.git import find_git  # noqa: E402
 from cody_daemon.checkpoints.repo import ShadowRepo  # noqa: E402
 from run import ROOT, Env, daemon, machine, new_session, prompt, sse_server, summary  # noqa: E402
 
-WORDS = ["def", "return", "self", "import", "from", "class", "if", "else", "for", "in", "while", "try", "except", "with", "as", "yield", "async", "await", "value", "result", "items", "config", "path", "name", "index", "count", "data", "node", "parent", "child", "buffer", "stream", "event", "handler", "request", "response", "error", "message", "status", "token", "session", "cursor"]
+WORDS = [
+    "def",
+    "return",
+    "self",
+    "import",
+    "from",
+    "class",
+    "if",
+    "else",
+    "for",
+    "in",
+    "while",
+    "try",
+    "except",
+    "with",
+    "as",
+    "yield",
+    "async",
+    "await",
+    "value",
+    "result",
+    "items",
+    "config",
+    "path",
+    "name",
+    "index",
+    "count",
+    "data",
+    "node",
+    "parent",
+    "child",
+    "buffer",
+    "stream",
+    "event",
+    "handler",
+    "request",
+    "response",
+    "error",
+    "message",
+    "status",
+    "token",
+    "session",
+    "cursor",
+]
 
 
 def make_tree(root: Path, files: int, total_mb: int) -> int:

@@ -7,7 +7,7 @@ repository per workspace, never in the workspace and never in its `.git`:
   it run a program (no hooks, fsmonitor, filters, attribute drivers, includes; a private
   environment);
 - `repo.py` takes snapshots (a commit of the whole tree, incremental through a private
-  index) and answers what changed between two of them;
+  index) and answers what changed between two of them (`changes.py` reads git's answer);
 - `restore.py` writes a snapshot's files back without following a symlink, only inside the
   workspace and never into `.git`, `.cody` or another git directory;
 - `store.py` finds (and creates) the repository of a workspace.

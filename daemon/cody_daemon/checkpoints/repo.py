@@ -34,13 +34,13 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
+from .changes import Change, parse_raw
 from .git import CheckpointError, Git, git_environment
 
 __all__ = [
     "MAX_FILE_BYTES",
-    "Change",
     "NotCovered",
     "ShadowRepo",
     "Snapshot",
@@ -75,10 +75,6 @@ CONFIG: Final = """\
 \tauto = 0
 """
 
-ChangeKind = Literal["added", "modified", "deleted"]
-ALLOWED_MODES: Final = frozenset({"100644", "100755", "120000"})
-"""Regular files, executables and symlinks: the only entries a snapshot holds."""
-
 
 def is_object_id(value: object) -> bool:
     return isinstance(value, str) and _OBJECT_ID.fullmatch(value) is not None
@@ -94,18 +90,6 @@ class NotCovered:
 class Snapshot:
     commit: str
     not_covered: tuple[NotCovered, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One path that differs between two snapshots (`old_*` / `new_*` absent: no entry)."""
-
-    path: str
-    change: ChangeKind
-    old_mode: str | None
-    new_mode: str | None
-    old_blob: str | None
-    new_blob: str | None
 
 
 @dataclass
@@ -348,7 +332,7 @@ class ShadowRepo:
     async def changes(self, old: str, new: str) -> list[Change]:
         """Every path that differs between snapshots `old` and `new`."""
         out = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new)
-        return list(_parse_raw(out))
+        return list(parse_raw(out))
 
     async def changed_paths(self, pairs: Sequence[tuple[str, str]]) -> set[str]:
         """The union of the paths that differ within each (old, new) pair of snapshots."""
@@ -359,7 +343,7 @@ class ShadowRepo:
         out = await self.git.run(
             "diff-tree", "--stdin", "-r", "-z", "--no-renames", "--raw", input=text
         )
-        return {change.path for change in _parse_raw(out)}
+        return {change.path for change in parse_raw(out)}
 
     async def diff_text(self, old: str, new: str, limit: int) -> tuple[str, bool]:
         """The unified diff from `old` to `new` (at most `limit` bytes; True when cut)."""
@@ -399,35 +383,3 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
 
 def _nul(paths: Iterable[bytes]) -> bytes:
     return b"".join(path + b"\0" for path in paths)
-
-
-_HEADER = re.compile(rb"^(?:[0-9a-f]{40} [0-9a-f]{40}\n)+")
-
-
-def _parse_raw(out: bytes) -> Iterable[Change]:
-    """`diff-tree --raw -z` records (`:old new oldsha newsha S\\0path\\0`). With `--stdin`,
-    a pair of commits is announced by a token of its own (`<commit>\\0`) and a pair of trees
-    by a `<tree> <tree>\\n` prefix of the record's first field; a path is always the token
-    after a record's first field, so neither can be taken for one."""
-    tokens = out.split(b"\0")
-    index = 0
-    while index < len(tokens):
-        meta = _HEADER.sub(b"", tokens[index])
-        if not meta.startswith(b":") or index + 1 >= len(tokens):
-            index += 1
-            continue
-        path = tokens[index + 1]
-        index += 2
-        fields = meta[1:].split(b" ")
-        if len(fields) != 5:
-            continue
-        old_mode, new_mode, old_blob, new_blob, status = (f.decode() for f in fields)
-        kind: ChangeKind = "added" if status == "A" else "deleted" if status == "D" else "modified"
-        yield Change(
-            path=os.fsdecode(path),
-            change=kind,
-            old_mode=None if kind == "added" else old_mode,
-            new_mode=None if kind == "deleted" else new_mode,
-            old_blob=None if kind == "added" else old_blob,
-            new_blob=None if kind == "deleted" else new_blob,
-        )

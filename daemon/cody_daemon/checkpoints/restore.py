@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import IO
 
 from ..policy.protected import is_protected_path
+from .changes import ALLOWED_MODES, Change
 from .git import CheckpointError, Git
-from .repo import ALLOWED_MODES, Change
 
 __all__ = ["RestoreOutcome", "path_problem", "present_in_tree", "restore_changes"]
 

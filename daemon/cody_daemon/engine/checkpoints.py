@@ -3,8 +3,8 @@
 `TurnCheckpoint` is the turn's hook, three calls from the turn loops (engine/turn.py,
 engine/backend_turn.py):
 - `start()` right after the user message is written: the snapshot of the workspace starts in
-  the background, concurrently with the first model call (a turn that changes nothing waits
-  for it nowhere);
+  the background, concurrently with the first model call (a turn that changes nothing never
+  waits for it: when the turn ends first, the snapshot is recorded when it completes);
 - `before_change()` before the first tool that can change files runs (anything but a read,
   search, fetch or think tool; a backend turn calls it before the CLI starts): waits for that
   snapshot and records the `checkpoint` event. No tool that can change files runs before the
@@ -14,8 +14,10 @@ engine/backend_turn.py):
   records `checkpoint_end` with the files the turn changed. A turn that ran no such tool
   records its checkpoint with nothing changed, taking no second snapshot.
 
-A snapshot that fails (no git, a full disk) is recorded with its `error`: the turn goes on
-without one (and that checkpoint cannot restore files). `Checkpoints` lists a session's
+A snapshot that fails (no git, git failing) is recorded with its `error`: the turn goes on
+without one (and that checkpoint cannot restore files). A checkpoint that cannot be
+*recorded* (the session file's disk is full) stops the tool: nothing changes files
+unrecorded, and the turn ends with the storage error. `Checkpoints` lists a session's
 checkpoints and their diffs; a checkpoint left unfinished by a crash is closed at the next
 snapshot as `interrupted` (who changed its files is then unknown: engine/rewind.py treats
 them as changed by someone else).

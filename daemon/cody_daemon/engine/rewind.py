@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..checkpoints.changes import Change
 from ..checkpoints.git import CheckpointError
-from ..checkpoints.repo import Change, ShadowRepo, Snapshot
+from ..checkpoints.repo import ShadowRepo, Snapshot
 from ..checkpoints.restore import RestoreOutcome, present_in_tree, restore_changes
 from ..errors import InvalidParams, Issue, SessionBusy
 from ..ids import new_id
