@@ -144,7 +144,8 @@ class CheckpointLog:
         shared = 0
         while shared < min(len(restored), len(history)) and restored[shared] is history[shared]:
             shared += 1
-        self.marks = [mark for mark in self.marks if mark[0] <= shared]
+        # A mark stays only where the history before and after it is still the same.
+        self.marks = [mark for mark in self.marks if mark[0] < shared]
         note = _text(payload.get("note"))
         if note:
             self.marks.append((len(restored), note))
