@@ -49,6 +49,9 @@ __all__ = [
 
 MAX_FILE_BYTES: Final = 5 * 1024 * 1024
 """Larger files are not covered (a checkpoint is a safety net for source, not a backup)."""
+MAX_NEW_FILES: Final = 200_000
+"""More files than this to add at once (a session in a home directory): no checkpoints for
+that workspace in this daemon, rather than minutes of hashing before the first edit."""
 _STALE_LOCK_S: Final = 60.0
 _LOCK_POLL_S: Final = 0.05
 _MARKER: Final = "cody-checkpoints"
@@ -116,6 +119,7 @@ class ShadowRepo:
         self._lock = asyncio.Lock()
         self._written: tuple[str, tuple[int, ...] | None] | None = None
         """The tree `write-tree` last gave, and the index's stat data right after."""
+        self._too_large: str | None = None
         self._trees: dict[str, str] = {}
         """commit -> tree of the commits this daemon made (a snapshot equal to its parent
         reuses the parent: no commit, no ref update)."""
@@ -197,7 +201,15 @@ class ShadowRepo:
         if not _REF_NAME.fullmatch(ref):
             raise CheckpointError(f"not a checkpoint ref name: {ref!r}")
         git = self.git
+        if self._too_large is not None:
+            raise CheckpointError(self._too_large)
         listed = await git.run("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
+        if listed.count(b"\0") > MAX_NEW_FILES:
+            self._too_large = (
+                f"the workspace has more than {MAX_NEW_FILES:,} files that .gitignore does not "
+                "exclude: no checkpoints for it (add a .gitignore, or set checkpoints = false)"
+            )
+            raise CheckpointError(self._too_large)
         listing = await asyncio.to_thread(self._classify, listed)
         if listing.ignore_rules_changed:
             # Files tracked here that a new `.gitignore` rule now excludes: dropped.
