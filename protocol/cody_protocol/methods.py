@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -88,22 +87,71 @@ Stability = Literal["stable", "unstable"]
 Cody's own: `unstable` while its params may still grow (docs/protocol.md)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Method:
+    """One method's facts (read-only). A plain class, not a dataclass: building a dataclass
+    costs about a millisecond, and this module is on the daemon's `initialize` path."""
+
+    __slots__ = (
+        "alias_of",
+        "dispatcher",
+        "kind",
+        "name",
+        "params",
+        "result",
+        "sender",
+        "session",
+        "spec",
+        "stability",
+    )
     name: str
     sender: Sender
     kind: Literal["request", "notification"]
-    params: str | None = None
+    params: str | None
     """The params model, `"module:Class"` in cody_protocol (None: no params, or none typed)."""
-    result: str | None = None
+    result: str | None
     """The result model (None: `{}` or `null`, or a notification)."""
-    session: SessionUse | None = None
+    session: SessionUse | None
     spec: Spec
-    stability: Stability = "stable"
-    alias_of: str | None = None
+    stability: Stability
+    alias_of: str | None
     """Another name for that method (same models, same handler)."""
-    dispatcher: bool = False
+    dispatcher: bool
     """Handled by the frame dispatcher (rpc/server.py) before any handler: no handler."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        sender: Sender,
+        kind: Literal["request", "notification"],
+        spec: Spec,
+        params: str | None = None,
+        result: str | None = None,
+        session: SessionUse | None = None,
+        stability: Stability = "stable",
+        alias_of: str | None = None,
+        dispatcher: bool = False,
+    ) -> None:
+        facts = {
+            "name": name,
+            "sender": sender,
+            "kind": kind,
+            "spec": spec,
+            "params": params,
+            "result": result,
+            "session": session,
+            "stability": stability,
+            "alias_of": alias_of,
+            "dispatcher": dispatcher,
+        }
+        for key, value in facts.items():
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"Method {self.name!r} is read-only")
+
+    def __repr__(self) -> str:
+        return f"<Method {self.name} ({self.sender} {self.kind})>"
 
     @property
     def extension(self) -> bool:

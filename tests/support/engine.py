@@ -18,7 +18,8 @@ Scripting is the e2e mock's (tests/support/mock_responses.py): the same `text`,
         assert engine.agent_text(sid) == "done"
         engine.model.assert_complete()
 
-`EngineHarness.config` is config.toml text added to the scripted provider's block (approval
+Leaving the harness without an error fails when a scripted answer was never asked for
+(unless `model.unused_ok`). `EngineHarness.config` is config.toml text added to the scripted provider's block (approval
 policy, sandbox mode...); approvals are answered by `link.answer(...)` or `link.answer_fn`
 (default `allow_once`), as on the e2e `Daemon`.
 """
@@ -140,6 +141,8 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         """Every call, in order."""
         self.responder: Callable[[ModelRequest], Script] | None = None
+        self.unused_ok = False
+        """Scripted answers may be left unused (else `EngineHarness` fails at its end)."""
         self._script: deque[Script] = deque()
 
     @property
@@ -300,6 +303,8 @@ class EngineHarness:
         trace: TracebackType | None,
     ) -> None:
         await self.manager.shutdown()
+        if error is None and not self.model.unused_ok:
+            self.model.assert_complete()
 
     async def new_session(self, cwd: Path | None = None) -> str:
         session = self.manager.new_session(str(cwd or self.workspace), None)

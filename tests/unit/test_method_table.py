@@ -95,6 +95,8 @@ def test_a_name_cannot_be_registered_twice_nor_claim_the_wrong_namespace() -> No
         methods.request("_cody/not/cody", spec="acp")
     with pytest.raises(ValueError, match="_cody/"):
         methods.request("session/mine", spec="cody")
+    with pytest.raises(AttributeError, match="read-only"):
+        METHODS["session/new"].session = None  # type: ignore[misc]
 
 
 # -- what is derived ----------------------------------------------------------------------------
