@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cody_protocol.methods import EXTENSIONS
+from cody_protocol.methods import extensions
 
 from . import __version__
 from .config.paths import CodyPaths
@@ -142,7 +142,7 @@ class DaemonApp:
             auth_methods=auth_methods,
             providers=providers,
             default_provider=default,
-            extensions=list(EXTENSIONS),
+            extensions=list(extensions()),
             data_dir=str(self.paths.data_dir),
             config_file=str(self.paths.config_file),
             binaries=binaries_report(),

@@ -3,7 +3,7 @@
 One `Method` per name: who sends it, request or notification, its params and result models,
 what it does to a session, where it is specified and how stable it is. Lists elsewhere are
 derived from it, never kept by hand: the JSON Schemas' top-level models (schema.py),
-`initialize`'s `_meta.cody.extensions` (`EXTENSIONS`), the daemon's handler check (every
+`initialize`'s `_meta.cody.extensions` (`extensions()`), the daemon's handler check (every
 method it serves has exactly one handler: rpc/handlers.py), the warm daemon's attach rules
 (`Method.session`, rpc/sharing.py), the fuzzed methods (tests/reliability), the VS Code
 extension's `Method` constants (generated: `python -m cody_protocol.schema --write`) and the
@@ -43,7 +43,6 @@ __all__ = [
     "CODY_SESSION_HISTORY",
     "CODY_TOOLS_LIST",
     "EXIT",
-    "EXTENSIONS",
     "FS_READ_TEXT_FILE",
     "FS_WRITE_TEXT_FILE",
     "INITIALIZE",
@@ -65,6 +64,7 @@ __all__ = [
     "SHUTDOWN",
     "Method",
     "SessionUse",
+    "extensions",
     "handler_problems",
     "resolve_model",
     "served_by_handlers",
@@ -391,8 +391,11 @@ CODY_MCP_STATUS = notification(
 METHODS: Mapping[str, Method] = MappingProxyType(_TABLE)
 """Every method, by name, in the order registered above."""
 
-EXTENSIONS: tuple[str, ...] = tuple(m.name for m in METHODS.values() if m.extension and m.served)
-"""`initialize`'s `_meta.cody.extensions`: every `_cody/*` method the daemon serves."""
+
+def extensions() -> tuple[str, ...]:
+    """`initialize`'s `_meta.cody.extensions`: every `_cody/*` method the daemon serves.
+    (Functions, not constants: an entry added below this line counts too.)"""
+    return tuple(m.name for m in METHODS.values() if m.extension and m.served)
 
 
 def served_by_handlers() -> frozenset[str]:

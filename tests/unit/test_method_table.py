@@ -21,7 +21,7 @@ from cody_daemon.app import DaemonApp
 from cody_daemon.config.paths import CodyPaths
 from cody_daemon.rpc.history_handlers import HISTORY_METHODS, history_handlers
 from cody_protocol import methods, schema
-from cody_protocol.methods import EXTENSIONS, METHODS, handler_problems, resolve_model
+from cody_protocol.methods import METHODS, extensions, handler_problems, resolve_model
 from pydantic import BaseModel
 
 from tests.support.acp_schema import SCHEMA_PATH as ACP_SCHEMA
@@ -103,10 +103,14 @@ def test_a_name_cannot_be_registered_twice_nor_claim_the_wrong_namespace() -> No
 
 
 def test_extensions_are_every_served_cody_method() -> None:
-    assert set(EXTENSIONS) == {
+    assert set(extensions()) == {
         m.name for m in METHODS.values() if m.name.startswith("_cody/") and m.served
     }
-    assert "_cody/mcp/status" not in EXTENSIONS  # sent by the daemon, not served
+    assert "_cody/mcp/status" not in extensions()  # sent by the daemon, not served
+
+
+def test_an_entry_added_at_the_end_of_the_table_is_advertised(extra_method: str) -> None:
+    assert extra_method in extensions()
 
 
 def test_every_model_named_exists_and_is_in_a_schema() -> None:
