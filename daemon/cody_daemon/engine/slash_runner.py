@@ -94,13 +94,7 @@ async def _compact(manager: SessionManager, session: Session, link: ClientLink) 
     )
 
 
-async def _model(
-    manager: SessionManager, session: Session, argument: str, link: ClientLink
-) -> Reply:
-    return Reply(_model_text(manager, session, argument, link))
-
-
-def _model_text(manager: SessionManager, session: Session, argument: str, link: ClientLink) -> str:
+def _model(manager: SessionManager, session: Session, argument: str, link: ClientLink) -> str:
     catalog = manager.catalog_of(session)
     providers = {spec.id: spec for spec in catalog.all()}
     words = argument.split()
@@ -136,15 +130,7 @@ def _model_text(manager: SessionManager, session: Session, argument: str, link: 
     return "\n".join(lines)
 
 
-async def _approvals(
-    manager: SessionManager, session: Session, argument: str, link: ClientLink
-) -> Reply:
-    return Reply(_approvals_text(manager, session, argument, link))
-
-
-def _approvals_text(
-    manager: SessionManager, session: Session, argument: str, link: ClientLink
-) -> str:
+def _approvals(manager: SessionManager, session: Session, argument: str, link: ClientLink) -> str:
     value = argument.strip()
     if value in MODES:
         manager.set_mode(session.id, value, link)
@@ -195,15 +181,7 @@ async def _fork(
     )
 
 
-async def _history(
-    manager: SessionManager, session: Session, argument: str, link: ClientLink
-) -> Reply:
-    return Reply(_history_text(manager, session, argument, link))
-
-
-def _history_text(
-    manager: SessionManager, session: Session, argument: str, link: ClientLink
-) -> str:
+def _history(manager: SessionManager, session: Session, argument: str, link: ClientLink) -> str:
     items: Sequence[HistoryItem] = session.history
     if argument:
         try:
@@ -233,13 +211,24 @@ def _last_turns(items: Sequence[HistoryItem], turns: int) -> Sequence[HistoryIte
     return items[starts[-turns] :]
 
 
+def _answering(text_of: Callable[[SessionManager, Session, str, ClientLink], str]) -> LocalHandler:
+    """A handler for a command that only computes its answer's text."""
+
+    async def handler(
+        manager: SessionManager, session: Session, argument: str, link: ClientLink
+    ) -> Reply:
+        return Reply(text_of(manager, session, argument, link))
+
+    return handler
+
+
 HANDLERS: Mapping[str, LocalHandler] = MappingProxyType(
     {
         "compact": _compact_command,
-        "model": _model,
-        "approvals": _approvals,
+        "model": _answering(_model),
+        "approvals": _answering(_approvals),
         "fork": _fork,
-        "history": _history,
+        "history": _answering(_history),
     }
 )
 """One handler per `local` command of engine/slash.py `COMMANDS` (a test holds them equal)."""
