@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from cody_daemon.engine.manager import SessionManager
+from cody_daemon.errors import NotFound
 
 from tests.support.engine import EngineHarness, tool_outputs
 from tests.support.mock_responses import text, tool_call
@@ -89,3 +91,23 @@ async def test_assert_complete_reports_an_answer_nobody_asked_for(engine: Engine
     with pytest.raises(AssertionError, match="1 scripted answer"):
         engine.model.assert_complete()
     engine.model.unused_ok = True  # (the harness would report it too when it closes)
+
+
+async def test_slash_fork_writes_a_copy_it_does_not_keep_open(tmp_path: Path) -> None:
+    """The engine side of the /fork lock regression (through two daemons in
+    tests/e2e/test_slash_commands.py): the fork is not live, and another manager on the same
+    store (as a second daemon) opens it; its file lock conflicts within one process too."""
+    async with EngineHarness(tmp_path) as engine:
+        engine.model.enqueue(text("first answer"))
+        sid = await engine.new_session()
+        await engine.prompt(sid, "hello")
+        outcome = await engine.prompt(sid, "/fork")
+        fork_id = engine.agent_text(sid).split("into session ")[1].split(".")[0]
+
+        assert outcome.stop_reason == "end_turn"
+        with pytest.raises(NotFound):
+            engine.manager.get(fork_id)
+        other = SessionManager(engine.deps)
+        forked = await other.open_session(fork_id, None, replay=False)
+        assert [item.payload()["role"] for item in forked.history] == ["user", "assistant"]
+        await other.close(fork_id)
