@@ -15,6 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cody_protocol.methods import extensions
+
 from . import __version__
 from .config.paths import CodyPaths
 from .engine.auth import AUTH_METHOD_SUFFIX
@@ -22,7 +24,7 @@ from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
 from .providers.listing import provider_listing, validated_listing
 from .providers.models import takes_images
-from .rpc.handlers import EXTENSIONS, register_handlers
+from .rpc.handlers import register_handlers
 from .rpc.initialize_wire import initialize_result
 from .rpc.server import CodyServer
 
@@ -140,7 +142,7 @@ class DaemonApp:
             auth_methods=auth_methods,
             providers=providers,
             default_provider=default,
-            extensions=list(EXTENSIONS),
+            extensions=list(extensions()),
             data_dir=str(self.paths.data_dir),
             config_file=str(self.paths.config_file),
             binaries=binaries_report(),

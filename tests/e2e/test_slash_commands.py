@@ -135,6 +135,37 @@ async def test_fork_and_history(offline_daemon: Daemon) -> None:
     assert "/fork takes a user message number" in bad
 
 
+async def test_a_fork_made_by_slash_fork_is_not_left_locked(
+    cody_env: CodyEnv, offline_daemon: Daemon
+) -> None:
+    """Regression: the fork stayed open (and its file locked) in the daemon that made it, so
+    another daemon opening it got -32011 "in use by another Cody daemon" until the first
+    one exited (a warm daemon: until it stopped)."""
+    daemon = offline_daemon
+    empty = await daemon.new_session()
+    _, nothing = await ask(daemon, empty, "/fork")
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "list files")
+    _, forked = await ask(daemon, sid, "/fork")
+    fork_id = forked.split("into session ")[1].split(".")[0]
+
+    other = await Daemon.start(cody_env)
+    try:
+        await other.initialize()
+        params = {"sessionId": fork_id, "cwd": str(cody_env.workspace), "mcpServers": []}
+        await other.request("session/load", params)
+        result = await other.prompt(fork_id, "list files")
+        await other.request("session/close", {"sessionId": fork_id})
+    finally:
+        await other.close()
+    await daemon.request("session/resume", params)  # and it opens again where it was made
+
+    assert "Nothing to fork yet" in nothing
+    assert result["stopReason"] == "end_turn"
+    listed = await daemon.request("session/list", {})
+    assert fork_id in {s["sessionId"] for s in listed["sessions"]}
+
+
 async def test_unknown_slash_words_go_to_the_model_as_text(offline_daemon: Daemon) -> None:
     daemon = offline_daemon
     sid = await daemon.new_session()

@@ -19,7 +19,7 @@ Scripting is a FIFO queue, one entry per expected request:
     srv.enqueue(text("slow", chunks=4), delay_s=0.05, cut_after=5)
 
 Every request is recorded in `srv.requests` (path, lower-cased headers, parsed JSON body,
-arrival time). A request with nothing left in the queue gets HTTP 500 "mock: no scripted
+arrival time); `srv.assert_complete()` fails when a scripted response was never requested. A request with nothing left in the queue gets HTTP 500 "mock: no scripted
 response left", unless `srv.responder` is set: then `responder(request)` returns the script
 (build it with `srv.scripted(...)`, same arguments as `enqueue`).
 
@@ -406,6 +406,8 @@ class MockResponsesServer(LoopbackServer):
         self.chatgpt_backend = False
         self.refused: list[Refusal] = []
         """Every refusal sent, in order."""
+        self.unused_ok = False
+        """Scripted responses may be left unused (see `assert_complete`)."""
         self._fail_until = 0.0
         self._fail_status = 503
         self._script: deque[_Stream | _Error | _Disconnect] = deque()
@@ -419,6 +421,16 @@ class MockResponsesServer(LoopbackServer):
     def pending(self) -> int:
         """Scripted responses not yet consumed."""
         return len(self._script)
+
+    def assert_complete(self) -> None:
+        """Every scripted response was requested: a test that scripts more than the code
+        asks for tests less than it says. The e2e `model` fixture calls it after each test
+        that passed (tests/e2e/conftest.py) unless the test set `unused_ok`."""
+        assert not self._script, (
+            f"{len(self._script)} scripted response(s) never requested "
+            f"({len(self.requests)} request(s) made); if a test leaves them on purpose "
+            "(a cancelled turn), set `model.unused_ok = True`"
+        )
 
     # scripting (thread-safe: deque appends are atomic)
 

@@ -1,4 +1,7 @@
-"""The method table: params validated with the protocol models, engine called, results dumped.
+"""The handlers: params validated with the protocol models, engine called, results dumped.
+
+One handler per method the daemon serves (`cody_protocol.methods.METHODS`, the one table of
+methods): `register_handlers` refuses to start with one missing or one too many.
 
 Every handler is async (pygls runs it as a task, so `$/cancelRequest` can cancel it) and
 maps errors at this boundary (rpc/errors.py): a handler never leaks a traceback.
@@ -380,22 +383,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
     }
-    for name, fn in table.items():
+    from .history_handlers import history_handlers  # _cody/history/*
+
+    history = history_handlers(app)
+    problems = methods.handler_problems([*table, *history])
+    if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
+        raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
+    for name, fn in {**table, **history}.items():
         server.feature(name)(_guard(name, fn))
-
-    from .history_handlers import register_history_handlers  # _cody/history/*
-
-    register_history_handlers(server, app)
-
-
-EXTENSIONS: tuple[str, ...] = (
-    methods.CODY_SESSION_FORK,
-    methods.CODY_SESSION_COMPACT,
-    methods.CODY_TOOLS_LIST,
-    methods.CODY_MODELS_LIST,
-    methods.CODY_SESSION_HISTORY,
-    methods.CODY_HISTORY_LIST,
-    methods.CODY_HISTORY_READ,
-    methods.CODY_HISTORY_IMPORT,
-    methods.CODY_AGENTS_LIST,
-)
