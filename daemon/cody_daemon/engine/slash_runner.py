@@ -51,7 +51,7 @@ async def run_local_command(
         elif name == "approvals":
             text = _approvals(manager, session, argument, link)
         elif name == "fork":
-            text = _fork(manager, session, argument)
+            text = await _fork(manager, session, argument)
         else:
             text = _history(manager, session, argument, link)
     except ProviderError:
@@ -145,14 +145,14 @@ def _approvals(manager: SessionManager, session: Session, argument: str, link: C
     return "\n".join(lines)
 
 
-def _fork(manager: SessionManager, session: Session, argument: str) -> str:
+async def _fork(manager: SessionManager, session: Session, argument: str) -> str:
     at_message: int | None = None
     if argument:
         try:
             at_message = int(argument)
         except ValueError:
             return "/fork takes a user message number (0 = the first), or nothing for all."
-    forked = manager.fork(session.id, str(session.cwd), at_message)
+    forked = await manager.fork(session.id, str(session.cwd), at_message)
     upto = "the whole conversation" if at_message is None else f"up to user message {at_message}"
     return (
         f"Forked {upto} into session {forked.id}. This chat goes on in session {session.id}; "
