@@ -49,9 +49,11 @@ async def test_web_tools_are_absent_without_a_key_and_present_with_one(
     assert set(WEB) <= set(absent)
     assert "PERPLEXITY_API_KEY" in absent["webSearch"]
     assert not set(WEB) & {tool["name"] for tool in listed["tools"]}
-    # A model that calls it anyway gets an error, and the user is never asked to approve a
-    # call that could only fail.
-    assert "unknown tool 'webSearch'" in tool_outputs(model.requests[1])["w1"]
+    # A model that calls it anyway gets an error saying why, and the user is never asked to
+    # approve a call that could only fail.
+    error = tool_outputs(model.requests[1])["w1"]
+    assert "'webSearch' is not available in this session" in error
+    assert "PERPLEXITY_API_KEY" in error
     assert daemon.permission_requests == []
 
     cody_env.env["PERPLEXITY_API_KEY"] = "pplx-test-not-secret"

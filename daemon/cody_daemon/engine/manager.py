@@ -341,6 +341,7 @@ class SessionManager:
             provider=provider,
             context_window=window or 128_000,
             tools=self.deps.tools.offered(None, self.deps.env, settings.tool_config),
+            absent=self.deps.tools.absent(self.deps.env, settings.tool_config),
             family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,

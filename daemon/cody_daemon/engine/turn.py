@@ -117,6 +117,8 @@ class TurnEnv:
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
+    absent: Mapping[str, str] = field(default_factory=dict)
+    """Tools not offered in this session (`Tool.unavailable`), with why."""
 
 
 @dataclass(slots=True)
@@ -334,7 +336,10 @@ class TurnRunner:
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
-        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
+        described = [
+            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            for c in calls
+        ]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(
                 call.call_id, call.name, info.title, info.kind, info.locations
