@@ -317,3 +317,27 @@ async def test_cody_client_names_the_files_in_one_line_without_raw_escapes(
     assert "\x1b" not in line and "\x07" not in line
     shown = f"{cody_env.workspace}/?]0;owned?repo/AGENTS.md"
     assert line.endswith(f"Project instructions: {shown}, CLAUDE.md (20 bytes)")
+
+
+async def test_init_is_told_to_keep_an_existing_agents_md_and_sees_it(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    (cody_env.workspace / ".git").mkdir()
+    (cody_env.workspace / "AGENTS.md").write_text("## House rules\nNever touch vendor/.\n")
+    daemon = await start(cody_env, model)
+    try:
+        created = await new_session_result(daemon, cody_env.workspace)
+        model.enqueue(text("Kept the house rules."))
+        await daemon.prompt(created["sessionId"], "/init")
+    finally:
+        await daemon.close()
+    request = model.requests[0]
+    docs = docs_item(request)
+    assert docs is not None and "Never touch vendor/." in docs
+    [init] = [
+        i["content"][0]["text"]
+        for i in input_items(request)
+        if i.get("role") == "user" and i["content"][0]["text"].startswith("/init")
+    ]
+    assert "keep everything in it that is still true, in their words and order" in init
+    assert "never drop a section" in init

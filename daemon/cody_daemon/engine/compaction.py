@@ -144,10 +144,12 @@ class Compaction:
 
 @dataclass(frozen=True, slots=True)
 class ContextMark:
-    """A model call's reported size (input + output tokens) and the history length after it."""
+    """A model call's reported size (input + output tokens) and the history length after it
+    (and the number of context items then)."""
 
     tokens: int
     history_len: int
+    context_len: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -444,6 +446,8 @@ class ContextKeeper:
         if mark is not None and mark.history_len <= len(history):
             limit = self._session.settings.tool_output_token_limit
             added = [cap_output(item, limit) for item in history[mark.history_len :]]
+            context = self._session.context_items[mark.context_len :]
+            added += [entry.item for entry in context if entry.item is not None]
             return mark.tokens + estimate_items(added)
         return estimate_request(request)
 
@@ -496,4 +500,5 @@ class ContextKeeper:
         self._session.context = ContextMark(
             tokens=report.input_tokens + report.output_tokens,
             history_len=len(self._session.history),
+            context_len=len(self._session.context_items),
         )

@@ -19,8 +19,9 @@ Invariants:
   checked again with `fstat`, so a FIFO, device or socket (or a symlink to one, such as
   `/dev/zero`) is never read from and never blocks;
 - a project file that is a symlink is followed only when its target lies inside the project
-  root; otherwise it is skipped with a note and its target is never opened. Global files are
-  the user's own and may be symlinks anywhere (still regular files only);
+  root; otherwise it is skipped with a note and its target is never opened (the resolved
+  path is opened with `O_NOFOLLOW`, so a symlink swapped in after the check is refused).
+  Global files are the user's own and may be symlinks anywhere (still regular files only);
 - `max_bytes` caps the joined file text (headings and notes are not counted): each read asks
   for at most the remaining budget plus one byte; a file that does not fit is cut at a
   character boundary with a note saying where; the files after it are listed as left out.
@@ -176,7 +177,7 @@ def _read_one(path: Path, budget: _Budget, *, scope: Scope, root: Path | None) -
         budget.sections.append(_note(f"{shown} left out: project_doc_max_bytes was reached"))
         return
     try:
-        data = _read_regular(target, budget.remaining + 1)
+        data = _read_regular(target, budget.remaining + 1, follow=root is None)
     except _NotRegular:
         _skip(budget, shown, scope, "not a regular file")
         return
@@ -227,9 +228,10 @@ class _NotRegular(Exception):
     pass
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
-    """At most `limit` bytes of `path`, which must be a regular file (see the invariants)."""
-    fd = os.open(path, _OPEN_FLAGS)
+def _read_regular(path: Path, limit: int, *, follow: bool) -> bytes:
+    """At most `limit` bytes of `path`, which must be a regular file (see the invariants).
+    Without `follow`, a symlink swapped in since the `lstat` is refused (`O_NOFOLLOW`)."""
+    fd = os.open(path, _OPEN_FLAGS | (0 if follow else os.O_NOFOLLOW))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _NotRegular()

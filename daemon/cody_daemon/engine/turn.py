@@ -36,7 +36,7 @@ from ..core.history import (
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.sandbox import SandboxPolicy
+from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
     ModelProvider,
@@ -591,7 +591,9 @@ class TurnRunner:
 
 async def _sandbox_available(sandbox: SandboxPolicy) -> bool:
     """Whether commands can be isolated here (bubblewrap is probed once per process, by
-    running it: off the event loop)."""
+    running it: the first time off the event loop)."""
     if sandbox.mode == "danger-full-access":
         return True
-    return await asyncio.to_thread(sandbox.exec_isolation) == "bwrap"
+    if bwrap_path.cache_info().currsize:
+        return bwrap_path() is not None
+    return await asyncio.to_thread(bwrap_path) is not None
