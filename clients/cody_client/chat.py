@@ -28,6 +28,7 @@ from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
 from .inert import one_line
 from .progress import Spinner
+from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
@@ -432,6 +433,9 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
                 session = await client.new_session(cwd, **session_settings(args))
             for warning in session.meta.warnings if session.meta else []:
                 renderer.line(renderer.style.yellow(f"warning: {warning}"))
+            docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
+            if docs is not None:
+                renderer.line(renderer.style.dim(docs))
             chat = Chat(client, session, renderer, cwd)
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)

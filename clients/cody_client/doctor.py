@@ -3,10 +3,13 @@
 It starts the daemon the way every other command does and reports what the daemon itself
 sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
 sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
-bwrap can build a sandbox here, plus the config file and data directory.
+bwrap can build a sandbox here, plus the config file and data directory. Then it opens a
+session in the current directory (never prompted: nothing is saved) to show the project
+instructions the model would get and the tools it would not be offered, with why.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
-is unusable, the default provider has no credentials, the data directory is not writable).
+is unusable, the default provider has no credentials, the data directory is not writable, no
+session can start here).
 """
 
 from __future__ import annotations
@@ -15,16 +18,21 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cody_protocol.endpoint import client_socket_path
+from cody_protocol.extensions import AbsentTool, McpServerStatus, ToolsListResult
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
+from cody_protocol.session import ProjectDoc
 
 from .inert import guard, one_line
+from .project_docs import printable, project_docs_line
 
 if TYPE_CHECKING:
+    from .client import CodyClient
     from .warm import WarmDaemon
 
 __all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
@@ -62,15 +70,22 @@ async def run_doctor(
     from .warm import open_daemon
 
     out = guard(out or sys.stdout)
+    cwd = os.getcwd()
     try:
         async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
+            here = await session_here(client, cwd)
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
-    lines, problems = report_lines(meta)
+    session_problems = (
+        [] if here.problem is None else [f"no session can start here: {here.problem}"]
+    )
+    lines, problems = report_lines(
+        meta, session=session_lines(here, cwd), session_problems=session_problems
+    )
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
     lines.insert(2, f"Daemon        {daemon}")
     if args.json:
@@ -80,11 +95,66 @@ async def run_doctor(
             "socket": str(warm.path) if warm is not None else None,
             "pid": warm.pid if warm is not None else None,
         }
+        report["session"] = {
+            "cwd": cwd,
+            "projectDocs": [doc.model_dump(mode="json", by_alias=True) for doc in here.docs],
+            "absentTools": [tool.model_dump(mode="json", by_alias=True) for tool in here.absent],
+        }
         report["problems"] = problems
         out.write(json.dumps(report, indent=2) + "\n")
     else:
         out.write("\n".join(lines) + "\n")
     return 1 if problems else 0
+
+
+@dataclass
+class SessionHere:
+    """What a session in the current directory would get (opened, looked at, closed)."""
+
+    docs: list[ProjectDoc] = field(default_factory=list)
+    absent: list[AbsentTool] = field(default_factory=list)
+    mcp: list[McpServerStatus] = field(default_factory=list)
+    problem: str | None = None
+    """Why no session could be opened here (e.g. an invalid configuration)."""
+
+
+async def session_here(client: CodyClient, cwd: str) -> SessionHere:
+    """Open a session in `cwd` (never prompted, so nothing is saved), read its project
+    instructions and the tools it cannot offer, and close it."""
+    from .client import RemoteError
+
+    try:
+        session = await client.new_session(cwd)
+    except RemoteError as exc:
+        return SessionHere(problem=exc.message)
+    try:
+        raw = await client.connection.request("_cody/tools/list", {"sessionId": session.id})
+        tools = ToolsListResult.model_validate(raw)
+    finally:
+        await session.close()
+    docs = list(session.meta.project_docs) if session.meta is not None else []
+    return SessionHere(docs=docs, absent=list(tools.absent), mcp=list(tools.mcp_servers))
+
+
+def session_lines(here: SessionHere, cwd: str) -> list[str]:
+    """The report's lines about a session here: its project instructions, the tools the
+    model is not offered and why, MCP servers that failed."""
+    if here.problem is not None:
+        return [f"Session here  cannot start: {printable(here.problem)}"]
+    line = project_docs_line(here.docs, cwd)
+    lines = [line or "Project instructions: none (no AGENTS.md or CLAUDE.md here)"]
+    if here.absent:
+        lines.append("Tools not offered to the model")
+        lines += [f"  --  {t.name:<16} {printable(t.reason)}" for t in here.absent]
+    for server in here.mcp:
+        if server.state == "failed":
+            reason = printable(server.reason or "failed")
+            lines.append(f"  !!  MCP server {printable(server.server)}: {reason}")
+    return lines
+
+
+def _problem_lines(problems: list[str]) -> list[str]:
+    return ["Problems:", *[f"  - {one_line(problem)}" for problem in problems]]
 
 
 def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
@@ -100,8 +170,14 @@ def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
     )
 
 
-def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
-    """The human report and the essential problems found (empty: ready)."""
+def report_lines(
+    meta: CodyInitializeMeta,
+    *,
+    session: Sequence[str] = (),
+    session_problems: Sequence[str] = (),
+) -> tuple[list[str], list[str]]:
+    """The human report and the essential problems found (empty: ready); `session`: the
+    lines about a session in the current directory, and its problems."""
     problems: list[str] = []
     lines = [f"Cody {meta.version}", ""]
     config = Path(meta.config_file)
@@ -140,12 +216,11 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
     if not any(binary.name == "bwrap" for binary in meta.binaries):
         problems.append("the daemon did not report its sandbox program (an older daemon?)")
 
+    if session:
+        lines += ["", *session]
+    problems += session_problems
     lines.append("")
-    if problems:
-        lines.append("Problems:")
-        lines += [f"  - {one_line(problem)}" for problem in problems]
-    else:
-        lines.append("Ready.")
+    lines += _problem_lines(problems) if problems else ["Ready."]
     return lines, problems
 
 

@@ -26,6 +26,7 @@ from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
 from .progress import Spinner
+from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
@@ -222,6 +223,9 @@ async def run_exec(
             else:
                 for warning in session.meta.warnings if session.meta else []:
                     renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
+                docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
+                if docs is not None:
+                    renderer.line(renderer.style.dim(docs))
             result = await run_turn(
                 session, prompt, events.on_update if events else renderer.on_update, spinner
             )

@@ -31,6 +31,7 @@ from .rpc.server import CodyServer
 if TYPE_CHECKING:
     from cody_protocol.initialize import ClientCapabilities
 
+    from .config.model import ToolConfig
     from .engine.deps import EngineDeps
     from .engine.manager import SessionManager
     from .rpc.link import RpcClientLink
@@ -107,6 +108,17 @@ class DaemonApp:
         return validated_listing(
             self.paths, env=self.env, codex_home=self.codex_home, claude_dir=self.claude_dir
         ).catalog
+
+    def default_tool_config(self) -> dict[str, ToolConfig]:
+        """`[tools.*]` of the user config (none when it is invalid): what a tool listing
+        without a session judges the tools by."""
+        from .config.loader import load_user_config
+        from .errors import InvalidParams
+
+        try:
+            return dict(load_user_config(self.paths).tools)
+        except InvalidParams:
+            return {}
 
     def initialize_result(self) -> dict[str, Any]:
         """`initialize`'s answer as JSON, built without the models (rpc/initialize_wire.py)

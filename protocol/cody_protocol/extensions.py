@@ -9,6 +9,7 @@ from pydantic import Field
 from ._base import WireModel
 
 __all__ = [
+    "AbsentTool",
     "CompactSessionParams",
     "CompactSessionResult",
     "AgentInfo",
@@ -52,9 +53,20 @@ class McpStatusNotification(McpServerStatus):
     session_id: str
 
 
+class AbsentTool(WireModel):
+    """A built-in tool that is not offered to the model here, and why."""
+
+    name: str
+    reason: str
+    """In words a user can act on (e.g. which environment variable holds its key)."""
+
+
 class ToolsListResult(WireModel):
     tools: list[ToolInfo]
     mcp_servers: list[McpServerStatus] = Field(default_factory=list)
+    absent: list[AbsentTool] = Field(default_factory=list)
+    """Tools that cannot work in this session (no API key, turned off, no running MCP
+    server): the model is not offered them."""
 
 
 class ModelInfo(WireModel):

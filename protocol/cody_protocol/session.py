@@ -30,6 +30,7 @@ __all__ = [
     "NewSessionMeta",
     "NewSessionParams",
     "NewSessionResult",
+    "ProjectDoc",
     "SessionConfigOption",
     "SessionIdParams",
     "SessionInfo",
@@ -145,6 +146,18 @@ class SessionConfigOption(WireModel):
     options: list[ConfigOptionValue]
 
 
+class ProjectDoc(WireModel):
+    """One project instructions file (AGENTS.md...) found for the session."""
+
+    path: str
+    bytes: int
+    """Bytes of the file the model receives (0 when skipped or left out)."""
+    truncated: bool = False
+    """Cut at `project_doc_max_bytes` (or left out entirely when `bytes` is 0)."""
+    skipped: str | None = None
+    """Why the file was not read (binary, unreadable, a symlink out of the project)."""
+
+
 class CodySessionResultMeta(WireModel):
     provider: str
     model: str
@@ -153,6 +166,9 @@ class CodySessionResultMeta(WireModel):
     session_file: str
     warnings: list[str] = Field(default_factory=list)
     """Configuration that was ignored, e.g. an untrusted project's `approval_policy`."""
+    project_docs: list[ProjectDoc] = Field(default_factory=list)
+    """The project instructions the model is given, global file first (native sessions;
+    an agent CLI reads its own)."""
 
 
 class SessionResultMeta(WireModel):

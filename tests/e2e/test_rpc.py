@@ -623,4 +623,4 @@ async def test_non_ascii_text_keeps_byte_exact_content_length(
     sid = await daemon.new_session()
     await daemon.prompt(sid, "héllo wörld 你好")
     assert daemon.agent_text(sid) == reply
-    assert model.requests[0].body["input"][0]["content"][0]["text"] == "héllo wörld 你好"
+    assert model.requests[0].body["input"][-1]["content"][0]["text"] == "héllo wörld 你好"

@@ -198,7 +198,8 @@ async def test_compact_init_and_review(cody_env: CodyEnv, model: MockResponsesSe
     assert "Compacted: " in compacted and "The session file keeps everything" in compacted
     assert len(model.requests) == 6, "/compact without history asked no model"
     init_prompt = user_texts(model.requests[3])[-1]
-    assert init_prompt.startswith("/init: create (or improve) the file AGENTS.md")
+    assert init_prompt.startswith("/init: write this project's `AGENTS.md`")
+    assert "keep everything in it that is still true" in init_prompt
     assert init_prompt.endswith("The user adds: keep it short")
     assert (cody_env.workspace / "AGENTS.md").read_text() == "# Agents\n"
     review_prompt = user_texts(model.requests[5])[-1]
@@ -207,7 +208,7 @@ async def test_compact_init_and_review(cody_env: CodyEnv, model: MockResponsesSe
     assert calls[-1]["status"] in ("completed", "failed"), "the review's git ran as a tool"
     for update in daemon.session_updates(sid, "available_commands_update"):
         assert acp_errors("SessionUpdate", update) == []
-    assert json.dumps(model.requests[-1].body).count("/init: create") == 1
+    assert json.dumps(model.requests[-1].body).count("/init: write this") == 1
 
 
 async def test_the_chat_client_sends_init_and_review_to_the_daemon(

@@ -55,9 +55,13 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "mcp_servers",
     "model_providers",
     "backend",
+    "project_doc_max_bytes",
+    "project_doc_fallback_filenames",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
-external agent CLI), lift the sandbox or decide where prompts and API keys are sent."""
+external agent CLI), lift the sandbox, decide where prompts and API keys are sent, or decide
+which files reach the model as instructions (a repository must not pick files to send, nor
+silence the user's global instructions)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
@@ -80,8 +84,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "base_instructions",
         "experimental_instructions_file",
         "compact_prompt",
-        "project_doc_max_bytes",
-        "project_doc_fallback_filenames",
         "profile",
         "profiles",
         "history",

@@ -129,7 +129,7 @@ class HistoryService:
                     )
                 ],
             )
-        session = self.manager.new_session(target, meta)
+        session = await self.manager.new_session(target, meta)
         session.file.append(
             "event",
             {"kind": "imported", "agent": entry.agent, "from": source_id, "path": str(entry.path)},

@@ -2,7 +2,8 @@
 
 Invariants: a stored session keeps its own settings (they override the config files); its
 interrupted tool calls are closed in the file before it runs again; session grants and
-rejections recorded in the file are restored.
+rejections recorded in the file are restored, and so are its context items (the project
+instructions and permissions it sent: engine/context_items.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
 from .compaction import Compaction
+from .context_items import ContextEntry
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
@@ -165,6 +167,8 @@ class SessionLoader:
             auto_compact_token_limit=config.model_auto_compact_token_limit,
             auto_compact_ratio=config.model_auto_compact_ratio,
             tool_output_token_limit=config.tool_output_token_limit,
+            project_doc_max_bytes=config.project_doc_max_bytes,
+            project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
         )
         return settings, catalog
 
@@ -235,5 +239,8 @@ class SessionLoader:
             grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
             compaction=Compaction.from_event(record.compaction),
             backend_resume_id=record.backend_resume_id,
+            context_items=[
+                entry for entry in map(ContextEntry.from_event, record.context) if entry
+            ],
         )
         return session, catalog

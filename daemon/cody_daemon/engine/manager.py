@@ -19,6 +19,7 @@ from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
 from ..config.loader import project_trusted
+from ..core.history import item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
@@ -31,12 +32,14 @@ from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
+from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
-from .instructions import base_request
+from .instructions import base_request, prompt_family
 from .loading import SessionLoader
 from .ports import ClientLink
+from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
@@ -76,11 +79,44 @@ class SessionManager:
 
     # -- creating and opening ---------------------------------------------------------------
 
-    def new_session(
-        self, cwd: str, meta: CodySessionMeta | None, mcp_servers: Sequence[McpServer] = ()
+    async def new_session(
+        self,
+        cwd: str,
+        meta: CodySessionMeta | None,
+        mcp_servers: Sequence[McpServer] = (),
+        *,
+        read_docs: bool = True,
     ) -> Session:
+        """A new live session; `read_docs`: read its project instructions now (a fork copies
+        its source's instead)."""
         session, catalog = self._loader.create(cwd, meta)
+        try:
+            if read_docs:
+                await self._read_project_docs(session)
+        except BaseException:
+            session.file.close()
+            session.file.path.unlink(missing_ok=True)
+            raise
         return self._go_live(session, catalog, mcp_servers)
+
+    async def _read_project_docs(self, session: Session) -> None:
+        """Read and record the project instructions of a native session (an agent CLI reads
+        its own); the files are read off the event loop (engine/project_docs.py)."""
+        settings = session.settings
+        if settings.backend != "native":
+            return
+        paths = global_candidates(
+            self.deps.paths.config_dir, self.deps.codex_home, self.deps.claude_dir
+        )
+        docs: ProjectDocs = await asyncio.to_thread(
+            read_project_docs,
+            session.cwd,
+            max_bytes=settings.project_doc_max_bytes,
+            fallbacks=settings.project_doc_fallbacks,
+            global_paths=paths,
+        )
+        entry = project_docs_entry(session.history, docs.text, [doc.wire() for doc in docs.files])
+        record(session, entry)
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
@@ -141,7 +177,7 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn.")
         else:
-            live = self._open_from_disk(session_id, mcp_servers)
+            live = await self._open_from_disk(session_id, mcp_servers)
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
@@ -149,8 +185,16 @@ class SessionManager:
             await link.flush(live.id)
         return live
 
-    def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
+    async def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
         session, catalog = self._loader.open(session_id)
+        try:
+            if not any(entry.kind == "project_docs" for entry in session.context_items):
+                # A session from before Cody read project instructions: read them once now
+                # (appended after its history, so nothing it sent before changes).
+                await self._read_project_docs(session)
+        except BaseException:
+            session.file.close()
+            raise
         return self._go_live(session, catalog, mcp_servers)
 
     def get(self, session_id: str) -> Session:
@@ -240,11 +284,11 @@ class SessionManager:
             # MCP tools are awaited inside the task: the session is claimed before any await.
             if session.mcp is not None:
                 extra = await session.mcp.session_tools()
-                env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
+                env.tools = ToolRegistry([*env.tools.tools(), *extra])
             return await compact_session(
                 session,
                 env.provider,
-                base_request(session, env.tools, env.allowed),
+                base_request(session, env.tools, env.allowed, env.family),
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
@@ -318,7 +362,9 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools,
+            tools=self.deps.tools.offered(None, self.deps.env, settings.tool_config),
+            absent=self.deps.tools.absent(self.deps.env, settings.tool_config),
+            family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
             sandbox=SandboxPolicy.create(
@@ -501,20 +547,25 @@ class SessionManager:
                 return  # never prompted: closing it removed its file
         self.deps.store.delete(session_id)
 
-    def fork(
+    async def fork(
         self,
         session_id: str,
         cwd: str,
         at_message: int | None,
         mcp_servers: Sequence[McpServer] = (),
     ) -> Session:
-        """A new session with the history of `session_id` up to user message `at_message`."""
+        """A new session with the history of `session_id` up to user message `at_message`,
+        and the context items (project instructions, permissions) sent with that history."""
         live = self._live.get(session_id)
-        source_items = (
-            list(live.history)
-            if live is not None
-            else read_session(self.deps.store.find(session_id)).items
-        )
+        if live is not None:
+            source_items = list(live.history)
+            source_context = list(live.context_items)
+        else:
+            stored = read_session(self.deps.store.find(session_id))
+            source_items = stored.items
+            source_context = [
+                entry for entry in map(ContextEntry.from_event, stored.context) if entry is not None
+            ]
         settings_source = live.settings.persisted() if live is not None else None
         users = sum(1 for item in source_items if _is_user_message(item))
         if at_message is not None and not 0 <= at_message < users:
@@ -533,12 +584,20 @@ class SessionManager:
         items = _cut_history(source_items, at_message)
         # A fork is a native session whatever config.toml chooses: the copied history is
         # Cody's, and no agent CLI has a thread for it.
-        session = self.new_session(cwd, CodySessionMeta(backend="native"), mcp_servers)
+        session = await self.new_session(
+            cwd, CodySessionMeta(backend="native"), mcp_servers, read_docs=False
+        )
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
         session.file.append(
             "event", {"kind": "forked", "from": session_id, "atMessage": at_message}
         )
+        kept = {item_key(item) for item in items}
+        context = [e for e in source_context if e.after is None or e.after in kept]
+        if not any(entry.kind == "project_docs" for entry in context):
+            await self._read_project_docs(session)  # the source had none recorded
+        for entry in context:  # the fork sends what the source sent with this history
+            record(session, entry)
         for item in items:
             session.history.append(item)
             session.file.append("response_item", item.payload())

@@ -172,7 +172,7 @@ async def _fork(
             return Reply("/fork takes a user message number (0 = the first), or nothing for all.")
     if not session.history:
         return Reply("Nothing to fork yet: this session has no conversation.")
-    forked = manager.fork(session.id, str(session.cwd), at_message)
+    forked = await manager.fork(session.id, str(session.cwd), at_message)
     await manager.close(forked.id)
     upto = "the whole conversation" if at_message is None else f"up to user message {at_message}"
     return Reply(

@@ -36,7 +36,7 @@ from ..core.history import (
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.sandbox import SandboxPolicy
+from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
     ModelProvider,
@@ -65,10 +65,11 @@ from .events import (
     UsageChanged,
 )
 from .images import without_images
-from .instructions import base_request
+from .instructions import PromptFamily, base_request
 from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
+from .session_context import PermissionFacts, refresh
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -114,6 +115,10 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    family: PromptFamily = "open"
+    """Which system-prompt overlay the model gets (engine/instructions.py)."""
+    absent: Mapping[str, str] = field(default_factory=dict)
+    """Tools not offered in this session (`Tool.unavailable`), with why."""
 
 
 @dataclass(slots=True)
@@ -164,6 +169,15 @@ class TurnRunner:
         session.file.append(
             "turn_context",
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
+        )
+        # A changed sandbox or approval policy reaches the model as a new item before this
+        # turn's message; what earlier requests held is never rewritten.
+        available = await _sandbox_available(self.env.sandbox)
+        refresh(
+            session,
+            PermissionFacts.of(
+                session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
+            ),
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
@@ -218,7 +232,7 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            template = base_request(self.session, self.env.tools, self.env.allowed)
+            template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -322,7 +336,10 @@ class TurnRunner:
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
-        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
+        described = [
+            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            for c in calls
+        ]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(
                 call.call_id, call.name, info.title, info.kind, info.locations
@@ -570,3 +587,13 @@ class TurnRunner:
             logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
             return
         self.env.link.emit(self.session.id, event)
+
+
+async def _sandbox_available(sandbox: SandboxPolicy) -> bool:
+    """Whether commands can be isolated here (bubblewrap is probed once per process, by
+    running it: the first time off the event loop)."""
+    if sandbox.mode == "danger-full-access":
+        return True
+    if bwrap_path.cache_info().currsize:
+        return bwrap_path() is not None
+    return await asyncio.to_thread(bwrap_path) is not None

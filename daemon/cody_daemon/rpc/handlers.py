@@ -86,7 +86,7 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
-    from cody_protocol.session import CodySessionResultMeta, SessionResultMeta
+    from cody_protocol.session import CodySessionResultMeta, ProjectDoc, SessionResultMeta
 
     from ..engine.settings import build_modes
 
@@ -104,6 +104,7 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
                 backend=session.settings.backend,
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
+                project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
             )
         ),
     }
@@ -155,7 +156,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
-        session = app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
+        session = await app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
         advertise_commands(session.id)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
@@ -274,7 +275,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         from cody_protocol.session import ForkSessionParams, ForkSessionResult
 
         parsed = parse(ForkSessionParams, params)
-        session = app.manager.fork(
+        session = await app.manager.fork(
             parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
         )
         advertise_commands(session.id)
@@ -301,6 +302,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def tools_list(params: Any) -> Any:
         from cody_protocol.extensions import (
+            AbsentTool,
             McpServerStatus,
             ToolInfo,
             ToolsListParams,
@@ -309,18 +311,24 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
-        available = app.deps.tools.tools()
+        tool_config = app.default_tool_config()
         statuses: list[McpServerStatus] = []
+        session = None
         if parsed.session_id is not None:
             session = app.manager.get(parsed.session_id)
+            tool_config = session.settings.tool_config
             allowed = app.manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
-            if session.mcp is not None:
-                available = [*available, *await session.mcp.session_tools()]
-                statuses = [
-                    McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
-                    for s in session.mcp.statuses()
-                ]
+        absent = app.deps.tools.absent(app.env, tool_config)
+        available = app.deps.tools.offered(None, app.env, tool_config).tools()
+        if session is not None and session.mcp is not None:
+            available = [*available, *await session.mcp.session_tools()]
+            statuses = [
+                McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
+                for s in session.mcp.statuses()
+            ]
+            if not any(tool.name == "readMcpResource" for tool in available):
+                absent["readMcpResource"] = "none of the session's MCP servers is running"
         tools = [
             ToolInfo(
                 name=tool.name,
@@ -331,7 +339,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             for tool in available
             if names is None or tool.name in names
         ]
-        return ToolsListResult(tools=tools, mcp_servers=statuses)
+        return ToolsListResult(
+            tools=tools,
+            mcp_servers=statuses,
+            absent=[AbsentTool(name=name, reason=reason) for name, reason in absent.items()],
+        )
 
     async def models_list(params: Any) -> Any:
         from cody_protocol.extensions import ModelInfo, ModelsListResult, ProviderModels

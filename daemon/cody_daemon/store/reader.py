@@ -60,6 +60,9 @@ class SessionRecord:
     """The latest `compaction` event (the history itself is never shortened)."""
     backend_resume_id: str | None = None
     """The id the session's agent CLI resumes it by (`backend` events; codex/claude sessions)."""
+    context: list[dict[str, Any]] = field(default_factory=list)
+    """`context` events in order (project instructions, environment and permissions items;
+    validated by engine/context_items.py)."""
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
@@ -121,6 +124,8 @@ class _Folder:
             self.record.title = payload["title"]
         elif kind == "compaction" and isinstance(payload.get("summary"), str):
             self.record.compaction = payload
+        elif kind == "context":
+            self.record.context.append(payload)
         elif kind == "backend" and isinstance(payload.get("resumeId"), str):
             self.record.backend_resume_id = payload["resumeId"]
 

@@ -5,6 +5,12 @@
 /** Any JSON value (`rawInput`, `rawOutput`, error `data`, `_meta`). */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
+/** A built-in tool that is not offered to the model here, and why. */
+export interface AbsentTool {
+  name: string;
+  reason: string;
+}
+
 /** `AgentAuthCapabilities` */
 export interface AgentAuthCapabilities {
   logout?: { [key: string]: Json };
@@ -186,6 +192,7 @@ export interface CodySessionMeta {
 export interface CodySessionResultMeta {
   backend?: "native" | "codex" | "claude";
   model: string;
+  projectDocs?: ProjectDoc[];
   provider: string;
   sessionFile: string;
   warnings?: string[];
@@ -508,6 +515,14 @@ export interface PlanUpdate {
   sessionUpdate: "plan";
 }
 
+/** One project instructions file (AGENTS.md...) found for the session. */
+export interface ProjectDoc {
+  bytes: number;
+  path: string;
+  skipped?: string | null;
+  truncated?: boolean;
+}
+
 /** `PromptCapabilities` */
 export interface PromptCapabilities {
   audio?: boolean;
@@ -819,6 +834,7 @@ export interface ToolsListParams {
 
 /** `ToolsListResult` */
 export interface ToolsListResult {
+  absent?: AbsentTool[];
   mcpServers?: McpServerStatus[];
   tools: ToolInfo[];
 }
