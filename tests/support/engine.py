@@ -307,7 +307,7 @@ class EngineHarness:
             self.model.assert_complete()
 
     async def new_session(self, cwd: Path | None = None) -> str:
-        session = self.manager.new_session(str(cwd or self.workspace), None)
+        session = await self.manager.new_session(str(cwd or self.workspace), None)
         return session.id
 
     async def prompt(self, session_id: str, text: str) -> TurnOutcome:
