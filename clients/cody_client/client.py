@@ -600,10 +600,11 @@ class CodyClient:
         provider: str | None = None,
         model: str | None = None,
     ) -> tuple[ClientSession, HistoryImportStats]:
-        """`_cody/history/import`: a new, live Cody session holding that conversation."""
+        """`_cody/history/import`: a new, live Cody session holding that conversation, working
+        in `cwd` (default: this process's current directory; never the directory the session
+        file names, which `stats.source_cwd` reports)."""
         params = _history_ref(session_id, path, agent)
-        if cwd is not None:
-            params["cwd"] = _absolute(cwd)
+        params["cwd"] = _absolute(cwd if cwd is not None else os.getcwd())
         settings = {"provider": provider, "model": model}
         given = {key: value for key, value in settings.items() if value is not None}
         if given:

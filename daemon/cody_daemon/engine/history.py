@@ -12,11 +12,11 @@ from typing import Any
 
 from cody_protocol.session import CodySessionMeta
 
-from ..errors import InvalidParams, Issue
 from ..history.api import DEFAULT_PAGE, FileScan, list_sessions, read_messages, resolve
 from ..history.discovery import HistoryIndex, HistoryRoots, SessionFile
 from ..history.importer import ImportPlan, plan_import
 from .deps import EngineDeps
+from .loading import check_cwd
 from .manager import SessionManager
 from .session import Session
 
@@ -31,12 +31,14 @@ class ImportOutcome:
         source_id: str,
         plan: ImportPlan,
         skipped_lines: int,
+        source_cwd: str | None,
     ) -> None:
         self.session = session
         self.entry = entry
         self.source_id = source_id
         self.plan = plan
         self.skipped_lines = skipped_lines
+        self.source_cwd = source_cwd
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -49,6 +51,7 @@ class ImportOutcome:
             "skippedMessages": self.plan.skipped_messages,
             "skippedLines": self.skipped_lines,
             "cwd": str(self.session.cwd),
+            "sourceCwd": self.source_cwd,
         }
 
 
@@ -106,9 +109,13 @@ class HistoryService:
         agent: str | None,
         session_id: str | None,
         path: str | None,
-        cwd: str | None,
+        cwd: str,
         meta: CodySessionMeta | None,
     ) -> ImportOutcome:
+        """A new Cody session in `cwd` holding the file's conversation. The file's own cwd
+        is reported, never used: a session file may name any directory (`/`), and the
+        workspace is what approvals and the sandbox are measured against."""
+        check_cwd(cwd)  # before the file is read
         def work() -> tuple[SessionFile, ImportPlan, int, str, str | None]:
             entry = resolve(self.index, agent, session_id, path)
             scan = FileScan(entry)
@@ -117,19 +124,7 @@ class HistoryService:
             return entry, plan, scan.skipped_lines, source_id, scan.cwd
 
         entry, plan, skipped, source_id, source_cwd = await asyncio.to_thread(work)
-        target = cwd or source_cwd
-        if not target:
-            raise InvalidParams(
-                f"{entry.path} does not say which directory it ran in; pass cwd.",
-                [
-                    Issue(
-                        key="cwd",
-                        message="required: the session file names no cwd",
-                        source="params",
-                    )
-                ],
-            )
-        session = self.manager.new_session(target, meta)
+        session = self.manager.new_session(cwd, meta)
         session.file.append(
             "event",
             {"kind": "imported", "agent": entry.agent, "from": source_id, "path": str(entry.path)},
@@ -138,4 +133,4 @@ class HistoryService:
             session.history.append(item)
             session.file.append("response_item", item.payload())
         await session.file.sync()
-        return ImportOutcome(session, entry, source_id, plan, skipped)
+        return ImportOutcome(session, entry, source_id, plan, skipped, source_cwd)
