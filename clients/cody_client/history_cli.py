@@ -104,7 +104,9 @@ async def run_history(
                         f"(It ran in {stats.source_cwd}; to work there instead, import it "
                         "again with --cwd.)\n"
                     )
-                out.write(f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n")
+                out.write(
+                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n"
+                )
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {exc.message}\n")
         return 2 if exc.code in (-32602, -32002) else 1

@@ -8,6 +8,7 @@ the new session of an import is created and written on the event loop, like `for
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from cody_protocol.session import CodySessionMeta
@@ -23,22 +24,15 @@ from .session import Session
 __all__ = ["HistoryService", "ImportOutcome"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ImportOutcome:
-    def __init__(
-        self,
-        session: Session,
-        entry: SessionFile,
-        source_id: str,
-        plan: ImportPlan,
-        skipped_lines: int,
-        source_cwd: str | None,
-    ) -> None:
-        self.session = session
-        self.entry = entry
-        self.source_id = source_id
-        self.plan = plan
-        self.skipped_lines = skipped_lines
-        self.source_cwd = source_cwd
+    session: Session
+    entry: SessionFile
+    source_id: str
+    plan: ImportPlan
+    skipped_lines: int
+    source_cwd: str | None
+    """The directory the file says it ran in (reported, never used)."""
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -116,6 +110,7 @@ class HistoryService:
         is reported, never used: a session file may name any directory (`/`), and the
         workspace is what approvals and the sandbox are measured against."""
         check_cwd(cwd)  # before the file is read
+
         def work() -> tuple[SessionFile, ImportPlan, int, str, str | None]:
             entry = resolve(self.index, agent, session_id, path)
             scan = FileScan(entry)
@@ -133,4 +128,11 @@ class HistoryService:
             session.history.append(item)
             session.file.append("response_item", item.payload())
         await session.file.sync()
-        return ImportOutcome(session, entry, source_id, plan, skipped, source_cwd)
+        return ImportOutcome(
+            session=session,
+            entry=entry,
+            source_id=source_id,
+            plan=plan,
+            skipped_lines=skipped,
+            source_cwd=source_cwd,
+        )
