@@ -1,13 +1,13 @@
 """History across agents, as the engine offers it: list, read, a Cody session's history, and
 import into a new Cody session (the only part that touches live sessions).
 
-Parsing and file I/O run in a worker thread (a 100 MB file must not stall other requests);
+Parsing and file I/O run in the scan pool's threads (engine/scan_pool.py: a 100 MB file
+must not stall other requests, nor a burst of them the file tools' threads);
 the new session of an import is created and written on the event loop, like `fork`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +60,10 @@ class HistoryService:
             )
         )
         self._store = deps.store
+        self._scans = deps.scans
 
     async def list(self, agent: str | None, cwd: str | None, cursor: str | None) -> dict[str, Any]:
-        return await asyncio.to_thread(list_sessions, self.index, agent, cwd, cursor)
+        return await self._scans.run(list_sessions, self.index, agent, cwd, cursor)
 
     async def read(
         self,
@@ -80,7 +81,7 @@ class HistoryService:
                 self.index, entry, cursor, limit or DEFAULT_PAGE, include_original=include_original
             )
 
-        return await asyncio.to_thread(work)
+        return await self._scans.run(work)
 
     async def session_history(
         self, session_id: str, cursor: str | None, limit: int | None, include_original: bool
@@ -96,7 +97,7 @@ class HistoryService:
             result.pop("session", None)
             return result
 
-        return await asyncio.to_thread(work)
+        return await self._scans.run(work)
 
     async def import_session(
         self,
@@ -118,7 +119,7 @@ class HistoryService:
             source_id = scan.session_id or session_id or entry.path.stem
             return entry, plan, scan.skipped_lines, source_id, scan.cwd
 
-        entry, plan, skipped, source_id, source_cwd = await asyncio.to_thread(work)
+        entry, plan, skipped, source_id, source_cwd = await self._scans.run(work)
         session = self.manager.new_session(cwd, meta)
         session.file.append(
             "event",

@@ -435,9 +435,10 @@ class SessionManager:
 
     # -- listing, closing, deleting, forking ------------------------------------------------
 
-    def list_sessions(
+    async def list_sessions(
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionInfo], str | None]:
+        """One page of stored sessions; the files are read in the scan pool, off the loop."""
         start = 0
         if cursor:
             try:
@@ -449,7 +450,8 @@ class SessionManager:
                 ) from None
         # Only sessions that were prompted (as codex-acp lists them): a chat's own new,
         # untitled session would otherwise top every list.
-        summaries = [s for s in self.deps.store.list(cwd) if s.has_turn]
+        stored = await self.deps.scans.run(self.deps.store.list, cwd)
+        summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
             SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
@@ -556,6 +558,7 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        self.deps.scans.shutdown()
 
 
 def _close_file(session: Session) -> None:

@@ -1,7 +1,9 @@
 """Read a session file back into a `SessionRecord` (history, settings, usage, title).
 
 Invariants:
-- the file is streamed line by line; memory grows with the history, not the file;
+- only a regular file is opened (a FIFO or a device named like a session file is NotFound,
+  never a hang), and it is streamed line by line; memory grows with the history, not the
+  file (a line over MAX_LINE_BYTES is skipped and counted, never held);
 - a torn last line (a crash mid-write) is skipped silently; any other unreadable line (not
   JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
   `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
@@ -14,9 +16,10 @@ Invariants:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from pydantic import ValidationError
@@ -31,6 +34,7 @@ from ..core.history import (
     SummaryPart,
     TextPart,
 )
+from ..core.safe_read import open_regular
 from ..errors import NotFound
 
 __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment", "read_session"]
@@ -38,6 +42,9 @@ __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment",
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_OUTPUT = '{"error": "interrupted"}'
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is skipped (and counted): far beyond any line Cody writes (a prompt's images
+are at most 20 MB, engine/images.py), and a file without newlines cannot fill memory."""
 
 
 @dataclass(kw_only=True)
@@ -177,20 +184,21 @@ def make_title(text: str, limit: int = 80) -> str:
 def read_session(path: Path) -> SessionRecord:
     """Parse a session file. Raises NotFound when it is missing or its header is unreadable."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, streamed line by line
+        fd = open_regular(path)  # a FIFO or a device named like a session file: refused
     except FileNotFoundError:
         raise NotFound(f"Session file {path} does not exist.") from None
     except OSError as exc:
         raise NotFound(f"Session file {path} cannot be read: {exc.strerror}.") from None
-    with handle:
+    with open(fd, "rb", closefd=True) as handle:
         record: SessionRecord | None = None
         folder: _Folder | None = None
         pending: bytes | None = None
-        for raw in handle:
-            if pending is not None:
+        started = False
+        for raw in _bounded_lines(handle):
+            if started:
                 record, folder = _consume(pending, path, record, folder, last=False)
-            pending = raw
-        if pending is not None:
+            pending, started = raw, True
+        if started:
             record, folder = _consume(pending, path, record, folder, last=True)
     if record is None or folder is None:
         raise NotFound(f"Session file {path} is empty or has no readable session_meta line.")
@@ -198,16 +206,29 @@ def read_session(path: Path) -> SessionRecord:
     return record
 
 
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """The file's lines; None for a line over MAX_LINE_BYTES (read in pieces, never held)."""
+    while raw := handle.readline(MAX_LINE_BYTES):
+        if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+        else:
+            yield raw
+
+
 def _consume(
-    raw: bytes,
+    raw: bytes | None,
     path: Path,
     record: SessionRecord | None,
     folder: _Folder | None,
     *,
     last: bool,
 ) -> tuple[SessionRecord | None, _Folder | None]:
-    torn = last and not raw.endswith(b"\n")
+    torn = last and raw is not None and not raw.endswith(b"\n")
     try:
+        if raw is None:
+            raise TypeError(f"the line is longer than {MAX_LINE_BYTES:,} bytes")
         line = orjson.loads(raw)
         if not isinstance(line, dict):
             raise TypeError("the line is not an object")
@@ -216,7 +237,7 @@ def _consume(
         if not isinstance(payload, dict):
             raise TypeError("payload is not an object")
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        if not raw.strip():
+        if raw is not None and not raw.strip():
             return record, folder
         if record is None:
             raise NotFound(

@@ -1,0 +1,162 @@
+"""One file must not freeze or stall everyone (issue 20.9).
+
+Cody's data dir, `CODEX_HOME`, `CLAUDE_CONFIG_DIR` and the config dirs are written by other
+programs too: a FIFO or a `/dev/zero` symlink named like a session file, a cache or a config
+file, or a huge file without a newline, must cost at most the one request that reads it (a
+clear error or a skipped entry), never the event loop, never unbounded reads, and never the
+worker threads the file tools and the session file's fsync share.
+
+Huge files are sparse (`truncate`), so they cost no disk. Nothing here measures time: a hang
+shows as a request that never answers (the per-request timeout), a read without end as the
+daemon's read byte count (`/proc/<pid>/io`), a pool without bound as its thread count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.daemon import CodyEnv, Daemon, expect_error
+from tests.support.mock_responses import MockResponsesServer, text, tool_call
+from tests.support.model_inputs import tool_outputs
+
+pytestmark = pytest.mark.reliability
+
+HANG = 15
+"""Seconds a request may take here before it counts as hung (each answers in milliseconds)."""
+SESSION_NAME = "rollout-2026-01-02T03-04-05-{}.jsonl"
+
+
+def read_bytes_so_far(pid: int) -> int:
+    """Bytes the process has read with read(2) and friends (`rchar`), files and pipes alike."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/<pid>/io")
+
+
+def thread_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def day_dir(root: Path) -> Path:
+    day = root / "2026" / "01" / "02"
+    day.mkdir(parents=True, exist_ok=True)
+    return day
+
+
+async def test_a_fifo_or_a_dev_zero_link_named_like_a_session_file_stalls_nothing(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(text("saved"))
+    real = await daemon.new_session()
+    await daemon.prompt(real, "keep me")
+    sessions = day_dir(daemon.env.cody_home / "sessions")
+    os.mkfifo(sessions / SESSION_NAME.format("fifo-session"))
+    (sessions / SESSION_NAME.format("zero-session")).symlink_to("/dev/zero")
+
+    listed = await daemon.request("session/list", {}, timeout=HANG)
+    assert [s["sessionId"] for s in listed["sessions"]] == [real]
+    for bad in ("fifo-session", "zero-session"):
+        params = {"sessionId": bad, "cwd": str(daemon.env.workspace), "mcpServers": []}
+        error = await expect_error(daemon.request("session/load", params, timeout=HANG), -32002)
+        assert "not a regular file" in error.message, error.message
+        await expect_error(
+            daemon.request("session/fork", params, timeout=HANG), -32002
+        )  # its history is read from the file too
+        await expect_error(
+            daemon.request("session/delete", {"sessionId": bad}, timeout=HANG), -32002
+        )
+    history = await daemon.request("_cody/history/list", {"agent": "cody"}, timeout=HANG)
+    assert [s["sessionId"] for s in history["sessions"]] == [real]
+    model.enqueue(text("still here"))
+    await daemon.prompt(real, "and now?")
+
+
+async def test_a_fifo_at_the_providers_cache_or_a_config_file_stalls_nothing(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    (cody_env.cody_home / "cache").mkdir()
+    os.mkfifo(cody_env.cody_home / "cache" / "providers.json")
+    os.mkfifo(cody_env.root / "codex-home" / "auth.json")  # a login file read every turn
+    project = cody_env.workspace / ".cody"
+    project.mkdir()
+    (project / "config.toml").symlink_to("/dev/zero")  # a cloned repository's config
+    daemon = await Daemon.start(cody_env)
+    try:
+        result = await asyncio.wait_for(daemon.initialize(), HANG)
+        assert result["_meta"]["cody"]["defaultProvider"] == "mock"
+        error = await expect_error(
+            daemon.request(
+                "session/new", {"cwd": str(cody_env.workspace), "mcpServers": []}, timeout=HANG
+            ),
+            -32602,
+        )
+        assert ".cody/config.toml" in error.message and "not a regular file" in error.message
+        (project / "config.toml").unlink()
+        sid = await daemon.new_session()
+        model.enqueue(text("answered"))
+        await daemon.prompt(sid, "hello")
+    finally:
+        await daemon.close()
+
+    os.unlink(cody_env.cody_home / "cache" / "providers.json")
+    (cody_env.cody_home / "config.toml").unlink()
+    os.mkfifo(cody_env.cody_home / "config.toml")
+    daemon = await Daemon.start(cody_env)
+    try:
+        await asyncio.wait_for(daemon.initialize(), HANG)  # lists the defaults
+        error = await expect_error(
+            daemon.request(
+                "session/new", {"cwd": str(cody_env.workspace), "mcpServers": []}, timeout=HANG
+            ),
+            -32602,
+        )
+        assert "config.toml" in error.message and "not a regular file" in error.message
+    finally:
+        await daemon.close()
+
+
+async def test_history_listing_never_reads_a_huge_file_whole_nor_takes_the_shared_threads(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    codex = day_dir(daemon.env.root / "codex-home" / "sessions")
+    huge = codex / SESSION_NAME.format("huge-session")
+    with huge.open("wb") as handle:
+        handle.truncate(8 << 30)  # 8 GiB of zeros, no newline, no disk used
+    os.mkfifo(codex / SESSION_NAME.format("fifo-session"))
+    claude = daemon.env.root / "claude-config" / "projects" / "-work"
+    claude.mkdir(parents=True)
+    (claude / "5f0c1d2e-0000-4000-8000-00000000dead.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(claude / "5f0c1d2e-0000-4000-8000-00000000f1f0.jsonl")
+    (daemon.env.workspace / "notes.txt").write_text("the file tools still work\n")
+
+    pid = daemon.process.process.pid
+    threads, read_before = thread_count(pid), read_bytes_so_far(pid)
+    lists = [
+        asyncio.ensure_future(daemon.request("_cody/history/list", {}, timeout=HANG))
+        for _ in range(8)
+    ]
+    for result in await asyncio.gather(*lists):
+        assert [s["sessionId"] for s in result["sessions"]] == ["huge-session"]
+    assert read_bytes_so_far(pid) - read_before < 256 << 20, "the head and tail, not 8 GiB"
+    assert thread_count(pid) - threads <= 2, "history scans run in their own pool of two"
+
+    model.enqueue(tool_call("readFile", {"file_path": "notes.txt"}, call_id="call_read"))
+    model.enqueue(text("read it"))
+    sid = await daemon.new_session(approval_policy="never")
+    await daemon.prompt(sid, "read notes.txt")
+    assert "the file tools still work" in tool_outputs(model.requests[-1])["call_read"]
+    error = await expect_error(
+        daemon.request(
+            "_cody/history/read",
+            {"path": str(claude / "5f0c1d2e-0000-4000-8000-00000000dead.jsonl")},
+            timeout=HANG,
+        ),
+        -32602,
+    )
+    assert "not a regular file" in error.message
