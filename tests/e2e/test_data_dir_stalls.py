@@ -28,6 +28,7 @@ pytestmark = pytest.mark.reliability
 HANG = 15
 """Seconds a request may take here before it counts as hung (each answers in milliseconds)."""
 SESSION_NAME = "rollout-2026-01-02T03-04-05-{}.jsonl"
+CODEX_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/history/codex/rollout_exec.jsonl"
 
 
 def read_bytes_so_far(pid: int) -> int:
@@ -160,3 +161,34 @@ async def test_history_listing_never_reads_a_huge_file_whole_nor_takes_the_share
         -32602,
     )
     assert "not a regular file" in error.message
+
+
+async def test_reading_a_huge_file_is_bounded_page_by_page(daemon: Daemon, tmp_path: Path) -> None:
+    first = CODEX_FIXTURE.read_bytes().split(b"\n", 1)[0] + b"\n"  # a real session's start
+    endless = tmp_path / "endless.jsonl"
+    with endless.open("wb") as handle:
+        handle.write(first)
+        handle.truncate(8 << 30)  # then one 8 GiB line of zeros
+    pid = daemon.process.process.pid
+    before = read_bytes_so_far(pid)
+    page = await daemon.request("_cody/history/read", {"path": str(endless)}, timeout=HANG)
+    assert page["skippedLines"] == 1 and "nextCursor" not in page
+    assert read_bytes_so_far(pid) - before < 512 << 20, "skipping ends; 8 GiB are never read"
+
+    lines = tmp_path / "long-lines.jsonl"
+    with lines.open("wb") as handle:
+        handle.write(first)
+        for end in range(40 << 20, 8 << 30, 40 << 20):  # a newline every 40 MiB, sparse between
+            handle.seek(end)
+            handle.write(b"\n")
+        handle.truncate(8 << 30)
+    before = read_bytes_so_far(pid)
+    page = await daemon.request("_cody/history/read", {"path": str(lines)}, timeout=HANG)
+    assert "nextCursor" in page, "a page ends, and says where to go on"
+    assert read_bytes_so_far(pid) - before < 512 << 20
+    following = await daemon.request(
+        "_cody/history/read",
+        {"path": str(lines), "cursor": page["nextCursor"]},
+        timeout=HANG,
+    )
+    assert following["skippedLines"] > 0 and "nextCursor" in following

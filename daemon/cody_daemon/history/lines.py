@@ -5,7 +5,8 @@ Invariants:
   refused before it is opened, so a hostile symlink cannot make a read block or never end);
 - `head` reads a bounded prefix whatever the file holds (a listing never reads a huge file);
 - a line is never held in memory beyond `MAX_LINE_BYTES`: a longer one is consumed in chunks,
-  reported as `None` (the caller counts it as skipped) and reading goes on after it;
+  reported as `None` (the caller counts it as skipped) and reading goes on after it, unless it
+  runs past `MAX_SKIP_BYTES` (a file of zeros, say): then reading ends there;
 - the offsets and 1-based line numbers reported are exact, so a reader can resume at any line;
 - the last line of the file is returned even without its newline (a torn line fails to parse
   and is counted by the caller, like any other unreadable line).
@@ -27,6 +28,7 @@ from ..errors import InvalidParams, Issue, NotFound
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MAX_SKIP_BYTES",
     "FileIdentity",
     "Line",
     "SessionFileReader",
@@ -37,6 +39,9 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 """Longer lines are skipped (Claude Code stores whole tool outputs on one line; 32 MiB is
 far beyond any real one and keeps a hostile file from filling memory)."""
 
+MAX_SKIP_BYTES = 256 * 1024 * 1024
+"""An overlong line is read through (to find where the next one starts) up to this size; a
+longer one ends the file for its readers (nothing after it is read)."""
 MAX_HEAD_LINE_BYTES = 4 * 1024 * 1024
 """How far past its head a listing reads to finish the head's last line."""
 
@@ -137,6 +142,9 @@ class SessionFileReader:
                         room = _READ_CHUNK if stop is None else min(_READ_CHUNK, stop - offset)
                         if room <= 0:
                             return
+                        if offset - start >= MAX_SKIP_BYTES:
+                            yield Line(start, number, None, offset)
+                            return  # the rest of the file is one endless line: not read
                         rest = handle.readline(room)
                         offset += len(rest)
                         if not rest or rest.endswith(b"\n"):
