@@ -99,6 +99,11 @@ async def run_history(
                     f"Imported {stats.agent} session {stats.session_id}: {stats.items} items "
                     f"({stats.tool_calls} tool calls) into Cody session {session.id} in {stats.cwd}.\n"
                 )
+                if stats.images_left_out:
+                    out.write(
+                        f"({stats.images_left_out} image(s) left out: each breaks a limit on "
+                        "images' type, size or number.)\n"
+                    )
                 if stats.source_cwd and stats.source_cwd != stats.cwd:
                     out.write(
                         f"(It ran in {stats.source_cwd}; to work there instead, import it "

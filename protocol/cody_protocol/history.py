@@ -310,6 +310,9 @@ class HistoryImportStats(WireModel):
     """The new session's directory (the request's `cwd`)."""
     source_cwd: str | None = None
     """The directory the session file says it ran in (shown to the user; never used)."""
+    images_left_out: int = 0
+    """Inline images not imported because they break the image rules (type, size, how many
+    per message and per session): each is a note in its message instead."""
 
 
 class HistoryImportResult(NewSessionResult):

@@ -46,6 +46,7 @@ class ImportOutcome:
             "skippedLines": self.skipped_lines,
             "cwd": str(self.session.cwd),
             "sourceCwd": self.source_cwd,
+            "imagesLeftOut": self.plan.images_left_out,
         }
 
 

@@ -193,6 +193,7 @@ class SessionManager:
                 provider=settings.provider,
                 model=settings.model,
                 wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+                history=session.history,
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools

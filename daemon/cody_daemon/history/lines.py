@@ -42,7 +42,7 @@ far beyond any real one and keeps a hostile file from filling memory)."""
 MAX_SKIP_BYTES = 256 * 1024 * 1024
 """An overlong line is read through (to find where the next one starts) up to this size; a
 longer one ends the file for its readers (nothing after it is read)."""
-MAX_HEAD_LINE_BYTES = 4 * 1024 * 1024
+MAX_HEAD_LINE_BYTES = MAX_LINE_BYTES
 """How far past its head a listing reads to finish the head's last line."""
 
 _READ_CHUNK = 1024 * 1024

@@ -8,6 +8,9 @@ Invariants:
   JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
   `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
 - consecutive segments of one streamed item (same `id`) are merged into one item;
+- images that break core/image_rules.py (type, size, count per message and per session) are
+  replaced by a note in their message (`images_left_out`), so a damaged or edited file never
+  sends the model what a prompt could not;
 - a `function_call` without output (a crash mid-call) gets a synthetic failed output
   `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
   so a live session can persist the repair.
@@ -34,6 +37,7 @@ from ..core.history import (
     SummaryPart,
     TextPart,
 )
+from ..core.image_rules import admit_history_images
 from ..core.safe_read import open_regular
 from ..errors import NotFound
 
@@ -71,6 +75,8 @@ class SessionRecord:
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
     torn_tail: bool = False
+    images_left_out: int = 0
+    """Images of the file that break core/image_rules.py, replaced by a note (never sent)."""
 
 
 class _Folder:
@@ -100,6 +106,12 @@ class _Folder:
                     _merge_segment(target, item)
                     return
             self._segment_index[item.id] = len(items)
+            if isinstance(item, MessageItem) and item.client_content:
+                # Cody keeps a prompt's images as message parts, never here: a file that
+                # does (edited, damaged) would replay them unchecked.
+                item.client_content = [
+                    block for block in item.client_content if block.get("type") != "image"
+                ]
             if isinstance(item, MessageItem) and item.role == "user" and self.record.title is None:
                 self.record.title = make_title(item.text)
         items.append(item)
@@ -203,6 +215,11 @@ def read_session(path: Path) -> SessionRecord:
     if record is None or folder is None:
         raise NotFound(f"Session file {path} is empty or has no readable session_meta line.")
     folder.close_interrupted_calls()
+    record.images_left_out = admit_history_images(record.items)
+    if record.images_left_out:
+        logger.warning(
+            "%s: %d image(s) left out (core/image_rules.py)", path.name, record.images_left_out
+        )
     return record
 
 
