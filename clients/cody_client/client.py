@@ -257,6 +257,8 @@ class CodyClient:
         self.warm: WarmDaemon | None = None
         """The warm daemon this client talks to (cody_client.warm); None: a spawned one, or
         streams the caller connected."""
+        self.warm_skipped: str | None = None
+        """Why a warm daemon was there but not used (cody_client.warm), for `doctor`."""
         self.on_permission: PermissionCallback | None = None
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
