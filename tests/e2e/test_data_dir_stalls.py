@@ -192,3 +192,32 @@ async def test_reading_a_huge_file_is_bounded_page_by_page(daemon: Daemon, tmp_p
         timeout=HANG,
     )
     assert following["skippedLines"] > 0 and "nextCursor" in following
+
+
+async def test_a_fifo_among_a_repositorys_git_files_stalls_nothing(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """An unpacked archive may hold FIFOs where git keeps files: the hostile-repository check
+    (policy/git_repo.py) and the sandbox's protected paths (policy/protected.py) read them."""
+    repo = daemon.env.workspace
+    git = repo / ".git"
+    for name in ("objects", "refs"):
+        (git / name).mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(git / "config")
+    (repo / "sub").mkdir()
+    os.mkfifo(repo / "sub" / ".git")
+    model.enqueue(tool_call("exec", {"command": ["git", "status"]}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": ["ls", "sub"]}, call_id="c2"))
+    model.enqueue(text("done"))
+    daemon.answer("reject_once")
+    sid = await daemon.new_session(approval_policy="untrusted")
+    result = await daemon.request(
+        "session/prompt",
+        {"sessionId": sid, "prompt": [{"type": "text", "text": "status?"}]},
+        timeout=HANG,
+    )
+    assert result["stopReason"] == "end_turn"
+    asked = [p["toolCall"]["title"] for p in daemon.permission_requests]
+    assert asked == ["git status"], "not known to be inert: asked, never hung"
+    assert "c2" in tool_outputs(model.requests[-1])
