@@ -257,6 +257,8 @@ class CodyClient:
         self.warm: WarmDaemon | None = None
         """The warm daemon this client talks to (cody_client.warm); None: a spawned one, or
         streams the caller connected."""
+        self.warm_skipped: str | None = None
+        """Why a warm daemon was there but not used (cody_client.warm), for `doctor`."""
         self.on_permission: PermissionCallback | None = None
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
@@ -600,10 +602,11 @@ class CodyClient:
         provider: str | None = None,
         model: str | None = None,
     ) -> tuple[ClientSession, HistoryImportStats]:
-        """`_cody/history/import`: a new, live Cody session holding that conversation."""
+        """`_cody/history/import`: a new, live Cody session holding that conversation, working
+        in `cwd` (default: this process's current directory; never the directory the session
+        file names, which `stats.source_cwd` reports)."""
         params = _history_ref(session_id, path, agent)
-        if cwd is not None:
-            params["cwd"] = _absolute(cwd)
+        params["cwd"] = _absolute(cwd if cwd is not None else os.getcwd())
         settings = {"provider": provider, "model": model}
         given = {key: value for key, value in settings.items() if value is not None}
         if given:

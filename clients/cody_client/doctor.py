@@ -76,6 +76,7 @@ async def run_doctor(
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
+            skipped = client.warm_skipped
             here = await session_here(client, cwd)
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
@@ -86,7 +87,7 @@ async def run_doctor(
     lines, problems = report_lines(
         meta, session=session_lines(here, cwd), session_problems=session_problems
     )
-    daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
+    daemon = daemon_line(warm, use_socket=not args.no_daemon_socket, skipped=skipped)
     lines.insert(2, f"Daemon        {daemon}")
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
@@ -94,6 +95,7 @@ async def run_doctor(
             "warm": warm is not None,
             "socket": str(warm.path) if warm is not None else None,
             "pid": warm.pid if warm is not None else None,
+            "skipped": skipped,
         }
         report["session"] = {
             "cwd": cwd,
@@ -157,16 +159,31 @@ def _problem_lines(problems: list[str]) -> list[str]:
     return ["Problems:", *[f"  - {one_line(problem)}" for problem in problems]]
 
 
-def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
-    """Which daemon the commands use: the warm one (where, which pid) or their own."""
+def daemon_line(warm: WarmDaemon | None, *, use_socket: bool, skipped: str | None = None) -> str:
+    """Which daemon the commands use: the warm one (where, which pid) or their own, and why
+    a warm daemon that is there is not used (`skipped`)."""
     if warm is not None:
         pid = f", pid {warm.pid}" if warm.pid is not None else ""
-        return f"warm: {warm.path}{pid} (cody-daemon --listen)"
+        return f"warm: {warm.path}{pid} (cody-daemon --listen; same locations as here)"
+    if skipped is not None:
+        return f"spawned for each command ({skipped})"
     path = client_socket_path(os.environ) if use_socket else None
     if path is None:
         return "spawned for each command (a warm daemon is not used: CODY_DAEMON_SOCKET= or --no-daemon-socket)"
+    others = sorted(
+        str(other)
+        for other in path.parent.glob("daemon-*.sock")
+        if other != path and other.is_socket()
+    )
+    elsewhere = (
+        f"; warm daemons for other locations (HOME, config or data dirs) listen at "
+        f"{', '.join(others)}"
+        if others
+        else ""
+    )
     return (
-        f"spawned for each command (no warm daemon at {path}; start one with cody-daemon --listen)"
+        f"spawned for each command (no warm daemon at {path}{elsewhere}; "
+        "start one with cody-daemon --listen)"
     )
 
 

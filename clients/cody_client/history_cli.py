@@ -5,7 +5,9 @@
     cody-client history import ID|PATH [--agent A] [--cwd DIR]
 
 `show` renders a chat transcript (`--json`: one UnifiedMessage per line, the whole message);
-`import` creates a Cody session holding the conversation and says how to continue it.
+`import` creates a Cody session holding the conversation, working in `--cwd` or the current
+directory (never the directory the file names: a file may name `/`), and says how to
+continue it.
 Exit codes: 0 done, 1 error, 2 unknown session or bad arguments.
 """
 
@@ -42,7 +44,7 @@ def build_history_parser() -> argparse.ArgumentParser:
         "--cwd",
         default=None,
         help="list: only sessions of this directory; import: the new session's directory "
-        "(default: the imported session's own)",
+        "(default: the current directory, never the one the session file names)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON lines (list, show)")
     return parser
@@ -100,8 +102,18 @@ async def run_history(
                 out.write(
                     f"Imported {stats.agent} session {source}: {stats.items} items "
                     f"({stats.tool_calls} tool calls) into Cody session {session.id} in {cwd}.\n"
-                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {cwd}\n"
                 )
+                if stats.images_left_out:
+                    out.write(
+                        f"({stats.images_left_out} image(s) left out: each breaks a limit on "
+                        "images' type, size or number.)\n"
+                    )
+                if stats.source_cwd and stats.source_cwd != stats.cwd:
+                    out.write(
+                        f"(It ran in {one_line(stats.source_cwd)}; to work there instead, "
+                        "import it again with --cwd.)\n"
+                    )
+                out.write(f"Continue it with:\n  cody-client --resume {session.id} --cwd {cwd}\n")
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {exc.message}\n")
         return 2 if exc.code in (-32602, -32002) else 1

@@ -10,6 +10,7 @@ tests/unit/test_lazy_imports.py keeps it so).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
@@ -158,7 +159,24 @@ class DaemonApp:
             data_dir=str(self.paths.data_dir),
             config_file=str(self.paths.config_file),
             binaries=binaries_report(),
+            locations=self.locations(),
         )
+
+    def locations(self) -> dict[str, str]:
+        """Where this daemon reads from, as `initialize` reports it (`DaemonLocations`): the
+        paths it really uses, so a client whose environment names others is not served."""
+        from cody_protocol.locations import home_dir
+
+        def clean(path: Path) -> str:
+            return os.path.normpath(os.path.abspath(path))
+
+        return {
+            "home": home_dir(self.env),
+            "configDir": clean(self.paths.config_dir),
+            "dataDir": clean(self.paths.data_dir),
+            "codexHome": clean(self.codex_home),
+            "claudeConfigDir": clean(self.claude_dir),
+        }
 
     async def shutdown(self) -> None:
         """Cancel running turns, persist and close every session (idempotent)."""

@@ -20,6 +20,7 @@ __all__ = [
     "BinaryInfo",
     "ClientCapabilities",
     "CodyInitializeMeta",
+    "DaemonLocations",
     "FileSystemCapabilities",
     "Implementation",
     "InitializeMeta",
@@ -135,6 +136,18 @@ class BinaryInfo(WireModel):
     """Why it is not usable (what a user can fix)."""
 
 
+class DaemonLocations(WireModel):
+    """Where the daemon reads from (absolute, normalised paths; cody_protocol.locations). A
+    client uses a warm daemon only when these equal its own environment's."""
+
+    home: str
+    """`HOME` of the daemon and of every command it runs."""
+    config_dir: str
+    data_dir: str
+    codex_home: str
+    claude_config_dir: str
+
+
 class CodyInitializeMeta(WireModel):
     version: str
     extensions: list[str]
@@ -145,6 +158,8 @@ class CodyInitializeMeta(WireModel):
     config_file: str
     binaries: list[BinaryInfo] = Field(default_factory=list)
     """The external programs, in this order: bwrap, rg."""
+    locations: DaemonLocations | None = None
+    """Where this daemon reads from (absent from daemons older than this field)."""
 
 
 class InitializeMeta(WireModel):

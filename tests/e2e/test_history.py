@@ -185,9 +185,12 @@ async def test_bad_input_gets_clear_errors_and_the_daemon_goes_on(
         -32002,
     )
     assert "does not exist" in error.message
-    missing_cwd = {"sessionId": CLAUDE_ID}  # its cwd, /home/dev/project, is not on this machine
+    missing_cwd = {"sessionId": CLAUDE_ID}  # never taken from the file: the client gives it
     error = await expect_error(daemon.request("_cody/history/import", missing_cwd), -32602)
-    assert "/home/dev/project" in error.message
+    assert "cwd" in error.message
+    nowhere = {"sessionId": CLAUDE_ID, "cwd": "/no/such/dir"}
+    error = await expect_error(daemon.request("_cody/history/import", nowhere), -32602)
+    assert "/no/such/dir" in error.message
     torn = tmp_path / "torn.jsonl"
     torn.write_bytes((FIXTURES / "claude/session.jsonl").read_bytes()[:-200])
     result = await daemon.request("_cody/history/read", {"path": str(torn)})

@@ -233,10 +233,12 @@ async def test_an_imported_codex_session_continues_on_the_anthropic_api(
         {
             "agent": "codex",
             "sessionId": built.codex.main_id,
+            "cwd": str(built.env.workspace),
             "_meta": {"cody": {"provider": "anth"}},
         },
     )
-    assert result["imported"]["cwd"] == str(built.env.workspace), "the Codex session's own cwd"
+    assert result["imported"]["cwd"] == str(built.env.workspace)
+    assert result["imported"]["sourceCwd"] == str(built.env.workspace), "where Codex ran"
     assert result["_meta"]["cody"]["provider"] == "anth"
     anthropic.enqueue(mock_anthropic.text("You ran echo hello, twice asked."))
     await daemon.prompt(result["sessionId"], "what happened?")

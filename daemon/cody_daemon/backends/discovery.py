@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, JSON_FILE_LIMIT, read_regular, read_regular_text
 from .base import BackendKind
 
 __all__ = [
@@ -197,7 +198,7 @@ def codex_provider_env_key(env: Mapping[str, str]) -> str | None:
 def _codex_custom_provider(config: Path) -> tuple[str, str | None] | None:
     """(provider id, env_key) when config.toml selects a `[model_providers.<id>]` of its own."""
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_text(config, CONFIG_FILE_LIMIT))
     except (OSError, ValueError):
         return None
     name = data.get("model_provider")
@@ -229,7 +230,7 @@ def _claude_login(env: Mapping[str, str]) -> LoginStatus:
 
 def _json_object(path: Path) -> dict[str, object] | None:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path, JSON_FILE_LIMIT))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular_text
 from ..errors import ProviderError
 from ..policy.git_repo import guarded_status_hazard
 
@@ -56,7 +57,7 @@ def codex_project_overrides(cwd: Path, codex_home: Path) -> list[str]:
     names: list[str] = []
     for path in _project_configs(cwd, codex_home):
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular_text(path, CONFIG_FILE_LIMIT))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         servers = data.get("mcp_servers")

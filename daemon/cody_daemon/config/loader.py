@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular
 from ..errors import InvalidParams, Issue
 from ..validation import issues_from_validation_error
 from .model import PARTIAL, CodyConfig
@@ -173,7 +174,7 @@ class _Loader:
     def read_file(self, path: Path) -> dict[str, Any] | None:
         """The parsed TOML table, or None when the file is missing or unreadable."""
         try:
-            raw = path.read_bytes()
+            raw = read_regular(path, CONFIG_FILE_LIMIT)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:

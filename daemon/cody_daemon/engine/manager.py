@@ -246,6 +246,7 @@ class SessionManager:
                 provider=settings.provider,
                 model=settings.model,
                 wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+                history=session.history,
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
@@ -497,9 +498,10 @@ class SessionManager:
 
     # -- listing, closing, deleting, forking ------------------------------------------------
 
-    def list_sessions(
+    async def list_sessions(
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionInfo], str | None]:
+        """One page of stored sessions; the files are read in the scan pool, off the loop."""
         start = 0
         if cursor:
             try:
@@ -511,7 +513,8 @@ class SessionManager:
                 ) from None
         # Only sessions that were prompted (as codex-acp lists them): a chat's own new,
         # untitled session would otherwise top every list.
-        summaries = [s for s in self.deps.store.list(cwd) if s.has_turn]
+        stored = await self.deps.scans.run(self.deps.store.list, cwd)
+        summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
             SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
@@ -631,6 +634,7 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        self.deps.scans.shutdown()
 
 
 def _close_file(session: Session) -> None:

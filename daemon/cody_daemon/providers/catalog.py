@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..config.provider_ids import AUTO, BUILTIN_PROVIDER_IDS
+from ..core.safe_read import JSON_FILE_LIMIT, read_regular
 from ..errors import InvalidParams, Issue
 from .specs import (
     CredentialKind,
@@ -353,7 +354,7 @@ def _config_error(key: str, message: str) -> InvalidParams:
 
 def _read_json_object(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path, JSON_FILE_LIMIT))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

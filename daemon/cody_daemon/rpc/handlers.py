@@ -186,7 +186,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         from cody_protocol.session import ListSessionsParams, ListSessionsResult
 
         parsed = parse(ListSessionsParams, params)
-        sessions, cursor = app.manager.list_sessions(parsed.cwd, parsed.cursor)
+        sessions, cursor = await app.manager.list_sessions(parsed.cwd, parsed.cursor)
         return ListSessionsResult(sessions=sessions, next_cursor=cursor)
 
     async def session_close(params: Any) -> Any:

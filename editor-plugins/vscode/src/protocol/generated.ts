@@ -141,6 +141,7 @@ export interface CodyInitializeMeta {
   dataDir: string;
   defaultProvider: string;
   extensions: string[];
+  locations?: DaemonLocations | null;
   providers: ProviderInfo[];
   version: string;
 }
@@ -258,6 +259,18 @@ export interface Cost {
 export interface CurrentModeUpdate {
   currentModeId: string;
   sessionUpdate: "current_mode_update";
+}
+
+/**
+ * Where the daemon reads from (absolute, normalised paths; cody_protocol.locations). A
+ * client uses a warm daemon only when these equal its own environment's.
+ */
+export interface DaemonLocations {
+  claudeConfigDir: string;
+  codexHome: string;
+  configDir: string;
+  dataDir: string;
+  home: string;
 }
 
 /** A file edit shown as a diff. `old_text` is absent for a new file. */
