@@ -17,7 +17,9 @@ an error answer or a malformed result raises `ClientFileError` (a tool error for
 cancelling the awaiting tool withdraws the request like an approval.
 
 Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
-shown as display-only terminals (rpc/live_output.py); others get appended text.
+shown as display-only terminals (rpc/live_output.py); a client with `_meta.cody.appendOutput`
+gets increments to append (rpc/updates.py); any other client, as ACP's `content` replaces,
+the output so far (rpc/output_so_far.py).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChang
 from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
 from ..errors import ClientFileError
 from .live_output import TerminalView
+from .output_so_far import OutputSoFar
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates, mcp_status_params
 
@@ -91,6 +94,7 @@ class RpcClientLink:
         self.capabilities = ClientCapabilities()
         """What the client declared in `initialize` (set by the handler)."""
         self._terminals = TerminalView()
+        self._outputs = OutputSoFar()
 
     # -- updates --------------------------------------------------------------------------
 
@@ -107,6 +111,8 @@ class RpcClientLink:
         updates = None
         if self.capabilities.terminal_output:
             updates = self._terminals.updates(session_id, event)
+        elif not self.capabilities.append_output:
+            updates = self._outputs.updates(session_id, event)
         for update in updates if updates is not None else event_updates(event):
             self._send_update(session_id, update)
 
