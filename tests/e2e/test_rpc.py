@@ -646,3 +646,31 @@ async def test_non_ascii_text_keeps_byte_exact_content_length(
     await daemon.prompt(sid, "héllo wörld 你好")
     assert daemon.agent_text(sid) == reply
     assert model.requests[0].body["input"][0]["content"][0]["text"] == "héllo wörld 你好"
+
+
+async def test_prompt_errors_carry_their_message_as_data_details(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """Issue 24.14: Toad shows only an error's `data.details` (where the ACP SDKs put an
+    error's text), so a failed prompt showed nothing useful. Every error the daemon maps
+    carries its message there too, next to the code's own `data` fields."""
+    sid = await daemon.new_session()
+    model.enqueue_error(400, message="mock: this model is not served here")
+    provider = await expect_error(daemon.prompt(sid, "hello"), -32010)
+    missing = await expect_error(
+        daemon.request(
+            "session/prompt",
+            {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]},
+        ),
+        -32002,
+    )
+    invalid = await expect_error(
+        daemon.request("session/prompt", {"sessionId": sid, "prompt": "not a list"}), -32602
+    )
+    not_object = await expect_error(daemon.request("session/prompt", ["a", "list"]), -32602)
+
+    assert provider.data["details"] == provider.message and provider.data["kind"] == "provider"
+    assert "this model is not served here" in provider.data["details"]
+    assert missing.data == {"details": missing.message}
+    assert invalid.data["details"] == invalid.message and invalid.data["errors"]
+    assert not_object.data == {"details": not_object.message}
