@@ -188,7 +188,9 @@ async def test_the_output_so_far_is_capped_to_its_latest_part(
 
     updates = plain.tool_updates(sid, "big")
     live = [
-        u["content"][0]["content"]["text"] for u in updates if "status" not in u and u.get("content")
+        u["content"][0]["content"]["text"]
+        for u in updates
+        if "status" not in u and u.get("content")
     ]
     assert live and all(len(snapshot) <= 16 * 1024 + 80 for snapshot in live)
     assert live[-1].startswith("[... ") and "earlier characters not shown ...]\n" in live[-1]

@@ -114,8 +114,10 @@ async def test_a_clients_error_response_with_id_null_is_logged_not_answered(
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
     assert not [m for m in offline_daemon.received if "error" in m], offline_daemon.received
     await offline_daemon.wait_for(
-        lambda: sum("ignoring a response from the client" in line for line in offline_daemon.stderr)
-        == len(responses)
+        lambda: (
+            sum("ignoring a response from the client" in line for line in offline_daemon.stderr)
+            == len(responses)
+        )
     )
     assert any("-32700" in line and "Parse error" in line for line in offline_daemon.stderr)
 

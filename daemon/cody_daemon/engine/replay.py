@@ -70,7 +70,9 @@ def replay_events(
                 if item.text or not item.images or blocks:
                     yield UserText(item.text, message_id=message_id, blocks=blocks)
                 for image in item.images:
-                    yield UserImage(data=image.data, mime_type=image.mime_type, message_id=message_id)
+                    yield UserImage(
+                        data=image.data, mime_type=image.mime_type, message_id=message_id
+                    )
             elif item.role == "assistant" and item.text:
                 yield AgentText(item.text, message_id=message_id)
         elif isinstance(item, ReasoningItem):
