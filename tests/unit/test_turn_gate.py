@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cody_daemon.engine import time_limit
 from cody_daemon.engine.events import EngineEvent, ToolCallProgress
-from cody_daemon.engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from cody_daemon.engine.ports import ApprovalReply, ApprovalRequest, ClientFileAccess
 from cody_daemon.engine.session import Session
 from cody_daemon.engine.settings import SessionSettings
 from cody_daemon.engine.turn import TurnEnv, TurnRunner
@@ -92,7 +92,7 @@ class RecordingLink:
     async def flush(self, session_id: str) -> None:
         return None
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         raise AssertionError("no approval expected")
 
     def file_access(self) -> ClientFileAccess:

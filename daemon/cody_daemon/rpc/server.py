@@ -130,8 +130,15 @@ class _Dispatcher:
 
     def _response(self, message: dict[str, Any], valid_id: bool) -> None:
         msg_id = message.get("id")
-        is_response = "result" in message or "error" in message
-        if is_response and (msg_id is None or not valid_id):
+        if "result" not in message and "error" not in message:
+            if "id" in message:
+                self.protocol.send_error(
+                    msg_id if valid_id else None,
+                    ErrorCode.INVALID_REQUEST,
+                    "Invalid request: no method, result or error",
+                )
+            return
+        if msg_id is None or not valid_id:
             # JSON-RPC never answers a response, not even a malformed one (a client's error
             # answer with id null, e.g. to a frame it could not parse): log it, go on.
             logger.warning(
@@ -139,14 +146,6 @@ class _Dispatcher:
                 "null" if msg_id is None else "of an invalid type",
                 _describe_error(message.get("error")) if "error" in message else "a result",
             )
-            return
-        if not is_response:
-            if "id" in message:
-                self.protocol.send_error(
-                    msg_id if valid_id else None,
-                    ErrorCode.INVALID_REQUEST,
-                    "Invalid request: no method, result or error",
-                )
             return
         if not self.protocol.resolve_answer(msg_id, message):
             # A late answer to a request we withdrew (approval timeout or cancel), or an id

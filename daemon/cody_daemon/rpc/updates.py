@@ -94,7 +94,9 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
             ToolCallUpdate(
                 tool_call_id=event.call_id,
                 status=event.status,
+                title=event.title,
                 content=event.content,
+                raw_input=event.raw_input,
                 raw_output=event.raw_output,
                 locations=event.locations,
             ).wire()
