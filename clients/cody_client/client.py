@@ -88,6 +88,12 @@ request offers (`allow_once`, ...) or `cancelled` is taken too, anything else ra
 
 
 class CodyClient:
+    """A connection to Cody's daemon: sessions, models, saved and other agents' history.
+
+    Make one with `spawn()` (a daemon of its own) or `connect()` (streams you have); set
+    `on_permission` to decide approvals (cody_client.decisions).
+    """
+
     def __init__(self, connection: Connection, process: DaemonProcess | None = None) -> None:
         self.connection = connection
         self.process = process
@@ -154,6 +160,7 @@ class CodyClient:
             await client.aclose()
 
     async def aclose(self) -> None:
+        """Close the connection (and a spawned daemon: `shutdown`, then `exit`)."""
         if self.process is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.connection.request("shutdown"), 5)
@@ -196,6 +203,7 @@ class CodyClient:
     # -- requests -------------------------------------------------------------------------
 
     async def initialize(self) -> InitializeResult:
+        """`initialize` (`spawn` and `connect` do it unless told not to)."""
         raw = await self.connection.request(
             "initialize",
             {
@@ -293,6 +301,7 @@ class CodyClient:
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
     async def resume_session(self, session_id: str, cwd: str) -> ClientSession:
+        """`session/resume`: a saved session made live again, without replaying its history."""
         raw = await self.connection.request(
             "session/resume",
             {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []},
@@ -313,6 +322,7 @@ class CodyClient:
         )
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        """`session/list`, every page: the saved sessions (of `cwd` when given), newest first."""
         params: dict[str, Any] = {}
         if cwd is not None:
             params["cwd"] = absolute(cwd)
@@ -337,6 +347,7 @@ class CodyClient:
         )
 
     async def delete_session(self, session_id: str) -> None:
+        """`session/delete`: remove a saved session's file (not while it runs a turn)."""
         await self.connection.request("session/delete", {"sessionId": session_id})
 
     # -- unified history: Codex, Claude Code and Cody sessions (docs/history.md) ---------

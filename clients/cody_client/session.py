@@ -52,6 +52,9 @@ class PromptTimeout(TimeoutError):
 
 @dataclass(eq=False)
 class ClientSession:
+    """A live session of the daemon's; made by `CodyClient.new_session` (or load, resume,
+    fork, import). `config_options`, `mode_id` and `meta` are as the daemon last said."""
+
     client: CodyClient
     id: str
     cwd: str
