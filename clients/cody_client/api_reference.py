@@ -129,9 +129,11 @@ def _signature(function: Any, *, drop_first: bool = False) -> str:
             star_done = True
         if parameter.kind is parameter.VAR_POSITIONAL:
             star_done = True
-        prefix = {parameter.VAR_POSITIONAL: "*", parameter.VAR_KEYWORD: "**"}.get(
-            parameter.kind, ""
-        )
+        prefix = ""
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            prefix = "*"
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            prefix = "**"
         text = f"{prefix}{parameter.name}"
         if parameter.annotation is not parameter.empty:
             text += f": {_annotation(parameter.annotation)}"
