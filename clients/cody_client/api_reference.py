@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 import inspect
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,7 @@ def render() -> str:
     names = [name for name in cody_client.__all__ if name != "__version__"]
     by_module: dict[str, list[str]] = {}
     for name in names:
-        module = cody_client._EXPORTS[name]
-        by_module.setdefault(module, []).append(name)
+        by_module.setdefault(cody_client._EXPORTS[name], []).append(name)
     parts = [_HEADER]
     for module_name in sorted(by_module, key=_section_order):
         module = importlib.import_module(f"cody_client.{module_name}")
@@ -52,7 +52,7 @@ def render() -> str:
         summary = _first_paragraph(inspect.getdoc(module))
         if summary:
             parts.append(f"\n{summary}\n")
-        for name in sorted(by_module[module_name], key=lambda n: _source_line(module, n)):
+        for name in sorted(by_module[module_name], key=partial(_source_line, module)):
             parts.append(_entry(name, getattr(module, name)))
     return "".join(parts).rstrip() + "\n"
 
