@@ -233,11 +233,16 @@ class CodyClient:
         phase: str | None = None,
         backend: str | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
+        config: Mapping[str, Any] | None = None,
+        ephemeral: bool = False,
     ) -> ClientSession:
         """`session/new`; settings not given come from the daemon's configuration.
 
         `backend`: `native` (Cody's own agent loop), `codex` (the Codex CLI) or `claude`
-        (Claude Code); the daemon's `backend` config key when not given."""
+        (Claude Code); the daemon's `backend` config key when not given. `config`: config
+        keys for this session, shaped like `config.toml` (`{"max_tool_iterations": 5}`),
+        validated as the file is; the named settings win over it. `ephemeral`: keep no
+        session file (removed when the session closes)."""
         meta = {
             "provider": provider,
             "model": model,
@@ -248,6 +253,8 @@ class CodyClient:
             "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
             "phase": phase,
             "backend": backend,
+            "config": dict(config) if config else None,
+            "ephemeral": True if ephemeral else None,
         }
         params: dict[str, Any] = {"cwd": absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}
