@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,8 @@ def config_overrides(pairs: Sequence[str], max_turns: int | None = None) -> dict
 
 
 def _value(raw: str) -> Any:
+    import tomllib  # only when -c is given: exec imports this module on every run
+
     try:
         return tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:

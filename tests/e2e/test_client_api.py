@@ -330,6 +330,21 @@ def prompts(history: list[UnifiedMessage]) -> list[str]:
     ]
 
 
+def test_a_blocking_prompt_with_a_timeout_stops_its_turn(cody_env: CodyEnv) -> None:
+    with MockResponsesServer.in_thread() as model:  # this test's thread blocks
+        cody_env.use_mock_provider(model.base_url)
+        model.enqueue(tool_call("exec", {"command": SLOW}, call_id="slow"))
+        model.enqueue(text("second turn"))
+        with SyncCodyClient(env=cody_env.env) as client:
+            session = client.new_session(str(cody_env.workspace), approval_policy="never")
+            with pytest.raises(PromptTimeout) as raised:
+                session.prompt("run the slow thing", timeout=3)
+            assert raised.value.result is not None
+            assert raised.value.result.stop_reason == "cancelled"
+            assert session.prompt("next").stop_reason == "end_turn"
+    assert not (cody_env.workspace / "landed.txt").exists()
+
+
 def test_the_blocking_client_forks_compacts_reads_history_and_closes(
     cody_env: CodyEnv,
 ) -> None:
