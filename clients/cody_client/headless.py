@@ -260,7 +260,11 @@ async def run_exec(
             denied = events.denied if events is not None else renderer.denied
             code = exit_code_for(result, denied)
             if args.output_last_message:
-                write_last_message(args.output_last_message, final.text)
+                try:
+                    write_last_message(args.output_last_message, final.text)
+                except OSError as exc:  # the turn's result is still reported
+                    sys.stderr.write(f"cody-client: cannot write --output-last-message: {exc}\n")
+                    code = EXIT_CODES["error"]
             if events is not None:
                 events.turn_completed(result, code, final.text)
             else:

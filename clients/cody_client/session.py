@@ -62,7 +62,7 @@ class ClientSession:
     mode_id: str | None = None
     meta: CodySessionResultMeta | None = None
     """Provider, model, session file and configuration warnings, as the daemon reported."""
-    _abandoned: asyncio.Future[Any] | None = field(default=None, repr=False)
+    _abandoned: asyncio.Future[Any] | None = field(default=None, init=False, repr=False)
     """The `session/prompt` of a turn whose caller stopped waiting (see the module docstring)."""
 
     def option(self, option_id: str) -> str | None:

@@ -151,6 +151,13 @@ async def test_the_final_text_is_in_turn_completed_and_written_by_output_last_me
     assert "finalText" not in final, "no text after the last tool call"
     assert out.read_text() == "", "-o still writes (an empty file) when the turn completed"
 
+    model.enqueue(text("Done."))
+    unwritable = cody_env.root / "no-such-dir" / "last.txt"
+    code, events, err = await run_json(cody_env, "-o", str(unwritable), "once more")
+    final = one_final_event(events)
+    assert final["type"] == "turn.completed" and final["finalText"] == "Done."
+    assert code == 1 and final["exitCode"] == 1 and "--output-last-message" in err
+
 
 async def test_max_turns_stops_the_turn_after_that_many_model_calls(
     cody_env: CodyEnv, model: MockResponsesServer
