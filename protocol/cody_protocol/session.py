@@ -103,6 +103,13 @@ class CodySessionMeta(WireModel):
     allowed_tools: list[str] | None = None
     phase: Phase | None = None
     backend: Backend | None = None
+    config: dict[str, Any] | None = None
+    """Configuration overrides, as a `config.toml` table (`{"tools": {"exec": {...}}}`):
+    the session's top layer, validated as a config file is; the fields above win over it
+    (`cody-client -c key=value`)."""
+    ephemeral: bool = False
+    """Keep no session file: it is removed when the session closes (`cody-client exec
+    --ephemeral`)."""
 
 
 class NewSessionMeta(WireModel):

@@ -168,8 +168,11 @@ async def test_reasoning_summary_parts_are_separated(
 
 
 async def test_request_body_has_the_codex_shape(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
+    server: MockResponsesServer, sleeps: Sleeps
 ) -> None:
+    # OpenAI itself (the pool says so for the official base URL or a ChatGPT login) gets the
+    # cache routing hint; any other server does not (test_provider_requests.py).
+    provider = make_provider(server, sleeps, prompt_cache_key=True)
     codex = json.loads(CODEX_REQUEST.read_text())["body"]
     history: list[HistoryItem] = [
         MessageItem(id="d1", role="developer", content=[TextPart(type="input_text", text="rules")]),

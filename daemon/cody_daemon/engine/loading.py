@@ -15,7 +15,7 @@ from typing import Any
 from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta
 
-from ..config.loader import load_effective_config
+from ..config.loader import deep_merge, load_effective_config
 from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
@@ -60,12 +60,14 @@ class SessionLoader:
     def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
         """A new session: config resolved for `cwd` and `meta`, file created and locked."""
         cwd_path = check_cwd(cwd)
-        overrides = {}
+        named = {}
         if meta is not None:
             for field_name, key in META_TO_CONFIG.items():
                 value = getattr(meta, field_name)
                 if value is not None:
-                    overrides[key] = value
+                    named[key] = value
+        # `config` is a whole layer of config keys; the named fields above win over it.
+        overrides = deep_merge(meta.config or {}, named) if meta is not None else named
         settings, catalog = self.settings_for(cwd_path, overrides, "_meta.cody")
         if meta is not None:
             settings.allowed_tools = (
@@ -105,6 +107,7 @@ class SessionLoader:
             created=created.isoformat(),
             settings=settings,
             file=handle,
+            ephemeral=meta is not None and meta.ephemeral,
         )
         return session, catalog
 

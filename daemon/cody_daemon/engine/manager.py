@@ -1,7 +1,7 @@
 """The session manager: many sessions per daemon, one running turn per session.
 
 Invariants: a session is live (in `_live`) exactly while its file is open and locked; a
-session closed (or left at shutdown) without any history leaves no file; a
+session closed (or left at shutdown) without any history, or ephemeral, leaves no file; a
 second prompt on a busy session fails with SessionBusy (-32011) and changes nothing;
 `shutdown()` cancels every turn, waits for their cleanup and closes every file.
 """
@@ -546,8 +546,8 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self._close(live)
-            if not live.history:
-                return  # never prompted: closing it removed its file
+            if not live.history or live.ephemeral:
+                return  # never prompted, or ephemeral: closing it removed its file
         self.deps.store.delete(session_id)
 
     async def fork(
@@ -638,9 +638,9 @@ class SessionManager:
 
 
 def _close_file(session: Session) -> None:
-    """Close the session's file; a session never prompted (no history) leaves none behind:
-    an empty chat is not saved."""
-    if session.history:
+    """Close the session's file; a session never prompted (no history) leaves none behind
+    (an empty chat is not saved), nor does an ephemeral one."""
+    if session.history and not session.ephemeral:
         session.file.close()
     else:
         session.file.discard()

@@ -69,6 +69,8 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    ephemeral: bool = False
+    """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
 
     @property
     def busy(self) -> bool:

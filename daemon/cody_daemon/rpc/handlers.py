@@ -42,7 +42,8 @@ def parse(model: type[M], params: Any) -> M:
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise RpcError(-32602, "Invalid params: params must be a JSON object")
+        message = "Invalid params: params must be a JSON object"
+        raise RpcError(-32602, message, {"details": message})
     try:
         return model.model_validate(params)
     except ValidationError as exc:

@@ -73,6 +73,7 @@ export interface AuthMethod {
 
 /** `data` of a -32000 error. */
 export interface AuthRequiredData {
+  details?: string | null;
   fix: string;
   provider: string;
 }
@@ -151,6 +152,12 @@ export interface CodyLogoutMeta {
   loggedOut: string[];
 }
 
+/** What a client may add to its permission answer (docs/protocol.md "Approvals"). */
+export interface CodyPermissionAnswerMeta {
+  message?: string | null;
+  updatedInput?: { [key: string]: Json } | null;
+}
+
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
   grantKey?: string | null;
@@ -181,6 +188,8 @@ export interface CodySessionMeta {
   allowedTools?: string[] | null;
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never" | null;
   backend?: "native" | "codex" | "claude" | null;
+  config?: { [key: string]: Json } | null;
+  ephemeral?: boolean;
   model?: string | null;
   phase?: "research" | "plan" | "implement" | null;
   provider?: string | null;
@@ -373,6 +382,7 @@ export interface InitializeResult {
 
 /** `data` of a -32602 error. */
 export interface InvalidParamsData {
+  details?: string | null;
   errors: ParamIssue[];
 }
 
@@ -492,6 +502,11 @@ export interface ParamIssue {
   value?: Json;
 }
 
+/** `PermissionAnswerMeta` */
+export interface PermissionAnswerMeta {
+  cody?: CodyPermissionAnswerMeta | null;
+}
+
 /** `PermissionMeta` */
 export interface PermissionMeta {
   cody: CodyPermissionMeta;
@@ -569,6 +584,7 @@ export interface PromptResult {
 
 /** `data` of a -32010 error. */
 export interface ProviderErrorData {
+  details?: string | null;
   httpStatus?: number | null;
   kind: "auth" | "rate_limit" | "context_window" | "network" | "provider";
   provider: string;
@@ -618,6 +634,7 @@ export interface RequestPermissionParams {
 
 /** `RequestPermissionResult` */
 export interface RequestPermissionResult {
+  _meta?: PermissionAnswerMeta | null;
   outcome: SelectedOutcome | CancelledOutcome;
 }
 
