@@ -163,6 +163,7 @@ async def test_max_turns_stops_the_turn_after_that_many_model_calls(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
+    model.unused_ok = True  # a third call is scripted to show it is never made
     for index in range(3):
         model.enqueue(tool_call("exec", {"command": f"echo {index}"}, call_id=f"c{index}"))
     code, events, _ = await run_json(cody_env, "--approve", "allow", "--max-turns", "2", "loop")
