@@ -3,10 +3,13 @@
 It starts the daemon the way every other command does and reports what the daemon itself
 sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
 sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
-bwrap can build a sandbox here, plus the config file and data directory.
+bwrap can build a sandbox here, plus the config file and data directory. The configuration
+is checked by the daemon (`_cody/config/check`: `session/new`'s own checks, for the user file
+and the current project's `.cody/config.toml`), so doctor fails exactly when a session would.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
-is unusable, the default provider has no credentials, the data directory is not writable).
+is unusable, the default provider has no credentials, the data directory is not writable, a
+new session would fail on the configuration).
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cody_protocol.endpoint import client_socket_path
+from cody_protocol.extensions import ConfigCheckResult
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
+from cody_protocol.methods import CODY_CONFIG_CHECK
+
+from .wording import for_terminal
 
 if TYPE_CHECKING:
     from .warm import WarmDaemon
 
-__all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
+__all__ = ["build_parser", "config_lines", "daemon_line", "report_lines", "run_doctor"]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -47,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the daemon's report as one JSON object"
     )
     parser.add_argument(
+        "--cwd",
+        default=None,
+        help="the project whose .cody/config.toml is checked (default: the current directory)",
+    )
+    parser.add_argument(
         "--no-daemon-socket",
         action="store_true",
         help="check a daemon spawned for this command, not the warm one (cody-daemon --listen)",
@@ -60,17 +72,28 @@ async def run_doctor(
     from .warm import open_daemon
 
     out = out or sys.stdout
+    cwd = _project_dir(args.cwd)
+    check: ConfigCheckResult | None = None
     try:
         async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
+            if CODY_CONFIG_CHECK in meta.extensions:
+                raw = await client.connection.request(CODY_CONFIG_CHECK, {"cwd": cwd})
+                check = ConfigCheckResult.model_validate(raw)
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
     lines, problems = report_lines(meta)
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
     lines.insert(2, f"Daemon        {daemon}")
+    config, config_problems = config_lines(check, cwd)
+    at = lines.index("") + 1  # after the header, the daemon, config file and data dir lines
+    at = next(i for i in range(at, len(lines)) if lines[i] == "")
+    lines[at:at] = ["", *config]
+    problems[:0] = config_problems
+    _rewrite_verdict(lines, problems)
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
         report["daemon"] = {
@@ -78,6 +101,7 @@ async def run_doctor(
             "socket": str(warm.path) if warm is not None else None,
             "pid": warm.pid if warm is not None else None,
         }
+        report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
         report["problems"] = problems
         out.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -96,6 +120,46 @@ def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
     return (
         f"spawned for each command (no warm daemon at {path}; start one with cody-daemon --listen)"
     )
+
+
+def config_lines(check: ConfigCheckResult | None, cwd: str) -> tuple[list[str], list[str]]:
+    """The configuration as `session/new` in `cwd` would find it: the project file (and
+    whether it is trusted), the warnings a session would carry, and its errors as problems
+    (one per line of the -32602 message: key, value, file and the valid values)."""
+    if check is None:
+        problem = (
+            "this daemon cannot check the configuration (_cody/config/check): an older daemon?"
+        )
+        return ["Configuration  not checked"], [problem]
+    lines = [f"Configuration  as a new session in {cwd} reads it"]
+    for file in check.files:
+        if file.scope != "project" or not file.exists:
+            continue
+        trust = (
+            "trusted"
+            if file.trusted
+            else "not trusted: its approval, sandbox, MCP, provider and backend keys are ignored"
+        )
+        lines.append(f"  project file {file.path}  ({trust})")
+    problems: list[str] = []
+    if check.error is not None:
+        problems = [for_terminal(line) for line in check.error.message.splitlines() if line]
+        lines.append("  !!  invalid: every new session fails (see Problems below)")
+    else:
+        lines.append("  ok  valid")
+    lines += [f"  warning: {for_terminal(warning)}" for warning in check.warnings]
+    return lines, problems
+
+
+def _rewrite_verdict(lines: list[str], problems: list[str]) -> None:
+    """Replace the report's closing verdict with one that counts every problem."""
+    while lines and lines[-1] != "":
+        lines.pop()
+    if problems:
+        lines.append("Problems:")
+        lines += [f"  - {problem}" for problem in problems]
+    else:
+        lines.append("Ready.")
 
 
 def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
@@ -155,6 +219,11 @@ def _binary_line(binary: BinaryInfo) -> str:
             else f"  (does not work here: {binary.problem})"
         )
     return line
+
+
+def _project_dir(given: str | None) -> str:
+    """The directory whose configuration is checked: `--cwd`, else the current one."""
+    return os.path.abspath(given or os.getcwd())
 
 
 def _writable(directory: Path) -> bool:

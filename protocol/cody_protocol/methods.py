@@ -7,6 +7,7 @@ __all__ = [
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
+    "CODY_CONFIG_CHECK",
     "CODY_MCP_STATUS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
@@ -70,3 +71,4 @@ CODY_HISTORY_LIST = "_cody/history/list"
 CODY_HISTORY_READ = "_cody/history/read"
 CODY_HISTORY_IMPORT = "_cody/history/import"
 CODY_AGENTS_LIST = "_cody/agents/list"
+CODY_CONFIG_CHECK = "_cody/config/check"

@@ -79,6 +79,7 @@ TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
     extensions.ToolsListResult,
     extensions.ModelsListResult,
     extensions.AgentsListResult,
+    extensions.ConfigCheckResult,
     extensions.McpStatusNotification,
     extensions.CompactSessionParams,
     extensions.CompactSessionResult,

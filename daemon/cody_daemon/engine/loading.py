@@ -7,12 +7,13 @@ rejections recorded in the file are restored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cody_protocol.prompt import TokenUsage
-from cody_protocol.session import CodySessionMeta
+from cody_protocol.session import CodySessionMeta, McpServer
 
 from ..config.loader import load_effective_config
 from ..core.history import FunctionCallOutputItem
@@ -22,12 +23,13 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from ..tools.mcp.specs import McpServerSpec, McpSpecError, build_specs
 from .compaction import Compaction
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
 
-__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd"]
+__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs"]
 
 META_TO_CONFIG = {
     "provider": "model_provider",
@@ -51,12 +53,32 @@ def check_cwd(cwd: str) -> Path:
     return path
 
 
+def mcp_specs(
+    settings: SessionSettings,
+    servers: Sequence[McpServer],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+) -> list[McpServerSpec]:
+    """The session's MCP servers (config.toml's and the client's); InvalidParams when one
+    cannot be built. Nothing is started."""
+    try:
+        return build_specs(settings.mcp_config, list(servers), env=env, cwd=str(cwd))
+    except McpSpecError as exc:
+        raise InvalidParams(
+            str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
+        ) from None
+
+
 class SessionLoader:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
 
-    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
-        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+    def resolve(
+        self, cwd: str, meta: CodySessionMeta | None
+    ) -> tuple[Path, SessionSettings, ProviderCatalog]:
+        """What `session/new` would run with, checked as it checks it (cwd, configuration,
+        model, tool allowlist, backend installed); nothing is created. Raises InvalidParams."""
         cwd_path = check_cwd(cwd)
         overrides = {}
         if meta is not None:
@@ -78,6 +100,11 @@ class SessionLoader:
             from .agents import check_backend_installed  # the agents' table: CLI sessions only
 
             check_backend_installed(settings.backend, self.deps.env)
+        return cwd_path, settings, catalog
+
+    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
+        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+        cwd_path, settings, catalog = self.resolve(cwd, meta)
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)

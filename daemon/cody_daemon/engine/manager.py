@@ -26,7 +26,6 @@ from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
-from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
@@ -34,7 +33,7 @@ from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request
-from .loading import SessionLoader
+from .loading import SessionLoader, mcp_specs
 from .ports import ClientLink
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
@@ -83,14 +82,7 @@ class SessionManager:
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
-        try:
-            specs = build_specs(
-                session.settings.mcp_config, list(servers), env=self.deps.env, cwd=str(session.cwd)
-            )
-        except McpSpecError as exc:
-            raise InvalidParams(
-                str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
-            ) from None
+        specs = mcp_specs(session.settings, servers, env=self.deps.env, cwd=session.cwd)
         if not specs:
             return
         from ..tools.mcp import McpSessionManager

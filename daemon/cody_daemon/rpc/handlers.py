@@ -387,6 +387,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     register_history_handlers(server, app)
 
+    from .config_handlers import register_config_handlers  # _cody/config/check
+
+    register_config_handlers(server, app)
+
 
 EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
@@ -398,4 +402,5 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_HISTORY_READ,
     methods.CODY_HISTORY_IMPORT,
     methods.CODY_AGENTS_LIST,
+    methods.CODY_CONFIG_CHECK,
 )
