@@ -369,11 +369,13 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             client.on_permission = TerminalApprover(renderer, "ask")
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.load_session(session_id, cwd, on_update=renderer.on_update)
+                session = await client.load_session(
+                    session_id, cwd, on_update=renderer.on_update, relocate=args.cwd is not None
+                )
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             for warning in session.meta.warnings if session.meta else []:
-                renderer.line(renderer.style.yellow(f"warning: {warning}"))
+                renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
             chat = Chat(client, session, renderer, cwd)
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)

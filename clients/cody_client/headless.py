@@ -198,7 +198,9 @@ async def run_exec(
             )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.resume_session(session_id, cwd)
+                session = await client.resume_session(
+                    session_id, cwd, relocate=args.cwd is not None
+                )
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             if getattr(args, "dry_run", False):

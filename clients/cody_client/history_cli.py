@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from cody_protocol.history import UnifiedMessage
 
 from .terminal import Style, use_color
+from .wording import for_terminal
 
 __all__ = ["Transcript", "build_history_parser", "run_history"]
 
@@ -99,7 +100,7 @@ async def run_history(
                     f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n"
                 )
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
     return 0
 
@@ -169,7 +170,7 @@ def _first_line(text: str) -> str:
 
 
 def _describe_input(tool_input: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "path", "pattern", "query", "url"):
+    for key in ("command", "file_path", "filePath", "path", "dirPath", "pattern", "query", "url"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
             return value.splitlines()[0][:200]

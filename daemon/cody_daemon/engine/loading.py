@@ -28,6 +28,7 @@ from .compaction import Compaction
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
+from .workdir import workdir_for
 
 __all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs"]
 
@@ -219,18 +220,29 @@ class SessionLoader:
                 ],
             )
 
-    def open(self, session_id: str) -> tuple[Session, ProviderCatalog]:
-        """A stored session made live: locked, repaired (interrupted calls), settings restored."""
+    def open(
+        self, session_id: str, relocate_to: str | None = None
+    ) -> tuple[Session, ProviderCatalog]:
+        """A stored session made live: locked, repaired (interrupted calls), settings restored.
+        It runs in its own directory, or in `relocate_to` (engine/workdir.py)."""
         path = self.deps.store.find(session_id)
         record = read_session(path)
-        cwd_path = check_cwd(record.cwd)
         persisted = dict(record.settings)
+        workdir = workdir_for(
+            record.session_id or session_id,
+            record.cwd,
+            relocate_to=relocate_to,
+            backend=str(persisted.get("backend") or "native"),
+        )
+        cwd_path = workdir.path
         config_overrides = {
             key: persisted[key] for key in META_TO_CONFIG.values() if persisted.get(key) is not None
         }
         settings, catalog = self.settings_for(
             cwd_path, config_overrides, f"session file {path.name}"
         )
+        if workdir.warning is not None:
+            settings.warnings.append(workdir.warning)
         allowed = persisted.get("allowed_tools")
         settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
         phase = persisted.get("phase")
@@ -259,7 +271,10 @@ class SessionLoader:
             usage_total=TokenUsage.model_validate(record.usage_total or {}),
             cost_total_usd=record.cost_total_usd,
             title=record.title,
-            grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
+            grants=Grants(
+                allowed=set() if workdir.moved else set(record.granted),
+                rejected=set(record.rejected),
+            ),
             compaction=Compaction.from_event(record.compaction),
             backend_resume_id=record.backend_resume_id,
         )

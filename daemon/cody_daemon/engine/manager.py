@@ -48,6 +48,7 @@ from .settings import (
 from .slash import parse_command
 from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
+from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
     from ..tools.mcp import McpStatus
@@ -82,6 +83,8 @@ class SessionManager:
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
+        if not session.cwd.is_dir():
+            return  # its directory is gone: it can be read, not continued (engine/workdir.py)
         specs = mcp_specs(session.settings, servers, env=self.deps.env, cwd=session.cwd)
         if not specs:
             return
@@ -125,14 +128,18 @@ class SessionManager:
         *,
         replay: bool,
         mcp_servers: Sequence[McpServer] = (),
+        relocate_to: str | None = None,
     ) -> Session:
-        """Make a stored session live (`session/load` replays it to `link`, resume does not)."""
+        """Make a stored session live (`session/load` replays it to `link`, resume does not);
+        in `relocate_to` instead of its own directory when given (engine/workdir.py)."""
         live = self._live.get(session_id)
         if live is not None:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn.")
+            if relocate_to is not None:
+                refuse_live_move(session_id, live.cwd, relocate_to)
         else:
-            live = self._open_from_disk(session_id, mcp_servers)
+            live = self._open_from_disk(session_id, mcp_servers, relocate_to)
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
@@ -140,8 +147,10 @@ class SessionManager:
             await link.flush(live.id)
         return live
 
-    def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
-        session, catalog = self._loader.open(session_id)
+    def _open_from_disk(
+        self, session_id: str, mcp_servers: Sequence[McpServer], relocate_to: str | None
+    ) -> Session:
+        session, catalog = self._loader.open(session_id, relocate_to)
         return self._go_live(session, catalog, mcp_servers)
 
     def get(self, session_id: str) -> Session:
@@ -167,6 +176,7 @@ class SessionManager:
             if command.command.kind == "local":
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
+        require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
@@ -211,6 +221,7 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
+        require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
             raise InvalidParams(
                 f"Session {session_id} runs on the {session.settings.backend} backend, which "

@@ -163,7 +163,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            app.link,
+            replay=True,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
@@ -173,7 +177,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            None,
+            replay=False,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
