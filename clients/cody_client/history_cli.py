@@ -16,12 +16,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from cody_protocol.history import UnifiedMessage
+from cody_protocol.history import HistorySessionInfo, UnifiedMessage
 
 from .terminal import Style, use_color
 from .wording import for_terminal
+
+if TYPE_CHECKING:
+    from .client import CodyClient
 
 __all__ = ["Transcript", "build_history_parser", "run_history"]
 
@@ -55,6 +58,40 @@ def _reference(session: str) -> dict[str, Any]:
     return {"session_id": session}
 
 
+class _NoUniqueMatch(LookupError):
+    def __init__(self, message: str, candidates: list[HistorySessionInfo]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.candidates = candidates
+
+
+async def _resolve(client: CodyClient, session: str, agent: str | None) -> dict[str, Any]:
+    """The session's reference; an id prefix (shorter than a full id) is looked up among the
+    sessions `history list` shows, as `--resume` does among Cody's: it must match one."""
+    from .client import FULL_ID_LENGTH
+
+    reference = _reference(session)
+    prefix = reference.get("session_id")
+    if prefix is None or len(prefix) >= FULL_ID_LENGTH:
+        return reference
+    matches = [
+        info
+        for info in await client.history_list(agent=agent)
+        if info.session_id.startswith(prefix)
+    ]
+    if len(matches) == 1:
+        return {"path": matches[0].path}
+    if not matches:
+        raise _NoUniqueMatch(
+            f"No session id starts with {prefix!r}. Run `cody-client history list` to see the "
+            "sessions on this machine.",
+            [],
+        )
+    raise _NoUniqueMatch(
+        f"{len(matches)} sessions start with {prefix!r}; give more characters.", matches
+    )
+
+
 async def run_history(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
@@ -83,16 +120,18 @@ async def run_history(
                     )
             elif args.action == "show":
                 transcript = Transcript(out, Style(use_color(out)))
+                reference = await _resolve(client, args.session, args.agent)
                 async for message in client.history_messages(
-                    **_reference(args.session), agent=args.agent, include_original=args.json
+                    **reference, agent=args.agent, include_original=args.json
                 ):
                     if args.json:
                         out.write(json.dumps(message.wire(), ensure_ascii=False) + "\n")
                     else:
                         transcript.write(message)
             else:
+                reference = await _resolve(client, args.session, args.agent)
                 session, stats = await client.import_history(
-                    **_reference(args.session), agent=args.agent, cwd=args.cwd
+                    **reference, agent=args.agent, cwd=args.cwd
                 )
                 out.write(
                     f"Imported {stats.agent} session {stats.session_id}: {stats.items} items "
@@ -102,6 +141,11 @@ async def run_history(
     except RemoteError as exc:
         sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
+    except _NoUniqueMatch as exc:
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        for info in exc.candidates[:10]:
+            sys.stderr.write(f"  {info.agent:6}  {info.session_id}  {info.title or ''}\n")
+        return 2
     return 0
 
 

@@ -39,6 +39,7 @@ _PHRASES = (
     ("use session/load or session/resume first.", "resume it with `cody-client --resume ID`."),
     ("session/set_config_option", "/model or /approvals"),
     ("session/list", "`cody-client sessions list`"),
+    ("see where each provider looks in initialize's providers", "`cody-client doctor` lists them"),
 )
 
 _RELOCATE = re.compile(
@@ -47,6 +48,7 @@ _RELOCATE = re.compile(
 )
 """The daemon's advice for a session whose directory is gone (engine/workdir.py)."""
 _META_FIELD = re.compile(r"_meta\.cody\.(\w+)")
+_FLAG_VALUE = re.compile(r"(--[a-z][a-z-]*) = ")
 _META_SOURCE = re.compile(r"\((?:in |from )?_meta\.cody\)")
 
 
@@ -55,6 +57,7 @@ def for_terminal(message: str) -> str:
     for protocol, terminal in _PHRASES:
         message = message.replace(protocol, terminal)
     message = _META_FIELD.sub(lambda m: _FLAGS.get(m.group(1), m.group(0)), message)
+    message = _FLAG_VALUE.sub(r"\1 ", message)  # `--provider = "x"` -> `--provider "x"`
     return _META_SOURCE.sub("(from the command line)", message)
 
 

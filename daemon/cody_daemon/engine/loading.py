@@ -16,6 +16,7 @@ from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta, McpServer
 
 from ..config.loader import load_effective_config
+from ..config.provider_ids import AUTO
 from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
@@ -43,6 +44,13 @@ META_TO_CONFIG = {
 }
 """`_meta.cody` field -> config key (docs/protocol.md "Settings" table)."""
 
+_META_NAMES = {
+    key: "_meta.cody."
+    + "".join(part if i == 0 else part.capitalize() for i, part in enumerate(field.split("_")))
+    for field, key in META_TO_CONFIG.items()
+}
+"""Config key -> the `_meta.cody` field a client sent it as (`_meta.cody.approvalPolicy`)."""
+
 
 def check_cwd(cwd: str) -> Path:
     path = Path(cwd)
@@ -69,6 +77,28 @@ def mcp_specs(
         raise InvalidParams(
             str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
         ) from None
+
+
+def _offline_model_problem(model: str, catalog: ProviderCatalog, *, auto: bool) -> str:
+    """A model asked of the offline provider: why it landed there and what would work (the
+    generic advice, "add it to `models`", cannot apply: offline cannot be configured)."""
+    owner = catalog.owner_of(model)
+    if auto:
+        text = (
+            f"{model!r} needs a provider with credentials, and none has any: `auto` chose the "
+            "built-in offline demo provider, whose only model is `offline`."
+        )
+        if owner is None:
+            return text + (
+                " Set the key of a provider that has it (see where each provider looks in "
+                "initialize's providers) and choose that provider (_meta.cody.provider)."
+            )
+        fix = catalog.missing_credentials_fix(owner, pick_another=False)
+        return text + f" {model} is a model of {owner.name} ({owner.id}): {fix[0].lower()}{fix[1:]}"
+    text = f"{model!r} is not a model of the built-in offline demo provider (only `offline` is)."
+    if owner is None:
+        return text
+    return text + f" It is a model of {owner.name}: choose {owner.id} (_meta.cody.provider)."
 
 
 class SessionLoader:
@@ -142,6 +172,7 @@ class SessionLoader:
             paths=self.deps.paths,
             session_overrides=overrides,
             session_overrides_source=source,
+            session_overrides_names=_META_NAMES if source == "_meta.cody" else None,
         )
         config = loaded.config
         catalog = ProviderCatalog.from_config(
@@ -161,6 +192,8 @@ class SessionLoader:
             model, problem = spec.default_model, None
         if problem is not None:
             given = "model" in overrides
+            if spec.wire_api == "offline":
+                problem = _offline_model_problem(model, catalog, auto=config.model_provider == AUTO)
             raise InvalidParams(
                 problem,
                 [

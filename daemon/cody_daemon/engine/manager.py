@@ -505,9 +505,13 @@ class SessionManager:
         settings_source = live.settings.persisted() if live is not None else None
         users = sum(1 for item in source_items if _is_user_message(item))
         if at_message is not None and not 0 <= at_message < users:
+            has = (
+                f"has {users} user message{'s' if users != 1 else ''}, numbered 0 to {users - 1}"
+                if users
+                else "has no user message yet"
+            )
             raise InvalidParams(
-                f"atMessage {at_message} is out of range: session {session_id} has {users} "
-                f"user message{'s' if users != 1 else ''} (0 to {users - 1}).",
+                f"There is no user message {at_message} to fork at: session {session_id} {has}.",
                 [
                     Issue(
                         key="atMessage",
