@@ -34,7 +34,6 @@ from typing import Any, Final
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
 from cody_protocol.prompt import DryRunReport
-from cody_protocol.updates import ToolKind
 
 from ..errors import ProviderError
 from .base import (
@@ -60,6 +59,7 @@ from .base import (
 )
 from .display import (
     canonical_key,
+    claude_tool_display,
     exec_grant_key,
     exec_known_safe,
     paths_grant_key,
@@ -77,24 +77,6 @@ logger = logging.getLogger(__name__)
 INIT_TIMEOUT_S: Final = 60.0
 INTERRUPT_GRACE_S: Final = 1.0
 _EFFORT: Final = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
-_KINDS: Final[dict[str, ToolKind]] = {
-    "Bash": "execute",
-    "BashOutput": "execute",
-    "KillShell": "execute",
-    "Read": "read",
-    "NotebookRead": "read",
-    "Write": "edit",
-    "Edit": "edit",
-    "MultiEdit": "edit",
-    "NotebookEdit": "edit",
-    "Glob": "search",
-    "Grep": "search",
-    "LS": "search",
-    "WebFetch": "fetch",
-    "WebSearch": "fetch",
-    "TodoWrite": "think",
-    "Task": "think",
-}
 _PLAN_STATUS: Final[dict[str, PlanStatus]] = {
     "pending": "pending",
     "in_progress": "in_progress",
@@ -627,29 +609,14 @@ def _edit_preview(name: str, tool_input: dict[str, Any], cwd: Path) -> list[Tool
 
 def describe_tool(call_id: str, name: str, tool_input: dict[str, Any], cwd: Path) -> ToolStarted:
     """A Claude Code tool call as Cody shows it."""
-    kind: ToolKind = _KINDS.get(name, "other")
+    title, kind = claude_tool_display(name, tool_input)
     path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
     locations = (str(_full(path, cwd)),) if path else ()
     content: list[ToolCallContent] | None = None
     if name == "Bash":
-        command = str(tool_input.get("command", ""))
-        title = command
-        content = text_content(f"$ {command}\ncwd: {cwd}")
+        content = text_content(f"$ {tool_input.get('command', '')}\ncwd: {cwd}")
     elif kind == "edit":
-        title = f"{'Write' if name == 'Write' else 'Edit'} {path}"
         content = _edit_preview(name, tool_input, cwd)
-    elif name == "Read":
-        title = f"Read {path}"
-    elif name in ("Glob", "Grep"):
-        title = f"{name} {tool_input.get('pattern', '')}".strip()
-    elif name == "WebFetch":
-        title = f"Fetch {tool_input.get('url', '')}"
-    elif name == "WebSearch":
-        title = f"Search the web: {tool_input.get('query', '')}"
-    elif name == "TodoWrite":
-        title = "Update the plan"
-    else:
-        title = str(tool_input.get("description") or name)
     return ToolStarted(
         call_id=call_id,
         tool=name,
