@@ -37,6 +37,7 @@ _PHRASES = (
         "Run `cody-client history list` to see the sessions on this machine.",
     ),
     ("use session/load or session/resume first.", "resume it with `cody-client --resume ID`."),
+    ("(the `provider` config option)", "(/model PROVIDER MODEL)"),
     ("session/set_config_option", "/model or /approvals"),
     ("session/list", "`cody-client sessions list`"),
     ("see where each provider looks in initialize's providers", "`cody-client doctor` lists them"),

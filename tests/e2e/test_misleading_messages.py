@@ -64,6 +64,16 @@ async def test_a_model_without_a_key_says_which_key_not_to_configure_offline(
     assert "It is a model of Anthropic: choose anthropic (--provider)." in err
 
 
+async def test_model_in_an_offline_chat_says_which_provider_has_it(cody_env: CodyEnv) -> None:
+    code, out, _ = await run_client(cody_env, "--provider", "offline", stdin=b"/model gpt-5.5\n")
+    assert code == 0
+    assert "model_providers.offline" not in out
+    assert (
+        "'gpt-5.5' is not a model of the built-in offline demo provider (only `offline` is). "
+        "It is a model of OpenAI: choose openai (/model PROVIDER MODEL)."
+    ) in out.replace("\n", " ")
+
+
 async def test_an_unknown_provider_names_the_flag_not_the_protocol(cody_env: CodyEnv) -> None:
     code, _, err = await run_client(cody_env, "exec", "--provider", "nosuch", "hi")
     assert code == 2

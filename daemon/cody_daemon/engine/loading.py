@@ -31,7 +31,7 @@ from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
 from .workdir import workdir_for
 
-__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs"]
+__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs", "offline_model_problem"]
 
 META_TO_CONFIG = {
     "provider": "model_provider",
@@ -79,7 +79,9 @@ def mcp_specs(
         ) from None
 
 
-def _offline_model_problem(model: str, catalog: ProviderCatalog, *, auto: bool) -> str:
+def offline_model_problem(
+    model: str, catalog: ProviderCatalog, *, auto: bool, choose: str = "_meta.cody.provider"
+) -> str:
     """A model asked of the offline provider: why it landed there and what would work (the
     generic advice, "add it to `models`", cannot apply: offline cannot be configured)."""
     owner = catalog.owner_of(model)
@@ -91,14 +93,14 @@ def _offline_model_problem(model: str, catalog: ProviderCatalog, *, auto: bool) 
         if owner is None:
             return text + (
                 " Set the key of a provider that has it (see where each provider looks in "
-                "initialize's providers) and choose that provider (_meta.cody.provider)."
+                f"initialize's providers) and choose that provider ({choose})."
             )
         fix = catalog.missing_credentials_fix(owner, pick_another=False)
         return text + f" {model} is a model of {owner.name} ({owner.id}): {fix[0].lower()}{fix[1:]}"
     text = f"{model!r} is not a model of the built-in offline demo provider (only `offline` is)."
     if owner is None:
         return text
-    return text + f" It is a model of {owner.name}: choose {owner.id} (_meta.cody.provider)."
+    return text + f" It is a model of {owner.name}: choose {owner.id} ({choose})."
 
 
 class SessionLoader:
@@ -193,7 +195,7 @@ class SessionLoader:
         if problem is not None:
             given = "model" in overrides
             if spec.wire_api == "offline":
-                problem = _offline_model_problem(model, catalog, auto=config.model_provider == AUTO)
+                problem = offline_model_problem(model, catalog, auto=config.model_provider == AUTO)
             raise InvalidParams(
                 problem,
                 [

@@ -33,7 +33,7 @@ from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request
-from .loading import SessionLoader, mcp_specs
+from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .ports import ClientLink
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
@@ -53,7 +53,10 @@ from .workdir import refuse_live_move, require_workdir
 if TYPE_CHECKING:
     from ..tools.mcp import McpStatus
 
-__all__ = ["LIST_PAGE_SIZE", "SessionManager"]
+__all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
+
+PROVIDER_OPTION = "the `provider` config option"
+"""How a session's provider is changed (session/set_config_option), as messages name it."""
 
 logger = logging.getLogger(__name__)
 
@@ -397,6 +400,10 @@ class SessionManager:
         if config_id == "model" and isinstance(value, str) and value.strip():
             spec = catalog.get(session.settings.provider)
             problem = spec.model_problem(value.strip())
+            if problem is not None and spec.wire_api == "offline":
+                problem = offline_model_problem(
+                    value.strip(), catalog, auto=False, choose=PROVIDER_OPTION
+                )
             if problem is not None:
                 raise InvalidParams(
                     problem,
