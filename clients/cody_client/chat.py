@@ -262,6 +262,8 @@ class Chat:
         )
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
+        for warning in self.session.meta.warnings if self.session.meta else []:
+            replay.line(replay.style.yellow(f"warning: {for_terminal(warning)}"))
 
     async def _pick_session(self) -> str | None:
         """Number the recent sessions and read a choice (an empty answer picks nothing)."""

@@ -94,6 +94,14 @@ async def test_without_cwd_a_resume_says_how_to_continue_elsewhere(cody_env: Cod
     assert code == 0, err
     assert "› list files" in out
 
+    # /resume in a chat shows it read-only and says how to continue it.
+    code, out, err = await run(
+        cody_env, [*CLIENT, "--provider", "offline"], stdin=f"/resume {session_id}\n".encode()
+    )
+    assert code == 0, err
+    assert f"warning: The directory of session {session_id}, {project}, no longer exists" in out
+    assert f"`cody-client --resume {session_id} --cwd DIR`" in out
+
     code, out, err = await run(
         cody_env,
         [*CLIENT, "exec", "--resume", session_id, "--cwd", str(cody_env.tmpdir), "list files"],
@@ -209,6 +217,16 @@ async def test_a_codex_or_claude_session_cannot_move(
     assert error.data["errors"][0]["key"] == "_meta.cody.relocate"
 
 
+async def prompt_after_turn(tmux: Tmux) -> None:
+    """Wait until the chat prompts again: its bottom bar is the screen's last line."""
+    for _ in range(300):
+        lines = [line for line in tmux.screen().splitlines() if line.strip()]
+        if lines and lines[-1].startswith("offline"):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the prompt did not come back:\n{tmux.screen()}")
+
+
 @pytest.mark.skipif(
     shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="tmux is not installed"
 )
@@ -234,6 +252,7 @@ async def test_a_chat_in_a_terminal_shows_a_gone_session_and_continues_it_with_c
         tmux.keys("hello", "Enter")
         screen = await tmux.wait_for("error: The directory of session")
         assert f"`cody-client --resume {session_id} --cwd DIR`" in screen.replace("\n", "")
+        await prompt_after_turn(tmux)
         tmux.keys("C-d")
         await tmux.wait_for("EXITED=")
     finally:
@@ -247,7 +266,9 @@ async def test_a_chat_in_a_terminal_shows_a_gone_session_and_continues_it_with_c
         assert f"continues in {elsewhere} instead of {project}" in screen.replace("\n", "")
         await tmux.prompt_ready("offline")
         tmux.keys("list files", "Enter")
-        screen = await tmux.wait_for("The directory is empty.")
+        await tmux.wait_for("The directory is empty.")
+        await tmux.wait_for("stop: end_turn")
+        await prompt_after_turn(tmux)  # keys typed during a turn do not reach the prompt
         tmux.keys("C-d")
         await tmux.wait_for("EXITED=0")
     finally:
