@@ -85,15 +85,9 @@ async def run_doctor(
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
-    lines, problems = report_lines(meta)
+    lines, problems = report_lines(meta, config_lines(check, cwd))
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
     lines.insert(2, f"Daemon        {daemon}")
-    config, config_problems = config_lines(check, cwd)
-    at = lines.index("") + 1  # after the header, the daemon, config file and data dir lines
-    at = next(i for i in range(at, len(lines)) if lines[i] == "")
-    lines[at:at] = ["", *config]
-    problems[:0] = config_problems
-    _rewrite_verdict(lines, problems)
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
         report["daemon"] = {
@@ -151,30 +145,26 @@ def config_lines(check: ConfigCheckResult | None, cwd: str) -> tuple[list[str], 
     return lines, problems
 
 
-def _rewrite_verdict(lines: list[str], problems: list[str]) -> None:
-    """Replace the report's closing verdict with one that counts every problem."""
-    while lines and lines[-1] != "":
-        lines.pop()
-    if problems:
-        lines.append("Problems:")
-        lines += [f"  - {problem}" for problem in problems]
-    else:
-        lines.append("Ready.")
-
-
-def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
-    """The human report and the essential problems found (empty: ready)."""
-    problems: list[str] = []
+def report_lines(
+    meta: CodyInitializeMeta, config: tuple[list[str], list[str]] = ([], [])
+) -> tuple[list[str], list[str]]:
+    """The human report and the essential problems found (empty: ready); `config` is the
+    configuration's section and problems (`config_lines`)."""
+    config_section, config_problems = config
+    problems: list[str] = list(config_problems)
     lines = [f"Cody {meta.version}", ""]
-    config = Path(meta.config_file)
+    config_file = Path(meta.config_file)
     lines.append(
-        f"Config file   {config}" + ("" if config.exists() else "  (not created yet: defaults)")
+        f"Config file   {config_file}"
+        + ("" if config_file.exists() else "  (not created yet: defaults)")
     )
     data_dir = Path(meta.data_dir)
     writable = _writable(data_dir)
     lines.append(f"Data dir      {data_dir}" + ("" if writable else "  NOT WRITABLE"))
     if not writable:
         problems.append(f"the data directory {data_dir} is not writable (sessions cannot be saved)")
+    if config_section:
+        lines += ["", *config_section]
 
     lines += ["", "Providers"]
     for provider in meta.providers:
