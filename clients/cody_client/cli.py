@@ -71,7 +71,10 @@ def split_subcommand(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--cwd", default=None, help="workspace directory (default: the current one)"
+        "--cwd",
+        default=None,
+        help="workspace directory (default: the current one); with --resume: continue the "
+        "session in this directory instead of its own (e.g. when that one is gone)",
     )
     parser.add_argument("--provider", help="model provider id (see /model in the chat)")
     parser.add_argument("--model", help="model name")
@@ -304,7 +307,7 @@ async def _exec_daemon_first(
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .client import RemoteError, SessionLookupError
-    from .terminal import Renderer, Style, use_color
+    from .terminal import Style, use_color
     from .warm import open_daemon
 
     if args.action in ("show", "delete") and not args.session_id:
@@ -323,13 +326,12 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                         f"{one_line(info.cwd)}  {one_line(info.title or '')}"
                     )
             elif args.action == "show":
-                renderer = Renderer(
-                    out=sys.stdout, info=sys.stdout, style=Style(use_color(sys.stdout))
-                )
-                await client.load_session(
-                    args.session_id, os.getcwd(), on_update=renderer.on_update
-                )
-                renderer.line("")
+                # A read of the file, as `history show` does: no lock, no directory needed.
+                from .history_cli import Transcript
+
+                transcript = Transcript(sys.stdout, Style(use_color(sys.stdout)))
+                async for message in client.history_messages(args.session_id, agent="cody"):
+                    transcript.write(message)
             else:
                 await client.delete_session(args.session_id)
                 print(f"Deleted session {one_line(args.session_id)}.")

@@ -285,9 +285,17 @@ class CodyClient:
         )
 
     async def load_session(
-        self, session_id: str, cwd: str, *, on_update: UpdateCallback | None = None
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        on_update: UpdateCallback | None = None,
+        relocate: bool = False,
     ) -> ClientSession:
-        """`session/load`: the history is replayed to `on_update` before this returns."""
+        """`session/load`: the history is replayed to `on_update` before this returns.
+
+        The session runs in the directory it was created in; `relocate=True` continues it in
+        `cwd` instead (its "allow for this session" grants are then dropped)."""
         errors: list[Exception] = []
 
         def deliver(update: SessionUpdate) -> None:
@@ -300,8 +308,7 @@ class CodyClient:
         stop = self.listen(session_id, deliver)
         try:
             raw = await self.connection.request(
-                "session/load",
-                {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []},
+                "session/load", _load_params(session_id, cwd, relocate)
             )
         finally:
             stop()
@@ -309,11 +316,12 @@ class CodyClient:
             raise errors[0]
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
-    async def resume_session(self, session_id: str, cwd: str) -> ClientSession:
-        """`session/resume`: a saved session made live again, without replaying its history."""
+    async def resume_session(
+        self, session_id: str, cwd: str, *, relocate: bool = False
+    ) -> ClientSession:
+        """`session/resume`: as `load_session`, without the replay."""
         raw = await self.connection.request(
-            "session/resume",
-            {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []},
+            "session/resume", _load_params(session_id, cwd, relocate)
         )
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
@@ -468,6 +476,13 @@ class CodyClient:
         )
         session = self._session(result.session_id, result.imported.cwd, result)
         return session, result.imported
+
+
+def _load_params(session_id: str, cwd: str, relocate: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []}
+    if relocate:
+        params["_meta"] = {"cody": {"relocate": True}}
+    return params
 
 
 def _history_ref(session_id: str | None, path: str | None, agent: str | None) -> dict[str, Any]:

@@ -222,7 +222,9 @@ async def run_exec(
             )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.resume_session(session_id, cwd)
+                session = await client.resume_session(
+                    session_id, cwd, relocate=args.cwd is not None
+                )
             else:
                 session = await client.new_session(
                     cwd,

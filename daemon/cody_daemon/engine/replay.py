@@ -5,7 +5,8 @@ their `messageId`, a user message with the content blocks the client sent (resou
 links), and each tool call as one final `tool_call` with the title, kind, locations and
 content (diffs) it was shown with, followed by the plan it published. Files written before
 calls kept their display (`FunctionCallOutputItem.display`) get the call described again
-and its output as text.
+and its output as text. Calls imported from Codex or Claude Code (tools Cody's registry does
+not know, named in Claude Code's vocabulary) are shown with their command or file.
 
 A replay inside a live session (`/history`) passes `id_suffix`: every tool call id and message
 id it shows then gets that suffix, so no id the client has seen in the session is sent again
@@ -15,6 +16,7 @@ id it shows then gets that suffix, so no id the client has seen in the session i
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, get_args
 
 from cody_protocol.content import (
@@ -29,6 +31,7 @@ from cody_protocol.content import (
 from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import TypeAdapter, ValidationError
 
+from ..backends.display import CLAUDE_TOOL_KINDS, claude_tool_display
 from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -89,6 +92,11 @@ def _replay_call(
     id_suffix: str,
 ) -> Iterator[EngineEvent]:
     info = describe_call(registry, item.name, item.arguments)
+    if info.tool is None and isinstance(info.raw_input, dict) and item.name in CLAUDE_TOOL_KINDS:
+        # An imported call (Codex, Claude Code: history/vocabulary.py names it as Claude Code
+        # does): its command or file, not the bare tool name.
+        shown, shown_kind = claude_tool_display(item.name, info.raw_input)
+        info = replace(info, title=shown, kind=shown_kind)
     status = output.status if output is not None else "failed"
     text = output.output if output is not None else '{"error": "interrupted"}'
     raw = {**((output.raw_output or {}) if output else {}), "output": text}

@@ -147,6 +147,11 @@ export interface CodyInitializeMeta {
   version: string;
 }
 
+/** `session/load` and `session/resume` `_meta.cody`. */
+export interface CodyLoadSessionMeta {
+  relocate?: boolean;
+}
+
 /** `CodyLogoutMeta` */
 export interface CodyLogoutMeta {
   loggedOut: string[];
@@ -237,6 +242,30 @@ export interface CompactionNotice {
   summarizedItems: number;
   tokensAfter: number;
   tokensBefore: number;
+}
+
+/**
+ * `_cody/config/check` (params as `session/new`): what `session/new` would say about the
+ * configuration, found by the same checks, with no session created.
+ *
+ * `ok` is false exactly when `session/new` would fail; `error` is then the JSON-RPC error it
+ * would answer (a -32602 naming each key, value, source file and the valid values).
+ * `warnings` are the `_meta.cody.warnings` it would report (e.g. an untrusted project's
+ * ignored keys).
+ */
+export interface ConfigCheckResult {
+  error?: RpcError | null;
+  files: ConfigFileInfo[];
+  ok: boolean;
+  warnings?: string[];
+}
+
+/** A config file `session/new` reads for the checked cwd. */
+export interface ConfigFileInfo {
+  exists: boolean;
+  path: string;
+  scope: "user" | "project";
+  trusted?: boolean | null;
 }
 
 /** `ConfigOptionUpdate` */
@@ -398,8 +427,14 @@ export interface ListSessionsResult {
   sessions: SessionInfo[];
 }
 
+/** `LoadSessionMeta` */
+export interface LoadSessionMeta {
+  cody?: CodyLoadSessionMeta | null;
+}
+
 /** `LoadSessionParams` */
 export interface LoadSessionParams {
+  _meta?: LoadSessionMeta | null;
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
   sessionId: string;
@@ -928,6 +963,7 @@ export const Method = {
   cancelRequestLsp: "$/cancelRequest",
   cancelRequestAcp: "$/cancel_request",
   codyAgentsList: "_cody/agents/list",
+  codyConfigCheck: "_cody/config/check",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
