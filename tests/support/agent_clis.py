@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cody_daemon.backends.info import KINDS, backend_info
 
 __all__ = [
     "AGENTS_DIR",
@@ -33,8 +34,7 @@ __all__ = [
 
 AGENTS_DIR = Path(__file__).resolve().parents[1] / "agents"
 _PACKAGES = {
-    "codex": "@openai/codex",
-    "claude": "@anthropic-ai/claude-code",
+    **{kind: backend_info(kind).npm_package for kind in KINDS},
     "codex-acp": "@zed-industries/codex-acp",  # bench/run.py --peers only
 }
 

@@ -20,7 +20,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+
+from cody_daemon.backends.info import KINDS, BackendKind
 
 from . import mock_anthropic as anthropic
 from . import mock_responses as responses
@@ -28,9 +29,6 @@ from .agent_clis import claude, claude_env, codex, codex_env, write_codex_config
 from .daemon import CodyEnv
 
 __all__ = ["BackendKind", "BackendRig", "KINDS", "offline_backends_env"]
-
-BackendKind = Literal["codex", "claude"]
-KINDS: tuple[BackendKind, ...] = ("codex", "claude")
 
 
 @dataclass
