@@ -427,8 +427,9 @@ async def test_dry_run_shows_the_command_and_runs_nothing(
                     'shell_environment_policy.exclude=["MOCK_KEY"]',
                 ]
                 # Cody's sandbox, as a Codex permission profile (backends/codex_sandbox.py)
-                assert report["command"][4] == "-c"
-                assert report["command"][5].startswith("permissions.cody-read-only=")
+                assert report["command"][4:8:2] == ["-c", "-c"]
+                assert report["command"][5].startswith("permissions.cody-workspace=")
+                assert report["command"][7].startswith("permissions.cody-read-only=")
                 assert report["flags"]["permissions"] == "cody-read-only"
                 assert report["flags"]["sandbox"] == "read-only"
                 assert report["flags"]["approvalPolicy"] == "untrusted"

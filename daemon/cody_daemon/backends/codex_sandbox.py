@@ -71,32 +71,47 @@ class CodexSandbox:
 
 def codex_sandbox(settings: BackendSettings, cwd: Path, *, create: bool = True) -> CodexSandbox:
     """The profile for the sandbox mode Codex runs with (mapping.py: the session's, or
-    `read-only` for an allowlist without a writing tool) in `cwd`; `create` makes a trusted
+    `read-only` for an allowlist without a writing tool) in `cwd`.
+
+    Both of Cody's profiles are defined whatever the mode, so that a change of mode is only a
+    `permissions` of the next `turn/start`, not a new process. `create` makes a trusted
     project's `.cody` (and Cody's own directories inside the workspace) first, as Cody's own
     sandbox does, so that they exist to be protected (a dry run passes False: it writes
     nothing)."""
-    mode = codex_policy(settings).sandbox
-    profile = PROFILES[mode]
-    if mode == "danger-full-access":
-        return CodexSandbox(profile)
-    policy = SandboxPolicy.create(
-        mode,
+    workspace = SandboxPolicy.create(
+        "workspace-write",
         cwd,
         protected=settings.protected,
-        hidden_files=settings.hidden_files,
         guard_project_config=settings.project_trusted,
     )
-    read_only, notes = policy.read_only_paths(create=create)
-    entries = {str(path): "read" for path in read_only}
-    for hidden in dict.fromkeys(os.path.abspath(path) for path in settings.hidden_files):
+    read_only, notes = workspace.read_only_paths(create=create)
+    unreadable = _unreadable(settings.hidden_files)
+    writable = {str(path): "read" for path in read_only}
+    args = [
+        *_profile("workspace-write", {**writable, **unreadable}),
+        *_profile("read-only", unreadable),
+    ]
+    return CodexSandbox(PROFILES[codex_policy(settings).sandbox], tuple(args), tuple(notes))
+
+
+def _profile(mode: SandboxMode, entries: dict[str, str]) -> list[str]:
+    """`-c permissions.<id>={...}` for `mode`: its Codex base profile plus `entries`."""
+    table = ", ".join(f"{json.dumps(path)}={json.dumps(how)}" for path, how in entries.items())
+    value = f'{{extends="{_EXTENDS[mode]}", filesystem={{{table}}}}}'
+    return ["-c", f"permissions.{PROFILES[mode]}={value}"]
+
+
+def _unreadable(files: tuple[Path, ...]) -> dict[str, str]:
+    """Entries that keep `files` from being read: each as a one-file glob (matched when a
+    command starts, never created), or as itself when it exists and cannot be a glob."""
+    entries: dict[str, str] = {}
+    for hidden in dict.fromkeys(os.path.abspath(path) for path in files):
         pattern = _one_file_glob(hidden)
         if pattern is not None:
             entries[pattern] = "none"
         elif os.path.lexists(hidden):
             entries[hidden] = "none"
-    table = ", ".join(f"{json.dumps(path)}={json.dumps(how)}" for path, how in entries.items())
-    value = f'{{extends="{_EXTENDS[mode]}", filesystem={{{table}}}}}'
-    return CodexSandbox(profile, ("-c", f"permissions.{profile}={value}"), tuple(notes))
+    return entries
 
 
 def _one_file_glob(path: str) -> str | None:
