@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
+from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
@@ -315,7 +316,7 @@ class SessionManager:
                         key=f"model_providers.{spec.id}.wire_api",
                         message="not supported yet",
                         value=spec.wire_api,
-                        valid=("responses", "chat", "anthropic"),
+                        valid=WIRE_APIS,
                     )
                 ],
             ) from None
