@@ -1,15 +1,16 @@
 """Cody's settings -> each CLI's own settings: the one mapping table (docs/backends.md).
 
-| Cody (approval policy / sandbox)  | Codex app-server `approvalPolicy` / `sandbox` | Claude Code `--permission-mode` |
-|-----------------------------------|-----------------------------------------------|---------------------------------|
-| `untrusted`                       | `untrusted`                                   | `default`                       |
-| `on-request`                      | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
-| `on-failure`                      | `on-request` (asks after a sandboxed failure) | `default`                       |
-| `never`                           | `never`                                       | `acceptEdits`                   |
-| sandbox `read-only`               | `read-only`                                   | `plan` (whatever the policy)    |
-| sandbox `workspace-write`         | `workspace-write`                             | not enforced (no sandbox)       |
-| sandbox `danger-full-access`      | `danger-full-access`, approval `untrusted`    | not enforced (no sandbox)       |
+| Cody (approval policy / sandbox) | Codex `approvalPolicy` / sandbox      | Claude Code `--permission-mode` |
+|----------------------------------|---------------------------------------|---------------------------------|
+| `untrusted`                      | `untrusted`                           | `default`                       |
+| `on-request`                     | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
+| `on-failure`                     | `on-request` (asks to leave its sandbox) | `default`                    |
+| `never`                          | `never`                               | `acceptEdits`                   |
+| sandbox `read-only`              | `read-only` (profile `cody-read-only`) | `plan` (whatever the policy)   |
+| sandbox `workspace-write`        | `workspace-write` (`cody-workspace`)  | not enforced (no sandbox)       |
+| sandbox `danger-full-access`     | `danger-full-access`, approval `untrusted` | not enforced (no sandbox)  |
 
+The Codex sandbox modes are Cody's own rules as Codex permission profiles (codex_sandbox.py).
 Claude Code asks Cody about every tool call whatever its mode (backends/claude_code.py); its
 mode still tells its model what is expected (plan mode: do not edit). With sandbox
 `danger-full-access` Codex has no sandbox to keep, so it runs with approval `untrusted`
