@@ -12,10 +12,7 @@ Invariants:
 - events of another turn (a late event of an interrupted one) are ignored;
 - a server request other than the two approvals is answered with an error (Codex counts
   that as a decline), never left pending;
-- an approved command counts as unsandboxed (`runs_unsandboxed`): the CLI's model can ask
-  for it to run outside the sandbox, and the request does not say so (codex_sandbox.py);
-- an edit whose files are not known, or that asks for a writable root outside the sandbox's
-  (`grantRoot`), is refused as a sandbox violation (outside `danger-full-access`).
+- what an approval asks Cody (and how a tool item looks) is backends/codex_tools.py's.
 """
 
 from __future__ import annotations
@@ -25,9 +22,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from cody_protocol.content import ToolCallContent
-
-from ..core.command_text import command_lines
 from ..errors import ProviderError
 from .base import (
     Answer,
@@ -41,7 +35,6 @@ from .base import (
     TokenCounts,
     ToolFinished,
     ToolOutput,
-    ToolStarted,
     TurnIO,
     UsageReported,
 )
@@ -53,8 +46,6 @@ from .codex_protocol import (
     CommandExecutionThreadItem,
     ErrorNotification,
     FileChangeRequestApprovalParams,
-    FileChangeThreadItem,
-    FileUpdateChange,
     ItemCompletedNotification,
     ItemStartedNotification,
     McpToolCallThreadItem,
@@ -71,20 +62,9 @@ from .codex_protocol import (
     TurnPlanStep,
     TurnPlanStepStatus,
     TurnPlanUpdatedNotification,
-    WebSearchThreadItem,
 )
-from .display import (
-    canonical_key,
-    command_display,
-    command_reads,
-    exec_grant_key,
-    exec_known_safe,
-    file_diff,
-    paths_grant_key,
-    text_content,
-)
+from .codex_tools import command_ask, command_finished, describe_item, edit_ask
 from .failures import classify
-from .mapping import sandbox_violation
 from .peer import Message, view
 
 if TYPE_CHECKING:
@@ -221,85 +201,11 @@ class CodexTurn:
                 self.last_error = view(TurnError, error.get("error"))
 
     def _item_started(self, item: ThreadItem) -> None:
-        started = self._describe(item)
+        started = describe_item(item, self.cwd)
         if started is None:
             return
         self.items[started.call_id] = item
         self.io.emit(started)
-
-    def _describe(self, item: ThreadItem) -> ToolStarted | None:
-        kind = item.get("type")
-        item_id = str(item.get("id", ""))
-        if kind == "commandExecution":
-            command_item = view(CommandExecutionThreadItem, item)
-            command = command_display(str(command_item.get("command", "")))
-            cwd = str(command_item.get("cwd") or self.cwd)
-            raw = {"command": command, "cwd": cwd}
-            return ToolStarted(
-                call_id=item_id,
-                tool="commandExecution",
-                cody_tool="exec",
-                title=command,
-                kind="execute",
-                raw_input=raw,
-                arguments=json.dumps(raw),
-                content=text_content("\n".join([*command_lines(command), f"cwd: {cwd}"])),
-            )
-        if kind == "fileChange":
-            changes = _changes(view(FileChangeThreadItem, item))
-            paths = [str(c.get("path", "")) for c in changes]
-            content: list[ToolCallContent] = [
-                file_diff(
-                    str(c.get("path", "")),
-                    str(view(dict[str, Any], c.get("kind")).get("type", "update")),
-                    str(c.get("diff", "")),
-                    self.cwd,
-                )
-                for c in changes
-            ]
-            raw_changes = [
-                {
-                    "path": str(c.get("path", "")),
-                    "kind": view(dict[str, Any], c.get("kind")).get("type"),
-                }
-                for c in changes
-            ]
-            return ToolStarted(
-                call_id=item_id,
-                tool="fileChange",
-                cody_tool="applyPatch",
-                title="Edit " + ", ".join(_short(p, self.cwd) for p in paths),
-                kind="edit",
-                raw_input={"changes": raw_changes},
-                arguments=json.dumps({"changes": changes}),
-                locations=tuple(paths),
-                content=content,
-            )
-        if kind == "mcpToolCall":
-            call = view(McpToolCallThreadItem, item)
-            server, tool = str(call.get("server", "")), str(call.get("tool", ""))
-            arguments = call.get("arguments")
-            return ToolStarted(
-                call_id=item_id,
-                tool="mcpToolCall",
-                cody_tool=f"mcp__{server}__{tool}",
-                title=f"{server}: {tool}",
-                kind="other",
-                raw_input=arguments,
-                arguments=json.dumps(arguments),
-            )
-        if kind == "webSearch":
-            query = str(view(WebSearchThreadItem, item).get("query", ""))
-            return ToolStarted(
-                call_id=item_id,
-                tool="webSearch",
-                cody_tool="webSearch",
-                title=f"Search the web: {query}",
-                kind="fetch",
-                raw_input={"query": query},
-                arguments=json.dumps({"query": query}),
-            )
-        return None
 
     def _item_completed(self, item: ThreadItem) -> None:
         kind = item.get("type")
@@ -318,11 +224,12 @@ class CodexTurn:
                     self.io.emit(ThoughtDelta(joined))
             return
         if item_id not in self.items:
-            if self._describe(item) is None:
+            if describe_item(item, self.cwd) is None:
                 return
             self._item_started(item)
         if kind == "commandExecution":
-            self.io.emit(self._command_finished(view(CommandExecutionThreadItem, item)))
+            command = view(CommandExecutionThreadItem, item)
+            self.io.emit(command_finished(command, self.output.get(item_id, "")))
         elif kind == "fileChange":
             status = str(item.get("status", ""))
             ok = status == "completed"
@@ -340,24 +247,6 @@ class CodexTurn:
                 ToolFinished(call_id=item_id, status="completed" if ok else "failed", output=text)
             )
 
-    def _command_finished(self, item: CommandExecutionThreadItem) -> ToolFinished:
-        item_id = str(item.get("id", ""))
-        status = item.get("status")
-        exit_code = item.get("exitCode")
-        output = item.get("aggregatedOutput")
-        if output is None:
-            output = self.output.get(item_id, "")
-        if status == "declined":
-            output = "User denied approval"
-        ok = status == "completed" and exit_code in (0, None)
-        return ToolFinished(
-            call_id=item_id,
-            status="completed" if ok else "failed",
-            output=str(output),
-            content=text_content(str(output)) if output else None,
-            raw_output={"exitCode": exit_code, "durationMs": item.get("durationMs")},
-        )
-
     # approvals
 
     async def _server_request(self, request_id: Any, method: str, params: Message) -> None:
@@ -369,90 +258,21 @@ class CodexTurn:
         self.backend.respond(request_id, {"decision": _DECISIONS[answer.decision]})
 
     def _ask(self, method: str, params: Message) -> ApprovalAsk:
-        if method == "item/commandExecution/requestApproval":
-            return self._ask_command(view(CommandExecutionRequestApprovalParams, params))
-        return self._ask_edit(view(FileChangeRequestApprovalParams, params))
-
-    def _ask_command(self, params: CommandExecutionRequestApprovalParams) -> ApprovalAsk:
-        item_id = str(params.get("itemId", ""))
-        item = view(CommandExecutionThreadItem, self.items.get(item_id))
-        command = str(params.get("command") or item.get("command") or "")
-        shown = command_display(command)
-        cwd = str(params.get("cwd") or item.get("cwd") or self.cwd)
-        lines = [*command_lines(shown), f"cwd: {cwd}"]
-        if params.get("reason"):
-            lines += ["", f"Codex says: {params.get('reason')}"]
-        if params.get("additionalPermissions") or params.get("networkApprovalContext"):
-            lines += ["", "Codex asks for more access than its sandbox gives for this command."]
-        lines += ["", "Once approved, Codex may run this command outside its sandbox."]
-        env = self.backend.launch.env
-        safe = bool(command) and exec_known_safe(command, cwd=Path(cwd), env=env)
-        return ApprovalAsk(
-            call_id=item_id,
-            cody_tool="exec",
-            title=shown,
-            kind="execute",
-            raw_input={"command": shown, "cwd": cwd},
-            content=text_content("\n".join(lines)),
-            grant_key=exec_grant_key(command) if command else canonical_key("exec", params),
-            known_safe=safe,
-            sandbox_violation=sandbox_violation(
-                "codex", self.io.settings, self.cwd, cody_tool="exec", known_safe=safe
-            ),
-            runs_unsandboxed=True,
-            reads=command_reads(command, Path(cwd)),
-        )
-
-    def _ask_edit(self, params: FileChangeRequestApprovalParams) -> ApprovalAsk:
         item = self.items.get(str(params.get("itemId", "")))
-        described = self._describe(item) if item is not None else None
-        paths = list(described.locations) if described is not None else []
-        grant_root = params.get("grantRoot")
-        written = (*paths, *([str(grant_root)] if grant_root else []))
-        violation = sandbox_violation(
-            "codex",
-            self.io.settings,
-            self.cwd,
-            cody_tool="applyPatch",
-            known_safe=False,
-            paths=written,
-        )
-        if not paths and self.io.settings.sandbox_mode != "danger-full-access":
-            violation = violation or "the files this edit writes are not known"
-        return ApprovalAsk(
-            call_id=str(params.get("itemId", "")),
-            cody_tool="applyPatch",
-            title=described.title if described is not None else "Edit files",
-            kind="edit",
-            raw_input=described.raw_input if described is not None else {},
-            content=(described.content or []) if described is not None else [],
-            grant_key=(
-                paths_grant_key(paths, self.cwd) if paths else canonical_key("applyPatch", params)
-            ),
-            sandbox_violation=violation,
-        )
+        settings = self.io.settings
+        if method == "item/commandExecution/requestApproval":
+            request = view(CommandExecutionRequestApprovalParams, params)
+            command = view(CommandExecutionThreadItem, item)
+            return command_ask(request, command, self.cwd, settings, self.backend.launch.env)
+        return edit_ask(view(FileChangeRequestApprovalParams, params), item, self.cwd, settings)
 
 
 def _item(value: object) -> ThreadItem:
     return cast(ThreadItem, view(dict[str, Any], value))
 
 
-def _changes(item: FileChangeThreadItem) -> list[FileUpdateChange]:
-    changes: object = item.get("changes")
-    if not isinstance(changes, list):
-        return []
-    return [view(FileUpdateChange, c) for c in changes if isinstance(c, dict)]
-
-
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _short(path: str, cwd: Path) -> str:
-    try:
-        return str(Path(path).relative_to(cwd))
-    except ValueError:
-        return path
 
 
 def _turn_error(error: TurnError) -> ProviderError:
