@@ -49,8 +49,10 @@ def build_web_parser() -> argparse.ArgumentParser:
         "(starts a daemon serving the page when none does).",
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="the port to serve on when a daemon is started "
-        "(default: any free one)"
+        "--port",
+        type=int,
+        default=0,
+        help="the port to serve on when a daemon is started (default: any free one)",
     )
     parser.add_argument("--no-open", action="store_true", help="print the address only")
     parser.add_argument(

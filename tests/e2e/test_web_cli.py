@@ -21,11 +21,19 @@ CLIENT = [sys.executable, "-m", "cody_client"]
 ADDRESS = re.compile(r"Cody in the browser: (http://127\.0\.0\.1:(\d+)/)#token=([A-Za-z0-9_-]{43})")
 
 
-async def test_cody_client_web_serves_the_page_and_a_second_run_reuses_it(cody_env: CodyEnv) -> None:
+async def test_cody_client_web_serves_the_page_and_a_second_run_reuses_it(
+    cody_env: CodyEnv,
+) -> None:
     env = warm_env(cody_env, short_runtime_dir())
     first = await asyncio.create_subprocess_exec(
-        *CLIENT, "web", "--no-open", env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        *CLIENT,
+        "web",
+        "--no-open",
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     assert first.stdout is not None
     line = (await asyncio.wait_for(first.stdout.readline(), 30)).decode()
@@ -34,12 +42,19 @@ async def test_cody_client_web_serves_the_page_and_a_second_run_reuses_it(cody_e
     base, port, token = found.groups()
     assert token == (cody_env.cody_home / "web" / "token").read_text().strip()
     async with connect(f"ws://127.0.0.1:{port}/rpc?token={token}") as ws:
-        await ws.send('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}')
+        await ws.send(
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+        )
         assert '"agentInfo"' in await asyncio.wait_for(ws.recv(), 10)
 
     second = await asyncio.create_subprocess_exec(
-        *CLIENT, "web", "--no-open", env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        *CLIENT,
+        "web",
+        "--no-open",
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, _ = await asyncio.wait_for(second.communicate(), 30)
     assert second.returncode == 0

@@ -19,7 +19,7 @@ from tests.support.web_daemon import WebDaemon, browser, seed_agent_sessions
 
 pytestmark = pytest.mark.e2e
 
-HOSTILE = '<img src=x onerror="document.title=\'pwned\'"><b>bold?</b>'
+HOSTILE = "<img src=x onerror=\"document.title='pwned'\"><b>bold?</b>"
 
 
 @pytest.fixture
@@ -50,7 +50,9 @@ async def test_the_page_lists_replays_continues_and_approves_an_edit_from_its_di
     await client.prompt(sid, "first question")
     await client.close()
 
-    model.enqueue(tool_call("writeFile", {"filePath": "notes.txt", "content": "new line\n"}, call_id="w1"))
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "notes.txt", "content": "new line\n"}, call_id="w1")
+    )
     model.enqueue(text("Rewrote notes.txt."))
     async with browser() as chromium:
         page = await ready_page(chromium, web.page_url)
@@ -91,9 +93,14 @@ async def test_the_page_lists_replays_continues_and_approves_an_edit_from_its_di
         assert await approval.locator(".line.add").inner_text() == "+ new line\n"
         assert (cody_env.workspace / "notes.txt").read_text() == "old line\n", "not before approval"
         await approval.locator("button[data-option=allow_once]").click()
-        await expect(page.locator("#transcript")).to_contain_text("Rewrote notes.txt.", timeout=20_000)
+        await expect(page.locator("#transcript")).to_contain_text(
+            "Rewrote notes.txt.", timeout=20_000
+        )
         assert (cody_env.workspace / "notes.txt").read_text() == "new line\n"
-        assert await page.locator("#transcript .tool[data-id=w1]").get_attribute("data-status") == "completed"
+        assert (
+            await page.locator("#transcript .tool[data-id=w1]").get_attribute("data-status")
+            == "completed"
+        )
         assert await approval.is_hidden()
         await page.screenshot(path=str(cody_env.root / "web.png"))
 
@@ -147,7 +154,9 @@ async def test_model_and_session_text_never_becomes_html(
         assert thrown == "TypeError"
 
 
-async def test_the_page_without_its_token_or_from_another_origin_gets_nothing(web: WebDaemon) -> None:
+async def test_the_page_without_its_token_or_from_another_origin_gets_nothing(
+    web: WebDaemon,
+) -> None:
     async with browser() as chromium:
         page = await chromium.new_page()
         await page.goto(web.base_url)
@@ -173,7 +182,9 @@ async def test_the_page_without_its_token_or_from_another_origin_gets_nothing(we
     assert any("refused a WebSocket (403)" in line for line in web.stderr)
 
 
-async def serve_foreign_page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, web: WebDaemon) -> None:
+async def serve_foreign_page(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, web: WebDaemon
+) -> None:
     await reader.readuntil(b"\r\n\r\n")
     body = (
         "<!doctype html><title>waiting</title><script>"

@@ -30,7 +30,9 @@ async def web(cody_env: CodyEnv) -> AsyncIterator[WebDaemon]:
     assert await daemon.stop() == 0
 
 
-async def http(web: WebDaemon, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+async def http(
+    web: WebDaemon, target: str, headers: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
     """One raw HTTP/1.1 request (the test controls every header, Host included)."""
     host, port = web.netloc.rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
@@ -60,7 +62,9 @@ def upgrade(web: WebDaemon, **extra: str) -> dict[str, str]:
     }
 
 
-async def test_a_websocket_without_the_token_is_refused_401_before_the_upgrade(web: WebDaemon) -> None:
+async def test_a_websocket_without_the_token_is_refused_401_before_the_upgrade(
+    web: WebDaemon,
+) -> None:
     status, headers, body = await http(web, "/rpc", upgrade(web))
     assert status == 401 and b"token is required" in body
     assert "upgrade" not in headers and "sec-websocket-accept" not in headers
@@ -92,13 +96,20 @@ async def test_the_right_token_in_either_form_opens_the_socket(web: WebDaemon) -
 
 
 async def test_a_page_of_another_origin_is_refused_403_even_with_the_token(web: WebDaemon) -> None:
-    for origin in ("http://evil.example", "null", f"http://{web.netloc}.evil.example", f"https://{web.netloc}"):
+    for origin in (
+        "http://evil.example",
+        "null",
+        f"http://{web.netloc}.evil.example",
+        f"https://{web.netloc}",
+    ):
         status, headers, body = await http(
             web, f"/rpc?token={web.token}", upgrade(web, Origin=origin)
         )
         assert status == 403, origin
         assert b"another origin" in body and "sec-websocket-accept" not in headers
-    own, _, _ = await http(web, f"/rpc?token={web.token}", upgrade(web, Origin=f"http://{web.netloc}"))
+    own, _, _ = await http(
+        web, f"/rpc?token={web.token}", upgrade(web, Origin=f"http://{web.netloc}")
+    )
     assert own == 101
 
 
@@ -114,7 +125,12 @@ async def test_a_dns_rebinding_host_is_refused_for_the_socket_and_the_page(web: 
 
 
 async def test_answers_carry_a_strict_csp_and_never_cors(web: WebDaemon) -> None:
-    for target, extra in (("/", {}), ("/app.js", {}), ("/nothing", {}), ("/rpc", {"Origin": "http://evil.example"})):
+    for target, extra in (
+        ("/", {}),
+        ("/app.js", {}),
+        ("/nothing", {}),
+        ("/rpc", {"Origin": "http://evil.example"}),
+    ):
         status, headers, _ = await http(
             web, target, {"Host": web.netloc, "Origin": "http://evil.example", **extra}
         )
@@ -170,7 +186,9 @@ def test_a_non_loopback_listener_needs_allow_remote(cody_env: CodyEnv) -> None:
     assert not (cody_env.cody_home / "web").exists(), "nothing set up for a refused listener"
 
 
-def test_a_listen_value_that_is_neither_a_path_nor_a_supported_url_is_refused(cody_env: CodyEnv) -> None:
+def test_a_listen_value_that_is_neither_a_path_nor_a_supported_url_is_refused(
+    cody_env: CodyEnv,
+) -> None:
     for value, says in (
         ("ws:/127.0.0.1:8765", "neither a socket path nor a supported URL"),
         ("wss://127.0.0.1:8765", "TLS is not served"),

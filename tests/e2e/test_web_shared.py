@@ -43,7 +43,9 @@ async def test_two_tabs_and_a_terminal_see_the_turn_and_only_the_prompting_tab_i
     sid = await terminal.new_session()
     model.enqueue(text("Ready."))
     await terminal.prompt(sid, "hello")
-    model.enqueue(tool_call("writeFile", {"filePath": "plan.md", "content": "final\n"}, call_id="e1"))
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "plan.md", "content": "final\n"}, call_id="e1")
+    )
     model.enqueue(text("Plan finalised."))
 
     async with browser() as chromium:
@@ -61,7 +63,9 @@ async def test_two_tabs_and_a_terminal_see_the_turn_and_only_the_prompting_tab_i
 
         await first.locator("#approval button[data-option=allow_once]").click()
         for page in (first, second):
-            await expect(page.locator("#transcript")).to_contain_text("Plan finalised.", timeout=20_000)
+            await expect(page.locator("#transcript")).to_contain_text(
+                "Plan finalised.", timeout=20_000
+            )
             await expect(page.locator("#transcript .tool[data-id=e1]")).to_have_attribute(
                 "data-status", "completed"
             )
