@@ -73,7 +73,7 @@ class _WsWriter:
 
     def close(self) -> None:
         self._task.cancel()
-        asyncio.ensure_future(self._ws.close())
+        self._closing = asyncio.ensure_future(self._ws.close())
 
 
 class WebSocketPeer:
