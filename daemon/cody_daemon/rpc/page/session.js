@@ -285,7 +285,8 @@ export class SessionView {
     refs.composer.hidden = state.readOnly;
     refs.send.disabled = this.busy || !this.sessionId;
     const selects = [];
-    if (state.modes?.availableModes?.length) {
+    const modeOption = (state.configOptions ?? []).some((option) => option.id === "mode");
+    if (state.modes?.availableModes?.length && !modeOption) {
       selects.push(this.select("mode", "Mode", state.modes.currentModeId, state.modes.availableModes.map((mode) => ({ value: mode.id, name: mode.name })), (value) => this.setMode(value)));
     }
     for (const option of state.configOptions ?? []) {
