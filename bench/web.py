@@ -28,8 +28,12 @@ _PAGE = re.compile(rb"web page on http://([^ /]+)/ ")
 @contextlib.asynccontextmanager
 async def web_daemon(env: Env) -> AsyncIterator[ClientConnection]:
     process = await asyncio.create_subprocess_exec(
-        *DAEMON, "--listen", "ws://127.0.0.1:0", env=env.env,
-        stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        *DAEMON,
+        "--listen",
+        "ws://127.0.0.1:0",
+        env=env.env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert process.stderr is not None
     while not (found := _PAGE.search(await process.stderr.readline())):
@@ -55,7 +59,11 @@ class WsClient:
 
     async def request(self, method: str, params: Any, on_note: Any = None) -> Any:
         self.ids += 1
-        await self.ws.send(orjson.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).decode())
+        await self.ws.send(
+            orjson.dumps(
+                {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+            ).decode()
+        )
         while True:
             message = orjson.loads(await self.ws.recv())
             if message.get("id") == self.ids and "method" not in message:
@@ -68,7 +76,8 @@ async def bench_web(runs: int) -> dict[str, Any]:
     import tempfile
 
     results: dict[str, dict[str, list[float]]] = {
-        "stdio": {"rate": [], "first": []}, "websocket": {"rate": [], "first": []}
+        "stdio": {"rate": [], "first": []},
+        "websocket": {"rate": [], "first": []},
     }
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(Path(tmp))
@@ -83,13 +92,16 @@ async def bench_web(runs: int) -> dict[str, Any]:
                     first: list[float] = []
                     started = time.perf_counter()
 
-                    def on_stdio(params: Any, t0: float = started, seen: list[float] = first) -> None:
+                    def on_stdio(
+                        params: Any, t0: float = started, seen: list[float] = first
+                    ) -> None:
                         if not seen and params["update"]["sessionUpdate"] == "agent_message_chunk":
                             seen.append(time.perf_counter() - t0)
 
                     process.connection.on_notification("session/update", on_stdio)
                     await process.connection.request(
-                        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream"}]}
+                        "session/prompt",
+                        {"sessionId": sid, "prompt": [{"type": "text", "text": "stream"}]},
                     )
                     elapsed = time.perf_counter() - started
                     process.connection._notification_handlers["session/update"].clear()
@@ -97,18 +109,25 @@ async def bench_web(runs: int) -> dict[str, Any]:
                         results["stdio"]["rate"].append(DELTAS / elapsed)
                         results["stdio"]["first"].append(first[0] * 1000)
                     # websocket
-                    new = await client.request("session/new", {"cwd": str(env.workspace), "mcpServers": []})
+                    new = await client.request(
+                        "session/new", {"cwd": str(env.workspace), "mcpServers": []}
+                    )
                     first_ws: list[float] = []
                     started = time.perf_counter()
 
-                    def on_ws(message: Any, t0: float = started, seen: list[float] = first_ws) -> None:
+                    def on_ws(
+                        message: Any, t0: float = started, seen: list[float] = first_ws
+                    ) -> None:
                         update = message.get("params", {}).get("update", {})
                         if not seen and update.get("sessionUpdate") == "agent_message_chunk":
                             seen.append(time.perf_counter() - t0)
 
                     await client.request(
                         "session/prompt",
-                        {"sessionId": new["sessionId"], "prompt": [{"type": "text", "text": "stream"}]},
+                        {
+                            "sessionId": new["sessionId"],
+                            "prompt": [{"type": "text", "text": "stream"}],
+                        },
                         on_ws,
                     )
                     elapsed = time.perf_counter() - started
@@ -116,6 +135,9 @@ async def bench_web(runs: int) -> dict[str, Any]:
                         results["websocket"]["rate"].append(DELTAS / elapsed)
                         results["websocket"]["first"].append(first_ws[0] * 1000)
     return {
-        transport: {"deltas_per_s": summary(values["rate"]), "first_token_ms": summary(values["first"])}
+        transport: {
+            "deltas_per_s": summary(values["rate"]),
+            "first_token_ms": summary(values["first"]),
+        }
         for transport, values in results.items()
     }
