@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|prompt|all] [--runs 9]
     uv run python bench/run.py --peers [--runs 9]   (or `peers`: against the Codex CLI, codex-acp
                                                      and Claude Code; see bench/peers.py)
 
@@ -356,6 +356,14 @@ async def bench_backends(runs: int) -> dict[str, Any]:
     return await run(runs)
 
 
+async def bench_prompt(runs: int) -> dict[str, Any]:
+    """The prompt's size per model family, and what reading AGENTS.md files on a
+    50-directory-deep cwd adds (bench/prompt.py)."""
+    from bench.prompt import bench_prompt as run
+
+    return await run(runs)
+
+
 async def bench_concurrent(runs: int) -> dict[str, Any]:
     """50 sessions streaming at once: per-delta latency from the model server to the client.
 
@@ -489,6 +497,13 @@ async def bench_warm(runs: int) -> dict[str, Any]:
     return {"exec_warm_ms": summary(warm), "exec_spawned_ms": summary(spawned)}
 
 
+async def bench_web(runs: int) -> dict[str, Any]:
+    """The same streamed turn over stdio and over the WebSocket listener (bench/web.py)."""
+    from bench.web import bench_web as run
+
+    return await run(runs)
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
@@ -499,6 +514,8 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "stall": bench_stall,
     "backends": bench_backends,
     "warm": bench_warm,
+    "prompt": bench_prompt,
+    "web": bench_web,
 }
 
 

@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable
 
 from cody_protocol.checkpoints import CheckpointInfo, RewindResult
 
-from .client import ClientSession, CodyClient
+from .client import CodyClient
 from .inert import json_document, one_line
+from .session import ClientSession
 from .terminal import Renderer
 
 __all__ = ["RewindCommands", "checkpoint_line", "run_checkpoint_command"]

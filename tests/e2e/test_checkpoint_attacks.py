@@ -224,7 +224,7 @@ async def test_a_tampered_store_or_session_file_cannot_write_into_git_cody_or_ou
         await second.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
         result = await rewind(second, sid, "cp_crafted", "files", force=True)
         error = await expect_error(rewind(second, sid, "cp_missing", "files"), -32602)
-        assert "no longer has the snapshot" in error.message
+        assert "does not have the snapshot" in error.message
     finally:
         await second.close()
     failed = {entry["path"] for entry in result["failed"]}

@@ -61,7 +61,12 @@ async def test_a_full_disk_ends_the_turn_with_a_clear_error_and_loses_nothing_el
             )
             error = await expect_error(daemon.prompt(sid, "run it"), -32603)
             assert "disk is full" in error.message and str(path) in error.message
-            assert error.data == {"kind": "storage", "reason": "disk_full", "path": str(path)}
+            assert error.data == {
+                "kind": "storage",
+                "reason": "disk_full",
+                "path": str(path),
+                "details": error.message,
+            }
             assert closed_calls(daemon, sid) == {"t1": "completed"}, "no call left in_progress"
 
             # 2. Room again: the session goes on in the same daemon.
@@ -116,17 +121,29 @@ async def test_a_full_disk_where_the_checkpoint_goes_runs_no_tool_that_could_cha
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     """A command may only run once the checkpoint before it is recorded: with no room for
-    it, the turn ends with the disk-full error and the command never ran."""
+    it, the turn ends with the disk-full error and the command never ran.
+
+    Deterministic on a page-granular tmpfs: the store needs no new object for the second
+    snapshot (the first is complete), one page is given back after filling the disk, enough
+    for the turn's small lines (prompt, call, decision), while the checkpoint line is larger
+    than two pages (it lists the 100 nested git repositories it does not cover)."""
     with small_tmpfs(cody_env.cody_home, 1024 * 1024) as home:
         cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"')
         ws = cody_env.workspace
+        for number in range(100):
+            nested = ws / f"{'nested-repository-with-a-long-name-' * 3}{number:03}" / ".git"
+            (nested / "objects").mkdir(parents=True)
+            (nested / "refs").mkdir()
+            (nested / "HEAD").write_text("ref: refs/heads/main\n")
         daemon = await Daemon.start(cody_env)
         try:
             await daemon.initialize()
             sid = await daemon.new_session()
             model.enqueue(text("first answer"))
             await daemon.prompt(sid, "first")
-            filler = fill_until_full(home, leave_free=0)
+            # The first snapshot is complete (a listing waits for it): the next writes nothing.
+            await daemon.request("_cody/session/checkpoints", {"sessionId": sid})
+            filler = fill_until_full(home, leave_free=4096)
             model.enqueue(tool_call("exec", {"command": "touch ran.txt"}, call_id="t1"))
 
             error = await expect_error(daemon.prompt(sid, "run it"), -32603)

@@ -19,7 +19,7 @@ Observed with the pinned CLIs (see tests/e2e/test_backends.py, the hostile-repos
   `.gitattributes`) would run that program on any prompt. `codex_git_refusal` names such a
   setting (policy/git_repo.py `guarded_status_hazard`), and the turn is refused before the CLI
   is started, saying how to proceed. Claude Code's own `git status` / `git log` at each turn
-  are switched off instead (`CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS`, backends/environment.py).
+  are switched off instead (`CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS`, backends/env.py).
 
 "Trusted" means listed in the user's Cody `trusted_projects`; then nothing is overridden or
 refused.
@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular_text
 from ..errors import ProviderError
 from ..policy.git_repo import guarded_status_hazard
 
@@ -56,7 +57,7 @@ def codex_project_overrides(cwd: Path, codex_home: Path) -> list[str]:
     names: list[str] = []
     for path in _project_configs(cwd, codex_home):
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular_text(path, CONFIG_FILE_LIMIT))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         servers = data.get("mcp_servers")

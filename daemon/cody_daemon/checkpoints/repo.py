@@ -172,8 +172,17 @@ class ShadowRepo:
         """Hold the repository (this daemon's lock, then the file lock between daemons)."""
         async with self._lock:
             await self._ensure()
-            fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Never a FIFO or device planted there (no hang, no effect), nor a link out.
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
             try:
+                fd = os.open(self.root / "lock", flags, 0o600)
+            except OSError as exc:
+                raise CheckpointError(
+                    f"Cannot lock the checkpoint store: {exc.strerror}."
+                ) from None
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise CheckpointError("The checkpoint store's lock is not a regular file.")
                 while True:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -381,8 +390,13 @@ class ShadowRepo:
         `locked()`: no snapshot is making objects meanwhile)."""
         if not _REF_NAME.fullmatch(ref):
             return
-        await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
+        await self.drop_ref(ref)
         await self.git.run("prune", "--expire=now")
+
+    async def drop_ref(self, ref: str) -> None:
+        """Drop `refs/cody/<ref>` only (the caller holds `locked()`)."""
+        if _REF_NAME.fullmatch(ref):
+            await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
 
 
 def _stat_key(path: Path) -> tuple[int, ...] | None:

@@ -4,7 +4,8 @@ The key is a hash of the workspace's resolved real path, so two sessions in one 
 share a repository (and its incremental index) and a workspace reached through a symlink
 is the same workspace. The directory is hidden from sandboxed commands
 (policy/sandbox.py: `hidden_dirs`), and is inside Cody's data directory, which the sandbox
-never lets a command write.
+never lets a command write. Files the store reads itself are opened as regular files only
+(core/safe_read.py): a FIFO planted there neither hangs nor blocks the daemon.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..core.safe_read import read_regular_text
 from .git import CheckpointError, find_git
 from .repo import ShadowRepo
 
 __all__ = ["CheckpointStore"]
+
+_WORKSPACE_LIMIT = 64 * 1024
+"""A repository's `workspace` file holds one path; anything larger is not one of ours."""
 
 
 class CheckpointStore:
@@ -46,7 +51,7 @@ class CheckpointStore:
             return found
         for entry in entries:
             try:
-                workspace = (entry / "workspace").read_text(encoding="utf-8").strip()
+                workspace = read_regular_text(entry / "workspace", _WORKSPACE_LIMIT).strip()
             except (OSError, UnicodeDecodeError):
                 continue
             repo = self.repo_for(Path(workspace))

@@ -33,6 +33,7 @@ from cody_protocol.prompt import TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..backends.base import (
+    DENIED,
     AgentBackend,
     Answer,
     ApprovalAsk,
@@ -65,7 +66,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
 from .settings import BACKEND_DEFAULT_MODEL
 from .streamed import StreamedItem
@@ -121,7 +122,11 @@ class BackendTurnRunner:
         self._window = DEFAULT_WINDOW
 
     def backend_settings(self) -> BackendSettings:
-        return backend_settings_of(self.session, protected=self.guard.protected)
+        return backend_settings_of(
+            self.session,
+            protected=self.guard.protected,
+            hidden_files=self.guard.secrets.sources.login_files,
+        )
 
     async def run(self, prompt_text: str) -> TurnOutcome:
         session = self.session
@@ -433,16 +438,26 @@ class BackendTurnRunner:
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.link.request_approval(session.id, request),
                 timeout=settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        answer: ApprovalAnswer = reply.answer
         if answer == "invalid":
             answer, reason = "reject_once", "invalid answer"
+        elif reply.updated_input is not None:
+            # The agent CLI runs its own call: an edited one cannot be put in its place, and
+            # running the original instead of what the user approved would be wrong.
+            answer, reason = "reject_once", "edited input (not supported by agent CLIs)"
+            self._record(ask, tool, answer, reason)
+            session.grants.turn_rejected.add(ask.grant_key)
+            return Answer(
+                "reject_once",
+                f"{DENIED}: the user edited this call's input, which this agent cannot run",
+            )
         self._record(ask, tool, answer, reason)
         if answer == "cancelled":
             raise _Cancelled()
@@ -455,6 +470,8 @@ class BackendTurnRunner:
             grants.turn_rejected.add(ask.grant_key)
         if answer in ("allow_once", "allow_session"):
             self._running(ask.call_id)
+        elif reply.message:
+            return Answer(answer, f"{DENIED}: {reply.message}")
         return Answer(answer)
 
     def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:
@@ -479,8 +496,11 @@ class BackendTurnRunner:
         self.link.emit(self.session.id, event)
 
 
-def backend_settings_of(session: Session, *, protected: tuple[Path, ...] = ()) -> BackendSettings:
-    """The session's settings as a backend takes them (`protected`: Cody's own directories)."""
+def backend_settings_of(
+    session: Session, *, protected: tuple[Path, ...] = (), hidden_files: tuple[Path, ...] = ()
+) -> BackendSettings:
+    """The session's settings as a backend takes them (`protected`: Cody's own directories;
+    `hidden_files`: the login files)."""
     from ..policy.allowlist import allowed_tools
 
     settings = session.settings
@@ -492,4 +512,5 @@ def backend_settings_of(session: Session, *, protected: tuple[Path, ...] = ()) -
         allowed_tools=allowed_tools(settings.allowed_tools, settings.phase),
         project_trusted=settings.project_trusted,
         protected=protected,
+        hidden_files=hidden_files,
     )

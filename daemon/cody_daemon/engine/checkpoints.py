@@ -191,6 +191,19 @@ class Checkpoints:
         self._background.add(("", task))
         task.add_done_callback(lambda done: self._background.discard(("", done)))
 
+    async def drop_ref(self, session: Session) -> None:
+        """Drop the session's ref now (at shutdown, for an ephemeral session: a git or two,
+        no prune); its objects go at the repository's next prune."""
+        if self.store is None:
+            return
+        repo = self.store.repo_for(session.cwd)
+        try:
+            async with asyncio.timeout(5):
+                async with repo.locked():
+                    await repo.drop_ref(session.id)
+        except (CheckpointError, TimeoutError) as exc:
+            logger.info("could not drop the checkpoints of %s: %s", session.id, exc)
+
     def keep(self, session: Session, task: asyncio.Task[Any]) -> None:
         """Let a snapshot no turn waits for finish in the background."""
         self._background.add((session.id, task))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checkpoints.store import CheckpointStore
@@ -11,6 +11,7 @@ from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.registry import ToolRegistry
+from .scan_pool import ScanPool
 
 __all__ = ["EngineDeps"]
 
@@ -25,5 +26,7 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    scans: ScanPool = field(default_factory=ScanPool)
+    """Threads for reading session files (history, session/list): engine/scan_pool.py."""
     checkpoints: CheckpointStore | None = None
     """The workspaces' shadow repositories (None: checkpoints are off)."""

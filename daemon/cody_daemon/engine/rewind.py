@@ -38,6 +38,7 @@ from ..store.checkpoint_log import CheckpointEntry, last_message_id
 from .checkpoints import Checkpoints, checkpoint_not_found, not_covered_wire, now_iso, record
 from .compaction import item_key
 from .session import Session
+from .workdir import require_workdir
 
 __all__ = ["RestoreWhat", "RewindOutcome", "forget_stale_compaction", "rewind"]
 
@@ -69,6 +70,7 @@ async def rewind(
     target = session.checkpoints.get(checkpoint_id)
     if target is None:
         raise checkpoint_not_found(session, checkpoint_id)
+    require_workdir(session.id, session.cwd)  # its files, and the snapshot of what is left
     files = restore in ("files", "both")
     conversation = restore in ("conversation", "both")
     _check(service, session, target, files=files, conversation=conversation)
@@ -133,9 +135,10 @@ async def _rewind(
         present = await repo.existing(_commits(session, target))
         if target.before not in present:
             raise InvalidParams(
-                f"The checkpoint store no longer has the snapshot of checkpoint "
-                f"{target.checkpoint_id} (it was deleted, or the session file names one it "
-                "never had); nothing was changed.",
+                f"The checkpoint store of {session.cwd} does not have the snapshot of "
+                f"checkpoint {target.checkpoint_id} (it was taken in another directory before "
+                "the session moved, it was deleted, or the session file names one it never "
+                "had); nothing was changed.",
                 [Issue(key="checkpointId", message="snapshot missing", value=target.checkpoint_id)],
             )
         foreign = await repo.changed_paths(_gaps(session, target, now, present))

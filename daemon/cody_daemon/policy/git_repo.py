@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ..core.safe_read import FileTooLarge, read_regular
+
 __all__ = ["guarded_status_hazard", "is_inert_for_git"]
 
 _MAX_CONFIG_BYTES: Final = 64 * 1024
@@ -133,11 +135,11 @@ def _resolve_dot_git(dot_git: Path) -> Path:
 
 
 def _read_small(path: Path, limit: int) -> bytes:
-    with path.open("rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path} is larger than {limit} bytes")
-    return data
+    """A regular file's bytes (a FIFO or a device is an OSError, never a hang)."""
+    try:
+        return read_regular(path, limit)
+    except FileTooLarge:
+        raise ValueError(f"{path} is larger than {limit} bytes") from None
 
 
 # --- one repository ----------------------------------------------------------------------------

@@ -4,12 +4,12 @@ results dumped. Models and engine modules load on the first such request."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
-from pygls.server import JsonRPCServer
 
-from .handlers import _guard, parse
+from .handlers import parse
 
 if TYPE_CHECKING:
     from cody_protocol.checkpoints import CheckpointInfo
@@ -17,16 +17,12 @@ if TYPE_CHECKING:
     from ..app import DaemonApp
     from ..engine.checkpoints import CheckpointEntry
 
-__all__ = ["CHECKPOINT_METHODS", "register_checkpoint_handlers"]
-
-CHECKPOINT_METHODS = (
-    methods.CODY_SESSION_CHECKPOINTS,
-    methods.CODY_SESSION_CHECKPOINT_DIFF,
-    methods.CODY_SESSION_REWIND,
-)
+__all__ = ["checkpoint_handlers"]
 
 
-def register_checkpoint_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
+def checkpoint_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    """The checkpoint methods' handlers (registered by rpc/handlers.py)."""
+
     async def checkpoints(params: Any) -> Any:
         from cody_protocol.checkpoints import CheckpointsParams, CheckpointsResult
 
@@ -77,13 +73,11 @@ def register_checkpoint_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             redo_checkpoint_id=outcome.redo_checkpoint_id,
         )
 
-    table = {
+    return {
         methods.CODY_SESSION_CHECKPOINTS: checkpoints,
         methods.CODY_SESSION_CHECKPOINT_DIFF: checkpoint_diff,
         methods.CODY_SESSION_REWIND: rewind,
     }
-    for name, fn in table.items():
-        server.feature(name)(_guard(name, fn))
 
 
 def _info(entry: CheckpointEntry, present: set[int]) -> CheckpointInfo:

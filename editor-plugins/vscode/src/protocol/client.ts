@@ -180,10 +180,10 @@ export class CodyClient {
     connection.onNotification(Method.sessionUpdate, (params: SessionNotification) => {
       box.client?.sessionUpdateEmitter.fire(params);
     });
-    connection.onNotification(Method.mcpStatus, (params: McpStatusNotification) => {
+    connection.onNotification(Method.codyMcpStatus, (params: McpStatusNotification) => {
       box.client?.mcpStatusEmitter.fire(params);
     });
-    connection.onRequest(Method.requestPermission, (params: RequestPermissionParams, token: CancellationToken) =>
+    connection.onRequest(Method.sessionRequestPermission, (params: RequestPermissionParams, token: CancellationToken) =>
       box.client ? box.client.answerApproval(params, token) : Promise.resolve(noHandlerError()),
     );
     connection.onClose(() => {
@@ -277,7 +277,7 @@ export class CodyClient {
   }
 
   listModels(): Promise<ModelsListResult> {
-    return this.request<ModelsListResult>(Method.modelsList, {});
+    return this.request<ModelsListResult>(Method.codyModelsList, {});
   }
 
   // ------------------------------------------------------------ checkpoints
@@ -285,12 +285,12 @@ export class CodyClient {
   /** The session's checkpoints, newest first, each with the files its turn changed. */
   async checkpoints(sessionId: string): Promise<CheckpointInfo[]> {
     const params: CheckpointsParams = { sessionId };
-    return (await this.request<CheckpointsResult>(Method.checkpoints, params)).checkpoints;
+    return (await this.request<CheckpointsResult>(Method.codySessionCheckpoints, params)).checkpoints;
   }
 
   /** Files, conversation or both back to before a checkpoint; conflicts are left unless `force`. */
   rewind(params: RewindParams): Promise<RewindResult> {
-    return this.request<RewindResult>(Method.rewind, params);
+    return this.request<RewindResult>(Method.codySessionRewind, params);
   }
 
   // ------------------------------------------------------------ turns
