@@ -19,7 +19,8 @@ repository's git therefore runs with:
 
 The workspace's `.git` is never read: git skips every entry named `.git` when it walks a
 work tree. Every command is a subprocess awaited on the event loop; one that is cancelled or
-outlives its time limit gets SIGTERM (git then removes its lock files), then SIGKILL.
+outlives its time limit gets SIGTERM (git then removes its lock files), then SIGKILL. Work
+nobody waits for yet runs niced (`background`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ __all__ = [
 GIT_TIMEOUT_S: Final = 300.0
 """A snapshot of a very large tree may take minutes the first time; nothing takes longer."""
 _STOP_GRACE_S: Final = 2.0
+BACKGROUND_NICE: Final = 10
+"""The niceness of a git nobody waits for yet (the warm-up of a workspace: repo.py)."""
 
 SAFE_CONFIG: Final = (
     "core.hooksPath=/dev/null",
@@ -127,10 +130,15 @@ class Git:
         return git_environment(self.git_dir, self.work_tree, self.index, self.home)
 
     async def run(
-        self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,)
+        self,
+        *args: str,
+        input: bytes | None = None,
+        ok: tuple[int, ...] = (0,),
+        background: bool = False,
     ) -> bytes:
         """Run `git args` and return its stdout; CheckpointError when it exits with a code
-        not in `ok`, cannot start, or takes longer than GIT_TIMEOUT_S."""
+        not in `ok`, cannot start, or takes longer than GIT_TIMEOUT_S. `background`: at
+        BACKGROUND_NICE (work nobody waits for yet)."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *self.argv(args),
@@ -143,6 +151,11 @@ class Git:
             )
         except OSError as exc:
             raise CheckpointError(f"Cannot run git for a checkpoint: {exc.strerror}.") from None
+        if background:
+            # From the parent, not a preexec_fn (unsafe with the daemon's threads); a child
+            # may always be made nicer. Its first instants run at our priority.
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, process.pid, BACKGROUND_NICE)
         try:
             out, err = await asyncio.wait_for(process.communicate(input), GIT_TIMEOUT_S)
         except TimeoutError:

@@ -10,6 +10,11 @@ sockets, devices) and unreadable files; ignored files are left out silently (the
 thousands: `node_modules/`), and so is every `.cody` (Cody's project configuration) and
 every `.git` (git never walks into one).
 
+The first snapshot of a workspace hashes every file (seconds for a large tree): `warm()` does
+that work ahead, niced and in batches, when a session goes live (engine/checkpoints.py); the
+turn's snapshot is then incremental on top of it, and still a snapshot of the tree as it is
+when taken (the index's stat data decide what is read again, whoever staged it).
+
 Invariants:
 - one snapshot or restore at a time per repository: an asyncio lock in this daemon and an
   `flock` between daemons sharing the data directory;
@@ -32,12 +37,13 @@ import stat
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from .changes import Change, parse_raw
 from .git import CheckpointError, Git, git_environment
+from .listing import MAX_FILE_BYTES, Listing, NotCovered, classify
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -47,11 +53,12 @@ __all__ = [
     "is_object_id",
 ]
 
-MAX_FILE_BYTES: Final = 5 * 1024 * 1024
-"""Larger files are not covered (a checkpoint is a safety net for source, not a backup)."""
 MAX_NEW_FILES: Final = 200_000
 """More files than this to add at once (a session in a home directory): no checkpoints for
 that workspace in this daemon, rather than minutes of hashing before the first edit."""
+WARM_BATCH_FILES: Final = 2000
+WARM_BATCH_BYTES: Final = 32 * 1024 * 1024
+"""A warm-up batch: the most a snapshot asked for during a warm-up waits for."""
 _STALE_LOCK_S: Final = 60.0
 _LOCK_POLL_S: Final = 0.05
 _MARKER: Final = "cody-checkpoints"
@@ -84,23 +91,9 @@ def is_object_id(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class NotCovered:
-    path: str
-    why: str
-
-
-@dataclass(frozen=True, slots=True)
 class Snapshot:
     commit: str
     not_covered: tuple[NotCovered, ...] = ()
-
-
-@dataclass
-class _Listing:
-    add: list[bytes] = field(default_factory=list)
-    drop: list[bytes] = field(default_factory=list)
-    not_covered: list[NotCovered] = field(default_factory=list)
-    ignore_rules_changed: bool = False
 
 
 class ShadowRepo:
@@ -125,6 +118,10 @@ class ShadowRepo:
         reuses the parent: no commit, no ref update)."""
 
     # -- setup and locking ------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether the store of this workspace has been made (by any daemon)."""
+        return (self.root / _MARKER).is_file()
 
     async def _ensure(self) -> None:
         if (self.root / _MARKER).is_file():
@@ -209,46 +206,86 @@ class ShadowRepo:
         becomes `refs/cody/<ref>` (its parent: `parent`, when this repository has it)."""
         if not _REF_NAME.fullmatch(ref):
             raise CheckpointError(f"not a checkpoint ref name: {ref!r}")
-        git = self.git
+        listing = await self._pending()
+        tree = await self._stage(listing)
+        not_covered = tuple(listing.not_covered)
+        if parent is not None and self._trees.get(parent) == tree:
+            return Snapshot(commit=parent, not_covered=not_covered)  # nothing changed since
+        commit = await self._commit(tree, message, parent)
+        await self.git.run("update-ref", f"refs/cody/{ref}", commit)
+        self._trees[commit] = tree
+        return Snapshot(commit=commit, not_covered=not_covered)
+
+    async def warm(self) -> None:
+        """Stage the work tree into the index ahead of the first snapshot, niced and in
+        batches of at most WARM_BATCH_FILES files or WARM_BATCH_BYTES bytes: what a snapshot
+        would hash, done before a turn waits for it. Makes no commit and no ref (a prune
+        keeps the staged objects: the index holds them). Takes `locked()` itself, one batch
+        at a time, so a snapshot asked for meanwhile waits for one batch at most and stages
+        the rest itself, at normal priority; the warm-up then finds nothing left."""
+        while True:
+            async with self.locked():
+                listing = await self._pending(background=True)
+                count = _batch_size(listing.add_bytes)
+                if count == len(listing.add):
+                    await self._stage(listing, background=True)
+                    return
+                await self._update(listing.drop, listing.add[:count], background=True)
+
+    async def _pending(self, *, background: bool = False) -> Listing:
+        """What changed in the work tree since the index was last written."""
         if self._too_large is not None:
             raise CheckpointError(self._too_large)
-        listed = await git.run("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
+        git = self.git
+        listed = await git.run(
+            "ls-files", "-z", "-m", "-d", "-o", "--exclude-standard", background=background
+        )
         if listed.count(b"\0") > MAX_NEW_FILES:
             self._too_large = (
                 f"the workspace has more than {MAX_NEW_FILES:,} files that .gitignore does not "
                 "exclude: no checkpoints for it (add a .gitignore, or set checkpoints = false)"
             )
             raise CheckpointError(self._too_large)
-        listing = await asyncio.to_thread(self._classify, listed)
+        listing = await asyncio.to_thread(classify, self.work_tree, listed)
         if listing.ignore_rules_changed:
             # Files tracked here that a new `.gitignore` rule now excludes: dropped.
-            ignored = await git.run("ls-files", "-z", "-c", "-i", "--exclude-standard")
+            ignored = await git.run(
+                "ls-files", "-z", "-c", "-i", "--exclude-standard", background=background
+            )
             listing.drop.extend(path for path in ignored.split(b"\0") if path)
+        return listing
+
+    async def _stage(self, listing: Listing, *, background: bool = False) -> str:
+        """Bring the index up to `listing` and return its tree."""
         tree = self._unchanged_tree() if not listing.add and not listing.drop else None
         if tree is None:
-            if listing.drop:
-                await git.run(
-                    "update-index", "-z", "--force-remove", "--stdin", input=_nul(listing.drop)
-                )
-            if listing.add:
-                await git.run(
-                    "update-index",
-                    "-z",
-                    "--add",
-                    "--remove",
-                    "--replace",
-                    "--stdin",
-                    input=_nul(listing.add),
-                )
-            tree = (await git.run("write-tree")).decode().strip()
+            await self._update(listing.drop, listing.add, background=background)
+            tree = (await self.git.run("write-tree", background=background)).decode().strip()
             self._written = (tree, _stat_key(self.git.index))
-        not_covered = tuple(listing.not_covered)
-        if parent is not None and self._trees.get(parent) == tree:
-            return Snapshot(commit=parent, not_covered=not_covered)  # nothing changed since
-        commit = await self._commit(tree, message, parent)
-        await git.run("update-ref", f"refs/cody/{ref}", commit)
-        self._trees[commit] = tree
-        return Snapshot(commit=commit, not_covered=not_covered)
+        return tree
+
+    async def _update(self, drop: list[bytes], add: list[bytes], *, background: bool) -> None:
+        git = self.git
+        if drop:
+            await git.run(
+                "update-index",
+                "-z",
+                "--force-remove",
+                "--stdin",
+                input=_nul(drop),
+                background=background,
+            )
+        if add:
+            await git.run(
+                "update-index",
+                "-z",
+                "--add",
+                "--remove",
+                "--replace",
+                "--stdin",
+                input=_nul(add),
+                background=background,
+            )
 
     def _unchanged_tree(self) -> str | None:
         """The tree of the index as this daemon last wrote it, while no one changed the
@@ -269,70 +306,6 @@ class ShadowRepo:
             except CheckpointError:
                 pass  # the parent is gone (a store made again): a commit without one
         return (await self.git.run("commit-tree", tree, "-m", message)).decode().strip()
-
-    def _classify(self, listed: bytes) -> _Listing:
-        """What to add, drop or report for each path git listed (runs in a thread)."""
-        listing = _Listing()
-        seen: set[bytes] = set()
-        links: dict[bytes, bool] = {}
-        root = os.fsencode(self.work_tree)
-        for raw in listed.split(b"\0"):
-            if not raw or raw in seen:
-                continue
-            seen.add(raw)
-            name = os.fsdecode(raw)
-            if raw.endswith(b"/"):
-                listing.not_covered.append(NotCovered(name.rstrip("/"), "nested git repository"))
-                continue
-            if raw.rsplit(b"/", 1)[-1] == b".gitignore":
-                listing.ignore_rules_changed = True
-            if self._beyond_link(root, raw, links):
-                listing.drop.append(raw)  # its directory is a symlink now: gone from the tree
-                continue
-            try:
-                info = os.lstat(os.path.join(root, raw))
-            except FileNotFoundError:
-                listing.add.append(raw)  # deleted: `--remove` drops it
-                continue
-            except OSError:
-                listing.drop.append(raw)
-                listing.not_covered.append(NotCovered(name, "unreadable"))
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                listing.add.append(raw)
-            elif stat.S_ISDIR(info.st_mode):
-                listing.drop.append(raw)  # was a file, now a directory: its files are listed
-            elif not stat.S_ISREG(info.st_mode):
-                listing.drop.append(raw)
-                listing.not_covered.append(NotCovered(name, "not a regular file"))
-            elif info.st_size > MAX_FILE_BYTES:
-                listing.drop.append(raw)
-                listing.not_covered.append(
-                    NotCovered(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-                )
-            elif not os.access(os.path.join(root, raw), os.R_OK):
-                listing.drop.append(raw)
-                listing.not_covered.append(NotCovered(name, "unreadable"))
-            else:
-                listing.add.append(raw)
-        return listing
-
-    @staticmethod
-    def _beyond_link(root: bytes, raw: bytes, links: dict[bytes, bool]) -> bool:
-        """Whether a directory on the way to `raw` is not a directory (a symlink now)."""
-        parts = raw.split(b"/")[:-1]
-        for depth in range(1, len(parts) + 1):
-            directory = b"/".join(parts[:depth])
-            known = links.get(directory)
-            if known is None:
-                try:
-                    known = not stat.S_ISDIR(os.lstat(os.path.join(root, directory)).st_mode)
-                except OSError:
-                    known = False  # missing: the path is simply deleted
-                links[directory] = known
-            if known:
-                return True
-        return False
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -397,6 +370,16 @@ class ShadowRepo:
         """Drop `refs/cody/<ref>` only (the caller holds `locked()`)."""
         if _REF_NAME.fullmatch(ref):
             await self.git.run("update-ref", "-d", f"refs/cody/{ref}", ok=(0, 1))
+
+
+def _batch_size(sizes: list[int]) -> int:
+    """How many of the paths (of these sizes) make one warm-up batch (at least one)."""
+    total = 0
+    for count, size in enumerate(sizes):
+        total += size
+        if count >= WARM_BATCH_FILES or (count and total > WARM_BATCH_BYTES):
+            return count
+    return len(sizes)
 
 
 def _stat_key(path: Path) -> tuple[int, ...] | None:

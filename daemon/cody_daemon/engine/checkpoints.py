@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..checkpoints.git import CheckpointError
-from ..checkpoints.repo import NotCovered, Snapshot
+from ..checkpoints.repo import NotCovered, ShadowRepo, Snapshot
 from ..checkpoints.store import CheckpointStore
 from ..core.history import MessageItem
 from ..errors import InvalidParams, Issue, SessionBusy, StorageError
@@ -95,11 +95,41 @@ class Checkpoints:
         self.protected = protected
         """Cody's own directories: never restored into."""
         self._background: set[tuple[str, asyncio.Task[Any]]] = set()
+        self._warming: dict[Path, asyncio.Task[None]] = {}
+        """The running (or last) warm-up of each repository, by its root."""
 
     def hidden_dirs(self) -> tuple[Path, ...]:
         """What a sandboxed command must not see: the store (it holds every workspace's
         snapshots)."""
         return (self.store.root,) if self.store is not None else ()
+
+    def warm(self, session: Session, *, new: bool) -> None:
+        """Start staging the session's workspace in the background (ShadowRepo.warm: niced,
+        batched, no commit), so that its first turn's snapshot is incremental. For a new
+        session, and for an opened one whose workspace already has a store (a refresh: one
+        `git ls-files` when nothing changed); an old session opened to be read does not make
+        a store. One warm-up per workspace at a time; never raises."""
+        if self.store is None or not session.settings.checkpoints:
+            return
+        try:
+            repo = self.store.repo_for(session.cwd)
+        except CheckpointError:
+            return  # no git: the turn's checkpoint says so
+        if (not new and not repo.exists()) or not session.cwd.is_dir():
+            return
+        running = self._warming.get(repo.root)
+        if running is not None and not running.done():
+            return
+        task = asyncio.get_running_loop().create_task(self._warm(repo))
+        self._warming[repo.root] = task
+
+    async def _warm(self, repo: ShadowRepo) -> None:
+        try:
+            await repo.warm()
+        except CheckpointError as exc:
+            logger.info("no warm-up of the checkpoint store of %s: %s", repo.work_tree, exc.message)
+        except Exception:
+            logger.exception("the warm-up of the checkpoint store of %s failed", repo.work_tree)
 
     def for_turn(self, session: Session, prompt: str) -> TurnCheckpoint:
         return TurnCheckpoint(self, session, prompt)
@@ -217,6 +247,7 @@ class Checkpoints:
 
     async def aclose(self) -> None:
         tasks = [task for _, task in self._background]
+        tasks += [task for task in self._warming.values() if not task.done()]
         for task in tasks:
             task.cancel()
         if tasks:

@@ -105,7 +105,9 @@ class SessionManager:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
             raise
-        return self._go_live(session, catalog, mcp_servers)
+        live = self._go_live(session, catalog, mcp_servers)
+        self.checkpoints.warm(live, new=True)  # the first turn's snapshot, ahead
+        return live
 
     async def _read_project_docs(self, session: Session) -> None:
         """Read and record the project instructions of a native session (an agent CLI reads
@@ -204,7 +206,9 @@ class SessionManager:
         except BaseException:
             session.file.close()
             raise
-        return self._go_live(session, catalog, mcp_servers)
+        live = self._go_live(session, catalog, mcp_servers)
+        self.checkpoints.warm(live, new=False)
+        return live
 
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
