@@ -1,6 +1,6 @@
 """Benchmark of checkpoints on a 20,000-file, 200 MB workspace.
 
-    uv run python bench/checkpoints.py [--files 20000] [--mb 200] [--runs 9]
+    uv run python bench/checkpoints.py [--files 20000] [--mb 200] [--runs 9] [--parts ...]
 
 Builds a workspace of `files` files (200 directories of 100, about `mb` MB in all: source-like
 text, every file different), then measures, median of `runs` (min-max):
@@ -9,9 +9,17 @@ text, every file different), then measures, median of `runs` (min-max):
   nothing costs; it runs concurrently with the model call anyway);
 - `incremental, 12 files changed`: 10 modified, 1 added, 1 deleted since the last snapshot;
 - disk use of the store after the first snapshot and per incremental snapshot of 12 files;
+- the warm-up (`ShadowRepo.warm`: the first snapshot's hashing done ahead, niced, in
+  batches) into a new store, and a snapshot right after it;
 - through the real daemon (`python -m cody_daemon`, a canned model server): a turn running one
   `echo` (so a checkpoint before and after it) and a turn answering text only, in this
-  workspace, with checkpoints on and with `checkpoints = false`.
+  workspace, with checkpoints on and with `checkpoints = false`;
+- through the real daemon, the first turn in a workspace that has no store yet (a new data
+  dir per run): sent at once after `session/new` (the warm-up has barely begun: the turn
+  waits for its batch, then stages the rest itself), 5 s after it (a user typing), and once
+  the warm-up is done (polled every 0.5 s with git's own `ls-files`); and how long the
+  warm-up takes in the daemon.
+The load average is recorded before and after each part.
 Snapshots are timed through the package's own API (checkpoints/repo.py, the code a turn runs).
 Results: bench/results/checkpoints.json; the table is in bench/README.md.
 """
@@ -158,6 +166,91 @@ async def bench_snapshots(ws: Path, store_root: Path, runs: int) -> dict[str, An
     }
 
 
+async def bench_warm_up(ws: Path, store_root: Path, runs: int) -> dict[str, Any]:
+    git = find_git(os.environ)
+    assert git, "git is needed"
+    warm, after = [], []
+    for run in range(runs):
+        repo = ShadowRepo(git, store_root / f"warm{run}", ws)
+        started = time.perf_counter()
+        await repo.warm()
+        warm.append((time.perf_counter() - started) * 1000)
+        elapsed, _ = await timed_snapshot(repo, None)
+        after.append(elapsed)
+        shutil.rmtree(repo.root)
+    return {"warm_up_ms": summary(warm), "snapshot_after_warm_up_ms": summary(after)}
+
+
+def left_to_stage(store_root: Path, tree: Path) -> int | None:
+    """Files a snapshot would still stage in the daemon's store (None: no store yet)."""
+    stores = [path for path in store_root.glob("*") if (path / "cody-checkpoints").is_file()]
+    if not stores or not (stores[0] / "index").is_file():
+        return None
+    env = {
+        "PATH": os.environ["PATH"],
+        "GIT_DIR": str(stores[0]),
+        "GIT_WORK_TREE": str(tree),
+        "GIT_INDEX_FILE": str(stores[0] / "index"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "-m", "-d", "-o", "--exclude-standard"],
+        env=env,
+        cwd=stores[0],
+        capture_output=True,
+        check=True,
+    ).stdout
+    return out.count(b"\0")
+
+
+async def staged(store_root: Path, tree: Path) -> None:
+    """Until the daemon's warm-up staged the whole tree (polled every 0.5 s, 10 min at most)."""
+    for _ in range(1200):
+        if left_to_stage(store_root, tree) == 0:
+            return
+        await asyncio.sleep(0.5)
+    raise RuntimeError("the warm-up did not finish")
+
+
+async def bench_first_turn(tree: Path, runs: int) -> dict[str, Any]:
+    """The first turn in a workspace without a store, by how long after `session/new` it
+    is sent: at once, after 5 s, after the warm-up is done."""
+    results: dict[str, Any] = {}
+    waits: dict[str, list[float]] = {"at_once": [], "after_5s": [], "after_warm_up": []}
+    warm_up: list[float] = []
+    for run in range(runs):
+        for when, times in waits.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                env = Env(Path(tmp))
+                env.workspace.rmdir()
+                os.symlink(tree, env.workspace)
+                store_root = env.root / "cody" / "checkpoints"
+                async with sse_server("tool-turn") as port:
+                    env.use_server(port)
+                    async with daemon(env) as process:
+                        opened = time.perf_counter()
+                        sid = await new_session(process, env)
+                        if when == "after_5s":
+                            await asyncio.sleep(5)
+                        elif when == "after_warm_up":
+                            await staged(store_root, tree)
+                            warm_up.append((time.perf_counter() - opened) * 1000)
+                        started = time.perf_counter()
+                        result = await prompt(process, sid, "go")
+                        times.append((time.perf_counter() - started) * 1000)
+                        assert result["stopReason"] == "end_turn", result
+        print(f"first turn, run {run + 1}/{runs} done", file=sys.stderr, flush=True)
+    for when, values in waits.items():
+        results[f"first_echo_turn_ms[{when}]"] = summary(values)
+    results["warm_up_in_daemon_ms"] = summary(warm_up)
+    return results
+
+
+def load() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
 async def bench_turns(tree: Path, runs: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for scenario, label in (("tool-turn", "echo_turn_ms"), ("short", "text_turn_ms")):
@@ -191,6 +284,11 @@ async def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument(
+        "--parts",
+        default="snapshots,warm-up,turns,first-turn",
+        help="which parts to run (comma-separated)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "checkpoints.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cody-bench-checkpoints-") as tmp:
@@ -199,8 +297,20 @@ async def main() -> None:
         ws.mkdir()
         written = make_tree(ws, args.files, args.mb)
         result: dict[str, Any] = {"tree": {"files": args.files, "bytes": written}}
-        result |= await bench_snapshots(ws, root / "stores", args.runs)
-        result |= await bench_turns(ws, args.runs)
+        parts = args.parts.split(",")
+        loads: dict[str, list[list[float]]] = {}
+        benches = {
+            "snapshots": lambda: bench_snapshots(ws, root / "stores", args.runs),
+            "warm-up": lambda: bench_warm_up(ws, root / "stores", args.runs),
+            "turns": lambda: bench_turns(ws, args.runs),
+            "first-turn": lambda: bench_first_turn(ws, args.runs),
+        }
+        for name, bench in benches.items():
+            if name in parts:
+                before = load()
+                result |= await bench()
+                loads[name] = [before, load()]
+        result["load_average_before_after"] = loads
     report = {"machine": machine(), "runs": args.runs, "results": {"checkpoints": result}}
     print(json.dumps(report, indent=1), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
