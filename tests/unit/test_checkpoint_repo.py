@@ -107,11 +107,12 @@ def test_a_warm_up_makes_no_commit_and_the_next_snapshot_is_the_tree_as_it_is_th
     }
 
 
-def test_a_snapshot_asked_for_during_a_warm_up_waits_one_batch_and_is_complete(
+def test_a_snapshot_asked_for_during_a_warm_up_stops_its_batch_and_stages_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The snapshot takes the repository after the warm-up's current batch, stages the rest
-    itself and holds the whole tree; the warm-up then finds nothing left to stage."""
+    """The snapshot does not wait for niced work: the warm-up's running batch is stopped,
+    the snapshot stages what the finished batches did not and holds the whole tree; the
+    warm-up then finds nothing left to stage."""
     monkeypatch.setattr(repo_module, "WARM_BATCH_FILES", 3)
     repo = make_repo(tmp_path, 20)
     staged: list[tuple[str, int]] = []
@@ -122,25 +123,23 @@ def test_a_snapshot_asked_for_during_a_warm_up_waits_one_batch_and_is_complete(
 
         async def recording(drop: list[bytes], add: list[bytes], *, background: bool) -> None:
             staged.append(("warm-up" if background else "snapshot", len(add)))
-            if len(staged) == 1:
-                await asked.wait()  # the first batch ends once the snapshot is asked for
+            if len(staged) == 2:
+                await asked.wait()  # the second batch is running when the snapshot is asked
             await update(drop, add, background=background)
 
         monkeypatch.setattr(repo, "_update", recording)
         warm = asyncio.create_task(repo.warm())
-        while not staged:
+        while len(staged) < 2:
             await asyncio.sleep(0.01)
-        snapshot = asyncio.create_task(snap(repo, None))
-        for _ in range(5):
-            await asyncio.sleep(0)  # it is waiting for the repository
+        commit = await snap(repo, None)
         asked.set()
-        commit = await snapshot
         await warm
         return commit
 
     commit = asyncio.run(run())
     assert set(tree_of(repo, commit)) == {f"f{index}.txt" for index in range(20)}
-    assert staged == [("warm-up", 3), ("snapshot", 17)]
+    assert staged == [("warm-up", 3), ("warm-up", 3), ("snapshot", 17)]
+    assert not (repo.root / "index.lock").exists()
 
 
 def test_the_warm_up_runs_its_gits_niced_and_a_snapshot_does_not(

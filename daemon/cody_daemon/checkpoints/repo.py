@@ -113,6 +113,8 @@ class ShadowRepo:
         self._written: tuple[str, tuple[int, ...] | None] | None = None
         """The tree `write-tree` last gave, and the index's stat data right after."""
         self._too_large: str | None = None
+        self._warm_step: asyncio.Task[bool] | None = None
+        """The warm-up batch holding the lock (niced git), stopped by anyone else's `locked()`."""
         self._trees: dict[str, str] = {}
         """commit -> tree of the commits this daemon made (a snapshot equal to its parent
         reuses the parent: no commit, no ref update)."""
@@ -166,7 +168,10 @@ class ShadowRepo:
 
     @contextlib.asynccontextmanager
     async def locked(self) -> AsyncIterator[None]:
-        """Hold the repository (this daemon's lock, then the file lock between daemons)."""
+        """Hold the repository (this daemon's lock, then the file lock between daemons). A
+        warm-up batch holding it is stopped at once: the caller's work is wanted now."""
+        if self._warm_step is not None:
+            self._warm_step.cancel()
         async with self._lock:
             await self._ensure()
             # Never a FIFO or device planted there (no hang, no effect), nor a link out.
@@ -220,17 +225,39 @@ class ShadowRepo:
         """Stage the work tree into the index ahead of the first snapshot, niced and in
         batches of at most WARM_BATCH_FILES files or WARM_BATCH_BYTES bytes: what a snapshot
         would hash, done before a turn waits for it. Makes no commit and no ref (a prune
-        keeps the staged objects: the index holds them). Takes `locked()` itself, one batch
-        at a time, so a snapshot asked for meanwhile waits for one batch at most and stages
-        the rest itself, at normal priority; the warm-up then finds nothing left."""
+        keeps the staged objects: the index holds them). Holds `locked()` one batch at a
+        time; anyone else's `locked()` stops the running batch (its git is terminated, the
+        index stays as the last batch left it, objects already written are reused), so a
+        snapshot asked for meanwhile does not wait for niced work and stages the rest itself,
+        at normal priority. The warm-up then finds nothing left."""
         while True:
             async with self.locked():
-                listing = await self._pending(background=True)
-                count = _batch_size(listing.add_bytes)
-                if count == len(listing.add):
-                    await self._stage(listing, background=True)
-                    return
-                await self._update(listing.drop, listing.add[:count], background=True)
+                step = asyncio.get_running_loop().create_task(self._warm_batch())
+                self._warm_step = step
+                try:
+                    if await asyncio.shield(step):
+                        return
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():  # the warm-up itself
+                        step.cancel()
+                        await asyncio.wait({step})
+                        raise
+                    await asyncio.wait({step})  # stopped for someone else: they go next
+                    with contextlib.suppress(OSError):  # a git killed before its cleanup
+                        (self.root / "index.lock").unlink()
+                finally:
+                    self._warm_step = None
+
+    async def _warm_batch(self) -> bool:
+        """One warm-up batch; True when it was the last (the index holds the whole tree)."""
+        listing = await self._pending(background=True)
+        count = _batch_size(listing.add_bytes)
+        if count == len(listing.add):
+            await self._stage(listing, background=True)
+            return True
+        await self._update(listing.drop, listing.add[:count], background=True)
+        return False
 
     async def _pending(self, *, background: bool = False) -> Listing:
         """What changed in the work tree since the index was last written."""
