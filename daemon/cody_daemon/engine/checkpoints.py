@@ -14,6 +14,10 @@ engine/backend_turn.py):
   records `checkpoint_end` with the files the turn changed. A turn that ran no such tool
   records its checkpoint with nothing changed, taking no second snapshot.
 
+Before any turn, `Checkpoints.warm` (called when a session goes live) stages the workspace
+into the store's index in the background, niced (checkpoints/repo.py `ShadowRepo.warm`), so
+the first turn's snapshot is incremental; a snapshot taken meanwhile stops it.
+
 A snapshot that fails (no git, git failing) is recorded with its `error`: the turn goes on
 without one (and that checkpoint cannot restore files). A checkpoint that cannot be
 *recorded* (the session file's disk is full) stops the tool: nothing changes files
