@@ -7,6 +7,8 @@ __all__ = [
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
+    "CODY_DIAGNOSTICS",
+    "CODY_LSP_SERVERS",
     "CODY_MCP_STATUS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
@@ -70,3 +72,5 @@ CODY_HISTORY_LIST = "_cody/history/list"
 CODY_HISTORY_READ = "_cody/history/read"
 CODY_HISTORY_IMPORT = "_cody/history/import"
 CODY_AGENTS_LIST = "_cody/agents/list"
+CODY_DIAGNOSTICS = "_cody/diagnostics"
+CODY_LSP_SERVERS = "_cody/lsp/servers"

@@ -10,6 +10,7 @@ from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.registry import ToolRegistry
+from .ports import CodeServers
 
 __all__ = ["EngineDeps"]
 
@@ -24,3 +25,5 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    code: CodeServers | None = None
+    """The language servers (None: none in this daemon)."""

@@ -47,7 +47,7 @@ def base_request(
     """A model call of `session` with its instructions, tools and settings, and no history
     yet (turns and compaction fill it in): both use the same prefix, so it stays cached."""
     settings = session.settings
-    tools = registry.tools(allowed)
+    tools = registry.tools(allowed, session_id=session.id)
     return ModelRequest(
         model=settings.model,
         instructions=build_instructions(

@@ -317,6 +317,7 @@ class SessionManager:
                 mcp_config=settings.mcp_config,
                 mcp_servers=session.mcp.specs() if session.mcp is not None else (),
             ),
+            code=self.deps.code,
         )
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
@@ -472,6 +473,8 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        if self.deps.code is not None:
+            await self.deps.code.release(session.id)
         await session.file.sync()
         _close_file(session)
 
@@ -556,6 +559,8 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        if self.deps.code is not None:
+            await self.deps.code.aclose()
 
 
 def _close_file(session: Session) -> None:

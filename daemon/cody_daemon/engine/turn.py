@@ -52,6 +52,7 @@ from ..providers.pricing import Price
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .diagnostics import EditChecks
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
@@ -66,7 +67,7 @@ from .events import (
 )
 from .images import without_images
 from .instructions import base_request
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalRequest, ClientLink, CodeServers
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .streamed import SegmentCadence, StreamedItem
@@ -114,6 +115,8 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    code: CodeServers | None = None
+    """The language servers: diagnostics after edits (engine/diagnostics.py)."""
 
 
 @dataclass(slots=True)
@@ -146,6 +149,13 @@ class TurnRunner:
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
+        self._checks = EditChecks(
+            env.code,
+            session,
+            env=env.secrets.child_environment(env.env),
+            hidden_files=env.sandbox.hidden_files,
+            emit=self._emit,
+        )
 
     # -- public ---------------------------------------------------------------------------
 
@@ -360,6 +370,7 @@ class TurnRunner:
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
         )
+        self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         try:
             facts = await self._facts(tool, args, ctx)
         except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
@@ -423,6 +434,7 @@ class TurnRunner:
                     complete=end.complete and not live.cut,
                 )
             )
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
         self._finish_call(call.call_id, result)

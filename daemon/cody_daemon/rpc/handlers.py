@@ -306,7 +306,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
-        available = app.deps.tools.tools()
+        available = app.deps.tools.tools(session_id=parsed.session_id)
         statuses: list[McpServerStatus] = []
         if parsed.session_id is not None:
             session = app.manager.get(parsed.session_id)
@@ -386,6 +386,9 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .history_handlers import register_history_handlers  # _cody/history/*
 
     register_history_handlers(server, app)
+    from .lsp_handlers import register_lsp_handlers  # _cody/lsp/servers
+
+    register_lsp_handlers(server, app)
 
 
 EXTENSIONS: tuple[str, ...] = (
@@ -398,4 +401,6 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_HISTORY_READ,
     methods.CODY_HISTORY_IMPORT,
     methods.CODY_AGENTS_LIST,
+    methods.CODY_DIAGNOSTICS,
+    methods.CODY_LSP_SERVERS,
 )

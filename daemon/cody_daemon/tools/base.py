@@ -172,6 +172,15 @@ class Tool(ABC, Generic[A]):
     live_output: ClassVar[bool] = False
     """True for tools whose output is worth watching while they run (commands): the engine
     then passes `ctx.on_output` and clients show the stream (as a terminal where they can)."""
+    file_effects: ClassVar[Literal["none", "declared", "any"]] = "none"
+    """Which files a call may change, for the diagnostics step (engine/diagnostics.py):
+    `declared` ones (the call's `locations` before, the diffs in its result after: edits),
+    `any` (a command: the files the language servers hold are checked again), or none."""
+
+    def offered(self, session_id: str) -> bool:
+        """Whether the model sees this tool now in that session (the `symbols` tool only
+        while a language server that answers it runs)."""
+        return True
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()

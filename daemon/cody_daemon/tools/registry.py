@@ -62,14 +62,22 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def tools(self, allowed: Collection[str] | None = None) -> list[Tool[Any]]:
-        """The registered tools in order, only those named in `allowed` when it is given."""
-        if allowed is None:
-            return list(self._tools.values())
-        return [tool for name, tool in self._tools.items() if name in allowed]
+    def tools(
+        self, allowed: Collection[str] | None = None, *, session_id: str | None = None
+    ) -> list[Tool[Any]]:
+        """The registered tools in order, only those named in `allowed` when it is given;
+        with `session_id`, only those the session is offered now (`Tool.offered`)."""
+        return [
+            tool
+            for name, tool in self._tools.items()
+            if (allowed is None or name in allowed)
+            and (session_id is None or tool.offered(session_id))
+        ]
 
-    def specs(self, allowed: Collection[str] | None = None) -> list[ToolSpec]:
-        return [tool.spec() for tool in self.tools(allowed)]
+    def specs(
+        self, allowed: Collection[str] | None = None, *, session_id: str | None = None
+    ) -> list[ToolSpec]:
+        return [tool.spec() for tool in self.tools(allowed, session_id=session_id)]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
