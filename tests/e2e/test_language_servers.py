@@ -98,3 +98,133 @@ async def test_an_undefined_name_comes_back_with_the_edit_and_its_fix_comes_back
     assert "F821" in json.dumps(shown[-1]["content"])
     await daemon.close()
     assert daemon.invalid == []
+
+
+def tool_names(request: Any) -> list[str]:
+    return [tool["name"] for tool in request.body.get("tools", [])]
+
+
+def children(pid: int) -> dict[int, str]:
+    """Processes whose parent is `pid`: pid -> command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (one left for its new parent to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def server_pids(daemon: Daemon, word: str) -> list[int]:
+    return [pid for pid, cmd in children(daemon.process.process.pid).items() if word in cmd]
+
+
+@needs_ruff
+async def test_a_warning_that_was_there_before_is_not_repeated_when_lines_move(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The delta matches by the flagged line's text, not its number: lines added above an
+    old warning move it, they do not make it new."""
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    ws = cody_env.workspace
+    (ws / "calc.py").write_text("import os\n\n\ndef add(a, b):\n    return a + b\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: calc.py\n"
+        '@@\n+"""Calculator."""\n+\n import os\n'
+        "@@ def add(a, b):\n     return a + b\n+\n+\n+def mul(a, b):\n+    return a * c\n"
+        "*** End Patch\n"
+    )
+    model.enqueue(tool_call("applyPatch", {"patch": patch}, call_id="p1"))
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "add mul")
+
+    output = tool_outputs(model.requests[-1])["p1"]
+    assert "new since this change: 1 error\ncalc.py:11:16 error F821 Undefined name `c`" in output
+    assert "F401" not in output, "the unused import was there before the patch"
+    [report] = diagnostics(daemon, "p1")
+    assert [d["code"] for d in report["diagnostics"]] == ["F821"]
+    await daemon.close()
+
+
+@needs_ruff
+async def test_a_killed_server_is_started_again_at_the_next_edit(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    ws = cody_env.workspace
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = y\n"}, call_id="w1"))
+    model.enqueue(text("one"))
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = z\n"}, call_id="w2"))
+    model.enqueue(text("two"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+    await daemon.prompt(sid, "first")
+    [before] = server_pids(daemon, "ruff")
+    assert "Undefined name `y`" in tool_outputs(model.requests[-1])["w1"]
+
+    os.kill(before, signal.SIGKILL)
+    await daemon.wait_for(lambda: not running(before))
+    await daemon.prompt(sid, "second")
+
+    assert "Undefined name `z`" in tool_outputs(model.requests[-1])["w2"]
+    [after] = server_pids(daemon, "ruff")
+    assert after != before
+    assert (ws / "a.py").read_text() == "x = z\n"
+    await daemon.close()
+
+
+async def test_a_server_that_never_answers_costs_the_edit_only_the_bound(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    silent = Path(__file__).parents[1] / "support" / "silent_lsp.py"
+    lsp_env(
+        cody_env,
+        model,
+        RUFF_ONLY
+        + "[lsp]\ndiagnostics_timeout_ms = 300\n"
+        + f'[lsp.silent]\ncommand = ["{sys.executable}", "{silent}"]\nextensions = [".py"]\n',
+    )
+    with (cody_env.cody_home / "config.toml").open("a") as handle:
+        handle.write("[lsp.ruff]\nenabled = false\n")  # only the silent one
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = y\n"}, call_id="w1"))
+    model.enqueue(text("one"))
+    model.enqueue(tool_call("writeFile", {"filePath": "b.py", "content": "b = 1\n"}, call_id="w2"))
+    model.enqueue(text("two"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "write a")
+    # The first edit may end while the pool itself still loads (then it says so); once the
+    # silent server runs, an edit waits for it and gives up after the bound.
+    first = tool_outputs(model.requests[-1])["w1"]
+    assert first.startswith("Wrote ") and "Not checked in time:" in first
+    await daemon.wait_for(lambda: bool(server_pids(daemon, "silent_lsp")))
+    result = await daemon.prompt(sid, "write b")
+
+    assert result["stopReason"] == "end_turn"
+    second = tool_outputs(model.requests[-1])["w2"]
+    assert second.startswith("Wrote "), "the edit itself succeeded"
+    assert "Not checked in time: silent (" in second
+    [report] = diagnostics(daemon, "w2")
+    assert report["diagnostics"] == [] and report["late"][0].startswith("silent")
+    assert (cody_env.workspace / "b.py").read_text() == "b = 1\n"
+    [silent] = server_pids(daemon, "silent_lsp")  # still running, never answered
+    await daemon.close()
+    assert not running(silent), "the daemon's exit ended it"

@@ -131,10 +131,8 @@ def diagnostics_text(reports: Sequence[FileDiagnostics], cwd: Path, limit: int) 
     who = f" ({', '.join(servers)})" if servers else ""
     if found:
         errors = sum(1 for d in found if d.severity == "error")
-        count = f"{len(found)} new problem{'s' if len(found) != 1 else ''}"
-        if errors:
-            count += f", {errors} error{'s' if errors != 1 else ''}"
-        lines = [f"Diagnostics{who}: {count} since this change:"]
+        counts = [_count(errors, "error"), _count(len(found) - errors, "warning")]
+        lines = [f"Diagnostics{who}, new since this change: {', '.join(c for c in counts if c)}"]
         lines += [d.render(cwd) for d in found[:limit]]
         if len(found) > limit:
             lines.append(f"... and {len(found) - limit} more")
@@ -147,3 +145,7 @@ def diagnostics_text(reports: Sequence[FileDiagnostics], cwd: Path, limit: int) 
     if late:
         lines.append(f"Not checked in time: {'; '.join(late)}")
     return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}" if number else ""

@@ -193,10 +193,9 @@ class ServerConnection:
         """`shutdown` and `exit`, then the process group is killed if it is still there."""
         self.closing = True
         if self.alive:
-            with contextlib.suppress(ServerGone):
+            with contextlib.suppress(ServerGone, TimeoutError):
                 await self.request("shutdown", None, SHUTDOWN_GRACE_S)
                 self._client.exit(None)
-            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.exited.wait(), SHUTDOWN_GRACE_S)
         self.kill()
         if self._process is not None:

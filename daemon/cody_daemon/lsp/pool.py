@@ -70,7 +70,7 @@ class _Server:
             self._starting = asyncio.create_task(self._start())
         done, _ = await asyncio.wait({self._starting}, timeout=max(timeout_s, 0))
         if not done:
-            raise ServerGone(f"still starting after {timeout_s:g} s")
+            raise ServerGone("still starting")
         return self._starting.result()
 
     async def _start(self) -> ServerConnection:
@@ -94,6 +94,9 @@ class _Server:
         except ServerGone as exc:
             await connection.close()
             self._failure(str(exc))
+            raise
+        except BaseException:  # cancelled (the pool is closing): the process goes too
+            connection.kill()
             raise
         self.connection = connection
         asyncio.get_running_loop().create_task(self._watch(connection))
