@@ -228,3 +228,80 @@ async def test_a_server_that_never_answers_costs_the_edit_only_the_bound(
     [silent] = server_pids(daemon, "silent_lsp")  # still running, never answered
     await daemon.close()
     assert not running(silent), "the daemon's exit ended it"
+
+
+@needs_ruff
+@needs_pyright
+async def test_symbols_finds_a_definition_once_a_server_runs_and_types_are_checked(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """basedpyright and ruff together: a type error comes back with the edit, then `symbols`
+    (offered only from then on) finds a definition in another file of the project."""
+    lsp_env(cody_env, model, "[lsp]\ndiagnostics_timeout_ms = 45000\n")
+    ws = cody_env.workspace
+    (ws / "pyproject.toml").write_text('[project]\nname = "shop"\nversion = "0"\n')
+    (ws / "shop").mkdir()
+    (ws / "shop" / "__init__.py").write_text("")
+    (ws / "shop" / "prices.py").write_text(
+        "def total(prices: list[float]) -> float:\n    return sum(prices)\n"
+    )
+    main = "from shop.prices import total\n\nprint(total([1.0, 2.0]))\nprint(total('x'))\n"
+    model.enqueue(tool_call("writeFile", {"filePath": "main.py", "content": main}, call_id="w1"))
+    model.enqueue(
+        tool_call(
+            "symbols",
+            {"operation": "definition", "filePath": "main.py", "symbol": "total", "line": 3},
+            call_id="s1",
+        )
+    )
+    model.enqueue(
+        tool_call("symbols", {"operation": "workspaceSymbols", "query": "total"}, call_id="s2")
+    )
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "use total")
+
+    assert "symbols" not in tool_names(model.requests[0]), "no server ran yet"
+    assert "symbols" in tool_names(model.requests[1])
+    outputs = tool_outputs(model.requests[-1])
+    assert "main.py:4:13 error reportArgumentType" in outputs["w1"]
+    assert "main.py:3" not in outputs["w1"], "the good call is fine"
+    assert "shop/prices.py:1:5  def total(prices: list[float]) -> float:" in outputs["s1"]
+    assert "shop/prices.py:1:5 function total" in outputs["s2"]
+    [report] = diagnostics(daemon, "w1")
+    assert {"basedpyright", "ruff"} == set(report["servers"])
+    await daemon.close()
+
+
+@needs_ruff
+async def test_an_untrusted_project_runs_servers_sandboxed_and_cannot_add_one(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The project's own config may not name a server command unless the user trusts it;
+    the built-in servers still run, read-only under bubblewrap."""
+    cody_env.env.pop("CODY_LSP", None)
+    cody_env.env["PATH"] = f"{BIN}{os.pathsep}{cody_env.env['PATH']}"
+    cody_env.use_mock_provider(model.base_url, extra=RUFF_ONLY)
+    ws = cody_env.workspace
+    marker = cody_env.root / "pwned"
+    (ws / ".cody").mkdir()
+    (ws / ".cody" / "config.toml").write_text(
+        f'[lsp.evil]\ncommand = ["sh", "-c", "touch {marker}"]\nextensions = [".py"]\n'
+        '[lsp]\ndiagnostics_timeout_ms = 20000\n'
+    )
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = y\n"}, call_id="w1"))
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "write")
+
+    assert "Undefined name `y`" in tool_outputs(model.requests[-1])["w1"]
+    assert not marker.exists(), "the project's server command never ran"
+    servers = {pid: cmd for pid, cmd in children(daemon.process.process.pid).items()}
+    [ruff] = [cmd for cmd in servers.values() if "ruff" in cmd]
+    if os.environ.get("CODY_BWRAP") != "none":
+        assert "bwrap" in ruff and "--unshare-net" in ruff
+    await daemon.close()

@@ -464,7 +464,9 @@ def _apply_trust(
     if isinstance(servers, dict):
         kept_servers: dict[str, Any] = {}
         for name, table in servers.items():
-            if isinstance(table, dict):
+            if isinstance(table, dict) and "command" in table and name not in BUILTIN_LSP_SERVERS:
+                ignored.append(f"lsp.{name}")  # a server of its own: nothing of it is kept
+            elif isinstance(table, dict):
                 dropped = [k for k in PROTECTED_LSP_KEYS if k in table]
                 ignored.extend(f"lsp.{name}.{k}" for k in dropped)
                 kept_servers[name] = {k: v for k, v in table.items() if k not in dropped}

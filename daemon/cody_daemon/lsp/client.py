@@ -248,7 +248,7 @@ class ServerConnection:
         future.cancel()
         if exited in done or self.exited.is_set():
             raise ServerGone(self.why_gone())
-        raise ServerGone(f"no answer to {method} within {timeout_s:g} s")
+        raise ServerGone(f"no answer to {method} in time")
 
     def why_gone(self) -> str:
         if self._process is None:
@@ -332,7 +332,7 @@ class ServerConnection:
                     raise ServerGone(self.why_gone())
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise ServerGone(f"no diagnostics within {timeout_s:g} s")
+                    raise ServerGone("no diagnostics in time")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._published.wait(), remaining)
 
@@ -371,23 +371,25 @@ class ServerConnection:
     # -- what the server asks of the client -----------------------------------------------
 
     def _register_handlers(self) -> None:
+        """Handlers take the params alone (pygls passes the client only to a first
+        parameter named `ls`)."""
         client = self._client
         on: Callable[[str], Callable[[Callable[..., Any]], Any]] = client.feature
 
         @on("textDocument/publishDiagnostics")
-        async def publish(_ls: Any, params: lsp.PublishDiagnosticsParams) -> None:
+        async def publish(params: lsp.PublishDiagnosticsParams) -> None:
             await self._on_publish(params)
 
         @on("workspace/configuration")
-        def configuration(_ls: Any, params: lsp.ConfigurationParams) -> list[Any]:
+        def configuration(params: lsp.ConfigurationParams) -> list[Any]:
             return [_section(self.spec.settings, item.section) for item in params.items]
 
         @on("workspace/workspaceFolders")
-        def folders(_ls: Any, _params: Any) -> list[lsp.WorkspaceFolder]:
+        def folders(_params: Any) -> list[lsp.WorkspaceFolder]:
             return [lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "/")]
 
         @on("workspace/applyEdit")
-        def apply_edit(_ls: Any, _params: Any) -> lsp.ApplyWorkspaceEditResult:
+        def apply_edit(_params: Any) -> lsp.ApplyWorkspaceEditResult:
             return lsp.ApplyWorkspaceEditResult(
                 applied=False, failure_reason="Cody does not let language servers edit files"
             )
@@ -408,11 +410,11 @@ class ServerConnection:
             on(method)(_ignore)
 
 
-def _answer_null(_ls: Any, _params: Any) -> None:
+def _answer_null(_params: Any) -> None:
     return None
 
 
-def _ignore(_ls: Any, _params: Any) -> None:
+def _ignore(_params: Any) -> None:
     return None
 
 
