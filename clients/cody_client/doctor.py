@@ -3,7 +3,9 @@
 It starts the daemon the way every other command does and reports what the daemon itself
 sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
 sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
-bwrap can build a sandbox here, plus the config file and data directory.
+bwrap can build a sandbox here, plus the config file and data directory. Then the language
+servers a session in the current directory gets (`_cody/lsp/servers`): each found one is
+started there and stopped again, so the report says whether it starts.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
 is unusable, the default provider has no credentials, the data directory is not writable).
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cody_protocol.endpoint import client_socket_path
+from cody_protocol.extensions import LanguageServersResult
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
 
 from .inert import guard, one_line
@@ -27,7 +30,7 @@ from .inert import guard, one_line
 if TYPE_CHECKING:
     from .warm import WarmDaemon
 
-__all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
+__all__ = ["build_parser", "daemon_line", "language_server_lines", "report_lines", "run_doctor"]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -67,12 +70,19 @@ async def run_doctor(
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
+            servers: LanguageServersResult | str
+            try:
+                servers = await client.language_servers(os.getcwd(), start=True)
+            except Exception as exc:  # an older daemon, a bad config: not essential
+                servers = f"{exc.__class__.__name__}: {exc}"
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
     lines, problems = report_lines(meta)
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
     lines.insert(2, f"Daemon        {daemon}")
+    end = max(index for index, line in enumerate(lines) if line == "")  # before "Ready."
+    lines[end:end] = language_server_lines(servers)
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
         report["daemon"] = {
@@ -81,6 +91,11 @@ async def run_doctor(
             "pid": warm.pid if warm is not None else None,
         }
         report["problems"] = problems
+        report["languageServers"] = (
+            servers.model_dump(mode="json", by_alias=True)
+            if isinstance(servers, LanguageServersResult)
+            else {"error": servers}
+        )
         out.write(json.dumps(report, indent=2) + "\n")
     else:
         out.write("\n".join(lines) + "\n")
@@ -147,6 +162,33 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
     else:
         lines.append("Ready.")
     return lines, problems
+
+
+def language_server_lines(servers: LanguageServersResult | str) -> list[str]:
+    """The "Language servers" section: found or not, and whether each starts here. A
+    server that does not start is no essential problem (edits just get no diagnostics)."""
+    if isinstance(servers, str):
+        return ["", f"Language servers  could not be listed: {one_line(servers)}"]
+    where = one_line(servers.cwd)
+    if not servers.enabled:
+        return ["", f"Language servers  off for {where} ([lsp] enabled = false, or CODY_LSP=off)"]
+    lines = ["", f"Language servers  for {where}"]
+    marks = {"started": "ok", "found": "ok", "not found": "--"}
+    for server in servers.servers:
+        mark = marks.get(server.state, "!!")
+        if server.state == "not found":
+            detail = f"not found: {one_line(server.command[0])} is not installed"
+        else:
+            detail = f"{server.state}: {one_line(server.path or '')}"
+            if server.sandboxed:
+                detail += "  (sandboxed, read-only: the project is not trusted)"
+        if server.problem:
+            detail += f"  ({one_line(server.problem)})"
+        files = " ".join(server.extensions)
+        lines.append(f"  {mark}  {one_line(server.name):<14} {detail}  [{one_line(files)}]")
+    if not servers.servers:
+        lines.append("  (none configured)")
+    return lines
 
 
 def _binary_line(binary: BinaryInfo) -> str:

@@ -7,6 +7,7 @@ is the scripted mock. A server that never answers is a small script (a test doub
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -289,7 +290,7 @@ async def test_an_untrusted_project_runs_servers_sandboxed_and_cannot_add_one(
     (ws / ".cody").mkdir()
     (ws / ".cody" / "config.toml").write_text(
         f'[lsp.evil]\ncommand = ["sh", "-c", "touch {marker}"]\nextensions = [".py"]\n'
-        '[lsp]\ndiagnostics_timeout_ms = 20000\n'
+        "[lsp]\ndiagnostics_timeout_ms = 20000\n"
     )
     model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = y\n"}, call_id="w1"))
     model.enqueue(text("done"))
@@ -305,3 +306,68 @@ async def test_an_untrusted_project_runs_servers_sandboxed_and_cannot_add_one(
     if os.environ.get("CODY_BWRAP") != "none":
         assert "bwrap" in ruff and "--unshare-net" in ruff
     await daemon.close()
+
+
+@needs_ruff
+async def test_a_command_that_changes_an_open_file_gets_its_new_diagnostics(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """After `exec`, the files the servers hold are read again: what a command broke in
+    them comes back with the command's result."""
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    ws = cody_env.workspace
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = 1\n"}, call_id="w1"))
+    script = "open('a.py', 'a').write('print(missing)\\n')"
+    model.enqueue(tool_call("exec", {"command": [sys.executable, "-c", script]}, call_id="e1"))
+    model.enqueue(tool_call("exec", {"command": ["true"]}, call_id="e2"))
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "append")
+
+    outputs = tool_outputs(model.requests[-1])
+    assert "no new problems" in outputs["w1"]
+    assert "a.py:2:7 error F821 Undefined name `missing`" in outputs["e1"]
+    assert "Diagnostics" not in outputs["e2"], "nothing changed: nothing to check"
+    [report] = diagnostics(daemon, "e1")
+    assert report["path"] == str(ws.resolve() / "a.py")
+    await daemon.close()
+
+
+async def test_doctor_lists_the_servers_and_whether_they_start(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    broken = f'["{sys.executable}", "-c", "raise SystemExit(3)"]'
+    lsp_env(
+        cody_env,
+        model,
+        f"[lsp.broken]\ncommand = {broken}\nextensions = ['.broken']\n"
+        "[lsp.gopls]\ncommand = ['no-such-gopls-here']\n",
+    )
+    ws = cody_env.workspace
+    trusted = f'trusted_projects = ["{ws}"]\n'
+    config = cody_env.cody_home / "config.toml"
+    config.write_text(config.read_text().replace(trusted, ""))  # sandboxed servers
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cody_client",
+        "doctor",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=cody_env.env,
+        cwd=ws,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    lines = out.decode().splitlines()
+
+    assert f"Language servers  for {ws.resolve()}" in lines
+    [ruff] = [line for line in lines if line.startswith("  ok  ruff ")]
+    assert "started:" in ruff and "[.py .pyi]" in ruff
+    if os.environ.get("CODY_BWRAP") != "none":
+        assert "sandboxed, read-only" in ruff
+    [gopls] = [line for line in lines if " gopls " in line]
+    assert gopls.startswith("  --") and "no-such-gopls-here is not installed" in gopls
+    [failed] = [line for line in lines if " broken " in line]
+    assert failed.startswith("  !!") and "failed:" in failed and "exit code 3" in failed
