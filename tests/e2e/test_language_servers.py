@@ -371,3 +371,60 @@ async def test_doctor_lists_the_servers_and_whether_they_start(
     assert gopls.startswith("  --") and "no-such-gopls-here is not installed" in gopls
     [failed] = [line for line in lines if " broken " in line]
     assert failed.startswith("  !!") and "failed:" in failed and "exit code 3" in failed
+
+
+async def test_a_server_that_keeps_crashing_is_restarted_then_reported_and_left_off(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    crash = f'["{sys.executable}", "-c", "import sys; sys.stderr.write(\'boom\'); sys.exit(3)"]'
+    lsp_env(
+        cody_env,
+        model,
+        RUFF_ONLY
+        + "[lsp.ruff]\nenabled = false\n"
+        + f"[lsp.crashy]\ncommand = {crash}\nextensions = ['.py']\n"
+        + "[lsp]\nrestarts = 1\ndiagnostics_timeout_ms = 20000\n",
+    )
+    for n in range(3):
+        model.enqueue(
+            tool_call("writeFile", {"filePath": f"f{n}.py", "content": "x = 1\n"}, call_id=f"w{n}")
+        )
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    result = await daemon.prompt(sid, "write three files")
+
+    assert result["stopReason"] == "end_turn"
+    outputs = tool_outputs(model.requests[-1])
+    for n in range(3):
+        assert outputs[f"w{n}"].startswith("Wrote "), "every edit itself succeeded"
+    assert "crashy (the server exited (exit code 3): boom)" in outputs["w0"]
+    assert "crashy (the server exited (exit code 3): boom)" in outputs["w1"]
+    assert "crashy (left off after 2 failures" in outputs["w2"]
+    assert all((cody_env.workspace / f"f{n}.py").exists() for n in range(3))
+    await daemon.close()
+
+
+@needs_ruff
+async def test_the_server_stops_with_the_last_session_that_used_it(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    for name in ("a", "b"):
+        model.enqueue(
+            tool_call("writeFile", {"filePath": f"{name}.py", "content": "x = 1\n"}, call_id=name)
+        )
+        model.enqueue(text("ok"))
+    daemon = await start(cody_env)
+    first = await daemon.new_session(approvalPolicy="never")
+    second = await daemon.new_session(approvalPolicy="never")
+    await daemon.prompt(first, "a")
+    await daemon.prompt(second, "b")
+    [ruff] = server_pids(daemon, "ruff")  # one server for the project, shared
+
+    await daemon.request("session/close", {"sessionId": first})
+    assert running(ruff), "the other session still uses it"
+    await daemon.request("session/close", {"sessionId": second})
+    await daemon.wait_for(lambda: not running(ruff))
+    await daemon.close()

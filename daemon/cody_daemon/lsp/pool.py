@@ -200,9 +200,11 @@ class LspPool:
                 jobs[asyncio.create_task(_check_file(server, edit, deadline))] = (edit, server)
         if not jobs:
             return []
-        done, pending = await asyncio.wait(jobs, timeout=max(bound_s, 0))
-        for task in pending:
-            task.cancel()
+        try:
+            done, pending = await asyncio.wait(jobs, timeout=max(bound_s, 0))
+        finally:  # past the bound, or the turn was cancelled: stop waiting for the servers
+            for task in jobs:
+                task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         reports: dict[Path, FileDiagnostics] = {}
         for task, (edit, server) in jobs.items():
