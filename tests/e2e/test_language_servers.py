@@ -21,6 +21,8 @@ from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
 
+pytestmark = pytest.mark.e2e
+
 BIN = Path(sys.executable).parent
 
 

@@ -11,7 +11,9 @@ Invariants:
 - `check` returns within its bound whatever the servers do: what has not come by then is
   reported as missing, and the waits are cancelled.
 - The delta (lsp/delta.py) compares a file's diagnostics after an edit with those of the
-  text the edit started from, which is synced first when the server does not hold it.
+  text the edit started from, which is synced first when the server does not hold it. When a
+  server did not answer for a change in time, its next check of that file starts from the
+  text before that change, so what the late change broke is reported then, not lost.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,9 @@ class _Server:
         self.last_failure: str | None = None
         self._starting: asyncio.Task[ServerConnection] | None = None
         self.warming: dict[Path, asyncio.Task[None]] = {}
+        self.unchecked: dict[Path, str | None] = {}
+        """Files whose last change this server did not answer for in time, with their text
+        before that change: the next check reports what is new since then."""
 
     async def ready(self, timeout_s: float) -> ServerConnection:
         """The running connection, started (again) when needed; `ServerGone` otherwise."""
@@ -197,7 +203,10 @@ class LspPool:
         jobs: dict[asyncio.Task[tuple[list[Diagnostic], bool]], tuple[EditedFile, _Server]] = {}
         for edit in edits:
             for server in self._servers_for(project, edit.path):
-                jobs[asyncio.create_task(_check_file(server, edit, deadline))] = (edit, server)
+                since = edit
+                if edit.path in server.unchecked:  # an earlier change it has not answered for
+                    since = replace(edit, before=server.unchecked[edit.path])
+                jobs[asyncio.create_task(_check_file(server, since, deadline))] = (edit, server)
         if not jobs:
             return []
         try:
@@ -213,10 +222,12 @@ class LspPool:
             )
             outcome = task.result() if task in done and task.exception() is None else None
             if outcome is None:
+                server.unchecked.setdefault(edit.path, edit.before)
                 why = _why_late(task, done, server)
                 logger.info("diagnostics of %s from %s: %s", edit.path, server.spec.name, why)
                 report = _merge(report, late=f"{server.spec.name} ({why})")
             else:
+                server.unchecked.pop(edit.path, None)
                 found, baseline = outcome
                 report = _merge(report, found=found, server=server.spec.name, baseline=baseline)
             reports[edit.path] = report

@@ -51,6 +51,8 @@ class LanguageServers:
         self._pool: LspPool | None = None
         self._loading: asyncio.Task[LspPool] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._unchecked: dict[Path, str | None] = {}
+        """Files changed while the pool was still loading, with their text before that."""
 
     @property
     def switched_off(self) -> bool:
@@ -128,11 +130,19 @@ class LanguageServers:
         done, _ = await asyncio.wait({loading}, timeout=max(deadline - loop.time(), 0))
         if not done or loading.exception() is not None:
             why = "the language servers are still loading" if not done else "failed to load"
+            for edit in matching:  # checked from this text on, next time
+                self._unchecked.setdefault(edit.path, edit.before)
             return [
                 FileDiagnostics(path=str(edit.path), new=(), servers=(), late=(why,))
                 for edit in matching
             ]
-        return await loading.result().check(project, matching, deadline - loop.time())
+        since = [
+            replace(edit, before=self._unchecked.pop(edit.path))
+            if edit.path in self._unchecked
+            else edit
+            for edit in matching
+        ]
+        return await loading.result().check(project, since, deadline - loop.time())
 
     async def recheck(self, session_id: str, bound_s: float) -> list[FileDiagnostics]:
         """After a command: the session's open files that changed on disk."""
