@@ -430,3 +430,29 @@ async def test_the_server_stops_with_the_last_session_that_used_it(
     await daemon.request("session/close", {"sessionId": second})
     await daemon.wait_for(lambda: not running(ruff))
     await daemon.close()
+
+
+@needs_ruff
+async def test_a_key_quoted_in_a_diagnostic_is_redacted_everywhere(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Servers quote the code in their messages: a credential there is redacted in the
+    `_cody/diagnostics` notification as in the result."""
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    key = "sk_live_0123456789abcdef"
+    cody_env.env["MOCK_API_KEY"] = key
+    model.enqueue(tool_call("writeFile", {"filePath": "k.py", "content": f"print({key})\n"}))
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "write")
+
+    [report] = [m["params"] for m in daemon.received if m.get("method") == "_cody/diagnostics"]
+    assert report["diagnostics"][0]["code"] == "F821"
+    assert key not in json.dumps(report)
+    [done] = [u for u in daemon.tool_updates(sid) if u.get("status") == "completed"]
+    assert key not in json.dumps(done) and "F821" in json.dumps(done["content"])
+    assert key not in tool_outputs(model.requests[-1])[done["toolCallId"]]
+    assert "[REDACTED]" in report["diagnostics"][0]["message"]
+    await daemon.close()

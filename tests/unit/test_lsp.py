@@ -162,7 +162,7 @@ def test_a_server_that_is_not_built_in_needs_a_command_and_extensions(tmp_path: 
 
 
 def test_pygls_reads_ruffs_initialize_answer_only_with_the_notebook_filter_hook() -> None:
-    from cody_daemon.lsp.client import lsp_converter
+    from cody_daemon.lsp.wire import lsp_converter
     from lsprotocol import types as lsp
     from pygls.protocol import default_converter
 

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,12 @@ class EditChecks:
         env: Mapping[str, str],
         hidden_files: tuple[Path, ...],
         emit: Callable[[EngineEvent], None],
+        redact: Callable[[str], str],
     ) -> None:
         self._servers = servers
         self._session = session
         self._emit = emit
+        self._redact = redact
         settings = session.settings
         self._config = settings.lsp_config
         if servers is not None:
@@ -88,22 +91,22 @@ class EditChecks:
             reports = await servers.recheck(self._session.id, bound_s)
         if not reports:
             return result
+        redact = self._redact  # messages quote the code (a literal may hold a key)
         for report in reports:
             self._emit(
                 DiagnosticsReported(
                     call_id=call_id,
                     path=report.path,
-                    diagnostics=report.new,
+                    diagnostics=tuple(replace(d, message=redact(d.message)) for d in report.new),
                     servers=report.servers,
-                    late=report.late,
+                    late=tuple(redact(entry) for entry in report.late),
                 )
             )
         text = diagnostics_text(reports, self._session.cwd, self._config.max_diagnostics)
-        content = list(result.content) or text_content(result.output)
+        content = [*(result.content or text_content(result.output))]
         content.append(ContentToolCallContent(content=TextContent(text=text)))
-        result.output = f"{result.output}\n\n{text}"
-        result.content = content
-        return result
+        # The engine redacts the whole result (`_finish_call`) before it is stored or sent.
+        return replace(result, output=f"{result.output}\n\n{text}", content=content)
 
 
 async def _edited_files(result: ToolResult) -> list[EditedFile]:

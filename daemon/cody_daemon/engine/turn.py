@@ -155,6 +155,7 @@ class TurnRunner:
             env=env.secrets.child_environment(env.env),
             hidden_files=env.sandbox.hidden_files,
             emit=self._emit,
+            redact=env.secrets.redact,
         )
 
     # -- public ---------------------------------------------------------------------------

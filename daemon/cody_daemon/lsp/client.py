@@ -27,25 +27,23 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
-from urllib.parse import unquote, urlparse
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
-from pygls.protocol import default_converter
 
 from ..core.code_intel import Diagnostic, Severity
 from .specs import ServerSpec
+from .wire import CLIENT_CAPABILITIES, lsp_converter, one_line, path_of, section
 
-__all__ = ["Launch", "ServerConnection", "ServerGone", "lsp_converter", "one_line", "path_of"]
+__all__ = ["Launch", "ServerConnection", "ServerGone"]
 
 logger = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 4096
 SHUTDOWN_GRACE_S = 2.0
 _SEVERITIES: dict[int, Severity] = {1: "error", 2: "warning", 3: "information", 4: "hint"}
-_MESSAGE_CHARS = 300
 
 
 class ServerGone(Exception):
@@ -61,38 +59,6 @@ class Launch:
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     sandboxed: bool = False
-
-
-_NotebookFilterValue = Union[  # noqa: UP007 - the exact typing object lsprotocol names
-    str,
-    lsp.NotebookDocumentFilterNotebookType,
-    lsp.NotebookDocumentFilterScheme,
-    lsp.NotebookDocumentFilterPattern,
-    None,
-]
-
-
-def lsp_converter() -> Any:
-    """pygls' converter plus the structure hook lsprotocol 2025.0.0 lacks: a server's
-    `notebookDocumentSync` filter (ruff sends one) is a string or one of three filter
-    classes, and without the hook `initialize`'s answer cannot be read at all."""
-    converter = default_converter()  # type: ignore[no-untyped-call]
-    kinds = (
-        ("notebookType", lsp.NotebookDocumentFilterNotebookType),
-        ("scheme", lsp.NotebookDocumentFilterScheme),
-        ("pattern", lsp.NotebookDocumentFilterPattern),
-    )
-
-    def notebook_filter(value: Any, _type: Any) -> Any:
-        if value is None or isinstance(value, str):
-            return value
-        for key, cls in kinds:
-            if key in value:
-                return converter.structure(value, cls)
-        raise ValueError(f"not a notebook document filter: {sorted(value)}")
-
-    converter.register_structure_hook(_NotebookFilterValue, notebook_filter)
-    return converter
 
 
 @dataclass(slots=True)
@@ -179,7 +145,7 @@ class ServerConnection:
             root_path=str(self.root),
             workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=self.root.name or "/")],
             initialization_options=dict(self.spec.init_options or {}) or None,
-            capabilities=_CLIENT_CAPABILITIES,
+            capabilities=CLIENT_CAPABILITIES,
         )
         result = await self.request("initialize", params, timeout_s)
         self.capabilities = result.capabilities
@@ -382,7 +348,7 @@ class ServerConnection:
 
         @on("workspace/configuration")
         def configuration(params: lsp.ConfigurationParams) -> list[Any]:
-            return [_section(self.spec.settings, item.section) for item in params.items]
+            return [section(self.spec.settings, item.section) for item in params.items]
 
         @on("workspace/workspaceFolders")
         def folders(_params: Any) -> list[lsp.WorkspaceFolder]:
@@ -416,45 +382,3 @@ def _answer_null(_params: Any) -> None:
 
 def _ignore(_params: Any) -> None:
     return None
-
-
-def _section(settings: Mapping[str, Any] | None, section: str | None) -> Any:
-    node: Any = dict(settings or {})
-    for part in (section or "").split("."):
-        if not part:
-            continue
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def path_of(uri: str) -> Path | None:
-    """The path of a `file://` URI (None for any other scheme)."""
-    if not uri.startswith("file://"):
-        return None
-    return Path(unquote(urlparse(uri).path))
-
-
-def one_line(message: str) -> str:
-    """A server's message on one line (ruff adds `help:` paragraphs), shortened."""
-    parts = [line.strip() for line in message.splitlines() if line.strip()]
-    text = "; ".join(parts)
-    return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"
-
-
-_CLIENT_CAPABILITIES = lsp.ClientCapabilities(
-    workspace=lsp.WorkspaceClientCapabilities(
-        configuration=True, workspace_folders=True, apply_edit=False
-    ),
-    text_document=lsp.TextDocumentClientCapabilities(
-        synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
-        publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True),
-        definition=lsp.DefinitionClientCapabilities(link_support=False),
-        references=lsp.ReferenceClientCapabilities(),
-        document_symbol=lsp.DocumentSymbolClientCapabilities(
-            hierarchical_document_symbol_support=True
-        ),
-    ),
-    window=lsp.WindowClientCapabilities(work_done_progress=False),
-)

@@ -17,8 +17,9 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from ..core.code_intel import SymbolQuery, shown_path
-from .client import ServerConnection, ServerGone, path_of
+from .client import ServerConnection, ServerGone
 from .specs import language_id
+from .wire import path_of
 
 __all__ = ["MAX_RESULTS", "answer"]
 

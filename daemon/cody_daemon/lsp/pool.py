@@ -58,7 +58,6 @@ class _Server:
         self.connection: ServerConnection | None = None
         self.failures = 0
         self.failed: str | None = None
-        self.last_failure: str | None = None
         self._starting: asyncio.Task[ServerConnection] | None = None
         self.warming: dict[Path, asyncio.Task[None]] = {}
         self.unchecked: dict[Path, str | None] = {}
@@ -127,26 +126,26 @@ class _Server:
         self._failure(connection.why_gone())
 
     def _failure(self, why: str) -> None:
+        """Count a crash or failed start. `why` may end with the server's stderr: it goes to
+        the results (redacted by the engine), the log gets only the part before it."""
         self.failures += 1
-        self.last_failure = why
-        limit = self.project.config.restarts
-        if self.failures > limit:
+        short = why.split(": ", 1)[0]
+        if self.failures > self.project.config.restarts:
             self.failed = f"left off after {self.failures} failures (last: {why})"
-            logger.warning("language server %s for %s: %s", self.spec.name, self.root, self.failed)
+            logger.warning(
+                "language server %s for %s left off after %d failures (last: %s)",
+                self.spec.name,
+                self.root,
+                self.failures,
+                short,
+            )
         else:
             logger.warning(
                 "language server %s for %s failed (%s); it starts again at its next use",
                 self.spec.name,
                 self.root,
-                why,
+                short,
             )
-
-    def state(self) -> str:
-        if self.failed is not None:
-            return "failed"
-        if self.connection is not None and self.connection.alive:
-            return "running"
-        return "starting" if self._starting is not None and not self._starting.done() else "idle"
 
     async def close(self) -> None:
         for task in self.warming.values():
@@ -224,7 +223,9 @@ class LspPool:
             if outcome is None:
                 server.unchecked.setdefault(edit.path, edit.before)
                 why = _why_late(task, done, server)
-                logger.info("diagnostics of %s from %s: %s", edit.path, server.spec.name, why)
+                logger.info(
+                    "diagnostics of %s from %s: %s", edit.path, server.spec.name, why.split(": ")[0]
+                )
                 report = _merge(report, late=f"{server.spec.name} ({why})")
             else:
                 server.unchecked.pop(edit.path, None)
@@ -292,13 +293,6 @@ class LspPool:
         servers = list(self._servers.values())
         self._servers.clear()
         await asyncio.gather(*(server.close() for server in servers), return_exceptions=True)
-
-    def statuses(self) -> list[tuple[str, Path, str, str | None]]:
-        """(name, root, state, problem) of every server the pool holds."""
-        return [
-            (server.spec.name, server.root, server.state(), server.failed or server.last_failure)
-            for server in self._servers.values()
-        ]
 
 
 async def _warm(server: _Server, path: Path) -> None:
