@@ -434,6 +434,19 @@ def test_a_cut_stream_or_a_refused_call_shows_the_final_text_and_still_exits() -
     }
 
 
+def test_a_terminal_client_keeps_the_diagnostics_added_after_the_command() -> None:
+    view = TerminalView()
+    view.updates(
+        "s", ToolCallOpened(call_id="c", title="t", kind="execute", raw_input={}, live_cwd="/w")
+    )
+    view.updates("s", ToolCallProgress(call_id="c", status="in_progress"))
+    view.updates("s", ToolCallOutputEnd(call_id="c", exit_code=0))
+    found = ContentToolCallContent(content=TextContent(text="Diagnostics (ruff): ..."))
+    final = ToolCallProgress(call_id="c", status="completed", content=[*OUTPUT, found])
+    (done,) = view.updates("s", final) or []
+    assert _valid(done)["content"] == [{"type": "terminal", "terminalId": "c"}, found.wire()]
+
+
 def test_replayed_and_ordinary_calls_are_not_terminals() -> None:
     view = TerminalView()
     replayed = ToolCallOpened(
