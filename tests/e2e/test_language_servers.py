@@ -260,6 +260,18 @@ async def test_symbols_finds_a_definition_once_a_server_runs_and_types_are_check
     model.enqueue(
         tool_call("symbols", {"operation": "workspaceSymbols", "query": "total"}, call_id="s2")
     )
+    model.enqueue(
+        tool_call(
+            "symbols",
+            {"operation": "references", "filePath": "shop/prices.py", "symbol": "total"},
+            call_id="s3",
+        )
+    )
+    model.enqueue(
+        tool_call(
+            "symbols", {"operation": "documentSymbols", "filePath": "shop/prices.py"}, call_id="s4"
+        )
+    )
     model.enqueue(text("done"))
     daemon = await start(cody_env)
     sid = await daemon.new_session(approvalPolicy="never")
@@ -273,6 +285,16 @@ async def test_symbols_finds_a_definition_once_a_server_runs_and_types_are_check
     assert "main.py:3" not in outputs["w1"], "the good call is fine"
     assert "shop/prices.py:1:5  def total(prices: list[float]) -> float:" in outputs["s1"]
     assert "shop/prices.py:1:5 function total" in outputs["s2"]
+    references = outputs["s3"].splitlines()
+    assert references[0].endswith("4 results")
+    assert {line.split("  ")[0] for line in references[1:]} == {
+        "shop/prices.py:1:5",
+        "main.py:1:25",
+        "main.py:3:7",
+        "main.py:4:7",
+    }
+    assert "shop/prices.py:1:5 function total" in outputs["s4"]
+    assert "  shop/prices.py:1:11 variable prices" in outputs["s4"]
     [report] = diagnostics(daemon, "w1")
     assert {"basedpyright", "ruff"} == set(report["servers"])
     await daemon.close()

@@ -97,7 +97,7 @@ async def _ask(connection: ServerConnection, query: SymbolQuery, timeout_s: floa
         )
     if found is None:
         return []
-    locations = found if isinstance(found, list) else [found]
+    locations = list(found) if isinstance(found, list | tuple) else [found]
     return await asyncio.to_thread(lambda: [_location_line(item, cwd) for item in locations])
 
 
