@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 4096
 SHUTDOWN_GRACE_S = 2.0
+STDERR_DRAIN_S = 0.5
 _SEVERITIES: dict[int, Severity] = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
@@ -88,6 +89,7 @@ class ServerConnection:
         self._documents: dict[Path, _Document] = {}
         self._published = asyncio.Condition()
         self._tasks: list[asyncio.Task[Any]] = []
+        self._stderr_task: asyncio.Task[None] | None = None
         self._stop = threading.Event()
         self._register_handlers()
 
@@ -132,9 +134,10 @@ class ServerConnection:
                     logger=logger,
                 )
             ),
-            asyncio.create_task(self._drain_stderr()),
             asyncio.create_task(self._watch_exit()),
         ]
+        self._stderr_task = asyncio.create_task(self._drain_stderr())
+        self._tasks.append(self._stderr_task)
 
     async def initialize(self, timeout_s: float) -> None:
         """The LSP handshake; `ServerGone` when it fails or takes longer than `timeout_s`."""
@@ -167,17 +170,21 @@ class ServerConnection:
         if self._process is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._process.wait(), SHUTDOWN_GRACE_S)
+            if self._stderr_task is not None:  # its last words
+                await asyncio.wait({self._stderr_task}, timeout=STDERR_DRAIN_S)
         self._stop.set()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def kill(self) -> None:
-        process = self._process
-        if process is None or process.returncode is not None:
+        """SIGKILL the process group: also what the server started (basedpyright's node runs
+        under a Python launcher), even when the launcher itself has exited (a group's id is
+        not reused while a member lives)."""
+        if self._process is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(self._process.pid, signal.SIGKILL)
 
     async def _drain_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None

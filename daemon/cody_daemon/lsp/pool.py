@@ -123,6 +123,7 @@ class _Server:
         for task in self.warming.values():
             task.cancel()
         self.warming.clear()
+        await connection.close()  # what it left behind goes too; its stderr is read
         self._failure(connection.why_gone())
 
     def _failure(self, why: str) -> None:
