@@ -9,9 +9,11 @@ Invariants:
   `http_headers`/`env` tables and values of unknown keys are never echoed (they may be secrets).
 - A missing file is an empty layer. Nothing is written or created.
 - A project file (`<cwd>/.cody/config.toml`) may set the keys in `PROTECTED_KEYS` (and a tool's
-  `base_url`/`env_key`, a language server's `command`/`env`/`init_options`/`settings`) only when `cwd` is listed in the *user* file's `trusted_projects`
-  (compared as resolved real paths). Otherwise those keys are dropped with a warning. A project
-  file cannot trust itself: its own `trusted_projects` is always ignored with a warning.
+  `base_url`/`env_key`, a language server's `command`/`env`/`init_options`/`settings`) only
+  when `cwd` is listed in the *user* file's `trusted_projects` (compared as resolved real
+  paths). Otherwise those keys are dropped with a warning (a server table of its own with a
+  `command`, whole). A project file cannot trust itself: its own `trusted_projects` is always
+  ignored with a warning.
 - An untrusted project may not switch `model_provider` to another of the user's providers
   either: the provider decides where prompts (and the code they quote) are sent and which of
   the user's accounts pays. A `model_provider` that differs from the user file's (default

@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,7 @@ def server_specs(config: LspConfig, env: Mapping[str, str], cwd: Path) -> list[S
             _merged(ServerSpec(name=name, command=(), extensions=(), builtin=False), table)
         )
     resolved = [
-        _with_program(spec, locate(spec.command[0], env, cwd) if spec.command else None)
+        replace(spec, program=locate(spec.command[0], env, cwd) if spec.command else None)
         for spec in specs
     ]
     if any(spec.name == "basedpyright" and spec.found for spec in resolved):
@@ -182,20 +182,6 @@ def _merged(base: ServerSpec, table: LspServerConfig | None) -> ServerSpec:
         settings=table.settings if table.settings is not None else base.settings,
         env={**base.env, **table.env},
         builtin=base.builtin and table.command is None,
-    )
-
-
-def _with_program(spec: ServerSpec, program: str | None) -> ServerSpec:
-    return ServerSpec(
-        name=spec.name,
-        command=spec.command,
-        extensions=spec.extensions,
-        root_markers=spec.root_markers,
-        init_options=spec.init_options,
-        settings=spec.settings,
-        env=spec.env,
-        builtin=spec.builtin,
-        program=program,
     )
 
 
