@@ -275,11 +275,17 @@ async def test_symbols_finds_a_definition_once_a_server_runs_and_types_are_check
     model.enqueue(text("done"))
     daemon = await start(cody_env)
     sid = await daemon.new_session(approvalPolicy="never")
+    before = await daemon.request("_cody/tools/list", {"sessionId": sid})
 
     await daemon.prompt(sid, "use total")
 
+    after = await daemon.request("_cody/tools/list", {"sessionId": sid})
     assert "symbols" not in tool_names(model.requests[0]), "no server ran yet"
-    assert "symbols" in tool_names(model.requests[1])
+    assert "symbols" in tool_names(model.requests[1]), "offered within the turn of the edit"
+    absent = {tool["name"]: tool["reason"] for tool in before["absent"]}
+    assert "no language server that answers symbol requests runs" in absent["symbols"]
+    assert "symbols" in {tool["name"] for tool in after["tools"]}
+    assert "symbols" not in {tool["name"] for tool in after["absent"]}
     outputs = tool_outputs(model.requests[-1])
     assert "main.py:4:13 error reportArgumentType" in outputs["w1"]
     assert "main.py:3" not in outputs["w1"], "the good call is fine"
@@ -357,6 +363,37 @@ async def test_a_command_that_changes_an_open_file_gets_its_new_diagnostics(
     [report] = diagnostics(daemon, "e1")
     assert report["path"] == str(ws.resolve() / "a.py")
     await daemon.close()
+
+
+@needs_ruff
+async def test_a_held_file_a_command_made_a_fifo_or_a_dev_zero_link_stalls_nothing(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """A command may replace files the servers hold with a FIFO and a link to `/dev/zero`:
+    the check after it opens neither (lsp/files.py reads through core/safe_read.py), so the
+    command's result is not held up by a read that never ends, and the servers go on."""
+    lsp_env(cody_env, model, RUFF_ONLY + "[lsp]\ndiagnostics_timeout_ms = 20000\n")
+    model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = 1\n"}, call_id="w1"))
+    model.enqueue(tool_call("writeFile", {"filePath": "b.py", "content": "y = 2\n"}, call_id="w2"))
+    script = (
+        "import os; os.remove('a.py'); os.mkfifo('a.py'); "
+        "os.remove('b.py'); os.symlink('/dev/zero', 'b.py')"
+    )
+    model.enqueue(tool_call("exec", {"command": [sys.executable, "-c", script]}, call_id="e1"))
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "c.py", "content": "print(gone)\n"}, call_id="w3")
+    )
+    model.enqueue(text("done"))
+    daemon = await start(cody_env)
+    sid = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(sid, "swap")
+
+    outputs = tool_outputs(model.requests[-1])
+    assert "no new problems" in outputs["w1"] and "no new problems" in outputs["w2"]
+    assert "Not checked in time" not in outputs["e1"], "no read of the FIFO or /dev/zero"
+    assert "c.py:1:7 error F821 Undefined name `gone`" in outputs["w3"]
+    assert await daemon.close() == 1, "it exits on `exit` (1: no `shutdown` first), unkilled"
 
 
 async def test_doctor_lists_the_servers_and_whether_they_start(

@@ -46,7 +46,8 @@ def settings(
         ("on-request", "workspace-write", ("untrusted", "workspace-write"), "default"),
         ("on-failure", "workspace-write", ("on-request", "workspace-write"), "default"),
         ("never", "workspace-write", ("never", "workspace-write"), "acceptEdits"),
-        ("never", "danger-full-access", ("never", "danger-full-access"), "acceptEdits"),
+        ("never", "danger-full-access", ("untrusted", "danger-full-access"), "acceptEdits"),
+        ("on-failure", "danger-full-access", ("untrusted", "danger-full-access"), "default"),
         ("on-request", "read-only", ("untrusted", "read-only"), "plan"),
         ("never", "read-only", ("never", "read-only"), "plan"),
     ],
@@ -304,7 +305,7 @@ def test_cody_sandbox_is_kept_where_the_cli_would_not_keep_it(tmp_path: Path) ->
 
 
 def test_codex_is_billed_per_token_only_with_an_api_key(tmp_path: Path) -> None:
-    from cody_daemon.backends.discovery import codex_bills_per_token
+    from cody_daemon.backends.codex_config import codex_bills_per_token
 
     env = {"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "cx")}
     assert not codex_bills_per_token(env)

@@ -1,14 +1,21 @@
 """Cody's settings -> each CLI's own settings: the one mapping table (docs/backends.md).
 
-| Cody (approval policy / sandbox)  | Codex app-server `approvalPolicy` / `sandbox` | Claude Code `--permission-mode` |
-|-----------------------------------|-----------------------------------------------|---------------------------------|
-| `untrusted`                       | `untrusted`                                   | `default`                       |
-| `on-request`                      | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
-| `on-failure`                      | `on-request` (asks after a sandboxed failure) | `default`                       |
-| `never`                           | `never`                                       | `acceptEdits`                   |
-| sandbox `read-only`               | `read-only`                                   | `plan` (whatever the policy)    |
-| sandbox `workspace-write`         | `workspace-write`                             | not enforced (no sandbox)       |
-| sandbox `danger-full-access`      | `danger-full-access`                          | not enforced (no sandbox)       |
+| Cody (approval policy / sandbox) | Codex `approvalPolicy` / sandbox      | Claude Code `--permission-mode` |
+|----------------------------------|---------------------------------------|---------------------------------|
+| `untrusted`                      | `untrusted`                           | `default`                       |
+| `on-request`                     | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
+| `on-failure`                     | `on-request` (asks to leave its sandbox) | `default`                    |
+| `never`                          | `never`                               | `acceptEdits`                   |
+| sandbox `read-only`              | `read-only` (profile `cody-read-only`) | `plan` (whatever the policy)   |
+| sandbox `workspace-write`        | `workspace-write` (`cody-workspace`)  | not enforced (no sandbox)       |
+| sandbox `danger-full-access`     | `danger-full-access`, approval `untrusted` | not enforced (no sandbox)  |
+
+The Codex sandbox modes are Cody's own rules as Codex permission profiles (codex_sandbox.py).
+Claude Code asks Cody about every tool call whatever its mode (backends/claude_code.py); its
+mode still tells its model what is expected (plan mode: do not edit). With sandbox
+`danger-full-access` Codex has no sandbox to keep, so it runs with approval `untrusted`
+whatever Cody's policy: every command and edit then comes to Cody, which applies the policy
+itself (`never` allows at once), refuses login files and records the decision.
 
 Allowlists (`allowedTools`, or a phase's list) are Cody tool names:
 - Claude Code: `--tools` lists the built-in tools that map to allowed Cody tools (the others
@@ -41,12 +48,12 @@ from typing import Final
 from cody_protocol.settings import ApprovalPolicy, SandboxMode
 
 from ..policy.sandbox import SandboxPolicy
-from .base import BackendKind, BackendSettings
+from .base import BackendSettings
+from .codex_protocol import AskForApproval
+from .info import BackendKind, backend_info
 
 __all__ = [
     "CLAUDE_TOOLS",
-    "CODEX_ENFORCEMENT",
-    "CLAUDE_ENFORCEMENT",
     "WRITING_TOOLS",
     "ClaudeFlags",
     "CodexPolicy",
@@ -78,18 +85,6 @@ _CLAUDE_TO_CODY: Final[dict[str, str]] = {
     claude: cody for cody, names in CLAUDE_TOOLS.items() for claude in names
 }
 
-CODEX_ENFORCEMENT: Final = (
-    "Codex enforces the approval policy and sandbox itself; its tools cannot be withheld, "
-    "so tools outside the allowlist are declined by Cody when Codex asks to run them "
-    "(the session runs with approval policy `untrusted` for that), and Codex's known-safe "
-    "read-only commands still run in its read-only sandbox without asking."
-)
-CLAUDE_ENFORCEMENT: Final = (
-    "Claude Code has no sandbox: `workspace-write` and `danger-full-access` are not enforced "
-    "for its Bash tool (only `read-only` is, as plan mode); tools outside the allowlist are "
-    "removed with --tools/--disallowedTools and declined by Cody if asked for anyway."
-)
-
 
 def claude_tool_to_cody(name: str) -> str | None:
     """The Cody tool a Claude Code tool corresponds to (`mcp__*` names are shared)."""
@@ -100,12 +95,12 @@ def claude_tool_to_cody(name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodexPolicy:
-    approval_policy: str
+    approval_policy: AskForApproval
     sandbox: SandboxMode
     notes: list[str] = field(default_factory=list)
 
 
-_CODEX_APPROVAL: Final[dict[ApprovalPolicy, str]] = {
+_CODEX_APPROVAL: Final[dict[ApprovalPolicy, AskForApproval]] = {
     "untrusted": "untrusted",
     "on-request": "untrusted",
     "on-failure": "on-request",
@@ -117,6 +112,12 @@ def codex_policy(settings: BackendSettings) -> CodexPolicy:
     approval = _CODEX_APPROVAL[settings.approval_policy]
     sandbox: SandboxMode = settings.sandbox_mode
     notes: list[str] = []
+    if sandbox == "danger-full-access" and approval != "untrusted":
+        approval = "untrusted"
+        notes.append(
+            "approval policy `untrusted` for Codex: without a sandbox every command and edit "
+            f"comes to Cody, which applies `{settings.approval_policy}` itself"
+        )
     allowed = settings.allowed_tools
     if allowed is not None:
         if not {"exec", "applyPatch"} <= allowed and approval != "untrusted":
@@ -190,9 +191,6 @@ def claude_flags(settings: BackendSettings) -> ClaudeFlags:
     )
 
 
-_NAMES: Final[dict[BackendKind, str]] = {"codex": "the Codex CLI", "claude": "Claude Code"}
-
-
 def sandbox_violation(
     backend: BackendKind,
     settings: BackendSettings,
@@ -204,7 +202,9 @@ def sandbox_violation(
 ) -> str | None:
     """Why Cody's sandbox mode forbids this call of the CLI, or None (see the module docstring)."""
     if cody_tool in ("applyPatch", "writeFile"):
-        sandbox = SandboxPolicy.create(settings.sandbox_mode, cwd, "allow")
+        sandbox = SandboxPolicy.create(
+            settings.sandbox_mode, cwd, "allow", protected=settings.protected
+        )
         for path in paths:
             violation = sandbox.check_write(path)
             if violation is not None:
@@ -213,6 +213,6 @@ def sandbox_violation(
     if cody_tool == "exec" and settings.sandbox_mode == "read-only" and not known_safe:
         return (
             "the sandbox is read-only and this command is not known to be read-only: "
-            f"{_NAMES[backend]} would run it outside any sandbox once approved"
+            f"{backend_info(backend).subject} would run it outside any sandbox once approved"
         )
     return None

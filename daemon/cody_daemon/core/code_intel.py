@@ -106,8 +106,9 @@ class ServerReport:
 class Navigator(Protocol):
     """The language servers as the `symbols` tool sees them (lsp/service.py)."""
 
-    def navigable(self, session_id: str) -> bool:
-        """Whether a server that answers symbol requests runs for this session's project."""
+    def not_navigable(self, session_id: str | None) -> str | None:
+        """Why no server that answers symbol requests runs for this session's project (None:
+        one does; `session_id` None: no session)."""
         ...
 
     async def navigate(self, session_id: str, query: SymbolQuery, timeout_s: float) -> str:

@@ -8,9 +8,14 @@ The same contract as the native TurnRunner (engine/turn.py), so clients, the ses
 - every `tool_call` sent to the client reaches `completed` or `failed` before the turn
   returns (also on cancel, timeout or a CLI failure), and the history holds an output for
   every call;
-- each approval the CLI asks for goes through Cody's policy (policy/approval.py): the
-  allowlist, session rejections and grants, then the approval policy; only an `Ask` reaches
-  the client, with the session's approval timeout;
+- each approval the CLI asks for goes through Cody's policy (policy/approval.py) with the
+  facts Cody's own loop would have: the allowlist, the login-file refusal, the sandbox, session
+  rejections and grants, then the approval policy (a Cody tool that needs no approval in
+  Cody's loop needs none here; a command the CLI would run outside any sandbox while the
+  session's sandbox mode asks for one counts as unsandboxed); only an `Ask` reaches the
+  client, with the session's approval timeout;
+- everything the CLI reports is redacted (engine/backend_guard.py) before it is stored or
+  sent;
 - cancel (task cancel, or `cancelled` chosen in an approval) and the per-turn timeout
   (`backend_timeout_s`) stop the CLI (interrupt, then kill its process tree) and keep the
   partial text; a CLI failure is raised as a classified `ProviderError` after cleanup.
@@ -21,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from cody_protocol.prompt import TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..backends.base import (
+    DENIED,
     AgentBackend,
     Answer,
     ApprovalAsk,
@@ -48,6 +55,7 @@ from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide
 from ..providers.pricing import Price, cost_usd, price_for
+from .backend_guard import BackendGuard
 from .events import (
     AgentText,
     AgentThought,
@@ -57,7 +65,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
 from .settings import BACKEND_DEFAULT_MODEL
 from .streamed import StreamedItem
@@ -91,19 +99,29 @@ class _Turn:
 
 class BackendTurnRunner:
     def __init__(
-        self, session: Session, agent: AgentBackend, link: ClientLink, price: Price | None
+        self,
+        session: Session,
+        agent: AgentBackend,
+        link: ClientLink,
+        price: Price | None,
+        guard: BackendGuard,
     ) -> None:
         self.session = session
         self.agent = agent
         self.link = link
         self.price = price
+        self.guard = guard
         self.state = _Turn(turn_id=new_id())
         self._message: StreamedItem | None = None
         self._thought: StreamedItem | None = None
         self._window = DEFAULT_WINDOW
 
     def backend_settings(self) -> BackendSettings:
-        return backend_settings_of(self.session)
+        return backend_settings_of(
+            self.session,
+            protected=self.guard.protected,
+            hidden_files=self.guard.secrets.sources.login_files,
+        )
 
     async def run(self, prompt_text: str) -> TurnOutcome:
         session = self.session
@@ -171,6 +189,7 @@ class BackendTurnRunner:
     # -- events -----------------------------------------------------------------------------
 
     def _on_event(self, event: BackendEvent) -> None:
+        event = self.guard.redact_event(event)  # before anything is stored or sent
         if isinstance(event, TextDelta):
             if self._thought is not None:
                 self._thought.finish()
@@ -371,13 +390,17 @@ class BackendTurnRunner:
         session = self.session
         settings = session.settings
         allowed = self.backend_settings().allowed_tools
+        refusal = await asyncio.to_thread(self.guard.credential_refusal, ask)
+        ask = self.guard.redact_ask(ask)
         facts = CallFacts(
             tool_name=ask.cody_tool or ask.title,
-            requires_approval=True,
+            requires_approval=self.guard.requires_approval(ask),
             allowed_by_allowlist=allowed is None or (ask.cody_tool in allowed),
             sandbox_violation=ask.sandbox_violation,
-            unsandboxed=False,
+            credential_refusal=refusal,
+            unsandboxed=ask.runs_unsandboxed and settings.sandbox_mode != "danger-full-access",
             sandbox_unavailable=settings.sandbox_unavailable,
+            no_sandbox_because=f"{self.agent.display_name} would run it outside any sandbox",
             known_safe=ask.known_safe,
             grant_key=ask.grant_key,
             policy=settings.approval_policy,
@@ -400,20 +423,30 @@ class BackendTurnRunner:
             kind=ask.kind,
             raw_input=ask.raw_input,
             content=ask.content,
-            grant_key=describe_grant(ask.grant_key),
+            grant_key=describe_grant(self._shown_key(ask)),
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.link.request_approval(session.id, request),
                 timeout=settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        answer: ApprovalAnswer = reply.answer
         if answer == "invalid":
             answer, reason = "reject_once", "invalid answer"
+        elif reply.updated_input is not None:
+            # The agent CLI runs its own call: an edited one cannot be put in its place, and
+            # running the original instead of what the user approved would be wrong.
+            answer, reason = "reject_once", "edited input (not supported by agent CLIs)"
+            self._record(ask, tool, answer, reason)
+            session.grants.turn_rejected.add(ask.grant_key)
+            return Answer(
+                "reject_once",
+                f"{DENIED}: the user edited this call's input, which this agent cannot run",
+            )
         self._record(ask, tool, answer, reason)
         if answer == "cancelled":
             raise _Cancelled()
@@ -426,6 +459,8 @@ class BackendTurnRunner:
             grants.turn_rejected.add(ask.grant_key)
         if answer in ("allow_once", "allow_session"):
             self._running(ask.call_id)
+        elif reply.message:
+            return Answer(answer, f"{DENIED}: {reply.message}")
         return Answer(answer)
 
     def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:
@@ -438,16 +473,23 @@ class BackendTurnRunner:
                 "tool": tool,
                 "decision": decision,
                 "reason": reason,
-                "grantKey": list(ask.grant_key),
+                "grantKey": list(self._shown_key(ask)),
             },
         )
+
+    def _shown_key(self, ask: ApprovalAsk) -> tuple[str, ...]:
+        """The grant key as stored and shown (redacted; the key itself stays exact)."""
+        return tuple(self.guard.secrets.redact(part) for part in ask.grant_key)
 
     def _emit(self, event: Any) -> None:
         self.link.emit(self.session.id, event)
 
 
-def backend_settings_of(session: Session) -> BackendSettings:
-    """The session's settings as a backend takes them."""
+def backend_settings_of(
+    session: Session, *, protected: tuple[Path, ...] = (), hidden_files: tuple[Path, ...] = ()
+) -> BackendSettings:
+    """The session's settings as a backend takes them (`protected`: Cody's own directories;
+    `hidden_files`: the login files)."""
     from ..policy.allowlist import allowed_tools
 
     settings = session.settings
@@ -458,4 +500,6 @@ def backend_settings_of(session: Session) -> BackendSettings:
         reasoning_effort=settings.reasoning_effort,
         allowed_tools=allowed_tools(settings.allowed_tools, settings.phase),
         project_trusted=settings.project_trusted,
+        protected=protected,
+        hidden_files=hidden_files,
     )

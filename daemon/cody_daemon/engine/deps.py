@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config.paths import CodyPaths
@@ -11,6 +11,7 @@ from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.registry import ToolRegistry
 from .ports import CodeServers
+from .scan_pool import ScanPool
 
 __all__ = ["EngineDeps"]
 
@@ -27,3 +28,5 @@ class EngineDeps:
     version: str
     code: CodeServers | None = None
     """The language servers (None: none in this daemon)."""
+    scans: ScanPool = field(default_factory=ScanPool)
+    """Threads for reading session files (history, session/list): engine/scan_pool.py."""

@@ -36,7 +36,7 @@ from ..core.history import (
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
 from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
-from ..policy.sandbox import SandboxPolicy
+from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
     ModelProvider,
@@ -53,6 +53,7 @@ from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, Too
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
 from .diagnostics import EditChecks
+from .edited_input import EditRefused, check_edit, edited_note
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
@@ -66,10 +67,11 @@ from .events import (
     UsageChanged,
 )
 from .images import without_images
-from .instructions import base_request
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink, CodeServers
+from .instructions import PromptFamily, base_request
+from .ports import ApprovalReply, ApprovalRequest, ClientLink, CodeServers
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
+from .session_context import PermissionFacts, refresh
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -103,6 +105,8 @@ class TurnEnv:
     provider: ModelProvider
     context_window: int
     tools: ToolRegistry
+    """The session's tools, those that cannot work here included (`offer` leaves them out);
+    the MCP tools are added at the start of the turn."""
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
@@ -115,8 +119,19 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    family: PromptFamily = "open"
+    """Which system-prompt overlay the model gets (engine/instructions.py)."""
     code: CodeServers | None = None
     """The language servers: diagnostics after edits (engine/diagnostics.py)."""
+
+    def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
+        """The tools the model is offered now, and why the others of `tools` are not
+        (`Tool.unavailable`: no key, turned off, no language server running yet). Asked
+        before each model call: a tool can become able to work during a turn."""
+        tool_config = session.settings.tool_config
+        absent = self.tools.absent(self.env, tool_config, session.id)
+        offered = ToolRegistry(tool for tool in self.tools.tools() if tool.name not in absent)
+        return offered, absent
 
 
 @dataclass(slots=True)
@@ -157,6 +172,8 @@ class TurnRunner:
             emit=self._emit,
             redact=env.secrets.redact,
         )
+        self._offered, self._absent = env.offer(session)
+        """What the model was offered for its latest call, and why the other tools were not."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -175,6 +192,15 @@ class TurnRunner:
         session.file.append(
             "turn_context",
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
+        )
+        # A changed sandbox or approval policy reaches the model as a new item before this
+        # turn's message; what earlier requests held is never rewritten.
+        available = await _sandbox_available(self.env.sandbox)
+        refresh(
+            session,
+            PermissionFacts.of(
+                session, self.env.sandbox, self._offered.tools(), sandbox_available=available
+            ),
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
@@ -229,7 +255,8 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            template = base_request(self.session, self.env.tools, self.env.allowed)
+            self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
+            template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -333,7 +360,10 @@ class TurnRunner:
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
-        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
+        described = [
+            describe_call(self._offered, c.name, c.arguments, cwd=cwd, absent=self._absent)
+            for c in calls
+        ]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(
                 call.call_id, call.name, info.title, info.kind, info.locations
@@ -384,17 +414,37 @@ class TurnRunner:
             return
         grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
         verdict = decide(facts, self.session.grants)
+        edited: Any = None
         if isinstance(verdict, Ask):
-            allowed = await self._ask(
+            reply, reason = await self._ask(
                 call_id=call.call_id,
-                tool_name=tool.name,
                 info=info,
                 grant_key=grant_key,
                 unsandboxed=unsandboxed,
                 ctx=ctx,
             )
-            if not allowed:
-                self._finish_call(call.call_id, error_result(DENIED, {"refused": "user"}))
+            if reply.updated_input is not None:  # only ever with an allow answer
+                check = await check_edit(
+                    tool,
+                    reply.updated_input,
+                    registry=self._offered,
+                    cwd=self.session.cwd,
+                    facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
+                    grants=self.session.grants,
+                )
+                if isinstance(check, EditRefused):
+                    self._record_decision(call.call_id, tool.name, "deny", check.reason, grant_key)
+                    self.state.failure_seen = True
+                    self._finish_call(call.call_id, check.result)
+                    return
+                assert check.info.args is not None
+                args, grant_key, edited = check.info.args, check.grant_key, check.info
+                self._checks.begin(tool, edited.locations)  # the files it edits now
+                reason = "user (edited input)"
+            self._settle(call.call_id, tool.name, reply, reason, grant_key)
+            if reply.answer not in ("allow_once", "allow_session"):
+                denied = f"{DENIED}: {reply.message}" if reply.message else DENIED
+                self._finish_call(call.call_id, error_result(denied, {"refused": "user"}))
                 return
         elif isinstance(verdict, Deny):
             self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
@@ -407,7 +457,16 @@ class TurnRunner:
         else:
             assert isinstance(verdict, Allow)
             self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
-        self._emit(ToolCallProgress(call_id=call.call_id, status="in_progress"))
+        if edited is not None:  # show what runs now, not what the model asked for
+            self._retitle(call.call_id, edited.title)
+        self._emit(
+            ToolCallProgress(
+                call_id=call.call_id,
+                status="in_progress",
+                title=edited.title if edited is not None else None,
+                raw_input=edited.raw_input if edited is not None else None,
+            )
+        )
         try:
             result = await run_with_time_limit(
                 tool.run(args, ctx),
@@ -438,6 +497,8 @@ class TurnRunner:
         result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
+        if edited is not None:
+            result = edited_note(result, edited.raw_input)
         self._finish_call(call.call_id, result)
 
     async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
@@ -469,12 +530,13 @@ class TurnRunner:
         self,
         *,
         call_id: str,
-        tool_name: str,
         info: DescribedCall,
         grant_key: GrantKey,
         unsandboxed: bool,
         ctx: ToolContext,
-    ) -> bool:
+    ) -> tuple[ApprovalReply, str]:
+        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`); a
+        timeout or an invalid answer is `reject_once`; `cancelled` stops the turn."""
         assert info.tool is not None and info.args is not None
         try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
             preview = await asyncio.wait_for(
@@ -493,28 +555,37 @@ class TurnRunner:
             locations=info.locations or None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.env.link.request_approval(self.session.id, request),
                 timeout=self.session.settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
-        if answer == "invalid":
-            answer, reason = "reject_once", "invalid answer"
-        if answer == "cancelled":
-            self._record_decision(call_id, tool_name, "cancelled", reason, grant_key)
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        if reply.answer == "invalid":
+            reply, reason = ApprovalReply("reject_once"), "invalid answer"
+        if reply.answer == "cancelled":
+            self._record_decision(call_id, info.tool.name, "cancelled", reason, grant_key)
             raise TurnCancelled()
+        return reply, reason
+
+    def _settle(
+        self, call_id: str, tool: str, reply: ApprovalReply, reason: str, grant_key: GrantKey
+    ) -> None:
+        """Remember the user's answer for `grant_key` (session or turn) and record it."""
         grants = self.session.grants
-        if answer == "allow_session":
+        if reply.answer == "allow_session":
             grants.allowed.add(grant_key)
-        elif answer == "reject_session":
+        elif reply.answer == "reject_session":
             grants.rejected.add(grant_key)
-        elif answer == "reject_once":
+        elif reply.answer == "reject_once":
             grants.turn_rejected.add(grant_key)
-        self._record_decision(call_id, tool_name, answer, reason, grant_key)
-        return answer in ("allow_once", "allow_session")
+        self._record_decision(call_id, tool, reply.answer, reason, grant_key)
+
+    def _retitle(self, call_id: str, title: str) -> None:
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.title = title
 
     def _record_decision(
         self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey
@@ -583,3 +654,13 @@ class TurnRunner:
             logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
             return
         self.env.link.emit(self.session.id, event)
+
+
+async def _sandbox_available(sandbox: SandboxPolicy) -> bool:
+    """Whether commands can be isolated here (bubblewrap is probed once per process, by
+    running it: the first time off the event loop)."""
+    if sandbox.mode == "danger-full-access":
+        return True
+    if bwrap_path.cache_info().currsize:
+        return bwrap_path() is not None
+    return await asyncio.to_thread(bwrap_path) is not None

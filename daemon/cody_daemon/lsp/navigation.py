@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 
 from ..core.code_intel import SymbolQuery, shown_path
 from .client import ServerConnection, ServerGone
+from .files import line_of, read_source
 from .specs import language_id
 from .wire import path_of
 
@@ -104,7 +105,7 @@ async def _ask(connection: ServerConnection, query: SymbolQuery, timeout_s: floa
 async def _synced(connection: ServerConnection, path: Path) -> str:
     """The file's text on disk, sent to the server first when it holds another one."""
     try:
-        text = await asyncio.to_thread(path.read_text, "utf-8", "replace")
+        text = await asyncio.to_thread(read_source, path)
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     if connection.document_text(path) != text:
@@ -155,7 +156,7 @@ def _location_line(item: Any, cwd: Path) -> str:
         uri, start = item.uri, item.range.start
     path = path_of(uri)
     where = shown_path(path, cwd) if path is not None else uri
-    source = _line_text(path, start.line) if path is not None else ""
+    source = line_of(path, start.line) if path is not None else ""
     return f"{where}:{start.line + 1}:{start.character + 1}" + (f"  {source}" if source else "")
 
 
@@ -191,17 +192,6 @@ def _kind(kind: Any) -> str:
         return lsp.SymbolKind(kind).name.lower()
     except ValueError:
         return "symbol"
-
-
-def _line_text(path: Path, line: int) -> str:
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle):
-                if number == line:
-                    return text.strip()[:200]
-    except OSError:
-        return ""
-    return ""
 
 
 def _listing(lines: list[str], query: SymbolQuery) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 from ..core.code_intel import Diagnostic, EditedFile, FileDiagnostics, SymbolQuery
 from .client import ServerConnection, ServerGone
 from .delta import new_diagnostics
+from .files import read_source
 from .launch import Unlaunchable, spawn_server
 from .navigation import answer
 from .project import Project
@@ -374,7 +375,9 @@ def _navigates(connection: ServerConnection) -> bool:
 
 
 def _read_text(path: Path) -> str | None:
+    """The file's text, None when it is gone or is no regular file of a sane size any more
+    (lsp/files.py: a command may have made it a FIFO or a link to `/dev/zero`)."""
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        return read_source(path)
     except OSError:
         return None

@@ -155,8 +155,16 @@ class LanguageServers:
 
     # -- navigation -----------------------------------------------------------------------
 
-    def navigable(self, session_id: str) -> bool:
-        return self._pool is not None and self._pool.navigable(session_id)
+    def not_navigable(self, session_id: str | None) -> str | None:
+        attached = self._attached.get(session_id) if session_id is not None else None
+        if self.switched_off or (attached is not None and not attached.config.enabled):
+            return f"language servers are turned off ([lsp] enabled = false, or {OFF_ENV}=off)"
+        if session_id is not None and self._pool is not None and self._pool.navigable(session_id):
+            return None
+        return (
+            "no language server that answers symbol requests runs for this project yet "
+            "(servers start with the first edit of a file they handle)"
+        )
 
     async def navigate(self, session_id: str, query: SymbolQuery, timeout_s: float) -> str:
         if self._pool is None:

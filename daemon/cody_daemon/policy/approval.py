@@ -76,6 +76,8 @@ class CallFacts:
     unsandboxed: bool
     """The call would run a process without the isolation the sandbox mode asks for."""
     sandbox_unavailable: SandboxUnavailable
+    no_sandbox_because: str = "bubblewrap missing"
+    """Why an `unsandboxed` call has no sandbox (said in refusals; a backend CLI names itself)."""
     known_safe: bool
     """An `exec` of a known-safe read-only command."""
     grant_key: GrantKey
@@ -97,7 +99,7 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
     if facts.unsandboxed and facts.sandbox_unavailable == "refuse":
         return Deny(
             "sandbox",
-            "cannot run: no sandbox is available (bubblewrap missing) and "
+            f"cannot run: no sandbox is available ({facts.no_sandbox_because}) and "
             'sandbox_unavailable = "refuse"',
         )
     if facts.grant_key in grants.rejected:
@@ -111,8 +113,8 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
         if must_warn:
             return Deny(
                 "policy",
-                "cannot run: no sandbox is available (bubblewrap missing), approval policy "
-                'is `never` and sandbox_unavailable = "ask", so the command was refused',
+                f"cannot run: no sandbox is available ({facts.no_sandbox_because}), approval "
+                'policy is `never` and sandbox_unavailable = "ask", so the command was refused',
             )
         return Allow("policy")
     if not facts.requires_approval:

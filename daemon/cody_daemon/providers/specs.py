@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from cody_protocol.settings import ProviderWireApi
+
 from .models import catalog
 
 __all__ = [
@@ -27,7 +29,6 @@ __all__ = [
     "official_base_url",
 ]
 
-ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
 
 _BUILTIN_MODEL_SHAPES: Final = {
     "openai": re.compile(r"^(?:gpt-\d|o[1-9]\b|o[1-9]-|codex-|chatgpt-)"),
@@ -79,6 +80,8 @@ class ProviderSpec:
     """`query_params`: added to every request URL (may hold secrets: not in repr)."""
     env_key_instructions: str | None = None
     builtin: bool = False
+    models_listed: bool = False
+    """A configured provider whose config lists `models`: only those are its models."""
 
     @property
     def model_ids(self) -> tuple[str, ...]:
@@ -87,12 +90,20 @@ class ProviderSpec:
     def model_problem(self, model: str) -> str | None:
         """Why `model` is not one of this provider's models, or None when it may be used.
 
-        A configured provider takes any name (its server decides). A built-in one takes its
-        listed models (config's `models` included) and ids shaped like its newer models
-        (`gpt-6-...` on openai, `claude-...` on anthropic, `vendor/model` on openrouter).
+        A configured provider takes the models its config lists (`models`, `default_model`);
+        without a `models` list Cody cannot know them and takes any name (its server decides
+        at the first prompt). A built-in one takes its listed models (config's `models`
+        included) and ids shaped like its newer models (`gpt-6-...` on openai, `claude-...`
+        on anthropic, `vendor/model` on openrouter).
         """
-        if not self.builtin or model in self.model_ids:
+        if model in self.model_ids or (not self.builtin and not self.models_listed):
             return None
+        if not self.builtin:
+            return (
+                f"{model!r} is not a model of {self.name}: its `models` in config.toml are "
+                f"{', '.join(self.model_ids)}. If its server has it, add it to `models` under "
+                f"[model_providers.{self.id}]."
+            )
         shape = _BUILTIN_MODEL_SHAPES.get(self.id)
         if shape is not None and shape.search(model):
             return None

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
-from pygls.server import JsonRPCServer
 
-from .handlers import _guard, parse
+from .handlers import parse
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["register_lsp_handlers"]
+__all__ = ["lsp_handlers"]
 
 
-def register_lsp_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
+def lsp_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    """`_cody/lsp/servers`'s handler (registered by rpc/handlers.py)."""
+
     async def lsp_servers(params: Any) -> Any:
         from cody_protocol.extensions import (
             LanguageServerInfo,
@@ -55,7 +57,7 @@ def register_lsp_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             ],
         )
 
-    server.feature(methods.CODY_LSP_SERVERS)(_guard(methods.CODY_LSP_SERVERS, lsp_servers))
+    return {methods.CODY_LSP_SERVERS: lsp_servers}
 
 
 def _real_dir(path: str) -> str:

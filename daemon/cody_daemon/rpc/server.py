@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from cody_protocol.codes import ErrorCode
@@ -26,7 +26,7 @@ from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
-from .framing import FrameError, FrameReader, FramingMode
+from .framing import FrameError, FrameReader, Framing, FramingMode
 from .protocol import CodyProtocol, make_converter
 from .transport import ByteSink, StdioChannel, open_channel
 from .warm_up import WarmUp
@@ -34,9 +34,19 @@ from .warm_up import WarmUp
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_frames", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "FrameSource", "serve_frames", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
+
+
+class FrameSource(Protocol):
+    """Where one client's messages come from: `FrameReader` on a byte stream (stdio, a unix
+    socket) or one WebSocket's messages (rpc/web_transport.py)."""
+
+    @property
+    def framing(self) -> Framing | None: ...
+
+    async def read(self) -> bytes | FrameError | None: ...
 
 
 class CodyServer(JsonRPCServer):
@@ -130,13 +140,22 @@ class _Dispatcher:
 
     def _response(self, message: dict[str, Any], valid_id: bool) -> None:
         msg_id = message.get("id")
-        if msg_id is None or not valid_id or ("result" not in message and "error" not in message):
+        if "result" not in message and "error" not in message:
             if "id" in message:
                 self.protocol.send_error(
                     msg_id if valid_id else None,
                     ErrorCode.INVALID_REQUEST,
                     "Invalid request: no method, result or error",
                 )
+            return
+        if msg_id is None or not valid_id:
+            # JSON-RPC never answers a response, not even a malformed one (a client's error
+            # answer with id null, e.g. to a frame it could not parse): log it, go on.
+            logger.warning(
+                "ignoring a response from the client with id %s: %s",
+                "null" if msg_id is None else "of an invalid type",
+                _describe_error(message.get("error")) if "error" in message else "a result",
+            )
             return
         if not self.protocol.resolve_answer(msg_id, message):
             # A late answer to a request we withdrew (approval timeout or cancel), or an id
@@ -182,6 +201,15 @@ class _Dispatcher:
 
 DEFAULT_STALL_TIMEOUT_S = 300.0
 """How long a client may leave its output unread (over the bound) before it is dropped."""
+
+
+def _describe_error(error: Any) -> str:
+    """An error object of the client's, for the log: its code and message, cut short."""
+    if not isinstance(error, dict):
+        return "an error of an invalid shape"
+    code, message = error.get("code"), error.get("message")
+    text = message[:200] if isinstance(message, str) else ""
+    return f"error {code!r}: {text!r}"
 
 
 def _usable_id(msg_id: Any) -> bool:
@@ -242,7 +270,7 @@ async def serve_stdio(
         reader.on_input = warming.heard
         warming.start()
     dispatcher = await serve_frames(
-        server, reader, sink, framing, stop=stop, stall_timeout_s=stall_timeout_s
+        server, FrameReader(reader, framing), sink, stop=stop, stall_timeout_s=stall_timeout_s
     )
     if warming is not None:
         warming.stop()
@@ -258,9 +286,8 @@ async def serve_stdio(
 
 async def serve_frames(
     server: CodyServer,
-    reader: asyncio.StreamReader,
+    frames: FrameSource,
     sink: ByteSink,
-    framing: FramingMode,
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
@@ -269,7 +296,6 @@ async def serve_frames(
     client is dropped for not reading). The caller attached `sink` and closes it."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
-    frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     try:
         while not dispatcher.exit_requested:

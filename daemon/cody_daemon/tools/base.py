@@ -177,11 +177,6 @@ class Tool(ABC, Generic[A]):
     `declared` ones (the call's `locations` before, the diffs in its result after: edits),
     `any` (a command: the files the language servers hold are checked again), or none."""
 
-    def offered(self, session_id: str) -> bool:
-        """Whether the model sees this tool now in that session (the `symbols` tool only
-        while a language server that answers it runs)."""
-        return True
-
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
@@ -204,6 +199,22 @@ class Tool(ABC, Generic[A]):
 
     def grant_key(self, args: A, ctx: ToolContext) -> GrantKey:
         return canonical_grant_key(self.name, args)
+
+    def unavailable(
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
+    ) -> str | None:
+        """Why this tool cannot work now in a session with this environment and `[tools.*]`
+        configuration (it is then not offered to the model), or None when it can. Asked
+        again before each model call: a tool may become able to work during a session
+        (`symbols` once a language server runs for `session_id`; None: no session). The
+        default: a tool is there unless `[tools.<name>] enabled = false`."""
+        config = tool_config.get(self.name)
+        if config is not None and not config.enabled:
+            return f"turned off in the configuration ([tools.{self.name}] enabled = false)"
+        return None
 
     def sandbox_check(self, args: A, ctx: ToolContext) -> str | None:
         """Return why the sandbox forbids this call (it then fails without a prompt)."""

@@ -2,14 +2,17 @@
 
 Invariants: names are unique; `tools()` and `specs()` keep registration order (so the
 model sees the same tool list, and prompt caches stay warm, from call to call); filtering
-by an allowlist never adds tools and ignores names that are not registered.
+by an allowlist never adds tools and ignores names that are not registered; a tool that
+cannot work in a session (`Tool.unavailable`: no API key, turned off, no language server
+running yet) is left out of what is offered, and `absent` says why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from ..config.model import ToolConfig
 from ..core.tooling import ToolSpec
 from .apply_patch import ApplyPatchTool
 from .base import Tool
@@ -62,22 +65,40 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def tools(
-        self, allowed: Collection[str] | None = None, *, session_id: str | None = None
-    ) -> list[Tool[Any]]:
-        """The registered tools in order, only those named in `allowed` when it is given;
-        with `session_id`, only those the session is offered now (`Tool.offered`)."""
-        return [
-            tool
-            for name, tool in self._tools.items()
-            if (allowed is None or name in allowed)
-            and (session_id is None or tool.offered(session_id))
-        ]
+    def tools(self, allowed: Collection[str] | None = None) -> list[Tool[Any]]:
+        """The registered tools in order, only those named in `allowed` when it is given."""
+        if allowed is None:
+            return list(self._tools.values())
+        return [tool for name, tool in self._tools.items() if name in allowed]
 
-    def specs(
-        self, allowed: Collection[str] | None = None, *, session_id: str | None = None
-    ) -> list[ToolSpec]:
-        return [tool.spec() for tool in self.tools(allowed, session_id=session_id)]
+    def absent(
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
+    ) -> dict[str, str]:
+        """The registered tools that cannot work now with this environment and configuration
+        (in `session_id`'s session), with why (`Tool.unavailable`): they are not offered to
+        the model."""
+        reasons = {
+            tool.name: tool.unavailable(env, tool_config, session_id)
+            for tool in self._tools.values()
+        }
+        return {name: reason for name, reason in reasons.items() if reason is not None}
+
+    def offered(
+        self,
+        allowed: Collection[str] | None,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
+    ) -> ToolRegistry:
+        """The tools a session offers the model now: allowed, and able to work here."""
+        absent = self.absent(env, tool_config, session_id)
+        return ToolRegistry(tool for tool in self.tools(allowed) if tool.name not in absent)
+
+    def specs(self, allowed: Collection[str] | None = None) -> list[ToolSpec]:
+        return [tool.spec() for tool in self.tools(allowed)]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

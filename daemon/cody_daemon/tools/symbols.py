@@ -1,7 +1,8 @@
 """`symbols`: ask the running language servers where things are defined and used.
 
 Offered to the model only while a language server that answers symbol requests runs for
-the session's project (`offered`; servers start with the first edit of a file they handle).
+the session's project (`unavailable` says why not; servers start with the first edit of a
+file they handle, so the tool can appear during a turn).
 Read-only: it sends the servers the files' text on disk and reads their answers; positions
 are 1-based `path:line:col`, as in diagnostics.
 """
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..config.model import ToolConfig
 from ..core.code_intel import Navigator, SymbolQuery
 from ..policy.sandbox import resolve_path
 from .base import (
@@ -81,8 +84,15 @@ class SymbolsTool(Tool[SymbolsArgs]):
     def __init__(self, navigator: Navigator) -> None:
         self._navigator = navigator
 
-    def offered(self, session_id: str) -> bool:
-        return self._navigator.navigable(session_id)
+    def unavailable(
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
+    ) -> str | None:
+        return super().unavailable(env, tool_config, session_id) or (
+            self._navigator.not_navigable(session_id)
+        )
 
     def title(self, args: SymbolsArgs) -> str:
         target = args.query or args.symbol or args.file_path or ""

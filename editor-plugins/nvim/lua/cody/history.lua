@@ -46,8 +46,9 @@ function M.label(session)
   )
 end
 
---- Imports a listed session and opens it in the chat. The new session's directory is the
---- imported one's when it exists here, else the plugin's `cwd`.
+--- Imports a listed session and opens it in the chat. The new session works in the plugin's
+--- `cwd` (the current directory unless `setup()` sets one), never in the directory the session
+--- file names: a file may name any directory, `/` included.
 ---@param session table A `HistorySessionInfo`.
 function M.import(session)
   local cody = require("cody")
@@ -55,10 +56,7 @@ function M.import(session)
     if conn_err or not conn then
       return
     end
-    local cwd = session.cwd
-    if not cwd or vim.fn.isdirectory(cwd) == 0 then
-      cwd = config.cwd()
-    end
+    local cwd = config.cwd()
     local params = { agent = session.agent, sessionId = session.sessionId, cwd = cwd }
     local meta = config.session_meta()
     if meta then
@@ -78,7 +76,7 @@ function M.import(session)
           result.sessionId
         )
       )
-      cody.resume(result.sessionId, imported.cwd or cwd)
+      cody.resume(result.sessionId, cwd)
     end)
   end)
 end

@@ -32,7 +32,7 @@ export function describeApproval(request: RequestPermissionParams): ApprovalProm
   const diffs: DiffToolCallContent[] = [];
   for (const entry of call.content ?? []) {
     if (entry.type === "diff") diffs.push(entry);
-    else if (entry.content.type === "text") texts.push(entry.content.text);
+    else if (entry.type === "content" && entry.content.type === "text") texts.push(entry.content.text);
   }
   let message: string;
   if (call.kind === "execute") message = "Cody wants to run a command";
