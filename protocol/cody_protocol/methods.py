@@ -12,6 +12,8 @@ __all__ = [
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
     "CODY_MODELS_LIST",
+    "CODY_PERMISSIONS_LIST",
+    "CODY_PERMISSIONS_REMOVE",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
@@ -70,3 +72,5 @@ CODY_HISTORY_LIST = "_cody/history/list"
 CODY_HISTORY_READ = "_cody/history/read"
 CODY_HISTORY_IMPORT = "_cody/history/import"
 CODY_AGENTS_LIST = "_cody/agents/list"
+CODY_PERMISSIONS_LIST = "_cody/permissions/list"
+CODY_PERMISSIONS_REMOVE = "_cody/permissions/remove"

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from cody_protocol.prompt import TokenUsage
@@ -46,11 +48,14 @@ from ..backends.failures import cli_timeout
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..errors import ProviderError
 from ..ids import new_id
-from ..policy.approval import Allow, CallFacts, Deny, decide
+from ..policy.approval import Allow, CallFacts, Deny, decide, decided_by
+from ..policy.rule_proposals import propose_rules
+from ..policy.rules import subject_from_grant_key
 from ..providers.pricing import Price, cost_usd, price_for
 from .events import (
     AgentText,
     AgentThought,
+    CallDecision,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -91,12 +96,22 @@ class _Turn:
 
 class BackendTurnRunner:
     def __init__(
-        self, session: Session, agent: AgentBackend, link: ClientLink, price: Price | None
+        self,
+        session: Session,
+        agent: AgentBackend,
+        link: ClientLink,
+        price: Price | None,
+        *,
+        rules_file: Path | None = None,
+        refresh_rules: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session = session
         self.agent = agent
         self.link = link
         self.price = price
+        self.rules_file = rules_file
+        """The user config, where `allow_project` saves rules (None: not offered)."""
+        self.refresh_rules = refresh_rules
         self.state = _Turn(turn_id=new_id())
         self._message: StreamedItem | None = None
         self._thought: StreamedItem | None = None
@@ -237,10 +252,10 @@ class BackendTurnRunner:
             )
         )
 
-    def _running(self, call_id: str) -> None:
+    def _running(self, call_id: str, decision: CallDecision | None = None) -> None:
         if call_id in self.state.open_calls and call_id not in self.state.running:
             self.state.running.add(call_id)
-            self._emit(ToolCallProgress(call_id=call_id, status="in_progress"))
+            self._emit(ToolCallProgress(call_id=call_id, status="in_progress", decision=decision))
 
     def _tool_output(self, event: ToolOutput) -> None:
         if event.call_id not in self.state.open_calls:
@@ -371,8 +386,10 @@ class BackendTurnRunner:
         session = self.session
         settings = session.settings
         allowed = self.backend_settings().allowed_tools
+        tool = ask.cody_tool or ask.title
+        subject = subject_from_grant_key(ask.grant_key, session.cwd)
         facts = CallFacts(
-            tool_name=ask.cody_tool or ask.title,
+            tool_name=tool,
             requires_approval=True,
             allowed_by_allowlist=allowed is None or (ask.cody_tool in allowed),
             sandbox_violation=ask.sandbox_violation,
@@ -382,18 +399,24 @@ class BackendTurnRunner:
             grant_key=ask.grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,
+            rule=settings.rules.evaluate(tool, subject),
         )
         verdict = decide(facts, session.grants)
-        tool = ask.cody_tool or ask.title
         if isinstance(verdict, Deny):
-            self._record(ask, tool, "deny", verdict.reason)
+            by, detail = decided_by(verdict)
+            self._record(ask, tool, "deny", verdict.reason, CallDecision(by, detail, "deny"))  # type: ignore[arg-type]
             if verdict.reason == "sandbox":
                 self.state.failure_seen = True
             return Answer("reject_once", verdict.message)
         if isinstance(verdict, Allow):
-            self._record(ask, tool, "allow", verdict.reason)
-            self._running(ask.call_id)
+            by, detail = decided_by(verdict)
+            decision = CallDecision(by, detail, "allow")  # type: ignore[arg-type]
+            self._record(ask, tool, "allow", verdict.reason, decision)
+            self._running(ask.call_id, decision)
             return Answer("allow_session" if verdict.reason == "grant" else "allow_once")
+        proposal = None
+        if verdict.rule is None and self.rules_file is not None:
+            proposal = propose_rules(tool, subject, session.cwd)
         request = ApprovalRequest(
             call_id=ask.call_id,
             title=ask.title,
@@ -402,6 +425,8 @@ class BackendTurnRunner:
             content=ask.content,
             grant_key=describe_grant(ask.grant_key),
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
+            project_rules=proposal,
+            project=str(session.cwd) if proposal else None,
         )
         reason = "user"
         answer: ApprovalAnswer
@@ -412,23 +437,51 @@ class BackendTurnRunner:
             )
         except TimeoutError:
             answer, reason = "reject_once", "timeout"
-        if answer == "invalid":
+        if answer == "invalid" or (answer == "allow_project" and not proposal):
             answer, reason = "reject_once", "invalid answer"
-        self._record(ask, tool, answer, reason)
+        detail = f"answered {answer}" if reason == "user" else reason
+        if answer == "allow_project" and proposal:
+            detail = await self._save_rules(proposal)
+        outcome: Literal["allow", "deny"] = (
+            "allow" if answer in ("allow_once", "allow_session", "allow_project") else "deny"
+        )
+        decision = CallDecision("timeout" if reason == "timeout" else "user", detail, outcome)
+        self._record(ask, tool, answer, reason, decision)
         if answer == "cancelled":
             raise _Cancelled()
         grants = session.grants
-        if answer == "allow_session":
+        if answer in ("allow_session", "allow_project"):
             grants.allowed.add(ask.grant_key)
         elif answer == "reject_session":
             grants.rejected.add(ask.grant_key)
         elif answer == "reject_once":
             grants.turn_rejected.add(ask.grant_key)
-        if answer in ("allow_once", "allow_session"):
-            self._running(ask.call_id)
+        if outcome == "allow":
+            self._running(ask.call_id, decision)
+        if answer == "allow_project":
+            return Answer("allow_session")
         return Answer(answer)
 
-    def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:
+    async def _save_rules(self, rules: list[str]) -> str:
+        """`allow_project`: the rules saved to the user config (engine/approvals.py does the
+        same for Cody's own loop); the detail says what happened."""
+        from ..config.rule_writer import RuleWriteError, add_project_rules
+
+        assert self.rules_file is not None
+        shown = ", ".join(f"`{rule}`" for rule in rules)
+        try:
+            await asyncio.to_thread(
+                add_project_rules, self.rules_file, str(self.session.cwd), rules
+            )
+        except RuleWriteError as exc:
+            return f"allowed for this session; could not save {shown}: {exc}"
+        if self.refresh_rules is not None:
+            await self.refresh_rules()
+        return f"allowed for this project: saved {shown} to {self.rules_file}"
+
+    def _record(
+        self, ask: ApprovalAsk, tool: str, decision: str, reason: str, audit: CallDecision
+    ) -> None:
         self.session.file.append(
             "event",
             {
@@ -439,6 +492,8 @@ class BackendTurnRunner:
                 "decision": decision,
                 "reason": reason,
                 "grantKey": list(ask.grant_key),
+                "by": audit.by,
+                "detail": audit.detail,
             },
         )
 

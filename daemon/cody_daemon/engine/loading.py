@@ -7,6 +7,7 @@ rejections recorded in the file are restored.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,12 @@ from typing import Any
 from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta
 
-from ..config.loader import load_effective_config
+from ..config.loader import LoadedConfig, load_effective_config
 from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
 from ..policy.approval import Grants
+from ..policy.rule_sources import RuleContext, RulesLoaded, load_rules
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
@@ -27,7 +29,7 @@ from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
 
-__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd"]
+__all__ = ["META_TO_CONFIG", "SessionLoader", "added_dirs", "check_cwd"]
 
 META_TO_CONFIG = {
     "provider": "model_provider",
@@ -51,6 +53,26 @@ def check_cwd(cwd: str) -> Path:
     return path
 
 
+def added_dirs(roots: list[str]) -> list[str]:
+    """The real paths of `_meta.cody.writableRoots`; -32602 for one that is not an absolute
+    path to an existing directory."""
+    bad = [root for root in roots if not os.path.isabs(root) or not os.path.isdir(root)]
+    if bad:
+        raise InvalidParams(
+            f"writableRoots must be absolute paths of existing directories: {', '.join(bad)}",
+            [
+                Issue(
+                    key="_meta.cody.writableRoots",
+                    message="not an absolute path to an existing directory",
+                    value=root,
+                    source="_meta.cody",
+                )
+                for root in bad
+            ],
+        )
+    return list(dict.fromkeys(os.path.realpath(root) for root in roots))
+
+
 class SessionLoader:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
@@ -70,6 +92,8 @@ class SessionLoader:
                 list(meta.allowed_tools) if meta.allowed_tools is not None else None
             )
             settings.phase = meta.phase
+            if meta.writable_roots:
+                settings.added_dirs = added_dirs(meta.writable_roots)
         if settings.backend != "native":
             # The config file's `model` is the native provider's; a CLI gets only an explicit one.
             settings.model = (meta.model if meta is not None else None) or BACKEND_DEFAULT_MODEL
@@ -145,6 +169,9 @@ class SessionLoader:
                     )
                 ],
             )
+        rules = self._rules(cwd, loaded)
+        warnings += rules.warnings
+        sandbox = config.sandbox_workspace_write
         settings = SessionSettings(
             provider=spec.id,
             model=model,
@@ -158,6 +185,9 @@ class SessionLoader:
             backend=config.backend,
             backend_timeout_s=config.backend_timeout_s,
             project_trusted=loaded.project_trusted,
+            network_access=sandbox.network_access,
+            writable_roots=list(sandbox.writable_roots),
+            rules=rules.rules,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
             warnings=warnings,
@@ -167,6 +197,24 @@ class SessionLoader:
             tool_output_token_limit=config.tool_output_token_limit,
         )
         return settings, catalog
+
+    def _rules(self, cwd: Path, loaded: LoadedConfig) -> RulesLoaded:
+        home = self.deps.env.get("HOME") or os.path.expanduser("~")
+        return load_rules(
+            loaded.permissions,
+            RuleContext(
+                cwd=Path(os.path.realpath(cwd)),
+                home=Path(home),
+                codex_home=self.deps.codex_home,
+                claude_dir=self.deps.claude_dir,
+                project_trusted=loaded.project_trusted,
+            ),
+        )
+
+    def current_rules(self, cwd: Path) -> RulesLoaded:
+        """The rules as the files say now (re-read at each turn: a rule added by another
+        session or by hand applies from the next turn). Raises InvalidParams."""
+        return self._rules(cwd, load_effective_config(cwd=cwd, paths=self.deps.paths))
 
     def _check_allowlist(self, settings: SessionSettings) -> None:
         if settings.allowed_tools is None:
@@ -208,6 +256,13 @@ class SessionLoader:
         settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
         phase = persisted.get("phase")
         settings.phase = phase if phase in ("research", "plan", "implement") else None
+        roots = persisted.get("writable_roots")
+        if isinstance(roots, list):
+            settings.added_dirs = [
+                os.path.realpath(root)
+                for root in roots
+                if isinstance(root, str) and os.path.isabs(root) and os.path.isdir(root)
+            ]
         handle = SessionFile.open_existing(path)
         try:
             handle.ensure_newline()

@@ -387,6 +387,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     register_history_handlers(server, app)
 
+    from .permission_handlers import register_permission_handlers  # _cody/permissions/*
+
+    register_permission_handlers(server, app)
+
 
 EXTENSIONS: tuple[str, ...] = (
     methods.CODY_SESSION_FORK,
@@ -398,4 +402,6 @@ EXTENSIONS: tuple[str, ...] = (
     methods.CODY_HISTORY_READ,
     methods.CODY_HISTORY_IMPORT,
     methods.CODY_AGENTS_LIST,
+    methods.CODY_PERMISSIONS_LIST,
+    methods.CODY_PERMISSIONS_REMOVE,
 )

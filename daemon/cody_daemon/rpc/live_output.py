@@ -30,6 +30,7 @@ from ..engine.events import (
     ToolCallOutputEnd,
     ToolCallProgress,
 )
+from .updates import decision_meta
 
 __all__ = ["TerminalView"]
 
@@ -85,7 +86,10 @@ class TerminalView:
         if event.status == "in_progress":
             terminal.started = True
             update = ToolCallUpdate(
-                tool_call_id=event.call_id, status="in_progress", content=_terminal(event.call_id)
+                tool_call_id=event.call_id,
+                status="in_progress",
+                content=_terminal(event.call_id),
+                meta=decision_meta(event.decision),
             )
             return [update.wire()]
         if event.status not in ("completed", "failed"):
@@ -107,7 +111,10 @@ class TerminalView:
                 status=event.status,
                 content=content,
                 raw_output=event.raw_output,
-                meta={"terminal_exit": exit_meta.model_dump(mode="json")},
+                meta={
+                    "terminal_exit": exit_meta.model_dump(mode="json"),
+                    **(decision_meta(event.decision) or {}),
+                },
             ).wire()
         ]
 
