@@ -123,7 +123,7 @@ class ExecArgs(BaseModel):
             "blocked it (no network, a read-only path). Give the reason in justification."
         ),
     )
-    justification: str | None = Field(
+    justification: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
         default=None,
         max_length=2000,
         description="With escalate: one sentence the user reads, why the command must run "
