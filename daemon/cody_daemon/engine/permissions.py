@@ -8,7 +8,6 @@ user config can be removed: other agents' files and a project's own config are r
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Literal
@@ -90,10 +89,11 @@ def _layer_rules(layer: PermissionLayer) -> list[PermissionRuleInfo]:
     ]
 
 
-async def remove_permission_rule(
+def remove_permission_rule(
     deps: EngineDeps, *, rule: str, decision: str, source: str, project: str | None
 ) -> bool:
-    """Remove one rule from the user config; False when it is not there."""
+    """Remove one rule from the user config; False when it is not there (blocking: call it
+    off the event loop)."""
     config_file = deps.paths.config_file
     if os.path.realpath(source) != os.path.realpath(config_file):
         raise InvalidParams(
@@ -102,6 +102,6 @@ async def remove_permission_rule(
             [Issue(key="source", message="not Cody's user config", value=source)],
         )
     try:
-        return await asyncio.to_thread(remove_rule, config_file, rule, decision, project)
+        return remove_rule(config_file, rule, decision, project)
     except RuleWriteError as exc:
         raise InvalidParams(str(exc), [Issue(key="source", message=str(exc))]) from None

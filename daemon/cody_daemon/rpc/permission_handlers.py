@@ -35,12 +35,14 @@ def register_permission_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         from ..engine.permissions import remove_permission_rule
 
         parsed = parse(PermissionsRemoveParams, params)
-        removed = await remove_permission_rule(
-            app.deps,
-            rule=parsed.rule,
-            decision=parsed.decision,
-            source=parsed.source,
-            project=parsed.project,
+        removed = await asyncio.to_thread(
+            lambda: remove_permission_rule(
+                app.deps,
+                rule=parsed.rule,
+                decision=parsed.decision,
+                source=parsed.source,
+                project=parsed.project,
+            )
         )
         return PermissionsRemoveResult(removed=removed)
 
