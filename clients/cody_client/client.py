@@ -24,7 +24,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mappi
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cody_protocol.extensions import CompactSessionResult, ModelsListResult
+from cody_protocol.extensions import (
+    CompactSessionResult,
+    ModelsListResult,
+    PermissionRuleInfo,
+    PermissionsListResult,
+    PermissionsRemoveParams,
+)
 from cody_protocol.history import (
     HistoryImportResult,
     HistoryImportStats,
@@ -81,7 +87,8 @@ class SessionLookupError(LookupError):
 
 
 PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
-"""Returns an option id (`allow_once`, `allow_always`, `reject_once`, `reject_always`) or
+"""Returns an option id (`allow_once`, `allow_always`, `allow_project` where offered,
+`reject_once`, `reject_always`) or
 `cancelled` to stop the turn."""
 UpdateCallback = Callable[[SessionUpdate], None]
 
@@ -135,7 +142,7 @@ class ClientSession:
         return report
 
     async def set_mode(self, mode_id: str) -> None:
-        """`session/set_mode`: `read-only`, `auto` or `full-access`."""
+        """`session/set_mode`: `ask`, `auto`, `read-only` or `full-access`."""
         await self.client.connection.request(
             "session/set_mode", {"sessionId": self.id, "modeId": mode_id}
         )
@@ -390,12 +397,14 @@ class CodyClient:
         allowed_tools: Sequence[str] | None = None,
         phase: str | None = None,
         backend: str | None = None,
+        writable_roots: Sequence[str] | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
     ) -> ClientSession:
         """`session/new`; settings not given come from the daemon's configuration.
 
         `backend`: `native` (Cody's own agent loop), `codex` (the Codex CLI) or `claude`
-        (Claude Code); the daemon's `backend` config key when not given."""
+        (Claude Code); the daemon's `backend` config key when not given. `writable_roots`:
+        more directories the sandbox lets the session write (`--add-dir`)."""
         meta = {
             "provider": provider,
             "model": model,
@@ -406,6 +415,9 @@ class CodyClient:
             "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
             "phase": phase,
             "backend": backend,
+            "writableRoots": [_absolute(root) for root in writable_roots]
+            if writable_roots
+            else None,
         }
         params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}
@@ -426,6 +438,20 @@ class CodyClient:
         raw = await self.connection.request("_cody/session/fork", params)
         result = NewSessionResult.model_validate(raw)
         return self._session(result.session_id, params["cwd"], result)
+
+    async def permissions(self, cwd: str | None = None) -> PermissionsListResult:
+        """`_cody/permissions/list`: the rules that apply in `cwd` (None: all of the user's)."""
+        params = {"cwd": _absolute(cwd)} if cwd is not None else {}
+        raw = await self.connection.request("_cody/permissions/list", params)
+        return PermissionsListResult.model_validate(raw)
+
+    async def remove_permission(self, rule: PermissionRuleInfo) -> bool:
+        """`_cody/permissions/remove`: remove a rule (as listed) from the user config."""
+        params = PermissionsRemoveParams(
+            rule=rule.rule, decision=rule.decision, source=rule.source, project=rule.project
+        ).wire()
+        raw = await self.connection.request("_cody/permissions/remove", params)
+        return bool(raw.get("removed")) if isinstance(raw, dict) else False
 
     async def models(self) -> ModelsListResult:
         """`_cody/models/list`: every provider, whether it can be used, and its models."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -34,11 +35,21 @@ from cody_protocol.updates import (
 
 from .markdown import MarkdownStream
 
-__all__ = ["Renderer", "Style", "use_color", "was_refused"]
+__all__ = ["Renderer", "Style", "safe_text", "use_color", "was_refused"]
 
 DENIED_MARKER = "User denied approval"
 OPTIONS_LINE = "y allow · a allow for session · n reject · r reject for session · c cancel"
 """The approval keys, short enough for an 80-column terminal with the frame."""
+PROJECT_OPTIONS_LINE = (
+    "y allow · a for session · p for project · n reject · r reject for session · c cancel"
+)
+"""The keys when `allow_project` is offered (its rule is shown on the line above)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """`text` without control characters (escape sequences), for what the model wrote."""
+    return _CONTROL.sub("", text)
 
 
 def was_refused(raw_output: object, text: str | None) -> bool:
@@ -92,6 +103,8 @@ class Renderer:
     info: TextIO
     style: Style
     show_thoughts: bool = True
+    show_decisions: bool = False
+    """Print what decided each tool call (`--decisions`)."""
     markdown: bool = False
     """Render agent text as markdown while it streams (interactive terminals only)."""
     calls: dict[str, _Call] = field(default_factory=dict)
@@ -112,6 +125,7 @@ class Renderer:
             style=self.style,
             show_thoughts=self.show_thoughts,
             markdown=self.markdown,
+            show_decisions=self.show_decisions,
         )
 
     def forget_usage(self) -> None:
@@ -181,6 +195,8 @@ class Renderer:
         elif isinstance(update, ToolCallStart):
             self._tool_started(update)
         elif isinstance(update, ToolCallUpdate):
+            if self.show_decisions:
+                self._show_decision(update)
             if update.status in ("completed", "failed"):
                 self._tool_finished(
                     update.tool_call_id, update.status, update.content or [], update.raw_output
@@ -272,13 +288,24 @@ class Renderer:
         self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")
         self._mode = "idle"
 
+    def _show_decision(self, update: ToolCallUpdate) -> None:
+        """`--decisions`: what decided the call (`_meta.cody.decision`), under it."""
+        meta = update.meta or {}
+        cody = meta.get("cody") if isinstance(meta, dict) else None
+        found = cody.get("decision") if isinstance(cody, dict) else None
+        if not isinstance(found, dict):
+            return
+        verb = "allowed" if found.get("outcome") == "allow" else "refused"
+        by, detail = safe_text(str(found.get("by"))), safe_text(str(found.get("detail")))
+        self.line(self.style.dim(f"  {verb} by {by}: {detail}"))
+
     # -- approvals ------------------------------------------------------------------------
 
     def _approval_header(self, request: RequestPermissionParams) -> str:
         call = request.tool_call
         return (
             self.style.yellow("╭─ Approval needed: ")
-            + self.style.bold(call.title)
+            + self.style.bold(safe_text(call.title))
             + self.style.dim(f"  [{call.kind}]")
         )
 
@@ -288,16 +315,20 @@ class Renderer:
         if meta is not None and meta.grant_key:
             lines.append(
                 self.style.yellow("│ ")
-                + self.style.dim(f'("for this session" applies to {meta.grant_key})')
+                + self.style.dim(f'("for this session" applies to {safe_text(meta.grant_key)})')
             )
-        lines.append(self.style.yellow("╰─ ") + OPTIONS_LINE)
+        project = next((o for o in request.options if o.option_id == "allow_project"), None)
+        if project is not None:
+            lines.append(self.style.yellow("│ ") + f"p: {safe_text(project.name)}")
+        options = PROJECT_OPTIONS_LINE if project is not None else OPTIONS_LINE
+        lines.append(self.style.yellow("╰─ ") + options)
         return lines
 
     def _text_lines(self, item: ContentToolCallContent) -> list[str]:
         return [
             self.style.yellow("│ ")
-            + (self.style.yellow(line) if line.startswith("WARNING") else line)
-            for line in _text_of(item.content).splitlines()
+            + (self.style.yellow(line) if line.startswith(("WARNING", "OUTSIDE")) else line)
+            for line in safe_text(_text_of(item.content).replace("\t", "    ")).splitlines()
         ]
 
     def approval_text(self, request: RequestPermissionParams) -> str:
@@ -315,8 +346,9 @@ class Renderer:
         old = (diff.old_text or "").splitlines()
         new = diff.new_text.splitlines()
         label = "new file " if diff.old_text is None else ""
-        lines = [self.style.bold(f"{label}{diff.path}")]
-        for line in difflib.unified_diff(old, new, lineterm="", n=2):
+        lines = [self.style.bold(safe_text(f"{label}{diff.path}"))]
+        for raw in difflib.unified_diff(old, new, lineterm="", n=2):
+            line = safe_text(raw)
             if line.startswith(("---", "+++")):
                 continue
             if line.startswith("+"):
