@@ -429,6 +429,11 @@ export interface CodyPermissionMeta {
   grantKey?: string | null;
   /** `false` when the command would run without a sandbox. */
   sandboxed?: boolean | null;
+  /** Why the model asks to run the command outside the sandbox (`exec` with `escalate`). */
+  justification?: string | null;
+  /** The allow rules the `allow_project` option would save, and for which project. */
+  projectRules?: string[] | null;
+  project?: string | null;
 }
 
 /** `RequestPermissionParams`: the params of `session/request_permission`. */
