@@ -40,9 +40,7 @@ __all__ = ["Renderer", "Style", "safe_text", "use_color", "was_refused"]
 DENIED_MARKER = "User denied approval"
 OPTIONS_LINE = "y allow · a allow for session · n reject · r reject for session · c cancel"
 """The approval keys, short enough for an 80-column terminal with the frame."""
-PROJECT_OPTIONS_LINE = (
-    "y allow · a for session · p for project · n reject · r reject for session · c cancel"
-)
+PROJECT_OPTIONS_LINE = "y allow · a session · p project · n reject · r reject session · c cancel"
 """The keys when `allow_project` is offered (its rule is shown on the line above)."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

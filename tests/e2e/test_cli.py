@@ -50,7 +50,7 @@ async def test_demo_without_a_terminal_shows_the_whole_flow(cody_env: CodyEnv) -
     assert "allowed by sandbox: the sandbox contains it" in before, "each call says why it ran"
     assert "OUTSIDE THE SANDBOX" in asked and "you asked to run it outside the sandbox" in asked
     assert "p: Always allow `exec(python3 hello.py)` in " in asked
-    assert "y allow · a for session · p for project · n reject · r reject for session" in asked
+    assert "y allow · a session · p project · n reject · r reject session · c cancel" in asked
     assert 'answers "allow once" itself' in asked
     assert "Hello from the Cody demo!" in asked.split("Starting a fresh daemon")[0]
     assert "`cody-client sessions list` shows it" in out
