@@ -453,6 +453,15 @@ def _without_codex_only_keys(
             dropped.extend(f"model_providers.{pid}.{k}" for k in extra)
             cleaned[pid] = {k: v for k, v in table.items() if k not in CODEX_ONLY_PROVIDER_KEYS}
         kept["model_providers"] = cleaned
+    projects = kept.get("projects")
+    if isinstance(projects, dict):
+        trimmed: dict[str, Any] = {}
+        for root, table in projects.items():
+            if isinstance(table, dict) and "trust_level" in table:
+                dropped.append(f"projects.{root}.trust_level")
+                table = {k: v for k, v in table.items() if k != "trust_level"}
+            trimmed[root] = table
+        kept["projects"] = trimmed
     sandbox = kept.get("sandbox_workspace_write")
     if isinstance(sandbox, dict):
         extra = sorted(k for k in sandbox if k in CODEX_ONLY_SANDBOX_KEYS)

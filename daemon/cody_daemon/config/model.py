@@ -242,11 +242,10 @@ class PermissionsConfig(_ConfigModel):
 
 
 class ProjectConfig(_ConfigModel):
-    """`[projects."<root>"]`: what applies in one project (the user file only)."""
+    """`[projects."<root>"]`: what applies in one project (the user file only). Codex's
+    `trust_level` there is dropped with a warning: Cody trusts `trusted_projects` only."""
 
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
-    trust_level: str | None = None
-    """Codex's key, accepted so a Codex config works; Cody trusts `trusted_projects` only."""
 
 
 class SandboxWorkspaceWrite(_ConfigModel):
