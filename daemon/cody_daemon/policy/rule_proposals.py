@@ -4,7 +4,8 @@
   (`exec(npm run test:*)`, `exec(cargo test:*)`, `exec(make:*)`). A prefix that would cover
   a whole interpreter, shell or other runner of arbitrary code (`python3`, `bash`, `env`,
   `sudo`, `git`, `rm`, `xargs` ... as Codex refuses to suggest them) is replaced by the exact
-  command. A command that cannot be split safely gets no proposal (no rule could allow it).
+  command, and so is a command led by a `VAR=value` assignment or given by a path. A command
+  that cannot be split safely gets no proposal (no rule could allow it).
 - file tools: the directory of each file, relative to the project (`writeFile(src/**)`),
   or absolute outside it (`writeFile(//tmp/out/**)`).
 - `fetchUrl`: the host (`fetchUrl(domain:docs.rs)`); other tools: the tool's name.
@@ -19,7 +20,7 @@ import shlex
 from pathlib import Path
 
 from .command_parts import CommandPart
-from .commands import system_program
+from .commands import _ASSIGNMENT, system_program
 from .rules import CommandSubject, PathSubject, RuleSubject, UrlSubject
 
 __all__ = ["propose_rules"]
@@ -68,8 +69,8 @@ def _command_rule(part: CommandPart) -> str | None:
     if not part.words or part.dynamic[0]:
         return None
     program = system_program(part.words[0])
-    if program is None or program != part.words[0]:
-        return _exact(part)
+    if program is None or program != part.words[0] or _ASSIGNMENT.match(program):
+        return _exact(part)  # a path or an environment change: only this very command
     prefix = [program]
     for word, dynamic in zip(part.words[1:], part.dynamic[1:], strict=True):
         if dynamic or len(prefix) > _MAX_SUBCOMMANDS or not _SUBCOMMAND.match(word):
