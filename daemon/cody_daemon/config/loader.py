@@ -459,8 +459,9 @@ def _without_codex_only_keys(
         for root, table in projects.items():
             if isinstance(table, dict) and "trust_level" in table:
                 dropped.append(f"projects.{root}.trust_level")
-                table = {k: v for k, v in table.items() if k != "trust_level"}
-            trimmed[root] = table
+                trimmed[root] = {k: v for k, v in table.items() if k != "trust_level"}
+            else:
+                trimmed[root] = table
         kept["projects"] = trimmed
     sandbox = kept.get("sandbox_workspace_write")
     if isinstance(sandbox, dict):
