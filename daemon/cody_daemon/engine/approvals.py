@@ -48,7 +48,7 @@ from .secrets import credential_refusal, redact_content
 from .session import Session
 from .toolcalls import DescribedCall, describe_grant
 
-__all__ = ["DENIED", "CallGate", "Decided", "Rerun", "TurnCancelled"]
+__all__ = ["DENIED", "CallGate", "Decided", "Rerun", "TurnCancelled", "save_project_rules"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,26 @@ _ANSWER_DETAIL: dict[str, tuple[str, Literal["allow", "deny"]]] = {
     "reject_session": ("rejected for this session", "deny"),
     "cancelled": ("cancelled the turn", "deny"),
 }
+
+
+async def save_project_rules(
+    rules_file: Path,
+    project: str,
+    rules: list[str],
+    refresh: Callable[[], Awaitable[None]] | None,
+    detail: str,
+) -> str:
+    """`allow_project`: add `rules` for `project` to the user config (off the event loop),
+    then re-read the session's rules; the decision's detail says what happened."""
+    shown = ", ".join(f"`{rule}`" for rule in rules)
+    try:
+        await asyncio.to_thread(add_project_rules, rules_file, project, rules)
+    except RuleWriteError as exc:
+        logger.warning("could not save the allow rule: %s", exc)
+        return f"{detail}; could not save {shown}: {exc} (allowed for this session instead)"
+    if refresh is not None:
+        await refresh()
+    return f'{detail}: saved {shown} to [projects."{project}"] in {rules_file}'
 
 
 class CallGate:

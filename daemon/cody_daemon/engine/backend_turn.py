@@ -463,21 +463,17 @@ class BackendTurnRunner:
         return Answer(answer)
 
     async def _save_rules(self, rules: list[str]) -> str:
-        """`allow_project`: the rules saved to the user config (engine/approvals.py does the
-        same for Cody's own loop); the detail says what happened."""
-        from ..config.rule_writer import RuleWriteError, add_project_rules
+        """`allow_project`: the rules saved to the user config, as for Cody's own loop."""
+        from .approvals import save_project_rules
 
         assert self.rules_file is not None
-        shown = ", ".join(f"`{rule}`" for rule in rules)
-        try:
-            await asyncio.to_thread(
-                add_project_rules, self.rules_file, str(self.session.cwd), rules
-            )
-        except RuleWriteError as exc:
-            return f"allowed for this session; could not save {shown}: {exc}"
-        if self.refresh_rules is not None:
-            await self.refresh_rules()
-        return f"allowed for this project: saved {shown} to {self.rules_file}"
+        return await save_project_rules(
+            self.rules_file,
+            str(self.session.cwd),
+            rules,
+            self.refresh_rules,
+            "allowed for this project",
+        )
 
     def _record(
         self, ask: ApprovalAsk, tool: str, decision: str, reason: str, audit: CallDecision
