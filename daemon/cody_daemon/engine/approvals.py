@@ -323,16 +323,9 @@ class CallGate:
 
     async def _save(self, rules: list[str], detail: str) -> str:
         assert self.rules_file is not None
-        project = str(self.session.cwd)
-        shown = ", ".join(f"`{rule}`" for rule in rules)
-        try:
-            await asyncio.to_thread(add_project_rules, self.rules_file, project, rules)
-        except RuleWriteError as exc:
-            logger.warning("could not save the allow rule: %s", exc)
-            return f"{detail}; could not save {shown}: {exc} (allowed for this session instead)"
-        if self.refresh_rules is not None:
-            await self.refresh_rules()
-        return f'{detail}: saved {shown} to [projects."{project}"] in {self.rules_file}'
+        return await save_project_rules(
+            self.rules_file, str(self.session.cwd), rules, self.refresh_rules, detail
+        )
 
     def _record(
         self,

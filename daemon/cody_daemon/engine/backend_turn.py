@@ -140,6 +140,8 @@ class BackendTurnRunner:
         failure: BaseException | None = None
         timeout = session.settings.backend_timeout_s
         try:
+            if self.refresh_rules is not None:
+                await self.refresh_rules()
             stop = await asyncio.wait_for(
                 self.agent.run_turn(
                     prompt_text, self.backend_settings(), self._on_event, self._approve

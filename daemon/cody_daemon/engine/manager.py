@@ -176,7 +176,6 @@ class SessionManager:
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
         text = prompt_to_text(blocks)
-        self.reload_rules(session)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
@@ -220,10 +219,8 @@ class SessionManager:
                 session.turn = None
 
     def reload_rules(self, session: Session) -> None:
-        """Re-read the session's permission rules (at each turn's start: a rule added by
-        another session or by hand applies from the next turn). Small files, read with
-        bounds (policy/foreign_rules.py); a config that became invalid keeps the rules the
-        session had."""
+        """Re-read the session's permission rules (blocking: see `refresh_rules`). A config
+        that became invalid keeps the rules the session had."""
         try:
             loaded = self._loader.current_rules(session.cwd)
         except InvalidParams as exc:
@@ -234,7 +231,9 @@ class SessionManager:
         session.settings.rules = loaded.rules
 
     async def refresh_rules(self, session: Session) -> None:
-        """`reload_rules` off the event loop (after `allow_project` saved a rule)."""
+        """`reload_rules` off the event loop: at each turn's start (inside the turn, so a
+        cancel reaches it; a rule added by another session or by hand applies from the next
+        turn) and after `allow_project` saved one."""
         await asyncio.to_thread(self.reload_rules, session)
 
     async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:

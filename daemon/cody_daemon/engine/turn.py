@@ -217,6 +217,8 @@ class TurnRunner:
     # -- the loop -------------------------------------------------------------------------
 
     async def _loop(self) -> str:
+        if self.env.refresh_rules is not None:
+            await self.env.refresh_rules()
         settings = self.session.settings
         if self.env.extra_tools is not None:
             extra = await self.env.extra_tools()
