@@ -317,9 +317,10 @@ class ExecTool(Tool[ExecArgs]):
         "Run a command and return its exit code and combined stdout/stderr. Pass an array "
         "to run a program directly, or a string to run it through bash. Commands run in the "
         "session's working directory with no stdin, inside the session's sandbox (depending "
-        "on the sandbox mode, writes outside the workspace and network access fail), and are "
-        "killed after timeoutMs, together with anything they started. Long output is cut in "
-        "the middle: the first and last 32 KiB are kept."
+        "on the sandbox mode, writes outside the workspace and network access fail; when the "
+        "sandbox is in the way, set escalate with a justification to ask the user to run it "
+        "outside), and are killed after timeoutMs, together with anything they started. Long "
+        "output is cut in the middle: the first and last 32 KiB are kept."
     )
     kind = "execute"
     requires_approval = True
