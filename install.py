@@ -6,13 +6,20 @@
 
 Standard library only, so it runs on any Python >= 3.11, including a distribution's own
 (Debian and Ubuntu forbid `pip install` there: PEP 668). It uses uv (https://docs.astral.sh/uv/):
-the `uv` on PATH, else `python3 -m uv`, else the uv wheel from PyPI (or `$UV_INDEX_URL` /
-`$PIP_INDEX_URL`), checked against its SHA-256 and unpacked into the bin directory. Then
-`uv tool install` puts Cody into its own environment, with every dependency at the version
-`uv.lock` pins and bytecode compiled (so the first start is fast), and links `cody-client`
-and `cody-daemon` into the bin directory (`$UV_TOOL_BIN_DIR`, `$XDG_BIN_HOME` or
-`~/.local/bin`). If that directory is not on PATH, `uv tool update-shell` adds it to your
-shell's startup file, and this script says so.
+the `uv` on an absolute PATH entry or in the bin directory, else the `uv` module of this
+Python, else the uv wheel from PyPI (or `$UV_INDEX_URL` / `$PIP_INDEX_URL`), checked against
+its SHA-256 and unpacked into the bin directory. Then Cody goes into an environment of its own
+(`$XDG_DATA_HOME/cody-install/venv`, else `~/.local/share/cody-install/venv`): every
+dependency at the version `uv.lock` pins *and with the hash it records* (`--require-hashes`: a
+file that does not match is not installed), Cody's three packages built by the build backend
+`uv.lock` pins, with its hashes too, and bytecode compiled (so the first start is fast).
+`cody-client` and `cody-daemon` are linked into the bin directory (`$UV_TOOL_BIN_DIR`,
+`$XDG_BIN_HOME` or `~/.local/bin`). If that directory is not on PATH, `uv tool update-shell`
+adds it to your shell's startup file, and this script says so.
+
+Nothing is taken from the directory you run it in: the `uv` module is looked for with the
+current directory off `sys.path` (`python3 -P`, run elsewhere), and PATH entries that are not
+absolute are skipped.
 """
 
 from __future__ import annotations
@@ -69,8 +76,19 @@ def bin_dir() -> Path:
     for name in ("UV_TOOL_BIN_DIR", "XDG_BIN_HOME"):
         value = os.environ.get(name)
         if value:
-            return Path(value).expanduser()
+            return Path(value).expanduser().absolute()
     return Path.home() / ".local" / "bin"
+
+
+def install_dir() -> Path:
+    """Where Cody's environment lives (this script's own: nothing else uses it)."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data) if os.path.isabs(data) else Path.home() / ".local" / "share"
+    return base / "cody-install"
+
+
+def venv_dir() -> Path:
+    return install_dir() / "venv"
 
 
 def on_path(directory: Path) -> bool:
@@ -83,27 +101,58 @@ def on_path(directory: Path) -> bool:
 # -- finding or fetching uv -------------------------------------------------------------------
 
 
+def which(name: str) -> str | None:
+    """`name` on PATH, looking only in absolute entries: a relative one (`.`, `bin`, an empty
+    entry) would find a program in the directory this script is run from."""
+    entries = [e for e in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(e)]
+    return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
+
+
+def executable(path: str) -> bool:
+    return os.path.isabs(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def find_uv() -> list[str] | None:
     """`uv` on PATH, in the bin directory, or this Python's `uv` module (linked into bin)."""
-    found = shutil.which("uv")
+    found = which("uv")
     if found:
         return [found]
     local = bin_dir() / "uv"
-    if local.is_file() and os.access(local, os.X_OK):
+    marker = local.parent / f".uv.{MARKER}"
+    linked_by_us = local.is_symlink() and marker.is_file() and marker.read_text() == "link\n"
+    if not linked_by_us and local.is_file() and os.access(local, os.X_OK):
         return [str(local)]
-    probe = subprocess.run(
-        [sys.executable, "-c", "import uv; print(uv.find_uv_bin())"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if probe.returncode != 0:
+    # A link this script made is made again from a safe probe (an older install.py could
+    # have linked it to whatever a `uv.py` in the caller's directory named).
+    with tempfile.TemporaryDirectory() as elsewhere:
+        # -P: the current directory is not put on sys.path (a `uv.py` there would run), and
+        # the probe runs in an empty directory for good measure.
+        probe = subprocess.run(
+            [sys.executable, "-P", "-c", "import uv; print(uv.find_uv_bin())"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=elsewhere,
+        )
+    named = probe.stdout.strip()
+    if probe.returncode != 0 or not executable(named):
+        if linked_by_us:
+            local.unlink()
+            marker.unlink()
         return None
     # Linked so that `uv run --frozen pytest` (the README's test command) finds it too.
     local.parent.mkdir(parents=True, exist_ok=True)
-    local.symlink_to(probe.stdout.strip())
-    (local.parent / f".uv.{MARKER}").write_text("link\n", encoding="utf-8")
+    link(local, Path(named))
+    marker.write_text("link\n", encoding="utf-8")
     return [str(local)]
+
+
+def link(at: Path, target: Path) -> None:
+    """`at` becomes a symlink to `target`, replacing whatever link or file was there."""
+    tmp = at.with_name(f".{at.name}.{os.getpid()}.link")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    tmp.replace(at)
 
 
 def index_url() -> str:
@@ -157,29 +206,54 @@ def download_uv() -> list[str]:
 # -- install / uninstall ----------------------------------------------------------------------
 
 
+def uv_env() -> dict[str, str]:
+    """The environment uv runs in: the caller's, without what would turn hash checks off."""
+    return {k: v for k, v in os.environ.items() if k not in ("UV_NO_VERIFY_HASHES",)}
+
+
 def run(command: list[str], **kwargs: object) -> None:
-    result = subprocess.run(command, check=False, **kwargs)  # type: ignore[call-overload]
+    result = subprocess.run(command, check=False, env=uv_env(), **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise InstallError(f"`{' '.join(command)}` failed (exit {result.returncode})")
 
 
+PROGRAMS = ("cody-client", "cody-daemon")
+
+
 def install(uv: list[str]) -> None:
+    venv = venv_dir()
+    python = venv / "bin" / "python"
     with tempfile.TemporaryDirectory() as tmp:
-        constraints = Path(tmp) / "constraints.txt"
-        # The versions uv.lock pins, as constraints: the tool environment gets exactly those.
+        requirements = Path(tmp) / "requirements.txt"
+        build = Path(tmp) / "build.txt"
+        # Exactly what uv.lock pins, each with the hashes uv.lock records.
         run(
-            [*uv, "export", "--frozen", "--no-dev", "--no-emit-workspace", "--no-hashes",
-             "--no-header", "--quiet", "-o", str(constraints)],
+            [*uv, "export", "--frozen", "--no-dev", "--no-emit-workspace", "--no-header",
+             "--quiet", "-o", str(requirements)],
             cwd=REPO,
         )  # fmt: skip
         run(
-            [*uv, "tool", "install", "--force", "--compile-bytecode", "--python", sys.executable,
-             "--constraints",
-             str(constraints), f"{REPO / 'clients'}[daemon]",
-             "--with-executables-from", "cody-daemon"],
+            [*uv, "export", "--frozen", "--only-group", "build", "--no-emit-workspace",
+             "--no-header", "--quiet", "-o", str(build)],
             cwd=REPO,
         )  # fmt: skip
+        run([*uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(venv)])
+        run(
+            [*uv, "pip", "sync", "--python", str(python), "--require-hashes",
+             "--compile-bytecode", str(requirements)],
+            cwd=REPO,
+        )  # fmt: skip
+        run(
+            [*uv, "pip", "install", "--python", str(python), "--no-deps", "--compile-bytecode",
+             "--build-constraints", str(build), "--require-build-hashes",
+             str(REPO / "protocol"), str(REPO / "daemon"), str(REPO / "clients")],
+            cwd=REPO,
+        )  # fmt: skip
+    drop_tool_install(uv)  # an install by an older install.py (`uv tool install`)
     target = bin_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    for program in PROGRAMS:
+        link(target / program, venv / "bin" / program)
     say(f"cody-client and cody-daemon are in {target}")
     if not on_path(target):
         export = f'export PATH="{target}:$PATH"'
@@ -192,10 +266,28 @@ def install(uv: list[str]) -> None:
     say("update: `git pull && python3 install.py` · remove: `python3 install.py --uninstall`")
 
 
+def drop_tool_install(uv: list[str]) -> None:
+    """Remove a `uv tool install` of Cody (what older versions of this script made)."""
+    listed = subprocess.run(
+        [*uv, "tool", "list"], capture_output=True, text=True, check=False, env=uv_env()
+    )
+    if listed.returncode == 0 and any(
+        line.startswith("cody-client ") for line in listed.stdout.splitlines()
+    ):
+        run([*uv, "tool", "uninstall", "cody-client"])
+
+
 def uninstall(uv: list[str] | None) -> None:
     if uv is not None:
-        run([*uv, "tool", "uninstall", "cody-client"])
-        say("removed cody-client and cody-daemon")
+        drop_tool_install(uv)
+    venv = venv_dir()
+    for program in PROGRAMS:
+        at = bin_dir() / program
+        if at.is_symlink() and Path(os.readlink(at)).parent == venv / "bin":
+            at.unlink()
+    if install_dir().exists():
+        shutil.rmtree(install_dir())
+    say("removed cody-client and cody-daemon")
     marker = bin_dir() / f".uv.{MARKER}"
     if marker.exists():
         (bin_dir() / "uv").unlink(missing_ok=True)

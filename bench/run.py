@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|prompt|all] [--runs 9]
     uv run python bench/run.py --peers [--runs 9]   (or `peers`: against the Codex CLI, codex-acp
                                                      and Claude Code; see bench/peers.py)
 
@@ -356,6 +356,14 @@ async def bench_backends(runs: int) -> dict[str, Any]:
     return await run(runs)
 
 
+async def bench_prompt(runs: int) -> dict[str, Any]:
+    """The prompt's size per model family, and what reading AGENTS.md files on a
+    50-directory-deep cwd adds (bench/prompt.py)."""
+    from bench.prompt import bench_prompt as run
+
+    return await run(runs)
+
+
 async def bench_concurrent(runs: int) -> dict[str, Any]:
     """50 sessions streaming at once: per-delta latency from the model server to the client.
 
@@ -499,6 +507,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "stall": bench_stall,
     "backends": bench_backends,
     "warm": bench_warm,
+    "prompt": bench_prompt,
 }
 
 

@@ -3,8 +3,8 @@
 Under the default approval policy what the sandbox contains runs without asking, so both
 prompts here ask for more: a command to run outside the sandbox (the offline model's
 `run outside`) and a file written outside the workspace. The approval callback lets
-read-only commands run and rejects everything else; the model is told "User denied
-approval" for a rejected call and the turn goes on.
+read-only commands run and rejects everything else, telling the model why ("User denied
+approval: <reason>"); the turn goes on.
 
     uv run python examples/stream_and_approve.py [DIR]
 """
@@ -14,17 +14,21 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from cody_client.client import CodyClient
+from cody_client import Allow, CodyClient, Decision, Deny
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.updates import AgentMessageChunk, ToolCallStart, ToolCallUpdate
 
 SAFE = ("echo ", "ls", "cat ", "pwd")
 
 
-async def decide(request: RequestPermissionParams) -> str:
+async def decide(request: RequestPermissionParams) -> Decision:
     title = request.tool_call.title
-    decision = "allow_once" if title.startswith(SAFE) else "reject_once"
-    print(f"[approval] {title} -> {decision}")
+    decision: Decision = (
+        Allow()
+        if title.startswith(SAFE)
+        else Deny(message="this script only runs read-only commands")
+    )
+    print(f"[approval] {title} -> {type(decision).__name__}")
     return decision
 
 
@@ -44,7 +48,6 @@ async def main(workspace: str) -> None:
                     print(f"[tool] {update.status}")
                 elif isinstance(update, AgentMessageChunk):
                     print(update.content.text, end="")  # type: ignore[union-attr]
-            assert run.result is not None
             print(f"\n[stop: {run.result.stop_reason}]")
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from cody_protocol.permission import ALLOW_PROJECT, RequestPermissionParams
 
+from .inert import one_line
 from .terminal import Renderer
 
 __all__ = ["CHOICES", "ApprovalMode", "TerminalApprover", "offered_keys", "parse_choice"]
@@ -80,7 +81,7 @@ class TerminalApprover:
         if self.interactive:
             self.renderer.show_approval(request)
             return await self._ask(offered_keys(request))
-        title = request.tool_call.title
+        title = one_line(request.tool_call.title)
         if self.show_requests:
             self.renderer.show_approval(request)
         if self.mode in ("allow", "project"):

@@ -17,6 +17,8 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from cody_protocol.settings import APPROVAL_POLICIES
@@ -24,12 +26,14 @@ from cody_protocol.settings import APPROVAL_POLICIES
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
+from .inert import one_line
 from .progress import Spinner
+from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
 
-__all__ = ["HELP", "run_chat"]
+__all__ = ["COMMANDS", "DAEMON_COMMANDS", "HELP", "ChatCommand", "run_chat"]
 
 DAEMON_COMMANDS = frozenset({"/init", "/review"})
 """Slash commands the daemon runs as turns (sent as the prompt text, like an editor does)."""
@@ -48,18 +52,7 @@ def unique_prefix_length(ids: list[str], shortest: int = 8) -> int:
     return length
 
 
-HELP = """Commands:
-  /model [MODEL | PROVIDER MODEL]  show providers and models, or switch (applies from the next turn)
-  /approvals [POLICY]              show or set the approval policy (untrusted, on-request, on-failure, never)
-  /sessions                        list saved sessions
-  /resume [ID]                     switch to a saved session (a unique id prefix will do; no ID: pick)
-  /fork [N]                        continue in a copy of this session (up to user message N)
-  /history                         replay this session's history
-  /compact                         summarise the conversation so far to free context
-                                   (the session file keeps everything)
-  /init [NOTES]                    have the model write an AGENTS.md for this project
-  /review [FOCUS]                  have the model review the working tree's uncommitted changes
-  /help, /quit
+KEYS_HELP = """\
 Keys: Enter sends · Alt-Enter (or Esc then Enter) starts a new line · Ctrl-C interrupts a turn · Ctrl-C twice or Ctrl-D quits
 Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
 
@@ -87,6 +80,8 @@ class Chat:
             f"approvals {self.session.option('approval_policy')}",
             f"sandbox {self.session.option('sandbox_mode')}",
         ]
+        # prompt_toolkit shows C0 controls as ^[ but passes bidi controls to the terminal.
+        parts = [one_line(part) for part in parts]
         status = self.renderer.status()
         if status:
             parts.append(status)
@@ -203,54 +198,45 @@ class Chat:
     # -- slash commands -------------------------------------------------------------------
 
     async def command(self, text: str) -> bool:
-        """Run a slash command; False means quit."""
+        """Run a slash command from `COMMANDS`; False means quit. An unknown one is said so,
+        never run as another."""
         name, _, rest = text.partition(" ")
         words = rest.split()
+        command = COMMANDS.get(name)
+        if command is None:
+            self.renderer.line(f"Unknown command {name}. /help lists the commands.")
+            return True
         try:
-            if name in ("/quit", "/exit"):
-                return False
-            if name == "/help":
-                self.renderer.line(HELP)
-            elif name == "/model":
-                await self._model(words)
-            elif name == "/approvals":
-                await self._approvals(words)
-            elif name == "/sessions":
-                await self._sessions()
-            elif name == "/resume":
-                await self._resume(words[0] if words else None)
-            elif name == "/fork":
-                at = int(words[0]) if words else None
-                self.session = await self.client.fork_session(
-                    self.session.id, self.cwd, at_message=at
-                )
-                self.renderer.line(f"Forked into session {self.session.id}.")
-            elif name == "/compact":
-                await self._compact()
-            elif name == "/history":
-                # A renderer of its own: the calls shown live are shown again in the replay.
-                replay = self.renderer.fresh()
-                await self.client.load_session(
-                    self.session.id, self.cwd, on_update=replay.on_update
-                )
-                replay.line("")
-            else:
-                self.renderer.line(f"Unknown command {name}. /help lists the commands.")
+            return await command.run(self, words) is not False
         except RemoteError as exc:
             self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
         except SessionLookupError as exc:
             self.renderer.line(self.renderer.style.red(f"error: {lookup_message(exc)}"))
             for info in exc.candidates[:10]:
-                self.renderer.line(f"  {info.session_id}  {info.title or ''}")
+                self.renderer.line(f"  {one_line(info.session_id)}  {one_line(info.title or '')}")
         except ValueError:
-            usage = {
-                "/fork": "usage: /fork [N] where N is a user message number (0 = the first)",
-                "/resume": "usage: /resume [ID | ID prefix], or a number from the list",
-            }
-            self.renderer.line(usage.get(name, f"usage: see /help for {name}"))
+            self.renderer.line(command.usage_error or f"usage: see /help for {name}")
         return True
 
-    async def _resume(self, given: str | None) -> None:
+    async def _help(self, words: list[str]) -> None:
+        self.renderer.line(HELP)
+
+    async def _leave(self, words: list[str]) -> bool:
+        return False
+
+    async def _fork(self, words: list[str]) -> None:
+        at = int(words[0]) if words else None
+        self.session = await self.client.fork_session(self.session.id, self.cwd, at_message=at)
+        self.renderer.line(f"Forked into session {self.session.id}.")
+
+    async def _history(self, words: list[str]) -> None:
+        # A renderer of its own: the calls shown live are shown again in the replay.
+        replay = self.renderer.fresh()
+        await self.client.load_session(self.session.id, self.cwd, on_update=replay.on_update)
+        replay.line("")
+
+    async def _resume(self, words: list[str]) -> None:
+        given = words[0] if words else None
         if given is None:
             given = await self._pick_session()
             if given is None:
@@ -262,6 +248,8 @@ class Chat:
         )
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
+        for warning in self.session.meta.warnings if self.session.meta else []:
+            replay.line(replay.style.yellow(f"warning: {for_terminal(warning)}"))
 
     async def _pick_session(self) -> str | None:
         """Number the recent sessions and read a choice (an empty answer picks nothing)."""
@@ -273,8 +261,8 @@ class Chat:
         width = unique_prefix_length([s.session_id for s in sessions])
         for number, info in enumerate(shown, start=1):
             self.renderer.line(
-                f"{number:>3}. {info.session_id[:width]}  {info.updated_at or '':20}  "
-                f"{info.title or ''}"
+                f"{number:>3}. {one_line(info.session_id[:width])}  "
+                f"{one_line(info.updated_at or ''):20}  {one_line(info.title or '')}"
             )
         answer = await self._ask_line(f"resume which? [1-{len(shown)}, Enter for none] ")
         if answer is None or not answer.strip():
@@ -311,16 +299,16 @@ class Chat:
             current = (self.session.option("provider"), self.session.option("model"))
             for provider in listing.providers:
                 mark = "✓" if provider.available else "✗ (no credentials)"
-                self.renderer.line(f"{provider.id} {mark}")
+                self.renderer.line(f"{one_line(provider.id)} {mark}")
                 for model in provider.models:
                     here = " ← current" if (provider.id, model.id) == current else ""
-                    self.renderer.line(f"    {model.id}{here}")
+                    self.renderer.line(f"    {one_line(model.id)}{here}")
             return
         self.renderer.line(
             f"Now using {self.session.option('provider')}/{self.session.option('model')}."
         )
 
-    async def _compact(self) -> None:
+    async def _compact(self, words: list[str]) -> None:
         self.renderer.line(self.renderer.style.dim("Compacting the conversation..."))
         result = await self.session.compact(on_update=self.renderer.on_update)
         if not result.compacted:
@@ -340,15 +328,88 @@ class Chat:
             f"(one of {', '.join(APPROVAL_POLICIES)})"
         )
 
-    async def _sessions(self) -> None:
+    async def _sessions(self, words: list[str]) -> None:
         sessions = await self.client.list_sessions()
         if not sessions:
             self.renderer.line("No saved sessions.")
         for info in sessions:
             here = "  ← this session" if info.session_id == self.session.id else ""
             self.renderer.line(
-                f"{info.session_id}  {info.updated_at or ''}  {info.title or ''}{here}"
+                f"{one_line(info.session_id)}  {one_line(info.updated_at or '')}  "
+                f"{one_line(info.title or '')}{here}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCommand:
+    """One of the terminal's own slash commands: its help line and its handler."""
+
+    usage: str
+    """What `/help` shows on the left (`/fork [N]`)."""
+    help: str
+    run: Callable[[Chat, list[str]], Awaitable[bool | None]]
+    """Runs it with the words after the name; returns False to quit."""
+    usage_error: str | None = None
+    """What to say when the words are not what it takes (the handler raised ValueError)."""
+
+
+COMMANDS: dict[str, ChatCommand] = {
+    "/model": ChatCommand(
+        "/model [MODEL | PROVIDER MODEL]",
+        "show providers and models, or switch (applies from the next turn)",
+        Chat._model,
+    ),
+    "/approvals": ChatCommand(
+        "/approvals [POLICY]",
+        f"show or set the approval policy ({', '.join(APPROVAL_POLICIES)})",
+        Chat._approvals,
+    ),
+    "/sessions": ChatCommand("/sessions", "list saved sessions", Chat._sessions),
+    "/resume": ChatCommand(
+        "/resume [ID]",
+        "switch to a saved session (a unique id prefix will do; no ID: pick)",
+        Chat._resume,
+        usage_error="usage: /resume [ID | ID prefix], or a number from the list",
+    ),
+    "/fork": ChatCommand(
+        "/fork [N]",
+        "continue in a copy of this session (up to user message N)",
+        Chat._fork,
+        usage_error="usage: /fork [N] where N is a user message number (0 = the first)",
+    ),
+    "/history": ChatCommand("/history", "replay this session's history", Chat._history),
+    "/compact": ChatCommand(
+        "/compact",
+        "summarise the conversation so far to free context\n(the session file keeps everything)",
+        Chat._compact,
+    ),
+    "/help": ChatCommand("/help", "this help", Chat._help),
+    "/quit": ChatCommand("/quit", "leave (as Ctrl-D)", Chat._leave),
+    "/exit": ChatCommand("/exit", "leave (as Ctrl-D)", Chat._leave),
+}
+"""The terminal's own slash commands, by name; the daemon's turn commands (`DAEMON_COMMANDS`)
+are sent to it as prompts. A name here without a handler cannot exist: each entry is one."""
+
+DAEMON_HELP = {
+    "/init [NOTES]": "have the model write an AGENTS.md for this project",
+    "/review [FOCUS]": "have the model review the working tree's uncommitted changes",
+}
+
+
+def _help_text() -> str:
+    rows = [(c.usage, c.help) for c in COMMANDS.values() if c.run is not Chat._leave]
+    rows += list(DAEMON_HELP.items())
+    rows.append(("/quit, /exit", "leave (as Ctrl-D)"))
+    width = max(len(usage) for usage, _ in rows) + 2
+    lines = ["Commands:"]
+    for usage, text in rows:
+        first, *more = text.split("\n")
+        lines.append(f"  {usage:<{width}}{first}")
+        lines += [f"  {'':<{width}}{line}" for line in more]
+    return "\n".join([*lines, KEYS_HELP])
+
+
+HELP = _help_text()
 
 
 async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
@@ -370,11 +431,16 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             client.on_permission = TerminalApprover(renderer, "ask")
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.load_session(session_id, cwd, on_update=renderer.on_update)
+                session = await client.load_session(
+                    session_id, cwd, on_update=renderer.on_update, relocate=args.cwd is not None
+                )
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             for warning in session.meta.warnings if session.meta else []:
-                renderer.line(renderer.style.yellow(f"warning: {warning}"))
+                renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
+            docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
+            if docs is not None:
+                renderer.line(renderer.style.dim(docs))
             chat = Chat(client, session, renderer, cwd)
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)

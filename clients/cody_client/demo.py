@@ -4,7 +4,8 @@ It needs no key and no network. It shows streaming text and thoughts, tool calls
 sandbox lets run without a question (a command, an edit in the workspace: each call says
 what decided it), an approval prompt for a command that asks to run outside the sandbox
 (answered by you in a terminal; without one, the demo answers "allow once" itself and says
-so) and persistence: a second daemon resumes the saved session.
+so) and persistence: a second daemon resumes the saved session. Its closing hints work as
+printed, after the workspace is gone (tests/e2e/test_vanished_cwd.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient
+from .inert import one_line
 from .terminal import Renderer, Style, use_color
 
 __all__ = ["run_demo"]
@@ -88,7 +90,7 @@ async def run_demo() -> int:
             session_id = session.id
 
         renderer.line("")
-        renderer.line(renderer.style.bold("The session is saved:") + f" {session_file}")
+        renderer.line(renderer.style.bold("The session is saved:") + f" {one_line(session_file)}")
         renderer.line(renderer.style.dim("Starting a fresh daemon and resuming it…"))
         async with CodyClient.spawn(env=os.environ) as client:
             client.on_permission = TerminalApprover(
@@ -96,12 +98,21 @@ async def run_demo() -> int:
             )
             saved = [info for info in await client.list_sessions() if info.session_id == session_id]
             if saved:
-                renderer.line(f"`cody-client sessions list` shows it: {saved[0].title}")
+                renderer.line(
+                    f"`cody-client sessions list` shows it: {one_line(saved[0].title or '')}"
+                )
             resumed = await client.resume_session(session_id, str(workspace))
             await _say(resumed, renderer, "read NOTES.md")
         renderer.line("")
-        renderer.line(f"Resume it yourself: cody-client --resume {session_id}")
-        renderer.line(f"Replay it:          cody-client sessions show {session_id}")
+        # The workspace is removed below: continuing needs another directory (--cwd), a replay
+        # needs none.
+        renderer.line(f'Continue it: cody-client --resume {session_id} --cwd "$(mktemp -d)"')
+        renderer.line(
+            renderer.style.dim(
+                "             (its workspace is removed; --cwd says where it goes on)"
+            )
+        )
+        renderer.line(f"Replay it:   cody-client sessions show {session_id}")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     return 0

@@ -3,10 +3,15 @@
 It starts the daemon the way every other command does and reports what the daemon itself
 sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
 sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
-bwrap can build a sandbox here, plus the config file and data directory.
+bwrap can build a sandbox here, plus the config file and data directory. The configuration
+is checked by the daemon (`_cody/config/check`: `session/new`'s own checks, for the user file
+and the current project's `.cody/config.toml`), so doctor fails exactly when a session would.
+Then it opens a session in that directory (never prompted: nothing is saved) to show the
+project instructions the model would get and the tools it would not be offered, with why.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
-is unusable, the default provider has no credentials, the data directory is not writable).
+is unusable, the default provider has no credentials, the data directory is not writable, a
+new session would fail on the configuration, no session can start here).
 """
 
 from __future__ import annotations
@@ -15,17 +20,30 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cody_protocol.endpoint import client_socket_path
+from cody_protocol.extensions import (
+    AbsentTool,
+    ConfigCheckResult,
+    McpServerStatus,
+    ToolsListResult,
+)
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
+from cody_protocol.methods import CODY_CONFIG_CHECK
+from cody_protocol.session import ProjectDoc
+
+from .inert import guard, one_line
+from .project_docs import printable, project_docs_line
 
 if TYPE_CHECKING:
+    from .client import CodyClient
     from .warm import WarmDaemon
 
-__all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
+__all__ = ["build_parser", "config_lines", "daemon_line", "report_lines", "run_doctor"]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -47,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the daemon's report as one JSON object"
     )
     parser.add_argument(
+        "--cwd",
+        default=None,
+        help="the project whose .cody/config.toml is checked (default: the current directory)",
+    )
+    parser.add_argument(
         "--no-daemon-socket",
         action="store_true",
         help="check a daemon spawned for this command, not the warm one (cody-daemon --listen)",
@@ -59,17 +82,34 @@ async def run_doctor(
 ) -> int:
     from .warm import open_daemon
 
-    out = out or sys.stdout
+    out = guard(out or sys.stdout)
+    cwd = _project_dir(args.cwd)
+    check: ConfigCheckResult | None = None
+    here = SessionHere()
     try:
         async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
+            skipped = client.warm_skipped
+            if CODY_CONFIG_CHECK in meta.extensions:
+                raw = await client.connection.request(CODY_CONFIG_CHECK, {"cwd": cwd})
+                check = ConfigCheckResult.model_validate(raw)
+            if check is None or check.error is None:  # else no session can open: said once
+                here = await session_here(client, cwd)
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
-    lines, problems = report_lines(meta)
-    daemon = daemon_line(warm, use_socket=not args.no_daemon_socket)
+    session_problems = (
+        [] if here.problem is None else [f"no session can start here: {here.problem}"]
+    )
+    lines, problems = report_lines(
+        meta,
+        config=config_lines(check, cwd),
+        session=session_lines(here, cwd) if check is None or check.error is None else (),
+        session_problems=session_problems,
+    )
+    daemon = daemon_line(warm, use_socket=not args.no_daemon_socket, skipped=skipped)
     lines.insert(2, f"Daemon        {daemon}")
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
@@ -77,7 +117,14 @@ async def run_doctor(
             "warm": warm is not None,
             "socket": str(warm.path) if warm is not None else None,
             "pid": warm.pid if warm is not None else None,
+            "skipped": skipped,
         }
+        report["session"] = {
+            "cwd": cwd,
+            "projectDocs": [doc.model_dump(mode="json", by_alias=True) for doc in here.docs],
+            "absentTools": [tool.model_dump(mode="json", by_alias=True) for tool in here.absent],
+        }
+        report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
         report["problems"] = problems
         out.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -85,38 +132,148 @@ async def run_doctor(
     return 1 if problems else 0
 
 
-def daemon_line(warm: WarmDaemon | None, *, use_socket: bool) -> str:
-    """Which daemon the commands use: the warm one (where, which pid) or their own."""
+@dataclass
+class SessionHere:
+    """What a session in the current directory would get (opened, looked at, closed)."""
+
+    docs: list[ProjectDoc] = field(default_factory=list)
+    absent: list[AbsentTool] = field(default_factory=list)
+    mcp: list[McpServerStatus] = field(default_factory=list)
+    problem: str | None = None
+    """Why no session could be opened here (e.g. an invalid configuration)."""
+
+
+async def session_here(client: CodyClient, cwd: str) -> SessionHere:
+    """Open a session in `cwd` (never prompted, so nothing is saved), read its project
+    instructions and the tools it cannot offer, and close it."""
+    from .client import RemoteError
+
+    try:
+        session = await client.new_session(cwd)
+    except RemoteError as exc:
+        return SessionHere(problem=exc.message)
+    try:
+        raw = await client.connection.request("_cody/tools/list", {"sessionId": session.id})
+        tools = ToolsListResult.model_validate(raw)
+    finally:
+        await session.close()
+    docs = list(session.meta.project_docs) if session.meta is not None else []
+    return SessionHere(docs=docs, absent=list(tools.absent), mcp=list(tools.mcp_servers))
+
+
+def session_lines(here: SessionHere, cwd: str) -> list[str]:
+    """The report's lines about a session here: its project instructions, the tools the
+    model is not offered and why, MCP servers that failed."""
+    if here.problem is not None:
+        return [f"Session here  cannot start: {printable(here.problem)}"]
+    line = project_docs_line(here.docs, cwd)
+    lines = [line or "Project instructions: none (no AGENTS.md or CLAUDE.md here)"]
+    if here.absent:
+        lines.append("Tools not offered to the model")
+        lines += [f"  --  {t.name:<16} {printable(t.reason)}" for t in here.absent]
+    for server in here.mcp:
+        if server.state == "failed":
+            reason = printable(server.reason or "failed")
+            lines.append(f"  !!  MCP server {printable(server.server)}: {reason}")
+    return lines
+
+
+def _problem_lines(problems: list[str]) -> list[str]:
+    return ["Problems:", *[f"  - {one_line(problem)}" for problem in problems]]
+
+
+def daemon_line(warm: WarmDaemon | None, *, use_socket: bool, skipped: str | None = None) -> str:
+    """Which daemon the commands use: the warm one (where, which pid) or their own, and why
+    a warm daemon that is there is not used (`skipped`)."""
     if warm is not None:
         pid = f", pid {warm.pid}" if warm.pid is not None else ""
-        return f"warm: {warm.path}{pid} (cody-daemon --listen)"
+        return f"warm: {warm.path}{pid} (cody-daemon --listen; same locations as here)"
+    if skipped is not None:
+        return f"spawned for each command ({skipped})"
     path = client_socket_path(os.environ) if use_socket else None
     if path is None:
         return "spawned for each command (a warm daemon is not used: CODY_DAEMON_SOCKET= or --no-daemon-socket)"
+    others = sorted(
+        str(other)
+        for other in path.parent.glob("daemon-*.sock")
+        if other != path and other.is_socket()
+    )
+    elsewhere = (
+        f"; warm daemons for other locations (HOME, config or data dirs) listen at "
+        f"{', '.join(others)}"
+        if others
+        else ""
+    )
     return (
-        f"spawned for each command (no warm daemon at {path}; start one with cody-daemon --listen)"
+        f"spawned for each command (no warm daemon at {path}{elsewhere}; "
+        "start one with cody-daemon --listen)"
     )
 
 
-def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
-    """The human report and the essential problems found (empty: ready)."""
+def config_lines(check: ConfigCheckResult | None, cwd: str) -> tuple[list[str], list[str]]:
+    """The configuration as `session/new` in `cwd` would find it: the project file (and
+    whether it is trusted), the warnings a session would carry, and its errors as problems
+    (one per line of the -32602 message: key, value, file and the valid values)."""
+    if check is None:
+        problem = (
+            "this daemon cannot check the configuration (_cody/config/check): an older daemon?"
+        )
+        return ["Configuration  not checked"], [problem]
+    lines = [f"Configuration  as a new session in {cwd} reads it"]
+    for file in check.files:
+        if file.scope != "project" or not file.exists:
+            continue
+        trust = (
+            "trusted"
+            if file.trusted
+            else "not trusted: its approval, sandbox, MCP, provider and backend keys are ignored"
+        )
+        lines.append(f"  project file {file.path}  ({trust})")
     problems: list[str] = []
+    if check.error is not None:
+        problems = [one_line(line) for line in check.error.message.splitlines() if line]
+        lines.append("  !!  invalid: every new session fails (see Problems below)")
+    else:
+        lines.append("  ok  valid")
+    lines += [f"  warning: {one_line(warning)}" for warning in check.warnings]
+    return lines, problems
+
+
+def report_lines(
+    meta: CodyInitializeMeta,
+    *,
+    config: tuple[list[str], list[str]] = ([], []),
+    session: Sequence[str] = (),
+    session_problems: Sequence[str] = (),
+) -> tuple[list[str], list[str]]:
+    """The human report and the essential problems found (empty: ready); `config` is the
+    configuration's section and problems (`config_lines`); `session`: the lines about a
+    session in the current directory, and its problems."""
+    config_section, config_problems = config
+    problems: list[str] = list(config_problems)
     lines = [f"Cody {meta.version}", ""]
-    config = Path(meta.config_file)
+    config_file = Path(meta.config_file)
     lines.append(
-        f"Config file   {config}" + ("" if config.exists() else "  (not created yet: defaults)")
+        f"Config file   {one_line(str(config_file))}"
+        + ("" if config_file.exists() else "  (not created yet: defaults)")
     )
     data_dir = Path(meta.data_dir)
     writable = _writable(data_dir)
-    lines.append(f"Data dir      {data_dir}" + ("" if writable else "  NOT WRITABLE"))
+    lines.append(
+        f"Data dir      {one_line(str(data_dir))}" + ("" if writable else "  NOT WRITABLE")
+    )
     if not writable:
         problems.append(f"the data directory {data_dir} is not writable (sessions cannot be saved)")
+    if config_section:
+        lines += ["", *config_section]
 
     lines += ["", "Providers"]
     for provider in meta.providers:
         mark = "ok" if provider.available else "--"
         default = "  (default)" if provider.id == meta.default_provider else ""
-        lines.append(f"  {mark}  {provider.id:<12} {provider.credentials}{default}")
+        lines.append(
+            f"  {mark}  {one_line(provider.id):<12} {one_line(provider.credentials)}{default}"
+        )
         if provider.id == meta.default_provider and not provider.available:
             problems.append(
                 f"the default provider {provider.id!r} has no credentials ({provider.credentials})"
@@ -127,18 +284,17 @@ def report_lines(meta: CodyInitializeMeta) -> tuple[list[str], list[str]]:
 
     lines += ["", "Programs"]
     for binary in meta.binaries:
-        lines.append(f"  {'ok' if binary.usable else '!!'}  {_binary_line(binary)}")
+        lines.append(f"  {'ok' if binary.usable else '!!'}  {one_line(_binary_line(binary))}")
         if not binary.usable:
             problems.append(f"{binary.name}: {binary.problem or 'not usable'}; {_FIX[binary.name]}")
     if not any(binary.name == "bwrap" for binary in meta.binaries):
         problems.append("the daemon did not report its sandbox program (an older daemon?)")
 
+    if session:
+        lines += ["", *session]
+    problems += session_problems
     lines.append("")
-    if problems:
-        lines.append("Problems:")
-        lines += [f"  - {problem}" for problem in problems]
-    else:
-        lines.append("Ready.")
+    lines += _problem_lines(problems) if problems else ["Ready."]
     return lines, problems
 
 
@@ -155,6 +311,11 @@ def _binary_line(binary: BinaryInfo) -> str:
             else f"  (does not work here: {binary.problem})"
         )
     return line
+
+
+def _project_dir(given: str | None) -> str:
+    """The directory whose configuration is checked: `--cwd`, else the current one."""
+    return os.path.abspath(given or os.getcwd())
 
 
 def _writable(directory: Path) -> bool:

@@ -5,7 +5,9 @@
     cody-client history import ID|PATH [--agent A] [--cwd DIR]
 
 `show` renders a chat transcript (`--json`: one UnifiedMessage per line, the whole message);
-`import` creates a Cody session holding the conversation and says how to continue it.
+`import` creates a Cody session holding the conversation, working in `--cwd` or the current
+directory (never the directory the file names: a file may name `/`), and says how to
+continue it.
 Exit codes: 0 done, 1 error, 2 unknown session or bad arguments.
 """
 
@@ -16,11 +18,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from cody_protocol.history import UnifiedMessage
+from cody_protocol.history import HistorySessionInfo, UnifiedMessage
 
+from .inert import guard, json_document, one_line
 from .terminal import Style, use_color
+from .wording import for_terminal
+
+if TYPE_CHECKING:
+    from .client import CodyClient
 
 __all__ = ["Transcript", "build_history_parser", "run_history"]
 
@@ -41,7 +48,7 @@ def build_history_parser() -> argparse.ArgumentParser:
         "--cwd",
         default=None,
         help="list: only sessions of this directory; import: the new session's directory "
-        "(default: the imported session's own)",
+        "(default: the current directory, never the one the session file names)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON lines (list, show)")
     return parser
@@ -54,6 +61,40 @@ def _reference(session: str) -> dict[str, Any]:
     return {"session_id": session}
 
 
+class _NoUniqueMatch(LookupError):
+    def __init__(self, message: str, candidates: list[HistorySessionInfo]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.candidates = candidates
+
+
+async def _resolve(client: CodyClient, session: str, agent: str | None) -> dict[str, Any]:
+    """The session's reference; an id prefix (shorter than a full id) is looked up among the
+    sessions `history list` shows, as `--resume` does among Cody's: it must match one."""
+    from .client import FULL_ID_LENGTH
+
+    reference = _reference(session)
+    prefix = reference.get("session_id")
+    if prefix is None or len(prefix) >= FULL_ID_LENGTH:
+        return reference
+    matches = [
+        info
+        for info in await client.history_list(agent=agent)
+        if info.session_id.startswith(prefix)
+    ]
+    if len(matches) == 1:
+        return {"path": matches[0].path}
+    if not matches:
+        raise _NoUniqueMatch(
+            f"No session id starts with {prefix!r}. Run `cody-client history list` to see the "
+            "sessions on this machine.",
+            [],
+        )
+    raise _NoUniqueMatch(
+        f"{len(matches)} sessions start with {prefix!r}; give more characters.", matches
+    )
+
+
 async def run_history(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
@@ -64,43 +105,63 @@ async def run_history(
 
     if args.action in ("show", "import") and not args.session:
         parser.error(f"history {args.action} needs a session id or path")
-    out = sys.stdout
+    out = guard(sys.stdout)
     try:
         async with open_daemon(on_stderr=on_stderr) as client:
             if args.action == "list":
                 sessions = await client.history_list(agent=args.agent, cwd=args.cwd)
                 if args.json:
                     for info in sessions:
-                        out.write(json.dumps(info.wire(), ensure_ascii=False) + "\n")
+                        out.write(json_document(json.dumps(info.wire(), ensure_ascii=False)) + "\n")
                 elif not sessions:
                     out.write("No sessions found.\n")
                 for info in [] if args.json else sessions:
                     count = f"{'' if info.message_count_exact else '~'}{info.message_count}"
                     out.write(
-                        f"{info.agent:6}  {info.session_id}  {info.updated_at or '':24}  "
-                        f"{count:>6} msgs  {info.cwd or '-'}  {info.title or ''}\n"
+                        f"{info.agent:6}  {one_line(info.session_id)}  "
+                        f"{one_line(info.updated_at or ''):24}  {count:>6} msgs  "
+                        f"{one_line(info.cwd or '-')}  {one_line(info.title or '')}\n"
                     )
             elif args.action == "show":
                 transcript = Transcript(out, Style(use_color(out)))
+                reference = await _resolve(client, args.session, args.agent)
                 async for message in client.history_messages(
-                    **_reference(args.session), agent=args.agent, include_original=args.json
+                    **reference, agent=args.agent, include_original=args.json
                 ):
                     if args.json:
-                        out.write(json.dumps(message.wire(), ensure_ascii=False) + "\n")
+                        line = json.dumps(message.wire(), ensure_ascii=False)
+                        out.write(json_document(line) + "\n")
                     else:
                         transcript.write(message)
             else:
+                reference = await _resolve(client, args.session, args.agent)
                 session, stats = await client.import_history(
-                    **_reference(args.session), agent=args.agent, cwd=args.cwd
+                    **reference, agent=args.agent, cwd=args.cwd
                 )
+                source, cwd = one_line(stats.session_id), one_line(stats.cwd)
                 out.write(
-                    f"Imported {stats.agent} session {stats.session_id}: {stats.items} items "
-                    f"({stats.tool_calls} tool calls) into Cody session {session.id} in {stats.cwd}.\n"
-                    f"Continue it with:\n  cody-client --resume {session.id} --cwd {stats.cwd}\n"
+                    f"Imported {stats.agent} session {source}: {stats.items} items "
+                    f"({stats.tool_calls} tool calls) into Cody session {session.id} in {cwd}.\n"
                 )
+                if stats.images_left_out:
+                    out.write(
+                        f"({stats.images_left_out} image(s) left out: each breaks a limit on "
+                        "images' type, size or number.)\n"
+                    )
+                if stats.source_cwd and stats.source_cwd != stats.cwd:
+                    out.write(
+                        f"(It ran in {one_line(stats.source_cwd)}; to work there instead, "
+                        "import it again with --cwd.)\n"
+                    )
+                out.write(f"Continue it with:\n  cody-client --resume {session.id} --cwd {cwd}\n")
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
+    except _NoUniqueMatch as exc:
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        for info in exc.candidates[:10]:
+            sys.stderr.write(f"  {info.agent:6}  {info.session_id}  {info.title or ''}\n")
+        return 2
     return 0
 
 
@@ -109,7 +170,7 @@ class Transcript:
     calls are open), injected context and compaction notes dimmed and shortened."""
 
     def __init__(self, out: TextIO, style: Style) -> None:
-        self.out = out
+        self.out = guard(out)
         self.style = style
         self._open: dict[str, str] = {}
 
@@ -128,7 +189,8 @@ class Transcript:
                 out.write(style.dim(block.thinking) + "\n\n")
             elif block.type == "tool_use":
                 self._open[block.id] = block.name
-                out.write(style.cyan(f"▸ {block.name} ") + _describe_input(block.input) + "\n")
+                call = style.cyan(f"▸ {one_line(block.name)} ")
+                out.write(call + one_line(_describe_input(block.input)) + "\n")
             elif block.type == "tool_result":
                 self._result(block.tool_use_id, block.content, is_error=block.is_error)
             elif block.type == "image":
@@ -145,7 +207,7 @@ class Transcript:
         lines = text.rstrip("\n").splitlines() or [""]
         shown = lines[:_RESULT_LINES]
         mark = style.red("  ✗ ") if is_error else style.green("  ✓ ")
-        self.out.write(mark + (f"{name}: " if several else "") + shown[0] + "\n")
+        self.out.write(mark + (f"{one_line(name)}: " if several and name else "") + shown[0] + "\n")
         for line in shown[1:]:
             self.out.write("    " + line + "\n")
         if len(lines) > len(shown):
@@ -169,7 +231,7 @@ def _first_line(text: str) -> str:
 
 
 def _describe_input(tool_input: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "path", "pattern", "query", "url"):
+    for key in ("command", "file_path", "filePath", "path", "dirPath", "pattern", "query", "url"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
             return value.splitlines()[0][:200]

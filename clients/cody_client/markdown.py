@@ -7,6 +7,11 @@ imported on first use.
 Underscores outside code are shown as typed: in a coding agent's answers `__init__.py`,
 `__pycache__/` and `_private` are names, not emphasis (CommonMark would make `__init__`
 bold). `*` and `**` still emphasise.
+
+rich writes its own escape sequences, so it gets the raw stream behind inert.py's gate and
+only text made inert (rich itself drops BEL but passes ESC on). Links are shown with their
+address (no OSC 8 hyperlink whose target the text hides), and rich does not take over
+sys.stdout/sys.stderr while it draws (its proxy would write them past the gate).
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, TextIO
 
+from .inert import inert, raw_stream
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
+    from rich.markdown import Markdown
 
 __all__ = ["MarkdownStream", "literal_underscores"]
 
@@ -66,34 +74,37 @@ class MarkdownStream:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(file=self._stream, highlight=False, soft_wrap=False)
+            self._console = Console(file=raw_stream(self._stream), highlight=False, soft_wrap=False)
         return self._console
 
-    def add(self, text: str) -> None:
+    def _rendering(self) -> Markdown:
         from rich.markdown import Markdown
 
+        return Markdown(literal_underscores(inert(self._text)), hyperlinks=False)
+
+    def add(self, text: str) -> None:
         self._text += text
         if self._live is None:
             from rich.live import Live
 
             self._live = Live(
-                Markdown(literal_underscores(self._text)),
+                self._rendering(),
                 console=self.console,
                 refresh_per_second=10,
                 vertical_overflow="visible",
                 transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
             self._live.start()
         else:
-            self._live.update(Markdown(literal_underscores(self._text)))
+            self._live.update(self._rendering())
 
     def end(self) -> bool:
         """Leave the final rendering on screen; False when nothing was being rendered."""
         if self._live is None:
             return False
-        from rich.markdown import Markdown
-
-        self._live.update(Markdown(literal_underscores(self._text)), refresh=True)
+        self._live.update(self._rendering(), refresh=True)
         self._live.stop()
         self._live = None
         self._text = ""

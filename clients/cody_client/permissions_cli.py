@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from cody_protocol.extensions import PermissionRuleInfo
 
-from .terminal import safe_text
+from .inert import json_document, one_line
 
 __all__ = ["build_permissions_parser", "run_permissions"]
 
@@ -41,7 +41,7 @@ def build_permissions_parser() -> argparse.ArgumentParser:
 def _line(info: PermissionRuleInfo) -> str:
     scope = f"  in {info.project}" if info.project else ""
     mark = "  (read-only)" if info.read_only else ""
-    return safe_text(f"{info.decision:5}  {info.rule}{scope}  [{info.source}]{mark}")
+    return one_line(f"{info.decision:5}  {info.rule}{scope}  [{info.source}]{mark}")
 
 
 async def run_permissions(
@@ -60,10 +60,11 @@ async def run_permissions(
             listed = await client.permissions(cwd)
             if args.action == "list":
                 for warning in listed.warnings:
-                    sys.stderr.write(f"cody-client: {safe_text(warning)}\n")
+                    sys.stderr.write("cody-client: " + one_line(warning) + "\n")
                 if args.json:
                     for info in listed.rules:
-                        sys.stdout.write(json.dumps(info.wire(), ensure_ascii=False) + "\n")
+                        document = json.dumps(info.wire(), ensure_ascii=False)
+                        sys.stdout.write(json_document(document) + "\n")
                 elif not listed.rules:
                     sys.stdout.write("No permission rules.\n")
                 else:
@@ -72,7 +73,7 @@ async def run_permissions(
                 return 0
             return await _remove(client, listed.rules, args)
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {safe_text(exc.message)}\n")
+        sys.stderr.write("cody-client: " + one_line(exc.message) + "\n")
         return 2 if exc.code == -32602 else 1
 
 
@@ -102,7 +103,7 @@ async def _remove(client: object, rules: list[PermissionRuleInfo], args: argpars
     if not writable:
         where = f" ({_line(matches[0])})" if matches else ""
         sys.stderr.write(
-            f"cody-client: no rule {safe_text(args.rule)!r} in Cody's config to remove{where}\n"
+            f"cody-client: no rule {one_line(args.rule)!r} in Cody's config to remove{where}\n"
         )
         return 2
     if len(writable) > 1:

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 from typing import TextIO
 
+from .inert import control, styled
+
 __all__ = ["Spinner"]
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -30,14 +32,14 @@ class Spinner:
         self._task.cancel()
         self._task = None
         with contextlib.suppress(OSError, ValueError):
-            self._stream.write("\r\x1b[2K")
+            self._stream.write(control("\r\x1b[2K"))
             self._stream.flush()
 
     async def _spin(self) -> None:
         index = 0
         while True:
             frame = _FRAMES[index % len(_FRAMES)]
-            self._stream.write(f"\r\x1b[2m{frame} {self._label}\x1b[0m")
+            self._stream.write(control("\r") + styled("2", f"{frame} {self._label}"))
             self._stream.flush()
             index += 1
             await asyncio.sleep(0.1)

@@ -3,13 +3,16 @@
 Writes plain text when the stream is not a TTY (or NO_COLOR is set), ANSI colours otherwise.
 Agent text goes to `out`; everything else (thoughts, tool calls, status) to `info`, which is
 the same stream in chat mode and stderr in `exec` mode.
+
+Both streams are behind inert.py's gate, so nothing the daemon sends reaches the terminal as
+a control sequence; `Style` makes the client's own colours (`inert.styled`). A field shown on
+one line (a title, a path, a grant) goes through `one_line`, so it cannot fake further lines.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -33,21 +36,16 @@ from cody_protocol.updates import (
     UserMessageChunk,
 )
 
+from .inert import Safe, guard, inert, join, one_line, styled
 from .markdown import MarkdownStream
 
-__all__ = ["Renderer", "Style", "safe_text", "use_color", "was_refused"]
+__all__ = ["Renderer", "Style", "use_color", "was_refused"]
 
 DENIED_MARKER = "User denied approval"
 OPTIONS_LINE = "y allow · a allow for session · n reject · r reject for session · c cancel"
 """The approval keys, short enough for an 80-column terminal with the frame."""
 PROJECT_OPTIONS_LINE = "y allow · a session · p project · n reject · r reject session · c cancel"
 """The keys when `allow_project` is offered (its rule is shown on the line above)."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def safe_text(text: str) -> str:
-    """`text` without control characters (escape sequences), for what the model wrote."""
-    return _CONTROL.sub("", text)
 
 
 def was_refused(raw_output: object, text: str | None) -> bool:
@@ -66,25 +64,25 @@ def use_color(stream: TextIO) -> bool:
 class Style:
     color: bool
 
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+    def _wrap(self, code: str, text: str) -> Safe:
+        return styled(code, text) if self.color else inert(text)
 
-    def dim(self, text: str) -> str:
+    def dim(self, text: str) -> Safe:
         return self._wrap("2", text)
 
-    def bold(self, text: str) -> str:
+    def bold(self, text: str) -> Safe:
         return self._wrap("1", text)
 
-    def green(self, text: str) -> str:
+    def green(self, text: str) -> Safe:
         return self._wrap("32", text)
 
-    def red(self, text: str) -> str:
+    def red(self, text: str) -> Safe:
         return self._wrap("31", text)
 
-    def yellow(self, text: str) -> str:
+    def yellow(self, text: str) -> Safe:
         return self._wrap("33", text)
 
-    def cyan(self, text: str) -> str:
+    def cyan(self, text: str) -> Safe:
         return self._wrap("36", text)
 
 
@@ -114,6 +112,11 @@ class Renderer:
     _size: int | None = None
     _md: MarkdownStream | None = None
     total_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        same = self.out is self.info
+        self.out = guard(self.out)
+        self.info = self.out if same else guard(self.info)
 
     def fresh(self) -> Renderer:
         """A renderer on the same streams and style that has shown nothing yet (replays)."""
@@ -222,7 +225,7 @@ class Renderer:
             self._write(
                 self.info,
                 self.style.cyan("▸ ")
-                + self.style.bold(update.title)
+                + self.style.bold(one_line(update.title))
                 + self.style.dim(f"  [{update.kind}]")
                 + "\n",
             )
@@ -271,7 +274,7 @@ class Renderer:
         self._newline()
         parts = [f"stop: {result.stop_reason}"]
         if model:
-            parts.insert(0, model)
+            parts.insert(0, one_line(model))
         if result.meta is not None:
             usage = result.meta.cody.usage
             self.total_tokens = usage.total.total_tokens
@@ -294,7 +297,7 @@ class Renderer:
         if not isinstance(found, dict):
             return
         verb = "allowed" if found.get("outcome") == "allow" else "refused"
-        by, detail = safe_text(str(found.get("by"))), safe_text(str(found.get("detail")))
+        by, detail = one_line(str(found.get("by"))), one_line(str(found.get("detail")))
         self.line(self.style.dim(f"  {verb} by {by}: {detail}"))
 
     # -- approvals ------------------------------------------------------------------------
@@ -303,33 +306,35 @@ class Renderer:
         call = request.tool_call
         return (
             self.style.yellow("╭─ Approval needed: ")
-            + self.style.bold(safe_text(call.title))
+            + self.style.bold(one_line(call.title))
             + self.style.dim(f"  [{call.kind}]")
         )
 
     def _approval_footer(self, request: RequestPermissionParams) -> list[str]:
-        lines = []
+        lines: list[str] = []
         meta = request.meta.cody if request.meta is not None else None
         if meta is not None and meta.grant_key:
             lines.append(
                 self.style.yellow("│ ")
-                + self.style.dim(f'("for this session" applies to {safe_text(meta.grant_key)})')
+                + self.style.dim(f'("for this session" applies to {one_line(meta.grant_key)})')
             )
         project = next((o for o in request.options if o.option_id == "allow_project"), None)
         if project is not None:
-            lines.append(self.style.yellow("│ ") + f"p: {safe_text(project.name)}")
+            lines.append(self.style.yellow("│ ") + "p: " + one_line(project.name))
         options = PROJECT_OPTIONS_LINE if project is not None else OPTIONS_LINE
         lines.append(self.style.yellow("╰─ ") + options)
         return lines
 
     def _text_lines(self, item: ContentToolCallContent) -> list[str]:
+        # Split at newlines only: another line break (CR, VT, FF, U+2028) is shown escaped
+        # inside its line, so each line of the request starts with the frame.
         return [
             self.style.yellow("│ ")
             + (self.style.yellow(line) if line.startswith(("WARNING", "OUTSIDE")) else line)
-            for line in safe_text(_text_of(item.content).replace("\t", "    ")).splitlines()
+            for line in _text_of(item.content).split("\n")
         ]
 
-    def approval_text(self, request: RequestPermissionParams) -> str:
+    def approval_text(self, request: RequestPermissionParams) -> Safe:
         """The request as plain (optionally coloured) lines: command and cwd, or the diff."""
         lines = [self._approval_header(request)]
         for item in request.tool_call.content:
@@ -338,15 +343,14 @@ class Renderer:
             elif isinstance(item, ContentToolCallContent):
                 lines.extend(self._text_lines(item))
         lines.extend(self._approval_footer(request))
-        return "\n".join(lines)
+        return join("\n", lines)
 
     def _diff_lines(self, diff: DiffToolCallContent) -> list[str]:
         old = (diff.old_text or "").splitlines()
         new = diff.new_text.splitlines()
         label = "new file " if diff.old_text is None else ""
-        lines = [self.style.bold(safe_text(f"{label}{diff.path}"))]
-        for raw in difflib.unified_diff(old, new, lineterm="", n=2):
-            line = safe_text(raw)
+        lines: list[str] = [self.style.bold(f"{label}{one_line(diff.path)}")]
+        for line in difflib.unified_diff(old, new, lineterm="", n=2):
             if line.startswith(("---", "+++")):
                 continue
             if line.startswith("+"):

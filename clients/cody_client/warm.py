@@ -9,8 +9,15 @@ not answer it within WARM_ANSWER_TIMEOUT_S (stopped with Ctrl-Z, wedged), is tre
 absent: the command spawns its own. `CODY_DAEMON_SOCKET=` (set, empty) or
 `--no-daemon-socket` always spawns.
 
-A warm daemon runs with its own environment (provider keys, PATH, config) from when it was
-started: a key set for one command only reaches a spawned daemon.
+A warm daemon is used only when it reads the same locations this command's own daemon would
+(cody_protocol.locations: `HOME`, config and data dirs, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`):
+the socket name derives from them, and the locations the daemon reports in `initialize` are
+compared before anything else is sent. A daemon that reads others (or does not say) is left
+alone, with a note on stderr, and the command spawns its own, as it does (with a note) when
+another user owns the socket directory (`/tmp/cody-<uid>` made first by someone else).
+
+A warm daemon runs with its own environment (provider keys, PATH) from when it was started: a
+key set for one command only reaches a spawned daemon.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cody_protocol.endpoint import client_socket_path
+from cody_protocol.endpoint import (
+    RUNTIME_DIR_HINT,
+    SOCKET_ENV,
+    client_socket_path,
+    socket_dir_problem,
+)
+from cody_protocol.locations import daemon_locations, differences
 
 if TYPE_CHECKING:
     from .client import CodyClient
@@ -100,8 +113,12 @@ async def open_daemon(
     from .client import CodyClient
     from .connection import ConnectionClosed
 
+    skipped: str | None = None
     if process is not None:
+        skipped = _unusable_socket_dir() if use_socket else None
+        _say_skipped(skipped)
         async with CodyClient.spawn(process=process) as client:
+            client.warm_skipped = skipped
             yield client
         return
     path = client_socket_path(os.environ) if use_socket else None
@@ -115,13 +132,48 @@ async def open_daemon(
             except (ConnectionClosed, ConnectionError):
                 pass  # closed unanswered (reset or EOF): spawn instead (below)
             except TimeoutError:
-                sys.stderr.write(
-                    f"cody-client: the warm daemon on {warm.path} did not answer in "
-                    f"{WARM_ANSWER_TIMEOUT_S:g} s; starting a daemon for this command\n"
+                skipped = f"the warm daemon on {warm.path} did not answer in " + (
+                    f"{WARM_ANSWER_TIMEOUT_S:g} s"
                 )
             else:
-                client.warm = warm
-                yield client
-                return
+                other = other_locations(client)
+                if not other:
+                    client.warm = warm
+                    yield client
+                    return
+                pid = f" (pid {warm.pid})" if warm.pid is not None else ""
+                skipped = (
+                    f"the warm daemon on {warm.path}{pid} reads other locations than this "
+                    f"command would: {'; '.join(other)}"
+                )
+    elif path is not None:
+        skipped = _unusable_socket_dir()
+    _say_skipped(skipped)
     async with CodyClient.spawn(on_stderr=on_stderr) as client:
+        client.warm_skipped = skipped
         yield client
+
+
+def _unusable_socket_dir() -> str | None:
+    """Why no warm daemon can listen at the default place (another user's directory...);
+    None when it can, or when the user named the socket (CODY_DAEMON_SOCKET)."""
+    if SOCKET_ENV in os.environ:
+        return None
+    problem = socket_dir_problem(os.environ)
+    return (
+        None if problem is None else f"no warm daemon can run here: {problem} ({RUNTIME_DIR_HINT})"
+    )
+
+
+def _say_skipped(skipped: str | None) -> None:
+    if skipped is not None:
+        sys.stderr.write(f"cody-client: {skipped}; starting a daemon for this command\n")
+
+
+def other_locations(client: CodyClient) -> list[str]:
+    """How the locations the connected daemon reports differ from this environment's (every
+    one when it reports none); [] when they are the same."""
+    result = client.initialize_result
+    reported = result.meta.cody.locations if result is not None else None
+    theirs = reported.wire() if reported is not None else None
+    return differences(daemon_locations(os.environ), theirs)

@@ -10,10 +10,13 @@ tests/unit/test_lazy_imports.py keeps it so).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cody_protocol.methods import extensions
 
 from . import __version__
 from .config.paths import CodyPaths
@@ -22,13 +25,14 @@ from .policy.programs import binaries_report
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
 from .providers.listing import provider_listing, validated_listing
 from .providers.models import takes_images
-from .rpc.handlers import EXTENSIONS, register_handlers
+from .rpc.handlers import register_handlers
 from .rpc.initialize_wire import initialize_result
 from .rpc.server import CodyServer
 
 if TYPE_CHECKING:
     from cody_protocol.initialize import ClientCapabilities
 
+    from .config.model import ToolConfig
     from .engine.deps import EngineDeps
     from .engine.manager import SessionManager
     from .rpc.link import RpcClientLink
@@ -106,6 +110,17 @@ class DaemonApp:
             self.paths, env=self.env, codex_home=self.codex_home, claude_dir=self.claude_dir
         ).catalog
 
+    def default_tool_config(self) -> dict[str, ToolConfig]:
+        """`[tools.*]` of the user config (none when it is invalid): what a tool listing
+        without a session judges the tools by."""
+        from .config.loader import load_user_config
+        from .errors import InvalidParams
+
+        try:
+            return dict(load_user_config(self.paths).tools)
+        except InvalidParams:
+            return {}
+
     def initialize_result(self) -> dict[str, Any]:
         """`initialize`'s answer as JSON, built without the models (rpc/initialize_wire.py)
         from the provider listing (providers/listing.py): no pydantic import."""
@@ -140,11 +155,28 @@ class DaemonApp:
             auth_methods=auth_methods,
             providers=providers,
             default_provider=default,
-            extensions=list(EXTENSIONS),
+            extensions=list(extensions()),
             data_dir=str(self.paths.data_dir),
             config_file=str(self.paths.config_file),
             binaries=binaries_report(),
+            locations=self.locations(),
         )
+
+    def locations(self) -> dict[str, str]:
+        """Where this daemon reads from, as `initialize` reports it (`DaemonLocations`): the
+        paths it really uses, so a client whose environment names others is not served."""
+        from cody_protocol.locations import home_dir
+
+        def clean(path: Path) -> str:
+            return os.path.normpath(os.path.abspath(path))
+
+        return {
+            "home": home_dir(self.env),
+            "configDir": clean(self.paths.config_dir),
+            "dataDir": clean(self.paths.data_dir),
+            "codexHome": clean(self.codex_home),
+            "claudeConfigDir": clean(self.claude_dir),
+        }
 
     async def shutdown(self) -> None:
         """Cancel running turns, persist and close every session (idempotent)."""

@@ -5,17 +5,23 @@ Both sides compute the path from the environment alone, so they agree without ta
 
 - `$CODY_DAEMON_SOCKET`, when set and not empty, is the path.
 - Otherwise the socket lives in a per-user directory: `$XDG_RUNTIME_DIR/cody/` when
-  `XDG_RUNTIME_DIR` is set, else `<temp dir>/cody-<uid>/`, the temp dir being the first
-  of `$TMPDIR`, `$TEMP`, `$TMP` that is an absolute, writable directory, else `/tmp`.
-- Its name is `daemon.sock`, or `daemon-<hash>.sock` when `CODY_HOME` is set (the hash of
-  its absolute path): a daemon serves one data directory, so a client with another
-  `CODY_HOME` never reaches it.
+  `XDG_RUNTIME_DIR` names a private directory of this user (preferred: no one else can
+  create anything there), else `<temp dir>/cody-<uid>/`, the temp dir being the first of
+  `$TMPDIR`, `$TEMP`, `$TMP` that is an absolute, writable directory, else `/tmp`.
+- Its name is `daemon-<hash>.sock`, the hash of the locations the daemon reads
+  (cody_protocol.locations: `HOME`, config and data dirs, `CODEX_HOME`,
+  `CLAUDE_CONFIG_DIR`): a daemon serves one set of them, so a client run with another
+  `HOME`, `XDG_CONFIG_HOME` or `CODY_HOME` looks elsewhere and never reaches it (and the
+  client checks the locations the daemon reports before it sends anything else).
 
 `CODY_DAEMON_SOCKET=` (set but empty) tells clients not to use a warm daemon at all.
 
-Pure standard library, and only `os` and `pathlib` at import: `cody-client exec` reads this
-before it starts its daemon, so it costs the daemon's start (hashlib loads when `CODY_HOME`
-is set).
+`socket_dir_problem` says why the default directory cannot be used (another user created
+`/tmp/cody-<uid>`, a symlink is in the way), for the daemon's refusal and the client's note.
+
+Pure standard library, and only `os` and `pathlib` at import (`hashlib`, `stat` and `pwd`
+when a path is computed): `cody-client exec` reads this before it starts its daemon, so it
+costs the daemon's start.
 """
 
 from __future__ import annotations
@@ -24,18 +30,75 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["SOCKET_ENV", "client_socket_path", "default_socket_path", "socket_dir"]
+__all__ = [
+    "RUNTIME_DIR_HINT",
+    "SOCKET_ENV",
+    "client_socket_path",
+    "default_socket_path",
+    "socket_dir",
+    "socket_dir_problem",
+    "socket_name",
+]
 
 SOCKET_ENV = "CODY_DAEMON_SOCKET"
 """The socket path; set but empty: clients do not use a warm daemon."""
 
 
 def socket_dir(env: Mapping[str, str]) -> Path:
-    """The per-user directory the default socket lives in (not created here)."""
+    """The per-user directory the default socket lives in (not created here):
+    `$XDG_RUNTIME_DIR/cody` when `XDG_RUNTIME_DIR` is a private directory of this user (as
+    systemd's `/run/user/<uid>` is: no other user can create anything in it), else
+    `<temp dir>/cody-<uid>`, which another user can take first in a shared `/tmp`
+    (`socket_dir_problem` then says so)."""
     runtime = env.get("XDG_RUNTIME_DIR", "")
-    if runtime and os.path.isabs(runtime):
+    if runtime and os.path.isabs(runtime) and _private_dir(runtime):
         return Path(runtime) / "cody"
     return Path(_temp_dir(env)) / f"cody-{os.getuid()}"
+
+
+def _private_dir(path: str) -> bool:
+    """An existing directory (not a symlink) of this user that no one else may write."""
+    import stat
+
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.getuid()
+        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
+def socket_dir_problem(env: Mapping[str, str]) -> str | None:
+    """Why the default socket directory cannot hold this user's warm daemon (someone else
+    made it, or something else is in its place); None when it is usable or not there yet."""
+    import stat
+
+    directory = socket_dir(env)
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return f"{directory} is a symlink (a warm daemon's directory must be a real one)"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{directory} is not a directory"
+    if info.st_uid != os.getuid():
+        return (
+            f"{directory} belongs to another user (uid {info.st_uid}), who can keep a warm "
+            "daemon from starting there"
+        )
+    return None
+
+
+RUNTIME_DIR_HINT = (
+    "set XDG_RUNTIME_DIR to a private directory of yours (e.g. /run/user/<uid>), "
+    "have the directory removed, or pass a socket path: cody-daemon --listen PATH and "
+    "CODY_DAEMON_SOCKET=PATH for the clients"
+)
+"""What a user can do when `socket_dir_problem` answers."""
 
 
 def _temp_dir(env: Mapping[str, str]) -> str:
@@ -54,15 +117,19 @@ def default_socket_path(env: Mapping[str, str]) -> Path:
     explicit = env.get(SOCKET_ENV, "")
     if explicit:
         return Path(explicit).expanduser().absolute()
-    home = env.get("CODY_HOME", "")
-    if home:
-        import hashlib
+    return socket_dir(env) / socket_name(env)
 
-        key = str(Path(home).expanduser().absolute()).encode("utf-8", "surrogateescape")
-        name = f"daemon-{hashlib.sha256(key).hexdigest()[:12]}.sock"
-    else:
-        name = "daemon.sock"
-    return socket_dir(env) / name
+
+def socket_name(env: Mapping[str, str]) -> str:
+    """`daemon-<hash of the locations a daemon with env reads>.sock`."""
+    import hashlib
+
+    from .locations import daemon_locations
+
+    locations = daemon_locations(env)
+    key = "\0".join(f"{name}={value}" for name, value in sorted(locations.items()))
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    return f"daemon-{digest[:16]}.sock"
 
 
 def client_socket_path(env: Mapping[str, str]) -> Path | None:

@@ -7,12 +7,16 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import WireModel
+from .errors import RpcError
 
 __all__ = [
+    "AbsentTool",
     "CompactSessionParams",
     "CompactSessionResult",
     "AgentInfo",
     "AgentsListResult",
+    "ConfigCheckResult",
+    "ConfigFileInfo",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -57,9 +61,20 @@ class McpStatusNotification(McpServerStatus):
     session_id: str
 
 
+class AbsentTool(WireModel):
+    """A built-in tool that is not offered to the model here, and why."""
+
+    name: str
+    reason: str
+    """In words a user can act on (e.g. which environment variable holds its key)."""
+
+
 class ToolsListResult(WireModel):
     tools: list[ToolInfo]
     mcp_servers: list[McpServerStatus] = Field(default_factory=list)
+    absent: list[AbsentTool] = Field(default_factory=list)
+    """Tools that cannot work in this session (no API key, turned off, no running MCP
+    server): the model is not offered them."""
 
 
 class ModelInfo(WireModel):
@@ -158,3 +173,29 @@ class PermissionsRemoveParams(WireModel):
 
 class PermissionsRemoveResult(WireModel):
     removed: bool
+
+
+class ConfigFileInfo(WireModel):
+    """A config file `session/new` reads for the checked cwd."""
+
+    path: str
+    scope: Literal["user", "project"]
+    exists: bool
+    trusted: bool | None = None
+    """The project file only: whether the user file lists the project in `trusted_projects`
+    (if not, the keys a project may not set are ignored, with a warning)."""
+
+
+class ConfigCheckResult(WireModel):
+    """`_cody/config/check` (params as `session/new`): what `session/new` would say about the
+    configuration, found by the same checks, with no session created.
+
+    `ok` is false exactly when `session/new` would fail; `error` is then the JSON-RPC error it
+    would answer (a -32602 naming each key, value, source file and the valid values).
+    `warnings` are the `_meta.cody.warnings` it would report (e.g. an untrusted project's
+    ignored keys)."""
+
+    ok: bool
+    files: list[ConfigFileInfo]
+    warnings: list[str] = Field(default_factory=list)
+    error: RpcError | None = None

@@ -12,7 +12,7 @@ Methods (all listed in `initialize` `_meta.cody.extensions`):
 - `_cody/history/list {agent?, cwd?, cursor?}` -> `{sessions, nextCursor?}`
 - `_cody/history/read {agent?, sessionId | path, cursor?, limit?}` -> `{messages, nextCursor?}`
 - `_cody/session/history {sessionId, cursor?, limit?}` -> `{messages, nextCursor?}`
-- `_cody/history/import {agent?, sessionId | path, cwd?}` -> a new Cody session
+- `_cody/history/import {agent?, sessionId | path, cwd}` -> a new Cody session in `cwd`
 """
 
 from __future__ import annotations
@@ -279,15 +279,17 @@ class SessionHistoryParams(WireModel):
 
 
 class HistoryImportParams(_SessionRef):
-    cwd: str | None = None
-    """The new session's directory; default the imported session's own cwd."""
+    cwd: str
+    """The new session's directory (its workspace): required, and never taken from the
+    session file, which may name any directory (`/` would make the whole disk the
+    workspace). Clients send their own current directory unless the user gives another."""
     meta: NewSessionMeta | None = Field(default=None, alias="_meta")
     """Settings for the new session, as in `session/new` (provider, model, ...)."""
 
     @field_validator("cwd")
     @classmethod
-    def _absolute_cwd(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
+    def _absolute_cwd(cls, value: str) -> str:
+        if not value.startswith("/"):
             raise ValueError(f"cwd must be an absolute path, got {value!r}")
         return value
 
@@ -305,7 +307,12 @@ class HistoryImportStats(WireModel):
     """Messages not imported: injected context, compaction summaries, sub-agent turns."""
     skipped_lines: int
     cwd: str
-    """The new session's directory."""
+    """The new session's directory (the request's `cwd`)."""
+    source_cwd: str | None = None
+    """The directory the session file says it ran in (shown to the user; never used)."""
+    images_left_out: int = 0
+    """Inline images not imported because they break the image rules (type, size, how many
+    per message and per session): each is a note in its message instead."""
 
 
 class HistoryImportResult(NewSessionResult):

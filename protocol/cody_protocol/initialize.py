@@ -20,6 +20,7 @@ __all__ = [
     "BinaryInfo",
     "ClientCapabilities",
     "CodyInitializeMeta",
+    "DaemonLocations",
     "FileSystemCapabilities",
     "Implementation",
     "InitializeMeta",
@@ -46,11 +47,17 @@ class ClientCapabilities(WireModel):
     """Cody never uses `terminal/*` (commands run only in its own sandbox)."""
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
     """`terminal_output: true` (Zed's convention): show live command output as a
-    display-only terminal (cody_protocol.terminal)."""
+    display-only terminal (cody_protocol.terminal). `cody.appendOutput: true`: live output
+    as increments the client appends (without it, each update holds the output so far)."""
 
     @property
     def terminal_output(self) -> bool:
         return self.meta is not None and self.meta.get(TERMINAL_OUTPUT_CAPABILITY) is True
+
+    @property
+    def append_output(self) -> bool:
+        cody = self.meta.get("cody") if self.meta is not None else None
+        return isinstance(cody, dict) and cody.get("appendOutput") is True
 
 
 class Implementation(WireModel):
@@ -135,6 +142,18 @@ class BinaryInfo(WireModel):
     """Why it is not usable (what a user can fix)."""
 
 
+class DaemonLocations(WireModel):
+    """Where the daemon reads from (absolute, normalised paths; cody_protocol.locations). A
+    client uses a warm daemon only when these equal its own environment's."""
+
+    home: str
+    """`HOME` of the daemon and of every command it runs."""
+    config_dir: str
+    data_dir: str
+    codex_home: str
+    claude_config_dir: str
+
+
 class CodyInitializeMeta(WireModel):
     version: str
     extensions: list[str]
@@ -145,6 +164,8 @@ class CodyInitializeMeta(WireModel):
     config_file: str
     binaries: list[BinaryInfo] = Field(default_factory=list)
     """The external programs, in this order: bwrap, rg."""
+    locations: DaemonLocations | None = None
+    """Where this daemon reads from (absent from daemons older than this field)."""
 
 
 class InitializeMeta(WireModel):

@@ -1,7 +1,10 @@
 """Generate the checked-in JSON Schemas: the wire models, and `cody-client exec --json` events.
 
-Run `python -m cody_protocol.schema --write` after changing a model; a test fails when the
-checked-in file (`protocol/schema/cody-protocol.schema.json`) differs from what this produces.
+Run `python -m cody_protocol.schema --write` after changing a model or a method; a test fails
+when a checked-in file (`protocol/schema/*.schema.json`, the VS Code extension's
+`src/protocol/generated.ts`) differs from what this produces. The top-level models are the
+method table's (cody_protocol.methods) plus `EXTRA_MODELS`; the schema also carries the table
+itself (`x-methods`) and the error codes (`x-error-codes`).
 """
 
 from __future__ import annotations
@@ -15,27 +18,19 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from . import (
-    commands,
-    errors,
-    exec_events,
-    extensions,
-    files,
-    history,
-    initialize,
-    permission,
-    prompt,
-    session,
-    terminal,
-    updates,
-)
+from . import commands, errors, exec_events, history, terminal, updates
+from .codes import ErrorCode
+from .methods import METHODS, Method, resolve_model
+from .typescript import render_typescript
 
 __all__ = [
     "EXEC_EVENTS_SCHEMA_PATH",
+    "EXTRA_MODELS",
     "HISTORY_MODELS",
     "HISTORY_SCHEMA_PATH",
     "SCHEMA_PATH",
     "TOP_LEVEL_MODELS",
+    "VSCODE_TYPES_PATH",
     "generate",
     "generate_exec_events",
     "main",
@@ -44,54 +39,38 @@ __all__ = [
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cody-protocol.schema.json"
 EXEC_EVENTS_SCHEMA_PATH = SCHEMA_PATH.parent / "cody-exec-events.schema.json"
 HISTORY_SCHEMA_PATH = SCHEMA_PATH.parent / "cody-history.schema.json"
+VSCODE_TYPES_PATH = (
+    SCHEMA_PATH.parents[2] / "editor-plugins" / "vscode" / "src" / "protocol" / "generated.ts"
+)
+"""The VS Code extension's wire types, generated from the protocol schema (typescript.py)."""
 
-TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
-    initialize.InitializeParams,
-    initialize.InitializeResult,
-    initialize.AuthenticateParams,
-    initialize.LogoutResult,
-    session.NewSessionParams,
-    session.NewSessionResult,
-    session.LoadSessionParams,
-    session.SessionStateResult,
-    session.ListSessionsParams,
-    session.ListSessionsResult,
-    session.SessionIdParams,
-    session.SetModeParams,
-    session.SetConfigOptionParams,
-    session.SetConfigOptionResult,
-    session.ForkSessionParams,
-    session.ForkSessionResult,
-    prompt.PromptParams,
-    prompt.PromptResult,
-    prompt.CancelParams,
-    updates.SessionNotification,
-    permission.RequestPermissionParams,
-    permission.RequestPermissionResult,
-    files.ReadTextFileParams,
-    files.ReadTextFileResult,
-    files.WriteTextFileParams,
+EXTRA_MODELS: tuple[type[BaseModel], ...] = (
     commands.AvailableCommandsUpdate,
     terminal.TerminalInfoMeta,
     terminal.TerminalOutputMeta,
     terminal.TerminalExitMeta,
-    extensions.ToolsListParams,
-    extensions.ToolsListResult,
-    extensions.ModelsListResult,
-    extensions.AgentsListResult,
-    extensions.McpStatusNotification,
-    extensions.CompactSessionParams,
-    extensions.CompactSessionResult,
-    extensions.PermissionsListParams,
-    extensions.PermissionsListResult,
-    extensions.PermissionsRemoveParams,
-    extensions.PermissionsRemoveResult,
     updates.ToolCallDecision,
     errors.RpcError,
     errors.InvalidParamsData,
     errors.ProviderErrorData,
     errors.AuthRequiredData,
 )
+"""Top-level models that are no method's params or result (update kinds, `_meta` shapes,
+error data)."""
+
+
+def _method_models(*, history_module: bool) -> tuple[type[BaseModel], ...]:
+    """The params and result models of `METHODS`, in table order, each once: those of the
+    `history` module (their own schema file) or all the others."""
+    refs = dict.fromkeys(ref for method in METHODS.values() for ref in method.models())
+    return tuple(resolve_model(ref) for ref in refs if ref.startswith("history:") == history_module)
+
+
+TOP_LEVEL_MODELS: tuple[type[BaseModel], ...] = (
+    *_method_models(history_module=False),
+    *EXTRA_MODELS,
+)
+"""Derived from the method table (cody_protocol.methods), plus `EXTRA_MODELS`."""
 
 
 def generate() -> dict[str, Any]:
@@ -103,7 +82,28 @@ def generate() -> dict[str, Any]:
     )
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["x-top-level"] = [model.__name__ for model in TOP_LEVEL_MODELS]
+    schema["x-methods"] = {name: _method_facts(method) for name, method in METHODS.items()}
+    schema["x-error-codes"] = {code.name: int(code) for code in ErrorCode}
     return schema
+
+
+def _method_facts(method: Method) -> dict[str, Any]:
+    """One `x-methods` entry: the table's facts, models by their `$defs` name."""
+    facts: dict[str, Any] = {
+        "sender": method.sender,
+        "kind": method.kind,
+        "spec": method.spec,
+        "stability": method.stability,
+    }
+    for key in ("params", "result"):
+        ref = getattr(method, key)
+        if ref is not None:
+            facts[key] = ref.partition(":")[2]
+    if method.session is not None:
+        facts["session"] = method.session
+    if method.alias_of is not None:
+        facts["aliasOf"] = method.alias_of
+    return facts
 
 
 def generate_exec_events() -> dict[str, Any]:
@@ -116,13 +116,7 @@ def generate_exec_events() -> dict[str, Any]:
 
 HISTORY_MODELS: tuple[type[BaseModel], ...] = (
     history.UnifiedMessage,
-    history.HistoryListParams,
-    history.HistoryListResult,
-    history.HistoryReadParams,
-    history.HistoryReadResult,
-    history.SessionHistoryParams,
-    history.HistoryImportParams,
-    history.HistoryImportResult,
+    *_method_models(history_module=True),
 )
 """Unified history (`_cody/history/*`, `_cody/session/history`): its own schema file."""
 
@@ -146,6 +140,11 @@ def render() -> str:
     return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
 
 
+def render_vscode_types() -> str:
+    """From the schema file's text (not the dict): the types follow exactly what is published."""
+    return render_typescript(json.loads(render()))
+
+
 def render_exec_events() -> str:
     return json.dumps(generate_exec_events(), indent=2, sort_keys=True) + "\n"
 
@@ -155,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write",
         action="store_true",
-        help=f"write {SCHEMA_PATH.name}, {EXEC_EVENTS_SCHEMA_PATH.name}, {HISTORY_SCHEMA_PATH.name}",
+        help=f"write {SCHEMA_PATH.name}, {EXEC_EVENTS_SCHEMA_PATH.name}, "
+        f"{HISTORY_SCHEMA_PATH.name} and the VS Code extension's {VSCODE_TYPES_PATH.name}",
     )
     args = parser.parse_args(argv)
     text = render()
@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         SCHEMA_PATH.write_text(text, encoding="utf-8")
         EXEC_EVENTS_SCHEMA_PATH.write_text(render_exec_events(), encoding="utf-8")
         HISTORY_SCHEMA_PATH.write_text(render_history(), encoding="utf-8")
+        if VSCODE_TYPES_PATH.parent.is_dir():  # a checkout (not an installed package)
+            VSCODE_TYPES_PATH.write_text(render_vscode_types(), encoding="utf-8")
     else:
         sys.stdout.write(text)
     return 0

@@ -22,6 +22,8 @@ __all__ = [
     "HttpHeader",
     "ListSessionsParams",
     "ListSessionsResult",
+    "CodyLoadSessionMeta",
+    "LoadSessionMeta",
     "LoadSessionParams",
     "McpServer",
     "McpServerHttp",
@@ -30,6 +32,7 @@ __all__ = [
     "NewSessionMeta",
     "NewSessionParams",
     "NewSessionResult",
+    "ProjectDoc",
     "SessionConfigOption",
     "SessionIdParams",
     "SessionInfo",
@@ -105,6 +108,13 @@ class CodySessionMeta(WireModel):
     writable_roots: list[str] | None = None
     """More directories the sandbox lets the session write (absolute paths), besides the
     workspace, the temp dir and `[sandbox_workspace_write] writable_roots`."""
+    config: dict[str, Any] | None = None
+    """Configuration overrides, as a `config.toml` table (`{"tools": {"exec": {...}}}`):
+    the session's top layer, validated as a config file is; the fields above win over it
+    (`cody-client -c key=value`)."""
+    ephemeral: bool = False
+    """Keep no session file: it is removed when the session closes (`cody-client exec
+    --ephemeral`)."""
 
 
 class NewSessionMeta(WireModel):
@@ -148,6 +158,18 @@ class SessionConfigOption(WireModel):
     options: list[ConfigOptionValue]
 
 
+class ProjectDoc(WireModel):
+    """One project instructions file (AGENTS.md...) found for the session."""
+
+    path: str
+    bytes: int
+    """Bytes of the file the model receives (0 when skipped or left out)."""
+    truncated: bool = False
+    """Cut at `project_doc_max_bytes` (or left out entirely when `bytes` is 0)."""
+    skipped: str | None = None
+    """Why the file was not read (binary, unreadable, a symlink out of the project)."""
+
+
 class CodySessionResultMeta(WireModel):
     provider: str
     model: str
@@ -156,6 +178,9 @@ class CodySessionResultMeta(WireModel):
     session_file: str
     warnings: list[str] = Field(default_factory=list)
     """Configuration that was ignored, e.g. an untrusted project's `approval_policy`."""
+    project_docs: list[ProjectDoc] = Field(default_factory=list)
+    """The project instructions the model is given, global file first (native sessions;
+    an agent CLI reads its own)."""
 
 
 class SessionResultMeta(WireModel):
@@ -169,12 +194,31 @@ class NewSessionResult(WireModel):
     meta: SessionResultMeta | None = Field(default=None, alias="_meta")
 
 
+class CodyLoadSessionMeta(WireModel):
+    """`session/load` and `session/resume` `_meta.cody`."""
+
+    relocate: bool = False
+    """Continue the session in the request's `cwd` instead of the directory it was created
+    in (e.g. that one no longer exists). The session's "allow for this session" grants are
+    dropped when the directory differs; the file keeps the directory it was created in."""
+
+
+class LoadSessionMeta(WireModel):
+    cody: CodyLoadSessionMeta | None = None
+
+
 class LoadSessionParams(WireModel):
     session_id: str
     cwd: str
+    """Used only with `_meta.cody.relocate`: the session keeps its own directory otherwise."""
     mcp_servers: list[McpServer] = Field(default_factory=list)
+    meta: LoadSessionMeta | None = Field(default=None, alias="_meta")
 
     _check_cwd = field_validator("cwd")(_absolute)
+
+    @property
+    def relocate(self) -> bool:
+        return self.meta is not None and self.meta.cody is not None and self.meta.cody.relocate
 
 
 class SessionStateResult(WireModel):

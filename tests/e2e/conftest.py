@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import call_failed
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer
 
@@ -19,9 +20,13 @@ def cody_env(tmp_path: Path) -> CodyEnv:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[MockResponsesServer]:
+async def model(request: pytest.FixtureRequest) -> AsyncIterator[MockResponsesServer]:
+    """The mock model; after a test that passed, every scripted response must have been
+    requested (`assert_complete`)."""
     async with MockResponsesServer() as server:
         yield server
+        if not server.unused_ok and not call_failed(request):
+            server.assert_complete()
 
 
 @pytest.fixture

@@ -420,7 +420,12 @@ async def test_dry_run_shows_the_command_and_runs_nothing(
             assert report["command"][0] == info["path"]
             assert "readFile" in report["allowedTools"] and "exec" not in report["allowedTools"]
             if kind == "codex":
-                assert report["command"][1:] == ["app-server"]
+                assert report["command"][1] == "app-server"
+                # the CLI's own key is kept from the commands it runs (a name, not a value)
+                assert report["command"][2:] == [
+                    "-c",
+                    'shell_environment_policy.exclude=["MOCK_KEY"]',
+                ]
                 assert report["flags"]["sandbox"] == "read-only"
                 assert report["flags"]["approvalPolicy"] == "untrusted"
                 assert "MOCK_KEY" not in report["env"]  # not a codex variable by name

@@ -180,8 +180,11 @@ async def test_compact_on_demand_and_a_huge_tool_output_is_capped(cody_env: Cody
     summary_request = api.requests[2].body["input"]
     assert summary_request[-1]["content"][0]["text"] == SUMMARY_PROMPT
     last = api.requests[3].body["input"]
-    assert last[0]["content"][0]["text"].startswith(SUMMARY_HEADER)
-    assert [i["content"][0]["text"] for i in last[1:]] == ["still there?"]
+    # Cody's environment-and-permissions item leads (its place was summarised), then the
+    # summary and the new message
+    assert last[0]["role"] == "developer" and "<permissions>" in last[0]["content"][0]["text"]
+    assert last[1]["content"][0]["text"].startswith(SUMMARY_HEADER)
+    assert [i["content"][0]["text"] for i in last[2:]] == ["still there?"]
     notices = daemon.session_updates(sid, "session_info_update")
     assert any(u.get("_meta", {}).get("cody", {}).get("compaction") for u in notices)
 

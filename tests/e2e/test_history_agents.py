@@ -233,15 +233,21 @@ async def test_an_imported_codex_session_continues_on_the_anthropic_api(
         {
             "agent": "codex",
             "sessionId": built.codex.main_id,
+            "cwd": str(built.env.workspace),
             "_meta": {"cody": {"provider": "anth"}},
         },
     )
-    assert result["imported"]["cwd"] == str(built.env.workspace), "the Codex session's own cwd"
+    assert result["imported"]["cwd"] == str(built.env.workspace)
+    assert result["imported"]["sourceCwd"] == str(built.env.workspace), "where Codex ran"
     assert result["_meta"]["cody"]["provider"] == "anth"
     anthropic.enqueue(mock_anthropic.text("You ran echo hello, twice asked."))
     await daemon.prompt(result["sessionId"], "what happened?")
     body = anthropic.requests[-1].body
-    assert anthropic_texts(body, "user") == ["run echo hello", "say again", "what happened?"]
+    users = anthropic_texts(body, "user")
+    # Cody's environment-and-permissions item comes after the imported history, before the
+    # first prompt in Cody (the Messages API takes it as user text)
+    assert users[2].startswith("<environment>") and "<permissions>" in users[2]
+    assert users[:2] + users[3:] == ["run echo hello", "say again", "what happened?"]
     assert anthropic_texts(body, "assistant") == ["Done: hello", "Again done"]
     results = {
         b["tool_use_id"]: b

@@ -114,6 +114,7 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
     project = tmp_path / "my-project"
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
+    (project / "AGENTS.md").write_text("Run `python main.py` to test.\n")
     user_env = {**env, "PATH": f"{bin_dir}:{system_path}"}
     turn = subprocess.run(
         ["cody-client", "exec", "list files"],
@@ -121,6 +122,8 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
     )  # fmt: skip
     assert turn.returncode == 0, f"{turn.stdout}\n{turn.stderr}"
     assert "main.py" in turn.stdout
+    # the installed copy has its prompt files and reads the project's instructions
+    assert "Project instructions: AGENTS.md (30 bytes)" in turn.stderr, turn.stderr
     listed = subprocess.run(
         ["cody-client", "sessions", "list"],
         cwd=tmp_path, env=user_env, capture_output=True, text=True, timeout=120, check=False,

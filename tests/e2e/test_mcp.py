@@ -187,6 +187,7 @@ async def test_two_prompts_during_mcp_start_up_run_one_turn_not_two(
         sid = await daemon.new_session()
         model.enqueue(text("first answer"))
         model.enqueue(text("a second turn must not have run"))
+        model.unused_ok = True  # scripted to be left: a second turn would take it
         first = asyncio.ensure_future(daemon.prompt(sid, "one"))
         await asyncio.sleep(0.1)
         await expect_error(daemon.prompt(sid, "two"), -32011)

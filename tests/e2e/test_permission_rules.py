@@ -412,3 +412,22 @@ async def test_a_read_only_rule_cannot_be_removed(
         assert "Bash(ls:*)" in settings.read_text()
     finally:
         await daemon.close()
+
+
+async def test_a_session_config_layer_cannot_carry_rules_and_says_so(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`_meta.cody.config` (`cody-client exec -c`, issue 24.10) is a layer of config keys, but
+    rules are read from the files at each turn: a session layer holding them would be dropped
+    at the next turn, so it is refused, naming the key, instead of silently ignored."""
+    from cody_client.connection import RemoteError
+
+    daemon = await started(cody_env, model)
+    try:
+        with pytest.raises(RemoteError) as caught:
+            await daemon.new_session(config={"permissions": {"allow": ["exec"]}})
+        assert caught.value.code == -32602
+        assert "_meta.cody.config.permissions" in json.dumps(caught.value.data)
+        assert "config.toml" in caught.value.message
+    finally:
+        await daemon.close()

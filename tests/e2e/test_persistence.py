@@ -30,6 +30,7 @@ async def test_kill_9_mid_turn_then_restart_lists_loads_and_continues(
     model.enqueue(tool_call("exec", {"command": "sleep 30"}, call_id="c2"))
     first.answer("allow_once")
     model.enqueue(text("never sent"))
+    model.unused_ok = True  # the daemon is killed before this answer
     turn = asyncio.create_task(first.prompt(sid, "second question"))
     await first.wait_for(
         lambda: any(u.get("status") == "in_progress" for u in first.tool_updates(sid, "c2"))

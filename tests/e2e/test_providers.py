@@ -197,12 +197,15 @@ async def test_one_session_moves_from_anthropic_to_chat_to_responses(cody_env: C
     # Chat Completions: valid roles, the tool call answered by a tool message, no thinking.
     body = chat.requests[0].body
     roles = [m["role"] for m in body["messages"]]
-    assert roles[0] == "system" and roles[1:] == ["user", "assistant", "tool", "assistant", "user"]
-    assistant = body["messages"][2]
+    # system prompt, Cody's environment-and-permissions item (a user message on Chat), then
+    # the conversation
+    assert roles == ["system", "user", "user", "assistant", "tool", "assistant", "user"]
+    assert body["messages"][1]["content"].startswith("<environment>")
+    assistant = body["messages"][3]
     assert assistant["tool_calls"][0]["id"] == "toolu_1"
     assert (
-        body["messages"][3]["tool_call_id"] == "toolu_1"
-        and "alpha" in body["messages"][3]["content"]
+        body["messages"][4]["tool_call_id"] == "toolu_1"
+        and "alpha" in body["messages"][4]["content"]
     )
     assert "claude-sig" not in json.dumps(body) and "thinking on claude" not in json.dumps(body)
     assert body["stream_options"] == {"include_usage": True}

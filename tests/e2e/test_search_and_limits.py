@@ -72,6 +72,7 @@ async def test_a_catastrophic_grep_neither_freezes_the_daemon_nor_outlives_its_c
     model.enqueue(tool_call("grepFiles", {"pattern": "(a|a)*b", "path": "a.txt"}, call_id="g1"))
     model.enqueue(tool_call("grepFiles", {"pattern": "(a|a)*b", "path": "live.log"}, call_id="g2"))
     model.enqueue(text("never reached"))
+    model.unused_ok = True  # the turn is cancelled before this answer
     sid = await daemon.new_session(approvalPolicy="never")
     stop = asyncio.Event()
     writer = asyncio.create_task(feed(fifo, stop))

@@ -135,6 +135,65 @@ async def test_fork_and_history(offline_daemon: Daemon) -> None:
     assert "/fork takes a user message number" in bad
 
 
+async def test_a_fork_made_by_slash_fork_is_not_left_locked(
+    cody_env: CodyEnv, offline_daemon: Daemon
+) -> None:
+    """Regression: the fork stayed open (and its file locked) in the daemon that made it, so
+    another daemon opening it got -32011 "in use by another Cody daemon" until the first
+    one exited (a warm daemon: until it stopped)."""
+    daemon = offline_daemon
+    empty = await daemon.new_session()
+    _, nothing = await ask(daemon, empty, "/fork")
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "list files")
+    _, forked = await ask(daemon, sid, "/fork")
+    fork_id = forked.split("into session ")[1].split(".")[0]
+
+    other = await Daemon.start(cody_env)
+    try:
+        await other.initialize()
+        params = {"sessionId": fork_id, "cwd": str(cody_env.workspace), "mcpServers": []}
+        await other.request("session/load", params)
+        result = await other.prompt(fork_id, "list files")
+        await other.request("session/close", {"sessionId": fork_id})
+    finally:
+        await other.close()
+    await daemon.request("session/resume", params)  # and it opens again where it was made
+
+    assert "Nothing to fork yet" in nothing
+    assert result["stopReason"] == "end_turn"
+    listed = await daemon.request("session/list", {})
+    assert fork_id in {s["sessionId"] for s in listed["sessions"]}
+
+
+async def test_history_shows_the_calls_again_under_new_tool_call_ids(
+    offline_daemon: Daemon,
+) -> None:
+    """Issue 24.14: `/history` re-sent the session's tool calls under the toolCallIds they
+    already had, so a client (ids are unique per session) updated the calls it had shown
+    instead of showing them again. Every `tool_call` of a session now has its own id, and a
+    replayed message its own messageId."""
+    daemon = offline_daemon
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "list files")
+    first_calls = [u["toolCallId"] for u in daemon.session_updates(sid, "tool_call")]
+    first_messages = {u.get("messageId") for u in daemon.session_updates(sid)} - {None}
+    before = len(daemon.session_updates(sid))
+    await daemon.prompt(sid, "/history")
+    await daemon.prompt(sid, "/history")
+
+    calls = [u["toolCallId"] for u in daemon.session_updates(sid, "tool_call")]
+    assert first_calls and len(calls) == 3 * len(first_calls), calls
+    assert len(set(calls)) == len(calls), f"a toolCallId was sent twice: {calls}"
+    replayed = daemon.session_updates(sid)[before:]
+    replayed_messages = {u.get("messageId") for u in replayed} - {None}
+    assert replayed_messages and not replayed_messages & first_messages
+    replayed_texts = [
+        u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert replayed_texts.count("list files") == 2, "the conversation is still shown"
+
+
 async def test_unknown_slash_words_go_to_the_model_as_text(offline_daemon: Daemon) -> None:
     daemon = offline_daemon
     sid = await daemon.new_session()
@@ -167,7 +226,8 @@ async def test_compact_init_and_review(cody_env: CodyEnv, model: MockResponsesSe
     assert "Compacted: " in compacted and "The session file keeps everything" in compacted
     assert len(model.requests) == 6, "/compact without history asked no model"
     init_prompt = user_texts(model.requests[3])[-1]
-    assert init_prompt.startswith("/init: create (or improve) the file AGENTS.md")
+    assert init_prompt.startswith("/init: write this project's `AGENTS.md`")
+    assert "keep everything in it that is still true" in init_prompt
     assert init_prompt.endswith("The user adds: keep it short")
     assert (cody_env.workspace / "AGENTS.md").read_text() == "# Agents\n"
     review_prompt = user_texts(model.requests[5])[-1]
@@ -176,7 +236,7 @@ async def test_compact_init_and_review(cody_env: CodyEnv, model: MockResponsesSe
     assert calls[-1]["status"] in ("completed", "failed"), "the review's git ran as a tool"
     for update in daemon.session_updates(sid, "available_commands_update"):
         assert acp_errors("SessionUpdate", update) == []
-    assert json.dumps(model.requests[-1].body).count("/init: create") == 1
+    assert json.dumps(model.requests[-1].body).count("/init: write this") == 1
 
 
 async def test_the_chat_client_sends_init_and_review_to_the_daemon(

@@ -307,6 +307,7 @@ async def test_exec_uses_the_warm_daemon_and_spawns_its_own_without_one(
         "warm": True,
         "socket": str(warm.path),
         "pid": warm.process.pid,
+        "skipped": None,
     }
 
     code, out, err = await run_exec(client_env, workspace, "exec", "--no-daemon-socket", "hi")

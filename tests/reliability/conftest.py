@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import call_failed
 from tests.support.daemon import CodyEnv
 from tests.support.mock_responses import MockResponsesServer
 
@@ -30,6 +31,10 @@ def cody_env(tmp_path: Path) -> CodyEnv:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[MockResponsesServer]:
+async def model(request: pytest.FixtureRequest) -> AsyncIterator[MockResponsesServer]:
+    """The mock model; after a test that passed, every scripted response must have been
+    requested (`assert_complete`)."""
     async with MockResponsesServer() as server:
         yield server
+        if not server.unused_ok and not call_failed(request):
+            server.assert_complete()

@@ -6,6 +6,9 @@ collide with the client's own in-flight requests or with approval ids, JSON that
 request, garbage bytes, and (Content-Length) frames with a wrong length. After each batch
 a probe request is sent.
 
+The methods are every method of cody_protocol.methods (a new method is fuzzed as soon as it
+is in the table) but `shutdown` and `exit`, plus unknown names.
+
 The properties: every well-formed request is answered with its id, none with an internal
 error (-32603 "Internal error (...)" means an unhandled exception), the daemon stays alive
 and logs no traceback, and `session/list` lists exactly the session files on disk. At least
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from cody_protocol import methods as method_table
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -45,28 +49,10 @@ WS = "\x00WS"  # placeholder for the workspace (an existing directory)
 RECENT = "\x00RECENT"  # placeholder for the id of a request sent earlier in the batch
 APPROVAL = "\x00APPROVAL"  # placeholder for an approval id (cody-N)
 
-METHODS = [
-    "initialize",
-    "authenticate",
-    "session/new",
-    "session/load",
-    "session/resume",
-    "session/list",
-    "session/close",
-    "session/delete",
-    "session/prompt",
-    "session/cancel",
-    "session/set_mode",
-    "session/set_config_option",
-    "_cody/session/fork",
-    "_cody/tools/list",
-    "_cody/models/list",
-    "session/teleport",
-    "",
-    "$/unknown",
-    "session/request_permission",
-    "session/update",
-]
+FUZZED = [m.name for m in method_table.METHODS.values() if m.name not in ("shutdown", "exit")]
+"""Every method in cody_protocol.methods but the two that end the daemon: a new method is
+fuzzed as soon as it is in the table (as a request, and as a notification)."""
+METHODS = [*FUZZED, "session/teleport", "", "$/unknown"]
 PROMPTS = ["list files", "read README.md", "run echo hi", "write note.txt: hi", "hello?"]
 KEYS = [
     "sessionId",
@@ -84,6 +70,10 @@ KEYS = [
     "_meta",
     "id",
     "requestId",
+    "agent",
+    "path",
+    "limit",
+    "includeOriginal",
 ]
 
 ints = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -125,6 +115,10 @@ method_params = st.fixed_dictionaries(
         "methodId": st.text(max_size=12) | json_values,
         "protocolVersion": json_values,
         "_meta": json_values,
+        "agent": st.sampled_from(["codex", "claude", "cody", "x"]) | json_values,
+        "path": st.sampled_from([WS, "/", "/\x00", "rel"]) | json_values,
+        "limit": ints | json_values,
+        "includeOriginal": st.booleans() | json_values,
     },
 )
 ids = ints | st.text(max_size=16)
@@ -155,7 +149,7 @@ requests = st.builds(
 notifications = st.builds(
     Frame,
     kind=st.just("notification"),
-    method=st.sampled_from(["$/cancelRequest", "$/cancel_request", "session/cancel", *METHODS]),
+    method=st.sampled_from(METHODS),
     data=st.fixed_dictionaries({"id": reply_ids, "requestId": reply_ids, "sessionId": st.just(SID)})
     | json_values,
 )

@@ -2,7 +2,8 @@
 
 Every `session/update` and `session/request_permission` the daemon sends is validated
 against ACP's schema and against Cody's protocol models as it arrives; `close()` fails the
-test if any message was invalid.
+test if any message was invalid. When a test fails, its report ends with each daemon's
+stderr (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cody_client.process import DaemonProcess
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.updates import SessionNotification
 
+from . import stderr_report
 from .acp_schema import acp_errors
 
 DAEMON_COMMAND = [sys.executable, "-m", "cody_daemon"]
@@ -96,8 +98,12 @@ class Daemon:
         """Every message the daemon sent, in order."""
         self.conn.observe(self.received.append)
         self.stderr: list[str] = []
-        """Every line the daemon wrote to stderr (the process keeps only a bounded tail)."""
+        """Every line the daemon wrote to stderr (the process keeps only a bounded tail);
+        its end is shown when the test fails (tests/support/stderr_report.py)."""
         process.on_stderr = self.stderr.append
+        child = getattr(process, "process", None)  # a warm daemon's connection has none
+        if child is not None:
+            stderr_report.watch(f"daemon (pid {child.pid})", self.stderr)
         self.updates: list[dict[str, Any]] = []
         self.permission_requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []

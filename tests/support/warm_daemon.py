@@ -17,6 +17,7 @@ from typing import Any
 
 from cody_client.connection import Connection, Framing
 
+from . import stderr_report
 from .daemon import DAEMON_COMMAND, CodyEnv, Daemon
 
 
@@ -47,6 +48,7 @@ class WarmDaemon:
         self.env = cody_env
         self.path = path
         self.stderr: list[str] = []
+        stderr_report.watch(f"warm daemon (pid {process.pid})", self.stderr)
         self._drain = asyncio.ensure_future(self._read_stderr())
 
     @classmethod

@@ -214,6 +214,35 @@ CASES: list[tuple[str, CallFacts, Grants, tuple[Any, ...]]] = [
         allow("rule"),
     ),
     (
+        "an allow rule vouches for no repository that makes git run programs",
+        ruled(
+            "allow",
+            contained=False,
+            escalation="escalate",
+            allow_rule_void="this repository's git configuration could make git run a program",
+        ),
+        grants(),
+        ask(),
+    ),
+    (
+        "a void allow rule leaves a sandboxed call to the sandbox",
+        ruled("allow", allow_rule_void="git could run a program"),
+        grants(),
+        allow("sandbox"),
+    ),
+    (
+        "an allow rule does not skip the no-sandbox question of sandbox_unavailable = ask",
+        ruled("allow", unsandboxed=True),
+        grants(),
+        ask(unsandboxed=True),
+    ),
+    (
+        "an allow rule runs an unsandboxed command under sandbox_unavailable = allow",
+        ruled("allow", unsandboxed=True, sandbox_unavailable="allow"),
+        grants(),
+        allow("rule"),
+    ),
+    (
         "an allow rule beats untrusted",
         ruled("allow", policy="untrusted"),
         grants(),
@@ -230,6 +259,12 @@ CASES: list[tuple[str, CallFacts, Grants, tuple[Any, ...]]] = [
     (
         "untrusted runs a known-safe command",
         facts(policy="untrusted", known_safe=True),
+        grants(),
+        allow("known-safe command"),
+    ),
+    (
+        "untrusted runs a known-safe command an agent CLI asks about (containment unknown)",
+        facts(policy="untrusted", known_safe=True, contained=False),
         grants(),
         allow("known-safe command"),
     ),

@@ -224,6 +224,21 @@ def test_preview_shows_command_and_cwd(workspace: Path) -> None:
     assert block.content.text.splitlines()[:2] == ["$ git log", f"cwd: {workspace / 'sub'}"]
 
 
+def test_a_multi_line_command_cannot_pass_for_the_cwd_line(workspace: Path) -> None:
+    """Each further line of the command starts with `> ` (issue 20.5)."""
+    tool = ExecTool()
+    [block] = tool.preview(
+        tool.parse({"command": "rm -rf ~/x #\ncwd: /tmp/safe"}), make_ctx(workspace)
+    )
+    assert isinstance(block, ContentToolCallContent)
+    assert isinstance(block.content, TextContent)
+    assert block.content.text.split("\n")[:3] == [
+        "$ rm -rf ~/x #",
+        "> cwd: /tmp/safe",
+        f"cwd: {workspace}",
+    ]
+
+
 def test_child_environment_drops_secrets() -> None:
     env = child_environment(
         {

@@ -224,3 +224,86 @@ def test_a_linked_worktree_reads_the_common_configuration(repo: Path, tmp_path: 
 def test_git_redirected_by_the_environment_is_not_trusted(repo: Path) -> None:
     assert not is_inert_for_git(repo, {"GIT_DIR": str(repo / ".git")})
     assert is_inert_for_git(repo, {"GIT_DIR": ""})
+
+
+# -- guarded_status_hazard: the Codex CLI's own `git status` ------------------------------------
+
+
+def _guarded_status_runs(repo: Path, marker: str) -> bool:
+    """Run the Codex CLI's own command (observed with 0.169) and see whether `marker` appeared."""
+    subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status"]
+        + ["--porcelain", "--ignore-submodules=dirty"],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+    )
+    ran = (repo.parent / marker).exists()
+    (repo.parent / marker).unlink(missing_ok=True)
+    return ran
+
+
+def test_guarded_status_ignores_what_its_overrides_disable(repo: Path) -> None:
+    from cody_daemon.policy.git_repo import guarded_status_hazard
+
+    git(repo, "config", "core.fsmonitor", f"touch {repo.parent}/PWNED-fs; false")
+    git(repo, "config", "core.hooksPath", ".husky")  # common, and overridden
+    hook = repo / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {repo.parent}/PWNED-hook\n")
+    hook.chmod(0o755)
+    (repo / "a.txt").write_text("changed\n")
+    assert not _guarded_status_runs(repo, "PWNED-fs") and not _guarded_status_runs(
+        repo, "PWNED-hook"
+    )
+    assert guarded_status_hazard(repo, {}) is None
+    assert not inert(repo), "the unguarded command would run them"
+
+
+def test_guarded_status_names_a_filter_driver_and_an_include(repo: Path) -> None:
+    from cody_daemon.policy.git_repo import guarded_status_hazard
+
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n")
+    git(repo, "config", "filter.evil.clean", f"touch {repo.parent}/PWNED-clean; cat")
+    (repo / "a.txt").write_text("b\n")  # same size: git hashes it, through the filter
+    assert _guarded_status_runs(repo, "PWNED-clean"), "the filter really runs"
+    hazard = guarded_status_hazard(repo / "sub", {})
+    assert hazard is not None and "filter.evil.clean" in hazard and str(repo) in hazard
+    git(repo, "config", "--unset", "filter.evil.clean")
+    assert guarded_status_hazard(repo, {}) is None
+    git(repo, "config", "include.path", "../elsewhere")
+    assert "include.path" in str(guarded_status_hazard(repo, {}))
+    assert "GIT_DIR" in str(guarded_status_hazard(repo, {"GIT_DIR": "/x"}))
+
+
+def test_an_allow_rule_vouches_for_no_repository_that_makes_git_run_programs(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Issue 23 x 20: a user's `exec(git status:*)` (or Claude Code's `Bash(git status:*)`)
+    does not allow `git status` where the repository's configuration runs a program, also
+    through `-C`, also as one part of a compound command; other commands are not its concern."""
+    from cody_daemon.policy.command_parts import split_command
+    from cody_daemon.policy.rules import CommandSubject, RuleSet, allow_rule_void, parse_rule
+
+    def void(command: str, cwd: Path) -> str | None:
+        rules = RuleSet(
+            [
+                parse_rule(text, "allow", source="/cfg.toml", base=cwd, home=tmp_path)
+                for text in ("exec(git status:*)", "exec(git -C:*)", "exec(ls:*)")
+            ]
+        )
+        parts = split_command(command, cwd=cwd, may_write=lambda _path: False)
+        subject = CommandSubject(parts, (), cwd)
+        verdict = rules.evaluate("exec", subject)
+        assert verdict is not None and verdict.decision == "allow", command
+        return allow_rule_void(verdict, subject, {})
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    git(clean, "init", "-q")
+    assert void("git status", repo) is None
+    assert void("ls", repo) is None
+    git(repo, "config", "core.fsmonitor", "touch pwned")
+    assert void("git status", repo) is not None
+    assert void("ls && git status", repo) is not None
+    assert void("ls", repo) is None, "only git is the repository's to run"
+    assert void(f"git -C {repo} status", clean) is not None

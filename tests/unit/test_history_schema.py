@@ -17,7 +17,9 @@ def test_checked_in_history_schema_matches_the_models() -> None:
 
 
 def test_source_is_an_alias_of_agent() -> None:
-    params = HistoryImportParams.model_validate({"source": "claude", "sessionId": "abc"})
+    params = HistoryImportParams.model_validate(
+        {"source": "claude", "sessionId": "abc", "cwd": "/work"}
+    )
     assert params.agent == "claude"
     assert HistoryListParams.model_validate({"source": "codex"}).agent == "codex"
 

@@ -140,6 +140,13 @@ def test_the_answer_is_what_the_model_would_send(images: bool) -> None:
         data_dir="/data",
         config_file="/data/config.toml",
         binaries=[{"name": "bwrap", "usable": False, "problem": "none found"}],
+        locations={
+            "home": "/home/u",
+            "configDir": "/data",
+            "dataDir": "/data",
+            "codexHome": "/home/u/.codex",
+            "claudeConfigDir": "/home/u/.claude",
+        },
     )
     # Unknown keys would be dropped, missing ones filled in, wrong types refused.
     assert InitializeResult.model_validate(answer).wire() == answer

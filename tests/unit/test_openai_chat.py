@@ -181,7 +181,7 @@ async def test_request_body_has_the_chat_shape(
     assert recorded.path == "/v1/chat/completions"
     assert body["messages"] == [
         {"role": "system", "content": "You are Cody."},
-        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "rules"},  # a developer item: user, as on Messages
         {"role": "user", "content": "list and read"},
         {
             "role": "assistant",

@@ -1,7 +1,7 @@
 """docs/protocol.md cannot drift from the wire models.
 
 The page must name every method (cody_protocol.methods), every extension the daemon advertises
-(rpc/handlers.py `EXTENSIONS`, as rows of its extension table), every error code (rows of its
+(`cody_protocol.methods.extensions()`, as rows of its extension table), every error code (rows of its
 error table), every `sessionUpdate` kind (rows of its update table), every `session/new`
 `_meta.cody` field and every config option id with its ACP category (rows of its settings
 table, categories compared with what engine/settings.py builds for native and backend
@@ -21,9 +21,8 @@ from typing import Any, get_args
 
 import pytest
 from cody_daemon.engine.settings import SessionSettings, build_config_options
-from cody_daemon.rpc.handlers import EXTENSIONS
-from cody_protocol import methods
 from cody_protocol.errors import ErrorCode, ProviderErrorKind
+from cody_protocol.methods import METHODS, extensions
 from cody_protocol.permission import ALLOW_PROJECT, LEGACY_OPTION_IDS, PERMISSION_OPTIONS
 from cody_protocol.prompt import StopReason
 from cody_protocol.session import CodySessionMeta, SessionConfigOption
@@ -37,7 +36,7 @@ DOC = REPO / "docs" / "protocol.md"
 
 
 def method_names() -> set[str]:
-    return {getattr(methods, name) for name in methods.__all__}
+    return set(METHODS)
 
 
 def update_kinds() -> set[str]:
@@ -97,7 +96,7 @@ class Expected:
 def expected() -> Expected:
     return Expected(
         methods=method_names(),
-        extensions=set(EXTENSIONS),
+        extensions=set(extensions()),
         error_codes={str(int(code)) for code in ErrorCode},
         update_kinds=update_kinds(),
         meta_fields=session_meta_fields(),

@@ -1,37 +1,30 @@
 """A turn sends nothing after it returned (then the prompt is answered), even when a tool
 ignores its cancellation and keeps writing output and plans.
 
-The engine is driven in process: a scripted model, a recording client link, and a tool that
-misbehaves on purpose (the daemon's own tools stop when cancelled; MCP servers and future
+The engine is driven in process: a scripted model and a recording client link
+(tests/support/engine.py), and a tool that misbehaves on purpose (the daemon's own tools stop when cancelled; MCP servers and future
 tools may not). The end-to-end ordering checks are in tests/e2e/test_turn_end_order.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 from cody_daemon.engine import time_limit
-from cody_daemon.engine.events import EngineEvent, ToolCallProgress
-from cody_daemon.engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from cody_daemon.engine.events import ToolCallProgress
 from cody_daemon.engine.session import Session
 from cody_daemon.engine.settings import SessionSettings
 from cody_daemon.engine.turn import TurnEnv, TurnRunner
 from cody_daemon.policy.sandbox import SandboxPolicy
-from cody_daemon.providers.base import (
-    ModelEvent,
-    ModelRequest,
-    StreamEnd,
-    TextDelta,
-    ToolCallRequested,
-)
 from cody_daemon.store.session_file import SessionFile
 from cody_daemon.tools.base import Tool, ToolContext, ToolResult
 from cody_daemon.tools.registry import ToolRegistry
 from pydantic import BaseModel
+
+from tests.support.engine import RecordingLink, ScriptedModel
+from tests.support.mock_responses import text, tool_call
 
 
 class _NoArgs(BaseModel):
@@ -65,55 +58,15 @@ class StubbornTool(Tool[_NoArgs]):
         return ToolResult(output="stopped")
 
 
-class ScriptedModel:
-    """First call: ask for the stubborn tool; later calls: a short answer."""
-
-    id = "scripted"
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        if not any(getattr(item, "type", "") == "function_call" for item in request.history):
-            yield ToolCallRequested(call_id="s1", name="stubborn", arguments=json.dumps({}))
-            yield StreamEnd(stop="tool_use")
-        else:
-            yield TextDelta("done")
-            yield StreamEnd(stop="end_turn")
-
-    async def aclose(self) -> None:
-        return None
-
-
-class RecordingLink:
-    def __init__(self) -> None:
-        self.events: list[EngineEvent] = []
-
-    def emit(self, session_id: str, event: EngineEvent) -> None:
-        self.events.append(event)
-
-    async def flush(self, session_id: str) -> None:
-        return None
-
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
-        raise AssertionError("no approval expected")
-
-    def file_access(self) -> ClientFileAccess:
-        return ClientFileAccess()  # the disk is used
-
-    async def wait_writable(self) -> None:
-        return None  # an in-process link never stalls
-
-    async def read_text_file(self, session_id: str, path: str) -> str:
-        raise AssertionError("no editor reads expected")
-
-    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
-        raise AssertionError("no editor writes expected")
-
-
 async def test_a_tool_that_ignores_cancellation_sends_nothing_after_the_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(time_limit, "STOP_GRACE_S", 0.2)  # abandon the stubborn tool quickly
     tool = StubbornTool()
     link = RecordingLink()
+    model = ScriptedModel()
+    model.enqueue(tool_call("stubborn", {}, call_id="s1"))
+    model.enqueue(text("done"))
     settings = SessionSettings(
         provider="scripted",
         model="m",
@@ -128,7 +81,7 @@ async def test_a_tool_that_ignores_cancellation_sends_nothing_after_the_turn(
         file=SessionFile.create(tmp_path / "s.jsonl"),
     )
     env = TurnEnv(
-        provider=ScriptedModel(),
+        provider=model,
         context_window=100_000,
         tools=ToolRegistry([tool]),
         allowed=None,
@@ -141,16 +94,15 @@ async def test_a_tool_that_ignores_cancellation_sends_nothing_after_the_turn(
         await asyncio.sleep(0.05)
         turn.cancel()
         outcome = await asyncio.wait_for(turn, 5)
-        sent_at_answer = len(link.events)
+        sent_at_answer = len(link.of("s"))
         await asyncio.sleep(0.2)  # the abandoned tool keeps writing meanwhile
 
+        events = link.of("s")
         assert outcome.stop_reason == "cancelled"
-        assert len(link.events) == sent_at_answer, link.events[sent_at_answer:]
-        finals = [
-            e for e in link.events if isinstance(e, ToolCallProgress) and e.status == "failed"
-        ]
+        assert len(events) == sent_at_answer, events[sent_at_answer:]
+        finals = [e for e in events if isinstance(e, ToolCallProgress) and e.status == "failed"]
         assert [e.call_id for e in finals] == ["s1"]
-        after_final = link.events[link.events.index(finals[0]) + 1 :]
+        after_final = events[events.index(finals[0]) + 1 :]
         assert not any(isinstance(e, ToolCallProgress) for e in after_final), (
             "no output for a call after its final update"
         )

@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 import pytest
 from cody_daemon.app import DaemonApp
-from cody_daemon.config.paths import CodyPaths
+from cody_daemon.config.paths import CodyPaths, resolve_paths
 from cody_daemon.rpc.listen import (
     ListenError,
     ListenTarget,
@@ -21,28 +22,90 @@ from cody_daemon.rpc.listen import (
     peer_allowed,
     serve_listen,
 )
-from cody_protocol.endpoint import client_socket_path, default_socket_path
+from cody_protocol.endpoint import client_socket_path, default_socket_path, socket_dir
+from cody_protocol.locations import daemon_locations
 
 
-def test_the_socket_is_per_user_and_per_cody_home() -> None:
-    base = {"XDG_RUNTIME_DIR": "/run/user/1000"}
-    assert default_socket_path(base) == Path("/run/user/1000/cody/daemon.sock")
-    one = default_socket_path({**base, "CODY_HOME": "/home/a/one"})
-    two = default_socket_path({**base, "CODY_HOME": "/home/a/two"})
-    assert one.parent == two.parent == Path("/run/user/1000/cody")
-    assert one != two, "a client with another CODY_HOME never reaches this daemon"
+def test_the_socket_is_per_user_and_per_set_of_locations(tmp_path: Path) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    base = {"XDG_RUNTIME_DIR": str(runtime), "HOME": "/home/a"}
+    path = default_socket_path(base)
+    assert path.parent == runtime / "cody" and re.fullmatch(r"daemon-[0-9a-f]{16}\.sock", path.name)
+    assert default_socket_path(dict(base)) == path, "the same environment, the same socket"
+    for name, value in (
+        ("CODY_HOME", "/home/a/one"),
+        ("HOME", "/home/b"),
+        ("XDG_CONFIG_HOME", "/home/a/other-config"),
+        ("XDG_DATA_HOME", "/home/a/other-data"),
+        ("CODEX_HOME", "/home/a/codex"),
+        ("CLAUDE_CONFIG_DIR", "/home/a/claude"),
+    ):
+        other = default_socket_path({**base, name: value})
+        assert other.parent == path.parent and other != path, f"another {name}: another daemon"
+    assert default_socket_path({**base, "XDG_CONFIG_HOME": "relative"}) == path, "ignored"
     uid = os.getuid()
-    assert default_socket_path({}) == Path(f"/tmp/cody-{uid}/daemon.sock")
-    assert default_socket_path({"TMPDIR": "/var/tmp"}) == Path(f"/var/tmp/cody-{uid}/daemon.sock")
-    assert default_socket_path({"TMPDIR": "rel", "TMP": "/var/tmp"}) == Path(
-        f"/var/tmp/cody-{uid}/daemon.sock"
+    name = path.name
+    assert default_socket_path({"HOME": "/home/a"}) == Path(f"/tmp/cody-{uid}/{name}")
+    assert default_socket_path({"HOME": "/home/a", "TMPDIR": "/var/tmp"}) == Path(
+        f"/var/tmp/cody-{uid}/{name}"
+    )
+    assert default_socket_path({"HOME": "/home/a", "TMPDIR": "rel", "TMP": "/var/tmp"}) == Path(
+        f"/var/tmp/cody-{uid}/{name}"
     ), "a relative temp dir is skipped"
-    assert default_socket_path({"TMPDIR": "/proc/no-such-tmp"}) == Path(
-        f"/tmp/cody-{uid}/daemon.sock"
+    assert default_socket_path({"HOME": "/home/a", "TMPDIR": "/proc/no-such-tmp"}) == Path(
+        f"/tmp/cody-{uid}/{name}"
     ), "so is one that does not exist (a warm daemon could not listen there)"
     assert default_socket_path({**base, "CODY_DAEMON_SOCKET": "/x/d.sock"}) == Path("/x/d.sock")
     assert client_socket_path({**base, "CODY_DAEMON_SOCKET": ""}) is None, "set but empty: opt out"
     assert client_socket_path(base) == default_socket_path(base)
+
+
+def test_xdg_runtime_dir_is_preferred_only_when_it_is_private(tmp_path: Path) -> None:
+    uid = os.getuid()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    for runtime in ("/run/user/no-such-dir", str(shared), str(link), "relative"):
+        env = {"XDG_RUNTIME_DIR": runtime, "HOME": "/home/a"}
+        assert socket_dir(env) == Path(f"/tmp/cody-{uid}"), runtime
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    assert socket_dir({"XDG_RUNTIME_DIR": str(private)}) == private / "cody"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"CODY_HOME": "~/cody-data"},
+        {"CODY_HOME": "/srv/cody"},
+        {"XDG_CONFIG_HOME": "/x/config", "XDG_DATA_HOME": "/x/data"},
+        {"XDG_CONFIG_HOME": "relative/config"},
+        {"CODEX_HOME": "/x/codex", "CLAUDE_CONFIG_DIR": "~/claude"},
+        {"HOME": "/home/elsewhere"},
+    ],
+)
+def test_the_locations_a_client_computes_are_those_the_daemon_reports(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """cody_protocol.locations follows the daemon's own resolution (platformdirs), so a
+    client and a warm daemon of the same environment agree."""
+    full = {"HOME": str(tmp_path / "home"), **env}
+    for name in (
+        "CODY_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "CODEX_HOME",
+        "CLAUDE_CONFIG_DIR",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in full.items():
+        monkeypatch.setenv(name, value)
+    app = DaemonApp(env=full, paths=resolve_paths(full))
+    assert app.locations() == daemon_locations(full)
 
 
 def test_only_the_daemon_s_own_uid_may_connect() -> None:

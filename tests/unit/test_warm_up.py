@@ -11,6 +11,8 @@ import pytest
 from cody_daemon.rpc.transport import StdioChannel, open_channel
 from cody_daemon.rpc.warm_up import IDLE_S, WarmUp
 
+from tests.support.clock import ManualClock
+
 LOGGER = "cody_daemon.rpc.warm_up"
 
 
@@ -22,17 +24,35 @@ def steps_run(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-async def test_a_talking_client_postpones_every_step(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_talking_client_postpones_every_step(caplog: pytest.LogCaptureFixture) -> None:
+    """On a manual clock: the steps run exactly when time says so, whatever the load (with
+    real 1 ms sleeps a loaded machine overslept one and a step ran: 3-13 failures in 40)."""
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-    warming = WarmUp(asyncio.get_running_loop(), ("json", "base64"))
+    clock = ManualClock()
+    warming = WarmUp(clock, ("json", "base64"))
     warming.start()
     for _ in range(30):  # a message every millisecond: never quiet for IDLE_S
         warming.heard()
-        await asyncio.sleep(IDLE_S / 3)
+        clock.advance(IDLE_S / 3)
     assert steps_run(caplog) == []
-    await asyncio.sleep(IDLE_S * 20)
+    clock.advance(IDLE_S * 20)
     assert steps_run(caplog) == ["json", "base64"]
     assert warming.done
+
+
+def test_a_step_waits_for_idle_s_of_quiet_after_the_last_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    clock = ManualClock()
+    warming = WarmUp(clock, ("json",))
+    warming.start()
+    clock.advance(IDLE_S * 0.9)
+    warming.heard()
+    clock.advance(IDLE_S * 0.9)
+    assert steps_run(caplog) == []
+    clock.advance(IDLE_S * 0.2)
+    assert steps_run(caplog) == ["json"]
 
 
 async def test_a_failing_step_ends_the_warm_up(caplog: pytest.LogCaptureFixture) -> None:
@@ -72,7 +92,10 @@ async def test_input_arriving_during_a_step_is_heard_before_the_next_step() -> N
     warming = WarmUp(loop, ("a", "b", "c"), run=run)
     reader.on_input = lambda: (events.append("heard"), warming.heard())
     warming.start()
-    await asyncio.sleep(IDLE_S * 30)
+    for _ in range(500):  # until it is done (no fixed sleep: a loaded machine is slower)
+        if warming.done:
+            break
+        await asyncio.sleep(IDLE_S * 10)
     assert events[:2] == ["a", "heard"]
     assert warming.done, events  # and the rest ran once the client was quiet again
     for fd in (daemon_end, out_read):

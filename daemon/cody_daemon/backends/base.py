@@ -45,6 +45,7 @@ __all__ = [
     "BackendSettings",
     "CostReported",
     "Decision",
+    "FileRead",
     "Launch",
     "PlanStatus",
     "PlanUpdated",
@@ -171,6 +172,15 @@ BackendEvent = (
 # -- approvals --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """A path a tool call reads (for the login-file refusal, engine/backend_guard.py)."""
+
+    path: str
+    contents_below: bool = False
+    """A directory whose files' contents are searched (not only listed)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalAsk:
     """The CLI asks whether it may run a call (already announced with `ToolStarted`)."""
@@ -188,6 +198,8 @@ class ApprovalAsk:
     """Why Cody's sandbox mode forbids the call, where the CLI would not stop it (mapping.py)."""
     runs_unsandboxed: bool = False
     """Once approved, the CLI runs it outside any sandbox (the request says so plainly)."""
+    reads: tuple[FileRead, ...] = ()
+    """Files and directories the call reads (a login file among them: refused)."""
 
 
 DENIED = "User denied approval"
@@ -219,6 +231,8 @@ class BackendSettings:
     """Cody tool names (None: all)."""
     project_trusted: bool = False
     """The workspace is in the user's `trusted_projects`: the CLI may read its project settings."""
+    protected: tuple[Path, ...] = ()
+    """Cody's own config and data directories: no edit may write them (policy/protected.py)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,8 +243,12 @@ class Launch:
     """None when the CLI is not installed (`install_hint` says how to get it)."""
     cwd: Path
     env: Mapping[str, str]
+    """The CLI's environment (backends/env.py `cli_environment`)."""
     install_hint: str = ""
     resume_id: str | None = None
+    own_credentials: tuple[str, ...] = ()
+    """Credential variables in `env` that only the CLI itself needs (kept from its commands
+    where the CLI allows it)."""
 
 
 # -- the interface ----------------------------------------------------------------------------

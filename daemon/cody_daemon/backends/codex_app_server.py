@@ -11,6 +11,9 @@ per prompt; `turn/interrupt {threadId, turnId}` to cancel. Events: `item/started
 (`item/commandExecution/requestApproval`, `item/fileChange/requestApproval`) answered
 `accept` / `acceptForSession` / `decline` (the turn goes on) / `cancel` (the turn stops).
 
+In an untrusted project whose git configuration could make the CLI's own per-turn `git
+status` run a program, the turn is refused before the CLI starts (backends/project_guard.py).
+
 Invariants (besides base.py's):
 - one app-server process per live session, started at the first prompt; a process that
   exits is replaced at the next prompt, which resumes the thread by id;
@@ -32,6 +35,7 @@ from typing import Any, Final
 from cody_protocol.content import ToolCallContent
 from cody_protocol.prompt import DryRunReport
 
+from ..core.command_text import command_lines
 from ..errors import ProviderError
 from .base import (
     AgentBackend,
@@ -58,17 +62,18 @@ from .discovery import codex_bills_per_token, codex_home
 from .display import (
     canonical_key,
     command_display,
+    command_reads,
     exec_grant_key,
     exec_known_safe,
     file_diff,
     paths_grant_key,
     text_content,
 )
-from .env import relevant_env_names
+from .env import codex_command_env_args, relevant_env_names
 from .failures import classify, cli_exited, cli_garbage
 from .mapping import CODEX_ENFORCEMENT, codex_policy, sandbox_violation
 from .process import JsonLineProcess
-from .project_guard import codex_project_overrides
+from .project_guard import codex_git_refusal, codex_project_overrides
 
 __all__ = ["CodexBackend"]
 
@@ -130,7 +135,12 @@ class CodexBackend(AgentBackend):
     # -- the command line -------------------------------------------------------------------
 
     def argv(self, settings: BackendSettings) -> list[str]:
-        args = [str(self.launch.cli), "app-server"]
+        config = codex_home(self.launch.env) / "config.toml"
+        args = [
+            str(self.launch.cli),
+            "app-server",
+            *codex_command_env_args(self.launch.own_credentials, config),
+        ]
         if not settings.project_trusted:
             args += codex_project_overrides(self.launch.cwd, codex_home(self.launch.env))
         return args
@@ -312,6 +322,10 @@ class CodexBackend(AgentBackend):
         emit: Callable[[BackendEvent], None],
         approve: Approver,
     ) -> StopReason:
+        if not settings.project_trusted:
+            refusal = await asyncio.to_thread(codex_git_refusal, self.launch.cwd, self.launch.env)
+            if refusal is not None:
+                raise refusal
         try:
             await self._ensure_process(settings)
             thread_id = await self._ensure_thread(settings, emit)
@@ -548,7 +562,7 @@ class _CodexTurn:
                 kind="execute",
                 raw_input=raw,
                 arguments=json.dumps(raw),
-                content=text_content(f"$ {command}\ncwd: {cwd}"),
+                content=text_content("\n".join([*command_lines(command), f"cwd: {cwd}"])),
             )
         if kind == "fileChange":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
@@ -666,7 +680,7 @@ class _CodexTurn:
         ):
             self.backend._respond(request_id, error=f"{method} is not supported by Cody")
             return
-        ask = self._ask(method, params)
+        ask = await asyncio.to_thread(self._ask, method, params)  # reads git config files
         answer: Answer = await self.approve(ask)
         self.backend._respond(request_id, {"decision": _DECISIONS[answer.decision]})
 
@@ -677,11 +691,12 @@ class _CodexTurn:
             command = str(params.get("command") or item.get("command") or "")
             shown = command_display(command)
             cwd = str(params.get("cwd") or item.get("cwd") or self.cwd)
-            lines = [f"$ {shown}", f"cwd: {cwd}"]
+            lines = [*command_lines(shown), f"cwd: {cwd}"]
             if params.get("reason"):
                 lines += ["", f"Codex says: {params['reason']}"]
             lines += ["", "Once approved, Codex runs this command outside its sandbox."]
-            safe = bool(command) and exec_known_safe(command)
+            env = self.backend.launch.env
+            safe = bool(command) and exec_known_safe(command, cwd=Path(cwd), env=env)
             return ApprovalAsk(
                 call_id=item_id,
                 cody_tool="exec",
@@ -695,6 +710,7 @@ class _CodexTurn:
                     "codex", self.settings, self.cwd, cody_tool="exec", known_safe=safe
                 ),
                 runs_unsandboxed=True,
+                reads=command_reads(command, Path(cwd)),
             )
         described = self._describe(item) if item else None
         paths = list(described.locations) if described is not None else []

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, JSON_FILE_LIMIT, read_regular, read_regular_text
 from .base import BackendKind
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "cli_version",
     "codex_bills_per_token",
     "codex_home",
+    "codex_provider_env_key",
     "find_cli",
     "login_status",
     "not_installed_message",
@@ -187,10 +189,16 @@ def codex_bills_per_token(env: Mapping[str, str]) -> bool:
     return bool((auth or {}).get("OPENAI_API_KEY") or env.get("OPENAI_API_KEY"))
 
 
+def codex_provider_env_key(env: Mapping[str, str]) -> str | None:
+    """The variable the model provider selected in Codex's config.toml reads its key from."""
+    provider = _codex_custom_provider(codex_home(env) / "config.toml")
+    return provider[1] if provider is not None else None
+
+
 def _codex_custom_provider(config: Path) -> tuple[str, str | None] | None:
     """(provider id, env_key) when config.toml selects a `[model_providers.<id>]` of its own."""
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_text(config, CONFIG_FILE_LIMIT))
     except (OSError, ValueError):
         return None
     name = data.get("model_provider")
@@ -222,7 +230,7 @@ def _claude_login(env: Mapping[str, str]) -> LoginStatus:
 
 def _json_object(path: Path) -> dict[str, object] | None:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path, JSON_FILE_LIMIT))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -1,24 +1,105 @@
-"""Which environment variables of the CLI's environment matter, by name (for dry runs).
+"""The environment a backend CLI runs with, and which of its names matter (for dry runs).
 
-The CLI inherits the daemon's whole environment (the user's PATH, HOME, keys and proxy
-settings are what make it work); a dry run lists only the names that affect it, never a
-value.
+Invariants (`cli_environment`):
+- the CLI gets the daemon's environment minus every credential Cody withholds from its own
+  `exec` (`SecretGuard.child_environment`: names with KEY, TOKEN, SECRET, PASSWORD...,
+  configured `env_key`s, values holding a known secret), plus back only the variables the
+  CLI itself reads to reach its model (`_CLI_CREDENTIALS`, and for Codex the `env_key` of
+  the model provider its config.toml selects). So `GITHUB_TOKEN`, `*_PASSWORD` and the rest
+  never reach the CLI or anything it runs;
+- what the CLI keeps for itself is kept from the commands it runs where the CLI allows it:
+  the Codex CLI gets `-c shell_environment_policy.exclude=[...]` naming them (added to the
+  user's own list; 0.169 passes every variable to its commands otherwise); Claude Code
+  passes its environment to its Bash tool, so its own credential reaches the commands it
+  runs (their output is redacted by the engine before it is stored or shown, but Claude
+  Code's model sees what they printed: docs/backends.md);
+- Claude Code additionally gets `CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1` (otherwise it runs
+  `git status`, `git log` and `git config` in the workspace at every turn to describe the
+  repository to its model, and a repository's own git settings can make those run a
+  program), and never `CLAUDE_CODE_SAFE_MODE` / `CLAUDE_CODE_SIMPLE`, which would drop the
+  PreToolUse hook that sends every tool call to Cody (backends/claude_code.py).
+
+`relevant_env_names` lists only names, never a value.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
+from ..policy.secrets import SecretGuard
 from .base import BackendKind
 
-__all__ = ["relevant_env_names"]
+__all__ = ["cli_credentials", "cli_environment", "codex_command_env_args", "relevant_env_names"]
 
 _COMMON: Final = ("HOME", "PATH", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
 _PREFIXES: Final[dict[BackendKind, tuple[str, ...]]] = {
     "codex": ("CODEX_", "OPENAI_", "AZURE_OPENAI_", "RUST_LOG"),
     "claude": ("CLAUDE_", "ANTHROPIC_", "AWS_", "GOOGLE_", "VERTEX_", "DISABLE_", "IS_SANDBOX"),
 }
+
+_CLI_CREDENTIALS: Final[dict[BackendKind, frozenset[str]]] = {
+    "codex": frozenset({"OPENAI_API_KEY", "CODEX_API_KEY", "AZURE_OPENAI_API_KEY"}),
+    # The model credentials Claude Code 2.1.197 reads (its own subprocess scrub list).
+    "claude": frozenset(
+        {
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_CUSTOM_HEADERS",
+            "ANTHROPIC_FOUNDRY_API_KEY",
+            "ANTHROPIC_AWS_API_KEY",
+            "ANTHROPIC_BEDROCK_MANTLE_API_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AZURE_CLIENT_SECRET",
+        }
+    ),
+}
+"""Credential variables each CLI reads itself to reach its model."""
+
+_CLAUDE_SET: Final = {"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1"}
+_CLAUDE_DROPPED: Final = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
+
+
+def cli_credentials(
+    kind: BackendKind, env: Mapping[str, str], provider_env_key: str | None = None
+) -> tuple[str, ...]:
+    """The credential variables of `env` that `kind`'s CLI reads itself (sorted).
+
+    `provider_env_key`: the variable the Codex CLI's configured model provider reads its key
+    from (its `env_key`)."""
+    needed = set(_CLI_CREDENTIALS[kind])
+    if provider_env_key:
+        needed.add(provider_env_key)
+    return tuple(sorted(name for name in needed if name in env))
+
+
+def cli_environment(
+    kind: BackendKind,
+    env: Mapping[str, str],
+    secrets: SecretGuard,
+    *,
+    own_credentials: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """The environment `kind`'s CLI is started with (see the module docstring):
+    `own_credentials` (`cli_credentials`) are kept, every other credential withheld."""
+    result = secrets.child_environment(env)
+    for name in own_credentials:
+        if name in env:
+            result[name] = env[name]
+    if kind == "claude":
+        for name in _CLAUDE_DROPPED:
+            result.pop(name, None)
+        result.update(_CLAUDE_SET)
+    return result
 
 
 def relevant_env_names(kind: BackendKind, env: Mapping[str, str]) -> list[str]:
@@ -28,3 +109,23 @@ def relevant_env_names(kind: BackendKind, env: Mapping[str, str]) -> list[str]:
         if name in _COMMON or name.upper().startswith(_PREFIXES[kind]) or name.endswith("_API_KEY")
     ]
     return sorted(names)
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def codex_command_env_args(own_credentials: tuple[str, ...], codex_config: Path) -> list[str]:
+    """`-c shell_environment_policy.exclude=[...]`: the user's own exclusions (from Codex's
+    config.toml) and the CLI's credentials, so that the commands Codex runs do not get them."""
+    names = [name for name in own_credentials if _NAME.match(name)]
+    if not names:
+        return []
+    try:
+        data = tomllib.loads(codex_config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    policy = data.get("shell_environment_policy")
+    existing = policy.get("exclude") if isinstance(policy, dict) else None
+    patterns = [p for p in existing if isinstance(p, str)] if isinstance(existing, list) else []
+    value = json.dumps([*patterns, *names])  # a JSON list of strings is a TOML array
+    return ["-c", f"shell_environment_policy.exclude={value}"]

@@ -8,7 +8,13 @@
 | `never`                           | `never`                                       | `acceptEdits`                   |
 | sandbox `read-only`               | `read-only`                                   | `plan` (whatever the policy)    |
 | sandbox `workspace-write`         | `workspace-write`                             | not enforced (no sandbox)       |
-| sandbox `danger-full-access`      | `danger-full-access`                          | not enforced (no sandbox)       |
+| sandbox `danger-full-access`      | `danger-full-access`, approval `untrusted`    | not enforced (no sandbox)       |
+
+Claude Code asks Cody about every tool call whatever its mode (backends/claude_code.py); its
+mode still tells its model what is expected (plan mode: do not edit). With sandbox
+`danger-full-access` Codex has no sandbox to keep, so it runs with approval `untrusted`
+whatever Cody's policy: every command and edit then comes to Cody, which applies the policy
+itself (`never` allows at once), refuses login files and records the decision.
 
 Allowlists (`allowedTools`, or a phase's list) are Cody tool names:
 - Claude Code: `--tools` lists the built-in tools that map to allowed Cody tools (the others
@@ -79,15 +85,20 @@ _CLAUDE_TO_CODY: Final[dict[str, str]] = {
 }
 
 CODEX_ENFORCEMENT: Final = (
-    "Codex enforces the approval policy and sandbox itself; its tools cannot be withheld, "
-    "so tools outside the allowlist are declined by Cody when Codex asks to run them "
-    "(the session runs with approval policy `untrusted` for that), and Codex's known-safe "
-    "read-only commands still run in its read-only sandbox without asking."
+    "Codex enforces its sandbox itself. Under approval `untrusted` (Cody's `untrusted` and "
+    "`on-request`, and every policy without a sandbox) it asks Cody about every command and "
+    "edit, and Cody applies the session's policy; under `never` and `on-failure` it runs "
+    "commands and applies edits inside its sandbox without asking, and that sandbox keeps "
+    "`.git` but not `.cody` read-only and does not hide login files from reads. Its tools "
+    "cannot be withheld: tools outside the allowlist are declined by Cody when Codex asks."
 )
 CLAUDE_ENFORCEMENT: Final = (
-    "Claude Code has no sandbox: `workspace-write` and `danger-full-access` are not enforced "
-    "for its Bash tool (only `read-only` is, as plan mode); tools outside the allowlist are "
-    "removed with --tools/--disallowedTools and declined by Cody if asked for anyway."
+    "Claude Code has no sandbox. It asks Cody about every tool call (a PreToolUse hook), and "
+    "Cody refuses what the sandbox mode forbids, login files and protected paths; its Bash "
+    "commands run with your access once allowed, so outside `danger-full-access` they count "
+    'as unsandboxed (asked, or refused in `never` unless sandbox_unavailable = "allow"). '
+    "Tools outside the allowlist are removed with --tools/--disallowedTools and declined by "
+    "Cody if asked for anyway."
 )
 
 
@@ -117,6 +128,12 @@ def codex_policy(settings: BackendSettings) -> CodexPolicy:
     approval = _CODEX_APPROVAL[settings.approval_policy]
     sandbox: SandboxMode = settings.sandbox_mode
     notes: list[str] = []
+    if sandbox == "danger-full-access" and approval != "untrusted":
+        approval = "untrusted"
+        notes.append(
+            "approval policy `untrusted` for Codex: without a sandbox every command and edit "
+            f"comes to Cody, which applies `{settings.approval_policy}` itself"
+        )
     allowed = settings.allowed_tools
     if allowed is not None:
         if not {"exec", "applyPatch"} <= allowed and approval != "untrusted":
@@ -204,7 +221,9 @@ def sandbox_violation(
 ) -> str | None:
     """Why Cody's sandbox mode forbids this call of the CLI, or None (see the module docstring)."""
     if cody_tool in ("applyPatch", "writeFile"):
-        sandbox = SandboxPolicy.create(settings.sandbox_mode, cwd, "allow")
+        sandbox = SandboxPolicy.create(
+            settings.sandbox_mode, cwd, "allow", protected=settings.protected
+        )
         for path in paths:
             violation = sandbox.check_write(path)
             if violation is not None:

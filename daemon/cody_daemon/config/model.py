@@ -291,6 +291,12 @@ class CodyConfig(_ConfigModel):
     """A tool output longer than this (in tokens, about 4 characters each) is cut in the
     middle before it is sent to the model. Codex's key and default (10,000 tokens; key listed
     in https://developers.openai.com/codex/config-reference, read 2026-11-22)."""
+    project_doc_max_bytes: int = Field(default=32 * 1024, ge=0)
+    """Cap on the project instructions (AGENTS.md files) sent to the model, their text joined;
+    0 sends none (Codex's key and default, 32 KiB)."""
+    project_doc_fallback_filenames: list[str] = Field(default_factory=lambda: ["CLAUDE.md"])
+    """File names read in a directory without `AGENTS.override.md` or `AGENTS.md`, in order
+    (Codex's key; Cody's default reads Claude Code's `CLAUDE.md`)."""
     max_tool_iterations: int = Field(default=100, ge=1)
     approval_timeout_s: float = Field(default=300, gt=0)
     sandbox_unavailable: SandboxUnavailable = "ask"
@@ -315,6 +321,18 @@ class CodyConfig(_ConfigModel):
             return "concise"
         if value is False:
             return "none"
+        return value
+
+    @field_validator("project_doc_fallback_filenames")
+    @classmethod
+    def _plain_file_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or name in (".", "..") or "/" in name or "\0" in name:
+                raise PydanticCustomError(
+                    "file_name",
+                    '"{name}" is not a file name (no directories: e.g. "CLAUDE.md")',
+                    {"name": name},
+                )
         return value
 
     @field_validator("trusted_projects")

@@ -29,6 +29,7 @@ __all__ = [
     "ReasoningItem",
     "SummaryPart",
     "TextPart",
+    "item_key",
     "user_message",
 ]
 
@@ -148,3 +149,12 @@ def user_message(item_id: str, text: str, images: Sequence[ImagePart] = ()) -> M
     """A user message: its text, then the images the user attached (in prompt order)."""
     parts: list[TextPart | ImagePart] = [TextPart(type="input_text", text=text), *images]
     return MessageItem(id=item_id, role="user", content=parts)
+
+
+def item_key(item: HistoryItem) -> str:
+    """A key naming one history item across reloads (ids survive; list positions may not)."""
+    if isinstance(item, FunctionCallItem):
+        return f"call:{item.call_id}"
+    if isinstance(item, FunctionCallOutputItem):
+        return f"output:{item.call_id}"
+    return f"{item.type}:{item.id}"

@@ -29,6 +29,7 @@ from ..backends.discovery import (
 from ..backends.select import make_backend
 from ..errors import InvalidParams, Issue, ProviderError
 from ..policy.allowlist import allowed_tools
+from ..policy.secrets import SecretGuard
 from ..providers.catalog import ProviderCatalog, ProviderSpec
 from .backend_turn import backend_settings_of
 from .session import Session
@@ -80,13 +81,22 @@ def check_backend_installed(backend: Backend, env: Mapping[str, str]) -> None:
         )
 
 
-def agent_for(session: Session, env: Mapping[str, str]) -> AgentBackend:
-    """The session's live agent (made now if needed); -32010 when its CLI is missing."""
+def agent_for(session: Session, env: Mapping[str, str], secrets: SecretGuard) -> AgentBackend:
+    """The session's live agent (made now if needed); -32010 when its CLI is missing.
+
+    `env` is the daemon's environment; the CLI gets it without the credentials `secrets`
+    withholds (backends/env.py)."""
     kind = session.settings.backend
     assert kind != "native"
     agent = session.agent
     if agent is None or agent.kind != kind or agent.launch.cli is None:
-        agent = make_backend(kind, cwd=session.cwd, env=env, resume_id=session.backend_resume_id)
+        agent = make_backend(
+            kind,
+            cwd=session.cwd,
+            env=env,
+            resume_id=session.backend_resume_id,
+            secrets=secrets,
+        )
         session.agent = agent
     if agent.launch.cli is None:
         raise ProviderError(kind="provider", message=agent.launch.install_hint, provider=kind)
@@ -99,7 +109,9 @@ async def stop_agent(session: Session) -> None:
         await agent.stop()
 
 
-def dry_run_report(session: Session, prompt: str, env: Mapping[str, str]) -> DryRunReport:
+def dry_run_report(
+    session: Session, prompt: str, env: Mapping[str, str], secrets: SecretGuard
+) -> DryRunReport:
     settings = session.settings
     if settings.backend == "native":
         allowed = allowed_tools(settings.allowed_tools, settings.phase)
@@ -115,7 +127,11 @@ def dry_run_report(session: Session, prompt: str, env: Mapping[str, str]) -> Dry
             allowed_tools=sorted(allowed) if allowed is not None else None,
         )
     agent = session.agent or make_backend(
-        settings.backend, cwd=session.cwd, env=env, resume_id=session.backend_resume_id
+        settings.backend,
+        cwd=session.cwd,
+        env=env,
+        resume_id=session.backend_resume_id,
+        secrets=secrets,
     )
     return agent.dry_run(prompt, backend_settings_of(session))
 

@@ -14,13 +14,18 @@ Invariants:
   loop and apply from then on; when saving fails the call still runs (the user allowed it),
   it is remembered for the session, and the decision's detail says why nothing was saved;
 - the request shows what the call will do and, when it leaves the sandbox, says so with the
-  model's justification; every text from the model or a tool is redacted first.
+  model's justification; every text from the model or a tool is redacted first;
+- an answer that edits the call's arguments (`_meta.cody.updatedInput`) runs the edited call
+  only if the whole decision, rules included, would not refuse it (engine/edited_input.py);
+  the grant, the escalation and the rule `allow_project` saves are the edited call's; a
+  rejection's `_meta.cody.message` is given to the model after "User denied approval: ".
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +45,12 @@ from ..policy.approval import (
     remembered_key,
 )
 from ..policy.rule_proposals import propose_rules
+from ..policy.rules import allow_rule_void
 from ..policy.secrets import SecretGuard
 from ..tools.base import GrantKey, Tool, ToolContext
+from .edited_input import EditRefused, check_edit
 from .events import CallDecision
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content
 from .session import Session
 from .toolcalls import DescribedCall, describe_grant
@@ -79,6 +86,9 @@ class Decided:
     """`rawOutput.refused` when the call does not run."""
     outside_sandbox: bool = False
     write_anywhere: frozenset[Path] = frozenset()
+    edited: DescribedCall | None = None
+    """The call as the user edited it when approving (`info.args` run instead of the
+    model's); None: the model's own arguments run."""
 
 
 _ANSWER_DETAIL: dict[str, tuple[str, Literal["allow", "deny"]]] = {
@@ -147,38 +157,9 @@ class CallGate:
         arguments the file system refuses (a NUL byte in a path), or TurnCancelled."""
         tool, args = info.tool, info.args
         assert tool is not None and args is not None
-        settings = self.session.settings
-        needs: tuple[Escalation, str] | None = (
-            ("rerun", "the command failed inside the sandbox")
-            if rerun is not None
-            else tool.escalation(args, ctx)
-        )
-        escalation: Escalation | None = needs[0] if needs is not None else None
-        subject = tool.permission_subject(args, ctx)
-        known_safe = (
-            settings.approval_policy == "untrusted"
-            and needs is None
-            and await asyncio.to_thread(tool.known_safe, args, ctx)
-        )
-        facts = CallFacts(
-            tool_name=tool.name,
-            requires_approval=tool.requires_approval,
-            allowed_by_allowlist=self.allowed is None or tool.name in self.allowed,
-            sandbox_violation=None if rerun else tool.sandbox_check(args, ctx),
-            credential_refusal=credential_refusal(self.secrets, tool.path_reads(args, ctx)),
-            unsandboxed=tool.runs_unsandboxed(args, ctx) and escalation is None,
-            sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=known_safe,
-            grant_key=tool.grant_key(args, ctx),
-            policy=settings.approval_policy,
-            failure_seen=failure_seen,
-            contained=needs is None,
-            escalation=escalation,
-            outside_reason=needs[1] if needs is not None else None,
-            rule=settings.rules.evaluate(tool.name, subject),
-        )
+        facts = await self._facts(tool, args, ctx, failure_seen=failure_seen, rerun=rerun)
         verdict = decide(facts, self.session.grants)
-        key = remembered_key(facts.grant_key, escalation)
+        key = remembered_key(facts.grant_key, facts.escalation)
         if isinstance(verdict, Deny):
             by, detail = decided_by(verdict)
             decision = CallDecision(by, detail, "deny")  # type: ignore[arg-type]
@@ -205,7 +186,9 @@ class CallGate:
             return self._allowed(decision, facts)
         proposal = None
         if verdict.rule is None and self.rules_file is not None:
-            proposal = propose_rules(tool.name, subject, self.session.cwd)
+            proposal = propose_rules(
+                tool.name, tool.permission_subject(args, ctx), self.session.cwd
+            )
         return await self._ask(
             call_id=call_id,
             info=info,
@@ -215,10 +198,58 @@ class CallGate:
             key=key,
             proposal=proposal,
             rerun=rerun,
+            failure_seen=failure_seen,
+        )
+
+    async def _facts(
+        self,
+        tool: Tool[Any],
+        args: Any,
+        ctx: ToolContext,
+        *,
+        failure_seen: bool,
+        rerun: Rerun | None,
+    ) -> CallFacts:
+        """What `policy.approval.decide` needs to know about a call (the model's, or the
+        arguments the user edited); may raise on arguments the file system refuses."""
+        settings = self.session.settings
+        needs: tuple[Escalation, str] | None = (
+            ("rerun", "the command failed inside the sandbox")
+            if rerun is not None
+            else tool.escalation(args, ctx)
+        )
+        escalation: Escalation | None = needs[0] if needs is not None else None
+        subject = tool.permission_subject(args, ctx)
+        known_safe = (
+            settings.approval_policy == "untrusted"
+            and needs is None
+            and await asyncio.to_thread(tool.known_safe, args, ctx)
+        )
+        rule = settings.rules.evaluate(tool.name, subject)
+        void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
+        return CallFacts(
+            tool_name=tool.name,
+            requires_approval=tool.requires_approval,
+            allowed_by_allowlist=self.allowed is None or tool.name in self.allowed,
+            sandbox_violation=None if rerun else tool.sandbox_check(args, ctx),
+            credential_refusal=credential_refusal(self.secrets, tool.path_reads(args, ctx)),
+            unsandboxed=tool.runs_unsandboxed(args, ctx) and escalation is None,
+            sandbox_unavailable=settings.sandbox_unavailable,
+            known_safe=known_safe,
+            grant_key=tool.grant_key(args, ctx),
+            policy=settings.approval_policy,
+            failure_seen=failure_seen,
+            contained=needs is None,
+            escalation=escalation,
+            outside_reason=needs[1] if needs is not None else None,
+            rule=rule,
+            allow_rule_void=void,
         )
 
     @staticmethod
-    def _allowed(decision: CallDecision, facts: CallFacts) -> Decided:
+    def _allowed(
+        decision: CallDecision, facts: CallFacts, edited: DescribedCall | None = None
+    ) -> Decided:
         paths: frozenset[Path] = frozenset()
         if facts.escalation == "write" and facts.grant_key[:1] == ("paths",):
             paths = frozenset(Path(path) for path in facts.grant_key[1:])
@@ -227,6 +258,7 @@ class CallGate:
             decision,
             outside_sandbox=facts.escalation in ("escalate", "rerun"),
             write_anywhere=paths,
+            edited=edited,
         )
 
     async def _ask(
@@ -240,6 +272,7 @@ class CallGate:
         key: GrantKey,
         proposal: list[str] | None,
         rerun: Rerun | None,
+        failure_seen: bool,
     ) -> Decided:
         tool, args = info.tool, info.args
         assert tool is not None and args is not None
@@ -264,14 +297,14 @@ class CallGate:
         )
         by: Literal["user", "timeout"] = "user"
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.link.request_approval(self.session.id, request),
                 timeout=self.session.settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason, by = "reject_once", "timeout", "timeout"
+            reply, reason, by = ApprovalReply("reject_once"), "timeout", "timeout"
+        answer: ApprovalAnswer = reply.answer
         if answer == "invalid" or (answer == "allow_project" and not proposal):
             answer, reason = "reject_once", "invalid answer"
         detail, outcome = _ANSWER_DETAIL[answer]
@@ -281,6 +314,34 @@ class CallGate:
             detail = "an invalid answer (counts as a rejection)"
         if verdict.rule is not None:
             detail += f"; asked because of the rule {verdict.rule.describe()}"
+        edited: DescribedCall | None = None
+        if outcome == "allow" and reply.updated_input is not None:
+            # The user's edit is decided on as the model's call would be: rules, sandbox,
+            # rejections; only the question is settled by the answer.
+            check = await check_edit(
+                tool,
+                reply.updated_input,
+                cwd=self.session.cwd,
+                facts_for=lambda edited_args: self._facts(
+                    tool, edited_args, ctx, failure_seen=failure_seen, rerun=rerun
+                ),
+                grants=self.session.grants,
+            )
+            if isinstance(check, EditRefused):
+                return self._edit_refused(call_id, tool.name, key, check)
+            edited, facts = check.info, check.facts
+            key = remembered_key(facts.grant_key, facts.escalation)
+            reason = "user (edited input)"
+            detail += "; with the arguments the user edited"
+            if answer == "allow_project":
+                assert edited.args is not None
+                subject = tool.permission_subject(edited.args, ctx)
+                proposal = propose_rules(tool.name, subject, self.session.cwd)
+                if not proposal:
+                    detail = (
+                        "allowed for this session with the arguments the user edited (no "
+                        "rule can allow the edited call, so none was saved)"
+                    )
         if answer == "allow_project" and proposal:
             detail = await self._save(proposal, detail)
         decision = CallDecision(by, detail, outcome)
@@ -297,8 +358,33 @@ class CallGate:
         elif answer == "reject_once":
             grants.turn_rejected.add(key)
         if outcome == "deny":
-            return Decided(False, decision)
-        return self._allowed(decision, facts)
+            message = f"{DENIED}: {reply.message}" if reply.message else DENIED
+            return Decided(False, decision, message)
+        return self._allowed(decision, facts, edited)
+
+    def _edit_refused(
+        self, call_id: str, tool: str, key: GrantKey, refused: EditRefused
+    ) -> Decided:
+        """The user approved an edit the decision refuses: the call does not run."""
+        by, why = (
+            decided_by(refused.verdict)
+            if refused.verdict is not None
+            else ("user", refused.message)
+        )
+        decision = CallDecision(
+            by,  # type: ignore[arg-type]
+            f"the arguments the user edited were refused: {why}",
+            "deny",
+        )
+        self._record(
+            call_id,
+            tool=tool,
+            decision="deny",
+            reason=refused.reason,
+            grant_key=key,
+            audit=decision,
+        )
+        return Decided(False, decision, refused.message, refused.reason)
 
     async def _content(
         self, tool: Tool[Any], args: Any, ctx: ToolContext, facts: CallFacts, rerun: Rerun | None

@@ -8,9 +8,14 @@ The same contract as the native TurnRunner (engine/turn.py), so clients, the ses
 - every `tool_call` sent to the client reaches `completed` or `failed` before the turn
   returns (also on cancel, timeout or a CLI failure), and the history holds an output for
   every call;
-- each approval the CLI asks for goes through Cody's policy (policy/approval.py): the
-  allowlist, session rejections and grants, then the approval policy; only an `Ask` reaches
-  the client, with the session's approval timeout;
+- each approval the CLI asks for goes through Cody's policy (policy/approval.py) with the
+  facts Cody's own loop would have: the allowlist, the login-file refusal, the sandbox, session
+  rejections and grants, then the approval policy (a Cody tool that needs no approval in
+  Cody's loop needs none here; a command the CLI would run outside any sandbox while the
+  session's sandbox mode asks for one counts as unsandboxed); only an `Ask` reaches the
+  client, with the session's approval timeout;
+- everything the CLI reports is redacted (engine/backend_guard.py) before it is stored or
+  sent;
 - cancel (task cancel, or `cancelled` chosen in an approval) and the per-turn timeout
   (`backend_timeout_s`) stop the CLI (interrupt, then kill its process tree) and keep the
   partial text; a CLI failure is raised as a classified `ProviderError` after cleanup.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +35,7 @@ from cody_protocol.prompt import TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..backends.base import (
+    DENIED,
     AgentBackend,
     Answer,
     ApprovalAsk,
@@ -50,8 +57,9 @@ from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide, decided_by
 from ..policy.rule_proposals import propose_rules
-from ..policy.rules import subject_from_grant_key
+from ..policy.rules import allow_rule_void, subject_from_grant_key
 from ..providers.pricing import Price, cost_usd, price_for
+from .backend_guard import BackendGuard
 from .events import (
     AgentText,
     AgentThought,
@@ -62,7 +70,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
 from .settings import BACKEND_DEFAULT_MODEL
 from .streamed import StreamedItem
@@ -101,6 +109,7 @@ class BackendTurnRunner:
         agent: AgentBackend,
         link: ClientLink,
         price: Price | None,
+        guard: BackendGuard,
         *,
         rules_file: Path | None = None,
         refresh_rules: Callable[[], Awaitable[None]] | None = None,
@@ -109,6 +118,7 @@ class BackendTurnRunner:
         self.agent = agent
         self.link = link
         self.price = price
+        self.guard = guard
         self.rules_file = rules_file
         """The user config, where `allow_project` saves rules (None: not offered)."""
         self.refresh_rules = refresh_rules
@@ -118,7 +128,7 @@ class BackendTurnRunner:
         self._window = DEFAULT_WINDOW
 
     def backend_settings(self) -> BackendSettings:
-        return backend_settings_of(self.session)
+        return backend_settings_of(self.session, protected=self.guard.protected)
 
     async def run(self, prompt_text: str) -> TurnOutcome:
         session = self.session
@@ -188,6 +198,7 @@ class BackendTurnRunner:
     # -- events -----------------------------------------------------------------------------
 
     def _on_event(self, event: BackendEvent) -> None:
+        event = self.guard.redact_event(event)  # before anything is stored or sent
         if isinstance(event, TextDelta):
             if self._thought is not None:
                 self._thought.finish()
@@ -388,20 +399,27 @@ class BackendTurnRunner:
         session = self.session
         settings = session.settings
         allowed = self.backend_settings().allowed_tools
+        refusal = await asyncio.to_thread(self.guard.credential_refusal, ask)
+        ask = self.guard.redact_ask(ask)
         tool = ask.cody_tool or ask.title
         subject = subject_from_grant_key(ask.grant_key, session.cwd)
+        rule = settings.rules.evaluate(tool, subject)
+        void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         facts = CallFacts(
             tool_name=tool,
-            requires_approval=True,
+            requires_approval=self.guard.requires_approval(ask),
             allowed_by_allowlist=allowed is None or (ask.cody_tool in allowed),
             sandbox_violation=ask.sandbox_violation,
-            unsandboxed=False,
+            credential_refusal=refusal,
+            unsandboxed=ask.runs_unsandboxed and settings.sandbox_mode != "danger-full-access",
             sandbox_unavailable=settings.sandbox_unavailable,
+            no_sandbox_because=f"{self.agent.display_name} would run it outside any sandbox",
             known_safe=ask.known_safe,
             grant_key=ask.grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,
-            rule=settings.rules.evaluate(tool, subject),
+            rule=rule,
+            allow_rule_void=void,
         )
         verdict = decide(facts, session.grants)
         if isinstance(verdict, Deny):
@@ -425,22 +443,37 @@ class BackendTurnRunner:
             kind=ask.kind,
             raw_input=ask.raw_input,
             content=ask.content,
-            grant_key=describe_grant(ask.grant_key),
+            grant_key=describe_grant(self._shown_key(ask)),
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
             project_rules=proposal,
             project=str(session.cwd) if proposal else None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.link.request_approval(session.id, request),
                 timeout=settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        answer: ApprovalAnswer = reply.answer
         if answer == "invalid" or (answer == "allow_project" and not proposal):
             answer, reason = "reject_once", "invalid answer"
+        elif reply.updated_input is not None:
+            # The agent CLI runs its own call: an edited one cannot be put in its place, and
+            # running the original instead of what the user approved would be wrong.
+            answer, reason = "reject_once", "edited input (not supported by agent CLIs)"
+            decision = CallDecision(
+                "user",
+                f"the user edited the input, which {self.agent.display_name} cannot run",
+                "deny",
+            )
+            self._record(ask, tool, answer, reason, decision)
+            session.grants.turn_rejected.add(ask.grant_key)
+            return Answer(
+                "reject_once",
+                f"{DENIED}: the user edited this call's input, which this agent cannot run",
+            )
         detail = f"answered {answer}" if reason == "user" else reason
         if answer == "allow_project" and proposal:
             detail = await self._save_rules(proposal)
@@ -460,9 +493,12 @@ class BackendTurnRunner:
             grants.turn_rejected.add(ask.grant_key)
         if outcome == "allow":
             self._running(ask.call_id, decision)
-        if answer == "allow_project":
-            return Answer("allow_session")
-        return Answer(answer)
+            remembered = answer in ("allow_session", "allow_project")
+            return Answer("allow_session" if remembered else "allow_once")
+        refused: Literal["reject_once", "reject_session"] = (
+            "reject_session" if answer == "reject_session" else "reject_once"
+        )
+        return Answer(refused, f"{DENIED}: {reply.message}" if reply.message else DENIED)
 
     async def _save_rules(self, rules: list[str]) -> str:
         """`allow_project`: the rules saved to the user config, as for Cody's own loop."""
@@ -489,18 +525,22 @@ class BackendTurnRunner:
                 "tool": tool,
                 "decision": decision,
                 "reason": reason,
-                "grantKey": list(ask.grant_key),
+                "grantKey": list(self._shown_key(ask)),
                 "by": audit.by,
                 "detail": audit.detail,
             },
         )
 
+    def _shown_key(self, ask: ApprovalAsk) -> tuple[str, ...]:
+        """The grant key as stored and shown (redacted; the key itself stays exact)."""
+        return tuple(self.guard.secrets.redact(part) for part in ask.grant_key)
+
     def _emit(self, event: Any) -> None:
         self.link.emit(self.session.id, event)
 
 
-def backend_settings_of(session: Session) -> BackendSettings:
-    """The session's settings as a backend takes them."""
+def backend_settings_of(session: Session, *, protected: tuple[Path, ...] = ()) -> BackendSettings:
+    """The session's settings as a backend takes them (`protected`: Cody's own directories)."""
     from ..policy.allowlist import allowed_tools
 
     settings = session.settings
@@ -511,4 +551,5 @@ def backend_settings_of(session: Session) -> BackendSettings:
         reasoning_effort=settings.reasoning_effort,
         allowed_tools=allowed_tools(settings.allowed_tools, settings.phase),
         project_trusted=settings.project_trusted,
+        protected=protected,
     )

@@ -50,12 +50,14 @@ from ..core.history import (
     HistoryItem,
     MessageItem,
     ReasoningItem,
+    item_key,
     user_message,
 )
 from ..errors import ProviderError
 from ..ids import new_id
 from ..providers.base import ModelProvider, ModelRequest, TextDelta, UsageReport
 from ..providers.pricing import Price
+from .context_items import ContextEntry, splice
 from .events import Compacted, EngineEvent
 from .usage import record_call
 
@@ -142,10 +144,12 @@ class Compaction:
 
 @dataclass(frozen=True, slots=True)
 class ContextMark:
-    """A model call's reported size (input + output tokens) and the history length after it."""
+    """A model call's reported size (input + output tokens) and the history length after it
+    (and the number of context items then)."""
 
     tokens: int
     history_len: int
+    context_len: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,15 +173,6 @@ class CompactionResult:
 # -- what the model sees --------------------------------------------------------------------
 
 
-def item_key(item: HistoryItem) -> str:
-    """A key naming one history item across reloads (ids survive; list positions may not)."""
-    if isinstance(item, FunctionCallItem):
-        return f"call:{item.call_id}"
-    if isinstance(item, FunctionCallOutputItem):
-        return f"output:{item.call_id}"
-    return f"{item.type}:{item.id}"
-
-
 def _boundary(history: Sequence[HistoryItem], compaction: Compaction | None) -> int:
     """Index of the first item after the compaction (0 without one, or if its item is gone)."""
     if compaction is None:
@@ -190,9 +185,13 @@ def _boundary(history: Sequence[HistoryItem], compaction: Compaction | None) -> 
 
 
 def model_history(
-    history: Sequence[HistoryItem], compaction: Compaction | None, tool_output_tokens: int
+    history: Sequence[HistoryItem],
+    compaction: Compaction | None,
+    tool_output_tokens: int,
+    context: Sequence[ContextEntry] = (),
 ) -> list[HistoryItem]:
-    """What the model is sent; see the module docstring."""
+    """What the model is sent; see the module docstring. `context`: the session's context
+    items (project instructions, permissions), put in place by `context_items.splice`."""
     start = _boundary(history, compaction)
     view: list[HistoryItem] = []
     if compaction is not None and start:
@@ -205,7 +204,7 @@ def model_history(
         view.extend(tail)
     else:
         view.extend(history)
-    return [cap_output(item, tool_output_tokens) for item in view]
+    return splice([cap_output(item, tool_output_tokens) for item in view], context)
 
 
 def cap_output(item: HistoryItem, max_tokens: int) -> HistoryItem:
@@ -311,13 +310,14 @@ async def compact(
     """
     history = session.history
     limit = session.settings.tool_output_token_limit
+    context = session.context_items
     start = _boundary(history, session.compaction)
-    before = model_history(history, session.compaction, limit)
+    before = model_history(history, session.compaction, limit, context)
     keep = int(budget * KEEP_SHARE) if reason == "auto" else 0
     cut = _choose_cut(history, start, keep, limit)
     if cut <= start:
         return None
-    summarised = model_history(history[:cut], session.compaction, limit)
+    summarised = model_history(history[:cut], session.compaction, limit, context)
     request = replace(
         template,
         history=[*summarised, user_message(new_id("msg_"), SUMMARY_PROMPT)],
@@ -333,7 +333,7 @@ async def compact(
         reason=reason,
         tokens_before=estimate_request(replace(template, history=before)),
         tokens_after=estimate_request(
-            replace(template, history=model_history(history, compaction, limit))
+            replace(template, history=model_history(history, compaction, limit, context))
         ),
         summarized_items=cut - start,
         kept_items=len(history) - cut,
@@ -446,13 +446,18 @@ class ContextKeeper:
         if mark is not None and mark.history_len <= len(history):
             limit = self._session.settings.tool_output_token_limit
             added = [cap_output(item, limit) for item in history[mark.history_len :]]
+            context = self._session.context_items[mark.context_len :]
+            added += [entry.item for entry in context if entry.item is not None]
             return mark.tokens + estimate_items(added)
         return estimate_request(request)
 
     def view(self) -> list[HistoryItem]:
         session = self._session
         return model_history(
-            session.history, session.compaction, session.settings.tool_output_token_limit
+            session.history,
+            session.compaction,
+            session.settings.tool_output_token_limit,
+            session.context_items,
         )
 
     async def history_for(self, template: ModelRequest) -> list[HistoryItem]:
@@ -495,4 +500,5 @@ class ContextKeeper:
         self._session.context = ContextMark(
             tokens=report.input_tokens + report.output_tokens,
             history_len=len(self._session.history),
+            context_len=len(self._session.context_items),
         )

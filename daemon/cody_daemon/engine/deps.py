@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.registry import ToolRegistry
+from .scan_pool import ScanPool
 
 __all__ = ["EngineDeps"]
 
@@ -24,3 +25,5 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    scans: ScanPool = field(default_factory=ScanPool)
+    """Threads for reading session files (history, session/list): engine/scan_pool.py."""

@@ -130,6 +130,9 @@ class ToolCallProgress:
     decision: CallDecision | None = None
     """Sent once, when the call is decided (with `in_progress`, or with `failed` when it
     does not run)."""
+    title: str | None = None
+    raw_input: Any = None
+    """A new title and input: the user edited the call's arguments when approving it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,11 @@ API would refuse must never enter the history, where it would fail every later t
 - the type must be one every API takes: PNG, JPEG, GIF or WebP;
 - the data must be base64, and within the API's size limit: 5 MB of base64 per image for
   Anthropic's Messages API (its 400 "image exceeds 5 MB maximum"), 20 MB per image for
-  OpenAI's APIs (https://platform.openai.com/docs/guides/images-vision).
+  OpenAI's APIs (https://platform.openai.com/docs/guides/images-vision);
+- the prompt holds at most 20 images of at most 20 MB in all, and the session (its history
+  plus this prompt) at most 100 images of at most 24 MiB in all: every turn sends them again.
+
+The rules beyond the model's are core/image_rules.py's, which imports and loads apply too.
 
 `initialize` can only say `promptCapabilities.image` once per daemon (app.py): true when any
 model of a provider with credentials may take images; the per-session check is this one.
@@ -22,12 +26,23 @@ sent a short note in their place (`without_images`), so the conversation goes on
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Sequence
 
 from cody_protocol.content import AudioContent, ContentBlock, ImageContent
 
 from ..core.history import HistoryItem, ImagePart, MessageItem, TextPart
+from ..core.image_rules import (
+    IMAGE_TYPES,
+    MAX_IMAGE_BYTES,
+    MESSAGE_MAX_IMAGE_BYTES,
+    MESSAGE_MAX_IMAGES,
+    SESSION_MAX_IMAGE_BYTES,
+    SESSION_MAX_IMAGES,
+    ImageTally,
+    decoded_size,
+    image_type,
+    tally_history,
+)
 from ..errors import InvalidParams, Issue
 from ..providers.models import takes_images
 
@@ -40,10 +55,6 @@ __all__ = [
     "without_images",
 ]
 
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-"""The image types all three APIs accept."""
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
-"""OpenAI's limit per image (decoded bytes)."""
 MAX_IMAGE_BASE64_ANTHROPIC = 5 * 1024 * 1024
 """Anthropic's limit per image: 5 MB of base64 text (it counts the encoded length)."""
 
@@ -51,12 +62,25 @@ _OMITTED = "[an image the user attached here; the current model ({model}) does n
 
 
 def prompt_images(
-    blocks: Sequence[ContentBlock], *, provider: str, model: str, wire_api: str
+    blocks: Sequence[ContentBlock],
+    *,
+    provider: str,
+    model: str,
+    wire_api: str,
+    history: Sequence[HistoryItem] = (),
 ) -> list[ImagePart]:
-    """The prompt's images as message parts, in order; raises InvalidParams (see above)."""
+    """The prompt's images as message parts, in order; raises InvalidParams (see above).
+    `history`: the session's, whose images count against the session's limits."""
     images = [(i, b) for i, b in enumerate(blocks) if isinstance(b, ImageContent)]
     if not images:
         return []
+    if len(images) > MESSAGE_MAX_IMAGES:
+        raise _invalid(
+            images[MESSAGE_MAX_IMAGES][0],
+            f"A prompt may carry at most {MESSAGE_MAX_IMAGES} images; this one has "
+            f"{len(images)}. Send fewer (every later turn sends them again).",
+            "too many images in one prompt",
+        )
     if not takes_images(provider, model):
         raise _invalid(
             images[0][0],
@@ -65,11 +89,11 @@ def prompt_images(
             "the session's model reads text only",
         )
     parts: list[ImagePart] = []
+    prompt = ImageTally()
+    held = tally_history(history)
     for index, block in images:
-        mime = block.mime_type.strip().lower()
-        if mime == "image/jpg":
-            mime = "image/jpeg"
-        if mime not in IMAGE_TYPES:
+        mime = image_type(block.mime_type)
+        if mime is None:
             raise _invalid(
                 index,
                 f"Image type {block.mime_type!r} is not accepted; send PNG, JPEG, GIF or WebP.",
@@ -77,10 +101,9 @@ def prompt_images(
                 valid=IMAGE_TYPES,
             )
         data = "".join(block.data.split())
-        try:
-            size = len(binascii.a2b_base64(data, strict_mode=True))
-        except (binascii.Error, ValueError):
-            raise _invalid(index, "The image data is not valid base64.", "not base64") from None
+        size = decoded_size(data)
+        if size is None:
+            raise _invalid(index, "The image data is not valid base64.", "not base64")
         if wire_api == "anthropic" and len(data) > MAX_IMAGE_BASE64_ANTHROPIC:
             raise _invalid(
                 index,
@@ -96,6 +119,27 @@ def prompt_images(
                 "per image. Send a smaller or more compressed image.",
                 "image too large",
             )
+        if prompt.over(size, max_images=MESSAGE_MAX_IMAGES, max_bytes=MESSAGE_MAX_IMAGE_BYTES):
+            raise _invalid(
+                index,
+                f"The prompt's images add up to more than {MESSAGE_MAX_IMAGE_BYTES:,} bytes "
+                f"(with this one, {prompt.total + size:,}); send fewer or smaller images.",
+                "too many image bytes in one prompt",
+            )
+        if held.over(
+            prompt.total + size,
+            max_images=SESSION_MAX_IMAGES - prompt.count,
+            max_bytes=SESSION_MAX_IMAGE_BYTES,
+        ):
+            raise _invalid(
+                index,
+                f"This session already holds {held.count} images ({held.total:,} bytes), and "
+                f"a session may hold at most {SESSION_MAX_IMAGES} images of "
+                f"{SESSION_MAX_IMAGE_BYTES:,} bytes in all (every turn sends them again). "
+                "Start a new session for more images.",
+                "too many images in the session",
+            )
+        prompt.add(size)
         parts.append(ImagePart(image_url=f"data:{mime};base64,{data}"))
     return parts
 

@@ -1,61 +1,63 @@
-"""The system prompt Cody sends with every model call, and the request every call starts from."""
+"""The system prompt Cody sends with every model call, and the request every call starts from.
+
+The system prompt is `prompts/system.md` plus one small overlay for the model's family
+(`prompts/family_*.md`): OpenAI's reasoning models, Claude, and open models on Chat
+Completions. It holds nothing that depends on the session (no path, date or setting), so it
+is byte-identical for every session of a family and the providers' prompt caches keep it.
+What depends on the session goes in context items (engine/context_items.py): the project
+instructions, the environment and the permissions.
+"""
 
 from __future__ import annotations
 
-import platform
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
 
 from ..providers.base import ModelRequest
 from ..tools.registry import ToolRegistry
+from .prompt_files import prompt
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["base_request", "build_instructions"]
+__all__ = ["FAMILIES", "PromptFamily", "base_request", "build_instructions", "prompt_family"]
 
-_BASE = """You are Cody, a coding agent working in the user's repository through tools.
+PromptFamily = Literal["openai", "claude", "open"]
+FAMILIES: tuple[PromptFamily, ...] = ("openai", "claude", "open")
 
-- Use the tools to inspect files before changing them; prefer small, precise edits.
-- `exec` runs commands (an argv list or a shell string) in the workspace; read-only commands
-  such as ls, cat, rg and git status are cheap. Long-running or destructive commands need care.
-- Every change that can modify the system may need the user's approval; if a call is denied,
-  do not retry it in another form: explain what you wanted and ask.
-- Keep answers short and concrete. Mention the files you changed."""
+_OPENAI_MODEL = re.compile(r"(^|/)(gpt-|o\d|codex)")
 
 
-def build_instructions(
-    *, cwd: Path, sandbox_mode: str, approval_policy: str, tools: list[str]
-) -> str:
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    return (
-        f"{_BASE}\n\n"
-        f"Environment:\n"
-        f"- cwd: {cwd}\n"
-        f"- os: {platform.system()} {platform.release()}\n"
-        f"- date: {today}\n"
-        f"- sandbox: {sandbox_mode}\n"
-        f"- approval policy: {approval_policy}\n"
-        f"- tools: {', '.join(tools) if tools else 'none'}"
-    )
+def prompt_family(wire_api: str, model: str) -> PromptFamily:
+    """Which overlay a model gets: Claude by name (on any wire API, OpenRouter's
+    `anthropic/claude-...` included); OpenAI's models on the Responses API or by name;
+    every other model (Chat Completions, local servers, the offline demo) is `open`."""
+    name = model.lower()
+    if wire_api == "anthropic" or "claude" in name:
+        return "claude"
+    if wire_api == "responses" or _OPENAI_MODEL.search(name):
+        return "openai"
+    return "open"
+
+
+def build_instructions(family: PromptFamily) -> str:
+    return f"{prompt('system')}\n\n{prompt(f'family_{family}')}"
 
 
 def base_request(
-    session: Session, registry: ToolRegistry, allowed: frozenset[str] | None
+    session: Session,
+    registry: ToolRegistry,
+    allowed: frozenset[str] | None,
+    family: PromptFamily,
 ) -> ModelRequest:
     """A model call of `session` with its instructions, tools and settings, and no history
-    yet (turns and compaction fill it in): both use the same prefix, so it stays cached."""
+    yet (turns and compaction fill it in): both use the same prefix, so it stays cached.
+    `registry` holds the tools the session offers (engine: `ToolRegistry.offered`)."""
     settings = session.settings
     tools = registry.tools(allowed)
     return ModelRequest(
         model=settings.model,
-        instructions=build_instructions(
-            cwd=session.cwd,
-            sandbox_mode=settings.sandbox_mode,
-            approval_policy=settings.approval_policy,
-            tools=[tool.name for tool in tools],
-        ),
+        instructions=build_instructions(family),
         history=[],
         tools=[tool.spec() for tool in tools],
         session_id=session.id,

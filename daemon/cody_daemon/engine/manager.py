@@ -1,7 +1,7 @@
 """The session manager: many sessions per daemon, one running turn per session.
 
 Invariants: a session is live (in `_live`) exactly while its file is open and locked; a
-session closed (or left at shutdown) without any history leaves no file; a
+session closed (or left at shutdown) without any history, or ephemeral, leaves no file; a
 second prompt on a busy session fails with SessionBusy (-32011) and changes nothing;
 `shutdown()` cancels every turn, waits for their cleanup and closes every file.
 """
@@ -19,23 +19,26 @@ from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 
 from ..config.loader import project_trusted
+from ..core.history import item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
+from ..policy.secrets import SecretGuard
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
-from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
+from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
-from .instructions import base_request
-from .loading import SessionLoader
+from .instructions import base_request, prompt_family
+from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .ports import ClientLink
+from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
@@ -49,11 +52,15 @@ from .settings import (
 from .slash import parse_command
 from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
+from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
     from ..tools.mcp import McpStatus
 
-__all__ = ["LIST_PAGE_SIZE", "SessionManager"]
+__all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
+
+PROVIDER_OPTION = "the `provider` config option"
+"""How a session's provider is changed (session/set_config_option), as messages name it."""
 
 logger = logging.getLogger(__name__)
 
@@ -75,22 +82,50 @@ class SessionManager:
 
     # -- creating and opening ---------------------------------------------------------------
 
-    def new_session(
-        self, cwd: str, meta: CodySessionMeta | None, mcp_servers: Sequence[McpServer] = ()
+    async def new_session(
+        self,
+        cwd: str,
+        meta: CodySessionMeta | None,
+        mcp_servers: Sequence[McpServer] = (),
+        *,
+        read_docs: bool = True,
     ) -> Session:
+        """A new live session; `read_docs`: read its project instructions now (a fork copies
+        its source's instead)."""
         session, catalog = self._loader.create(cwd, meta)
+        try:
+            if read_docs:
+                await self._read_project_docs(session)
+        except BaseException:
+            session.file.close()
+            session.file.path.unlink(missing_ok=True)
+            raise
         return self._go_live(session, catalog, mcp_servers)
+
+    async def _read_project_docs(self, session: Session) -> None:
+        """Read and record the project instructions of a native session (an agent CLI reads
+        its own); the files are read off the event loop (engine/project_docs.py)."""
+        settings = session.settings
+        if settings.backend != "native":
+            return
+        paths = global_candidates(
+            self.deps.paths.config_dir, self.deps.codex_home, self.deps.claude_dir
+        )
+        docs: ProjectDocs = await asyncio.to_thread(
+            read_project_docs,
+            session.cwd,
+            max_bytes=settings.project_doc_max_bytes,
+            fallbacks=settings.project_doc_fallbacks,
+            global_paths=paths,
+        )
+        entry = project_docs_entry(session.history, docs.text, [doc.wire() for doc in docs.files])
+        record(session, entry)
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
-        try:
-            specs = build_specs(
-                session.settings.mcp_config, list(servers), env=self.deps.env, cwd=str(session.cwd)
-            )
-        except McpSpecError as exc:
-            raise InvalidParams(
-                str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
-            ) from None
+        if not session.cwd.is_dir():
+            return  # its directory is gone: it can be read, not continued (engine/workdir.py)
+        specs = mcp_specs(session.settings, servers, env=self.deps.env, cwd=session.cwd)
         if not specs:
             return
         from ..tools.mcp import McpSessionManager
@@ -133,14 +168,18 @@ class SessionManager:
         *,
         replay: bool,
         mcp_servers: Sequence[McpServer] = (),
+        relocate_to: str | None = None,
     ) -> Session:
-        """Make a stored session live (`session/load` replays it to `link`, resume does not)."""
+        """Make a stored session live (`session/load` replays it to `link`, resume does not);
+        in `relocate_to` instead of its own directory when given (engine/workdir.py)."""
         live = self._live.get(session_id)
         if live is not None:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn.")
+            if relocate_to is not None:
+                refuse_live_move(session_id, live.cwd, relocate_to)
         else:
-            live = self._open_from_disk(session_id, mcp_servers)
+            live = await self._open_from_disk(session_id, mcp_servers, relocate_to)
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
@@ -148,8 +187,18 @@ class SessionManager:
             await link.flush(live.id)
         return live
 
-    def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
-        session, catalog = self._loader.open(session_id)
+    async def _open_from_disk(
+        self, session_id: str, mcp_servers: Sequence[McpServer], relocate_to: str | None
+    ) -> Session:
+        session, catalog = self._loader.open(session_id, relocate_to)
+        try:
+            if not any(entry.kind == "project_docs" for entry in session.context_items):
+                # A session from before Cody read project instructions: read them once now
+                # (appended after its history, so nothing it sent before changes).
+                await self._read_project_docs(session)
+        except BaseException:
+            session.file.close()
+            raise
         return self._go_live(session, catalog, mcp_servers)
 
     def get(self, session_id: str) -> Session:
@@ -175,18 +224,30 @@ class SessionManager:
             if command.command.kind == "local":
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
+        require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
+            from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
 
             refuse_images_for_backend(blocks, session.settings.backend)
+            secrets = self._secrets(session)
+            guard = BackendGuard(
+                secrets=secrets,
+                read_only_tools=frozenset(
+                    tool.name for tool in self.deps.tools.tools() if not tool.requires_approval
+                ),
+                protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
+            )
+            agent = agent_for(session, self.deps.env, secrets)
             run = BackendTurnRunner(
                 session,
-                agent_for(session, self.deps.env),
+                agent,
                 link,
                 None,
+                guard,
                 rules_file=self.deps.paths.config_file,
                 refresh_rules=lambda: self.refresh_rules(session),
             ).run(text)
@@ -198,6 +259,7 @@ class SessionManager:
                 provider=settings.provider,
                 model=settings.model,
                 wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+                history=session.history,
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
@@ -243,6 +305,7 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
+        require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
             raise InvalidParams(
                 f"Session {session_id} runs on the {session.settings.backend} backend, which "
@@ -255,11 +318,11 @@ class SessionManager:
             # MCP tools are awaited inside the task: the session is claimed before any await.
             if session.mcp is not None:
                 extra = await session.mcp.session_tools()
-                env.tools = ToolRegistry([*self.deps.tools.tools(), *extra])
+                env.tools = ToolRegistry([*env.tools.tools(), *extra])
             return await compact_session(
                 session,
                 env.provider,
-                base_request(session, env.tools, env.allowed),
+                base_request(session, env.tools, env.allowed, env.family),
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
@@ -285,7 +348,20 @@ class SessionManager:
         from .agents import dry_run_report
 
         session = self.get(session_id)
-        return dry_run_report(session, prompt_to_text(blocks), self.deps.env)
+        return dry_run_report(
+            session, prompt_to_text(blocks), self.deps.env, self._secrets(session)
+        )
+
+    def _secrets(self, session: Session) -> SecretGuard:
+        """What the session's tools (and a backend CLI) must not get or pass on."""
+        settings = session.settings
+        return secret_guard(
+            env=self.deps.env,
+            providers=self._catalogs[session.id].all(),
+            tool_config=settings.tool_config,
+            mcp_config=settings.mcp_config,
+            mcp_servers=session.mcp.specs() if session.mcp is not None else (),
+        )
 
     def _turn_env(self, session: Session, link: ClientLink) -> TurnEnv:
         catalog = self._catalogs[session.id]
@@ -320,7 +396,9 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools,
+            tools=self.deps.tools.offered(None, self.deps.env, settings.tool_config),
+            absent=self.deps.tools.absent(self.deps.env, settings.tool_config),
+            family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
             sandbox=SandboxPolicy.create(
@@ -338,13 +416,7 @@ class SessionManager:
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
-            secrets=secret_guard(
-                env=self.deps.env,
-                providers=catalog.all(),
-                tool_config=settings.tool_config,
-                mcp_config=settings.mcp_config,
-                mcp_servers=session.mcp.specs() if session.mcp is not None else (),
-            ),
+            secrets=self._secrets(session),
         )
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
@@ -422,6 +494,10 @@ class SessionManager:
         if config_id == "model" and isinstance(value, str) and value.strip():
             spec = catalog.get(session.settings.provider)
             problem = spec.model_problem(value.strip())
+            if problem is not None and spec.wire_api == "offline":
+                problem = offline_model_problem(
+                    value.strip(), catalog, auto=False, choose=PROVIDER_OPTION
+                )
             if problem is not None:
                 raise InvalidParams(
                     problem,
@@ -463,9 +539,10 @@ class SessionManager:
 
     # -- listing, closing, deleting, forking ------------------------------------------------
 
-    def list_sessions(
+    async def list_sessions(
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionInfo], str | None]:
+        """One page of stored sessions; the files are read in the scan pool, off the loop."""
         start = 0
         if cursor:
             try:
@@ -477,7 +554,8 @@ class SessionManager:
                 ) from None
         # Only sessions that were prompted (as codex-acp lists them): a chat's own new,
         # untitled session would otherwise top every list.
-        summaries = [s for s in self.deps.store.list(cwd) if s.has_turn]
+        stored = await self.deps.scans.run(self.deps.store.list, cwd)
+        summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
             SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
@@ -509,30 +587,39 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self._close(live)
-            if not live.history:
-                return  # never prompted: closing it removed its file
+            if not live.history or live.ephemeral:
+                return  # never prompted, or ephemeral: closing it removed its file
         self.deps.store.delete(session_id)
 
-    def fork(
+    async def fork(
         self,
         session_id: str,
         cwd: str,
         at_message: int | None,
         mcp_servers: Sequence[McpServer] = (),
     ) -> Session:
-        """A new session with the history of `session_id` up to user message `at_message`."""
+        """A new session with the history of `session_id` up to user message `at_message`,
+        and the context items (project instructions, permissions) sent with that history."""
         live = self._live.get(session_id)
-        source_items = (
-            list(live.history)
-            if live is not None
-            else read_session(self.deps.store.find(session_id)).items
-        )
+        if live is not None:
+            source_items = list(live.history)
+            source_context = list(live.context_items)
+        else:
+            stored = read_session(self.deps.store.find(session_id))
+            source_items = stored.items
+            source_context = [
+                entry for entry in map(ContextEntry.from_event, stored.context) if entry is not None
+            ]
         settings_source = live.settings.persisted() if live is not None else None
         users = sum(1 for item in source_items if _is_user_message(item))
         if at_message is not None and not 0 <= at_message < users:
+            has = (
+                f"has {users} user message{'s' if users != 1 else ''}, numbered 0 to {users - 1}"
+                if users
+                else "has no user message yet"
+            )
             raise InvalidParams(
-                f"atMessage {at_message} is out of range: session {session_id} has {users} "
-                f"user message{'s' if users != 1 else ''} (0 to {users - 1}).",
+                f"There is no user message {at_message} to fork at: session {session_id} {has}.",
                 [
                     Issue(
                         key="atMessage",
@@ -545,12 +632,20 @@ class SessionManager:
         items = _cut_history(source_items, at_message)
         # A fork is a native session whatever config.toml chooses: the copied history is
         # Cody's, and no agent CLI has a thread for it.
-        session = self.new_session(cwd, CodySessionMeta(backend="native"), mcp_servers)
+        session = await self.new_session(
+            cwd, CodySessionMeta(backend="native"), mcp_servers, read_docs=False
+        )
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
         session.file.append(
             "event", {"kind": "forked", "from": session_id, "atMessage": at_message}
         )
+        kept = {item_key(item) for item in items}
+        context = [e for e in source_context if e.after is None or e.after in kept]
+        if not any(entry.kind == "project_docs" for entry in context):
+            await self._read_project_docs(session)  # the source had none recorded
+        for entry in context:  # the fork sends what the source sent with this history
+            record(session, entry)
         for item in items:
             session.history.append(item)
             session.file.append("response_item", item.payload())
@@ -584,12 +679,13 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        self.deps.scans.shutdown()
 
 
 def _close_file(session: Session) -> None:
-    """Close the session's file; a session never prompted (no history) leaves none behind:
-    an empty chat is not saved."""
-    if session.history:
+    """Close the session's file; a session never prompted (no history) leaves none behind
+    (an empty chat is not saved), nor does an ephemeral one."""
+    if session.history and not session.ephemeral:
         session.file.close()
     else:
         session.file.discard()

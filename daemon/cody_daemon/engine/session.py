@@ -20,6 +20,7 @@ from ..policy.approval import Grants
 from ..store.reader import make_title
 from ..store.session_file import SessionFile
 from .compaction import Compaction, ContextMark
+from .context_items import ContextEntry, latest
 from .settings import SessionSettings
 
 if TYPE_CHECKING:
@@ -61,14 +62,25 @@ class Session:
     """The latest compaction: the model sees its summary plus the history after it."""
     context: ContextMark | None = None
     """The last model call's reported size and the history length then (for estimates)."""
+    context_items: list[ContextEntry] = field(default_factory=list)
+    """Project instructions, environment and permissions sent to the model between the
+    history items (engine/context_items.py); kept apart from `history`."""
     backend_resume_id: str | None = None
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    ephemeral: bool = False
+    """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
 
     @property
     def busy(self) -> bool:
         return self.turn is not None and not self.turn.done()
+
+    @property
+    def project_docs(self) -> list[dict[str, Any]]:
+        """The project instruction files the model was given (`_meta.cody.projectDocs`)."""
+        entry = latest(self.context_items, "project_docs")
+        return list(entry.docs) if entry is not None else []
 
     def title_from_prompt(self, prompt_text: str) -> str | None:
         """Name an untitled session after its first non-blank prompt (the title is recorded

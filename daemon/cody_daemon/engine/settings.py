@@ -136,6 +136,10 @@ class SessionSettings:
     """`model_auto_compact_ratio` (not persisted)."""
     tool_output_token_limit: int = 10_000
     """`tool_output_token_limit` (not persisted)."""
+    project_doc_max_bytes: int = 32 * 1024
+    """`project_doc_max_bytes` (not persisted: read when project instructions are read)."""
+    project_doc_fallbacks: tuple[str, ...] = ("CLAUDE.md",)
+    """`project_doc_fallback_filenames` (not persisted)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

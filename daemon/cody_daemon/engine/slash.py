@@ -11,9 +11,10 @@ Two kinds:
   one): `/compact`, `/model`, `/approvals`, `/fork`, `/history`. Their answer is agent text,
   the prompt ends `end_turn`, and nothing of them enters the model's history (settings
   changes are persisted as usual);
-- commands that are a normal turn with a built-in prompt (`/init`, `/review`): the expanded
-  prompt is the user message (stored, replayed, seen by the model), and every tool call goes
-  through the usual approvals and sandbox.
+- commands that are a normal turn with a built-in prompt (`/init`, `/review`; the texts are
+  `prompts/init.md` and `prompts/review.md`): the expanded prompt is the user message
+  (stored, replayed, seen by the model), and every tool call goes through the usual
+  approvals and sandbox.
 
 A command's mistake (an unknown model, a bad number) is answered as text, like the rest of
 its output: a chat user reads it where they typed. Only a busy session or a failed model call
@@ -28,11 +29,10 @@ from typing import Literal
 from cody_protocol.content import ContentBlock, TextContent
 
 from .events import CommandsAvailable
+from .prompt_files import prompt
 
 __all__ = [
     "COMMANDS",
-    "INIT_PROMPT",
-    "REVIEW_PROMPT",
     "CommandCall",
     "SlashCommand",
     "commands_event",
@@ -93,35 +93,6 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
 )
 
-INIT_PROMPT = """\
-/init: create (or improve) the file AGENTS.md at the root of this project, a short guide for \
-coding agents and new contributors working in this repository.
-
-First explore with your tools: list the top-level files and directories, read the README, the \
-build and package configuration, the CI workflows and a few representative source and test \
-files. Only then write AGENTS.md (writeFile for a new file; if it exists, read it, keep what is \
-still accurate and improve the rest with applyPatch). Cover, specifically for this project:
-- what it is and how the code is organised (the main directories and what lives where);
-- how to set it up, build it, run it, lint it and run its tests (the exact commands);
-- the conventions the code and its configuration show (style, naming, layout of tests);
-- what to be careful about (generated files, secrets, slow or destructive commands).
-Use Markdown, stay under about 400 words, and write only what you verified in the \
-repository: no guesses. End with a two-line summary of what you wrote."""
-
-REVIEW_PROMPT = """\
-/review: review the uncommitted changes in this working tree and report problems before they \
-are committed. Do not change any file.
-
-Use your tools: run `git status --short`, `git diff` and `git diff --staged`, and read the \
-changed files where the diff alone is not enough to judge. If this is not a git repository or \
-nothing has changed, say so and stop.
-Look for bugs, regressions, security problems, unhandled errors, missing or broken tests and \
-unclear code. Answer with the findings ordered by severity, each with its file and line, what \
-is wrong and how to fix it, then one paragraph with your overall assessment. If everything \
-looks right, say so."""
-
-_PROMPTS = {"init": INIT_PROMPT, "review": REVIEW_PROMPT}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandCall:
@@ -133,7 +104,7 @@ class CommandCall:
 
     def turn_prompt(self) -> list[ContentBlock]:
         """The prompt a `turn` command runs: its built-in text, the user's words, the rest."""
-        text = _PROMPTS[self.command.name]
+        text = prompt(self.command.name)  # prompts/init.md, prompts/review.md
         if self.argument:
             text += f"\n\nThe user adds: {self.argument}"
         return [TextContent(text=text), *self.rest]

@@ -1,5 +1,7 @@
 """Running the slash commands the daemon answers itself (see engine/slash.py).
 
+`HANDLERS` has one handler per `local` command: a command without one is an error, never
+another command's answer (tests/unit/test_slash_table.py holds the two tables equal).
 Each answer is agent text sent to the client, then flushed; the result is an `end_turn`
 outcome (`cancelled` for a `/compact` stopped by `session/cancel`) with no model usage (`/compact`'s summary call is counted in the session's usage as
 any compaction is). Nothing here enters the model's history.
@@ -8,7 +10,9 @@ any compaction is). Nothing here enters the model's history.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from cody_protocol.prompt import TokenUsage
@@ -27,46 +31,56 @@ from .slash import CommandCall
 if TYPE_CHECKING:
     from .manager import SessionManager
 
-__all__ = ["run_local_command"]
+__all__ = ["HANDLERS", "Reply", "run_local_command"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a local command answers: agent text, and how the prompt ends."""
+
+    text: str
+    stop: str = "end_turn"
+
+
+LocalHandler = Callable[["SessionManager", Session, str, ClientLink], Awaitable[Reply]]
 
 
 async def run_local_command(
     manager: SessionManager, session: Session, call: CommandCall, link: ClientLink
 ) -> TurnOutcome:
-    """Run `/compact`, `/model`, `/approvals`, `/fork` or `/history`; answer as agent text."""
-    name, argument = call.command.name, call.argument
-    stop = "end_turn"
+    """Run a `local` command (its handler in `HANDLERS`); answer as agent text."""
+    name = call.command.name
+    handler = HANDLERS.get(name)
+    if handler is None:  # never another command in its place (tests/unit/test_slash_table.py)
+        raise RuntimeError(f"the slash command /{name} has no handler")
     try:
-        if name == "compact":
-            try:
-                text = await _compact(manager, session, link)
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # the request itself was cancelled
-                # session/cancel stopped the summary: nothing changed, the prompt answers so
-                text, stop = "Compaction cancelled; nothing was changed.", "cancelled"
-        elif name == "model":
-            text = _model(manager, session, argument, link)
-        elif name == "approvals":
-            text = _approvals(manager, session, argument, link)
-        elif name == "fork":
-            text = _fork(manager, session, argument)
-        else:
-            text = _history(manager, session, argument, link)
+        reply = await handler(manager, session, call.argument, link)
     except ProviderError:
         raise  # a failed model call is the prompt's error, as for any turn
     except CodyError as exc:
-        text = f"/{name}: {exc.message}"
-    link.emit(session.id, AgentText(text))
+        reply = Reply(f"/{name}: {exc.message}")
+    link.emit(session.id, AgentText(reply.text))
     await link.flush(session.id)
     return TurnOutcome(
-        stop_reason=stop,
+        stop_reason=reply.stop,
         turn_id=new_id(),
         last=TokenUsage(),
         turn=TokenUsage(),
         total=session.usage_total,
     )
+
+
+async def _compact_command(
+    manager: SessionManager, session: Session, argument: str, link: ClientLink
+) -> Reply:
+    try:
+        return Reply(await _compact(manager, session, link))
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the request itself was cancelled
+        # session/cancel stopped the summary: nothing changed, the prompt answers so
+        return Reply("Compaction cancelled; nothing was changed.", "cancelled")
 
 
 async def _compact(manager: SessionManager, session: Session, link: ClientLink) -> str:
@@ -145,16 +159,23 @@ def _approvals(manager: SessionManager, session: Session, argument: str, link: C
     return "\n".join(lines)
 
 
-def _fork(manager: SessionManager, session: Session, argument: str) -> str:
+async def _fork(
+    manager: SessionManager, session: Session, argument: str, link: ClientLink
+) -> Reply:
+    """The fork is written and closed at once (its lock released): the user opens it from
+    the session list, in this daemon or another one."""
     at_message: int | None = None
     if argument:
         try:
             at_message = int(argument)
         except ValueError:
-            return "/fork takes a user message number (0 = the first), or nothing for all."
-    forked = manager.fork(session.id, str(session.cwd), at_message)
+            return Reply("/fork takes a user message number (0 = the first), or nothing for all.")
+    if not session.history:
+        return Reply("Nothing to fork yet: this session has no conversation.")
+    forked = await manager.fork(session.id, str(session.cwd), at_message)
+    await manager.close(forked.id)
     upto = "the whole conversation" if at_message is None else f"up to user message {at_message}"
-    return (
+    return Reply(
         f"Forked {upto} into session {forked.id}. This chat goes on in session {session.id}; "
         "open the fork from the session list to continue there."
     )
@@ -173,7 +194,9 @@ def _history(manager: SessionManager, session: Session, argument: str, link: Cli
     count = sum(1 for item in items if _is_user(item))
     if count == 0:
         return "This session has no conversation yet."
-    for event in replay_events(items, manager.deps.tools):
+    # New ids for what is shown again: ACP ids are unique per session (module docstring of
+    # engine/replay.py); a client would otherwise update the calls it showed first.
+    for event in replay_events(items, manager.deps.tools, id_suffix=f"~{new_id()}"):
         link.emit(session.id, event)
     shown = "the whole conversation" if not argument else f"the last {count} turn(s)"
     return f"(That was {shown} of session {session.id}.)"
@@ -188,3 +211,26 @@ def _last_turns(items: Sequence[HistoryItem], turns: int) -> Sequence[HistoryIte
     if len(starts) <= turns:
         return items
     return items[starts[-turns] :]
+
+
+def _answering(text_of: Callable[[SessionManager, Session, str, ClientLink], str]) -> LocalHandler:
+    """A handler for a command that only computes its answer's text."""
+
+    async def handler(
+        manager: SessionManager, session: Session, argument: str, link: ClientLink
+    ) -> Reply:
+        return Reply(text_of(manager, session, argument, link))
+
+    return handler
+
+
+HANDLERS: Mapping[str, LocalHandler] = MappingProxyType(
+    {
+        "compact": _compact_command,
+        "model": _answering(_model),
+        "approvals": _answering(_approvals),
+        "fork": _fork,
+        "history": _answering(_history),
+    }
+)
+"""One handler per `local` command of engine/slash.py `COMMANDS` (a test holds them equal)."""

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,9 +69,15 @@ def text_content(text: str) -> list[ToolCallContent]:
 
 
 def describe_call(
-    registry: ToolRegistry, name: str, arguments: str, *, cwd: Path | None = None
+    registry: ToolRegistry,
+    name: str,
+    arguments: str,
+    *,
+    cwd: Path | None = None,
+    absent: Mapping[str, str] | None = None,
 ) -> DescribedCall:
-    """Title, kind and parsed arguments of a call; with `cwd`, also the files it will touch."""
+    """Title, kind and parsed arguments of a call; with `cwd`, also the files it will touch.
+    `absent`: tools not offered in this session, with why (a call to one says so)."""
     tool = registry.get(name)
     try:
         raw: Any = json.loads(arguments) if arguments.strip() else {}
@@ -86,13 +92,14 @@ def describe_call(
         )
     if tool is None:
         known = ", ".join(registry.names())
+        why = (absent or {}).get(name)
+        error = (
+            f"tool '{name}' is not available in this session: {why}"
+            if why is not None
+            else f"unknown tool '{name}'; available tools: {known}"
+        )
         return DescribedCall(
-            tool=None,
-            title=name,
-            kind="other",
-            raw_input=raw,
-            args=None,
-            error=f"unknown tool '{name}'; available tools: {known}",
+            tool=None, title=name, kind="other", raw_input=raw, args=None, error=error
         )
     try:
         args = tool.parse(raw)

@@ -36,7 +36,7 @@ from ..core.history import (
 )
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
-from ..policy.sandbox import SandboxPolicy
+from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
     ModelProvider,
@@ -53,6 +53,7 @@ from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .compaction import ContextKeeper
+from .edited_input import edited_note
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
@@ -67,10 +68,11 @@ from .events import (
     UsageChanged,
 )
 from .images import without_images
-from .instructions import base_request
+from .instructions import PromptFamily, base_request
 from .ports import ClientLink
 from .secrets import redact_result
 from .session import Session, TurnOutcome
+from .session_context import PermissionFacts, refresh
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -114,6 +116,10 @@ class TurnEnv:
     """The user config, where `allow_project` saves rules (None: the option is not offered)."""
     refresh_rules: Callable[[], Awaitable[None]] | None = None
     """Re-reads the session's permission rules (after `allow_project` saved one)."""
+    family: PromptFamily = "open"
+    """Which system-prompt overlay the model gets (engine/instructions.py)."""
+    absent: Mapping[str, str] = field(default_factory=dict)
+    """Tools not offered in this session (`Tool.unavailable`), with why."""
 
 
 @dataclass(slots=True)
@@ -176,6 +182,15 @@ class TurnRunner:
             "turn_context",
             {"turnId": self.state.turn_id, "cwd": str(session.cwd), **settings.persisted()},
         )
+        # A changed sandbox or approval policy reaches the model as a new item before this
+        # turn's message; what earlier requests held is never rewritten.
+        available = await _sandbox_available(self.env.sandbox)
+        refresh(
+            session,
+            PermissionFacts.of(
+                session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
+            ),
+        )
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
@@ -231,7 +246,7 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            template = base_request(self.session, self.env.tools, self.env.allowed)
+            template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -335,7 +350,10 @@ class TurnRunner:
 
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
-        described = [describe_call(self.env.tools, c.name, c.arguments, cwd=cwd) for c in calls]
+        described = [
+            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            for c in calls
+        ]
         for call, info in zip(calls, described, strict=True):
             self.state.open_calls[call.call_id] = _OpenCall(
                 call.call_id, call.name, info.title, info.kind, info.locations
@@ -376,6 +394,10 @@ class TurnRunner:
         decided = await self._decide(call.call_id, info, ctx)
         if decided is None:
             return
+        if decided.edited is not None:  # the user edited the arguments: those run
+            info = decided.edited
+            assert info.args is not None
+            args = info.args
         result = await self._execute(
             call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
         )
@@ -383,6 +405,8 @@ class TurnRunner:
             result = await self._rerun(call.call_id, info, ctx, result)
         if not result.success:
             self.state.failure_seen = True
+        if decided.edited is not None:
+            result = edited_note(result, decided.edited.raw_input)
         self._finish_call(call.call_id, result)
 
     async def _decide(
@@ -435,8 +459,17 @@ class TurnRunner:
         live: LiveOutput,
         decided: Decided,
     ) -> ToolResult:
+        edited = decided.edited
+        if edited is not None:  # show what runs now, not what the model asked for
+            self._retitle(call_id, edited.title)
         self._emit(
-            ToolCallProgress(call_id=call_id, status="in_progress", decision=decided.decision)
+            ToolCallProgress(
+                call_id=call_id,
+                status="in_progress",
+                decision=decided.decision,
+                title=edited.title if edited is not None else None,
+                raw_input=edited.raw_input if edited is not None else None,
+            )
         )
         try:
             result = await run_with_time_limit(
@@ -495,14 +528,21 @@ class TurnRunner:
             return failed
         live = LiveOutput(lambda text: self._emit_live_output(call_id, text))
         ctx.on_output = live.add if info.tool.live_output else None
+        edited = decided.edited
+        args = edited.args if edited is not None else info.args
         second = await self._execute(
-            call_id, tool=info.tool, args=info.args, ctx=ctx, live=live, decided=decided
+            call_id, tool=info.tool, args=args, ctx=ctx, live=live, decided=decided
         )
         second.output = (
             "The command failed inside the sandbox; the user let it run again outside it.\n"
             + second.output
         )
-        return second
+        return edited_note(second, edited.raw_input) if edited is not None else second
+
+    def _retitle(self, call_id: str, title: str) -> None:
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.title = title
 
     def _publish_plan(self, call_id: str, entries: list[tuple[str, PlanStatus]]) -> None:
         call = self.state.open_calls.get(call_id)
@@ -559,3 +599,13 @@ class TurnRunner:
             logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
             return
         self.env.link.emit(self.session.id, event)
+
+
+async def _sandbox_available(sandbox: SandboxPolicy) -> bool:
+    """Whether commands can be isolated here (bubblewrap is probed once per process, by
+    running it: the first time off the event loop)."""
+    if sandbox.mode == "danger-full-access":
+        return True
+    if bwrap_path.cache_info().currsize:
+        return bwrap_path() is not None
+    return await asyncio.to_thread(bwrap_path) is not None

@@ -4,7 +4,9 @@ Kept: user text, assistant text, reasoning text (as reasoning without any provid
 data, which no other provider could use), tool calls with their results (plans are tool
 calls: `TodoWrite`), in order. Dropped: injected context (`isMeta`), `system` notes,
 compaction markers and summaries (the conversation they summarize is imported whole), and
-sub-agent turns. Images become a short text note (Cody's history holds text).
+sub-agent turns. Inline (base64) images the user attached stay images of the user message when
+they pass the rules every image does (core/image_rules.py: type, size, count per message and
+per session), else they become a short note; linked images become a note too.
 
 Invariant (core/history.py): every imported call has exactly one result right after its
 call group; a call the source never answered gets the store's `INTERRUPTED_OUTPUT`, and a
@@ -30,6 +32,7 @@ from ..core.history import (
     TextPart,
     user_message,
 )
+from ..core.image_rules import ImageTally, admit_image, left_out
 from ..ids import new_id
 from ..store.reader import INTERRUPTED_OUTPUT
 from .model import Msg
@@ -44,6 +47,8 @@ class ImportPlan:
     tool_calls: int = 0
     skipped_messages: int = 0
     dropped_results: int = 0
+    images_left_out: int = 0
+    """Inline images that break core/image_rules.py, replaced by a note."""
 
 
 def _content_text(content: Any) -> str:
@@ -65,6 +70,8 @@ class _Builder:
         self.known: set[str] = set()
         self.renamed: dict[str, str] = {}
         """A source id used twice -> the id its latest call got here."""
+        self.images = ImageTally()
+        """The images imported so far (the session's, core/image_rules.py)."""
 
     def close_open_calls(self) -> None:
         for call_id in self.open:
@@ -76,6 +83,7 @@ class _Builder:
     def user(self, msg: Msg) -> None:
         texts: list[str] = []
         images: list[ImagePart] = []
+        in_message = ImageTally()
         for block in msg.content:
             if block["type"] == "tool_result":
                 call_id = self.renamed.get(block["tool_use_id"], block["tool_use_id"])
@@ -94,10 +102,16 @@ class _Builder:
                 texts.append(block["text"])
             elif block["type"] == "image":
                 image = _image_part(block)
-                if image is None:
-                    texts.append("[image omitted: only inline (base64) images are imported]")
-                else:
+                problem = (
+                    "only inline (base64) images are imported"
+                    if image is None
+                    else admit_image(image, in_message, self.images)
+                )
+                if image is not None and problem is None:
                     images.append(image)
+                else:
+                    self.plan.images_left_out += image is not None
+                    texts.append(left_out(problem or "").text)
         text = "\n\n".join(t for t in texts if t.strip())
         if text or images:
             self.close_open_calls()

@@ -1,10 +1,12 @@
 """Reading a session file line by line, safely: bounded memory, no hang, clear errors.
 
 Invariants:
-- only regular files are opened (a FIFO, a device or a directory is refused before any read,
-  so a hostile symlink cannot make a read block or never end);
+- only regular files are opened (core/safe_read.py: a FIFO, a device or a directory is
+  refused before it is opened, so a hostile symlink cannot make a read block or never end);
+- `head` reads a bounded prefix whatever the file holds (a listing never reads a huge file);
 - a line is never held in memory beyond `MAX_LINE_BYTES`: a longer one is consumed in chunks,
-  reported as `None` (the caller counts it as skipped) and reading goes on after it;
+  reported as `None` (the caller counts it as skipped) and reading goes on after it, unless it
+  runs past `MAX_SKIP_BYTES` (a file of zeros, say): then reading ends there;
 - the offsets and 1-based line numbers reported are exact, so a reader can resume at any line;
 - the last line of the file is returned even without its newline (a torn line fails to parse
   and is counted by the caller, like any other unreadable line).
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..core.safe_read import NotRegularFile, open_regular
 from ..errors import InvalidParams, Issue, NotFound
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MAX_SKIP_BYTES",
     "FileIdentity",
     "Line",
     "SessionFileReader",
@@ -35,6 +38,12 @@ __all__ = [
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """Longer lines are skipped (Claude Code stores whole tool outputs on one line; 32 MiB is
 far beyond any real one and keeps a hostile file from filling memory)."""
+
+MAX_SKIP_BYTES = 256 * 1024 * 1024
+"""An overlong line is read through (to find where the next one starts) up to this size; a
+longer one ends the file for its readers (nothing after it is read)."""
+MAX_HEAD_LINE_BYTES = MAX_LINE_BYTES
+"""How far past its head a listing reads to finish the head's last line."""
 
 _READ_CHUNK = 1024 * 1024
 
@@ -82,21 +91,17 @@ class SessionFileReader:
     def open(cls, path: Path) -> SessionFileReader:
         """Open `path` for reading; NotFound when missing, InvalidParams when not a file."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(path)
         except FileNotFoundError:
             raise NotFound(f"{path} does not exist (deleted or moved?).") from None
-        except IsADirectoryError:
-            raise _not_a_file(path, "a directory") from None
+        except NotRegularFile as exc:
+            raise _not_a_file(path, exc.strerror or "not a regular file") from None
         except OSError as exc:
             if exc.errno in (errno.ENXIO, errno.ENODEV):
                 raise _not_a_file(path, "a special file") from None
             raise NotFound(f"{path} cannot be read: {exc.strerror}.") from None
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-                raise _not_a_file(path, kind)
-            os.set_blocking(fd, True)
             handle = os.fdopen(fd, "rb", buffering=_READ_CHUNK)
         except BaseException:
             os.close(fd)
@@ -116,20 +121,31 @@ class SessionFileReader:
     def current_size(self) -> int:
         return os.fstat(self._handle.fileno()).st_size
 
-    def lines(self, offset: int = 0, number: int = 1) -> Iterator[Line]:
-        """Lines from byte `offset` (a line start) numbered from `number`, to the end of file."""
+    def lines(self, offset: int = 0, number: int = 1, *, stop: int | None = None) -> Iterator[Line]:
+        """Lines from byte `offset` (a line start) numbered from `number`, to the end of file;
+        with `stop`, nothing at or past byte `stop` is read (a line it cuts ends the lines,
+        unreported)."""
         handle = self._handle
         try:
             handle.seek(offset)
             while True:
-                raw = handle.readline(MAX_LINE_BYTES)
+                want = MAX_LINE_BYTES if stop is None else min(MAX_LINE_BYTES, stop - offset)
+                raw = handle.readline(want) if want > 0 else b""
                 if not raw:
                     return
                 start = offset
-                if len(raw) >= MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                if not raw.endswith(b"\n") and len(raw) == want:
+                    if want < MAX_LINE_BYTES:
+                        return  # cut by `stop`
                     offset += len(raw)
                     while True:  # consume the rest of the overlong line, chunk by chunk
-                        rest = handle.readline(_READ_CHUNK)
+                        room = _READ_CHUNK if stop is None else min(_READ_CHUNK, stop - offset)
+                        if room <= 0:
+                            return
+                        if offset - start >= MAX_SKIP_BYTES:
+                            yield Line(start, number, None, offset)
+                            return  # the rest of the file is one endless line: not read
+                        rest = handle.readline(room)
                         offset += len(rest)
                         if not rest or rest.endswith(b"\n"):
                             break
@@ -142,8 +158,10 @@ class SessionFileReader:
             raise NotFound(f"{self.path} could not be read to the end: {exc.strerror}.") from None
 
     def head(self, max_bytes: int) -> Iterator[Line]:
-        """The lines that start within the first `max_bytes` bytes."""
-        for line in self.lines():
+        """The lines that start within the first `max_bytes` bytes, reading no further than
+        `max_bytes + MAX_HEAD_LINE_BYTES` (a longer line there is reported as None, or not
+        at all), whatever the file holds (a huge file without a newline included)."""
+        for line in self.lines(stop=max_bytes + MAX_HEAD_LINE_BYTES):
             if line.offset >= max_bytes:
                 return
             yield line
@@ -162,6 +180,6 @@ class SessionFileReader:
 
 def _not_a_file(path: Path, kind: str) -> InvalidParams:
     return InvalidParams(
-        f"{path} is {kind}, not a session file.",
+        f"{path} is not a session file: {kind}.",
         [Issue(key="path", message=f"{kind}, not a regular file", value=str(path))],
     )

@@ -2,7 +2,8 @@
 
 The file is cut into *chunks*: a chunk ends before a line where a new turn starts (the
 parser says where), or once it holds `CHUNK_MESSAGES` messages and nothing is half-built,
-or at `CHUNK_HARD_LIMIT` messages in any case. Each chunk is sorted by timestamp (stable;
+or at `CHUNK_HARD_LIMIT` messages in any case; a chunk without messages (unreadable lines)
+ends once it has read `CHUNK_BYTES`. Each chunk is sorted by timestamp (stable;
 a message without a timestamp keeps the time of the one before it), so messages come out in
 timestamp order except across chunk edges. Memory is one chunk plus one page, whatever the
 file size.
@@ -10,6 +11,8 @@ file size.
 A cursor names a chunk start (byte offset, line number, the parser's small state there), how
 many of that chunk's messages were already sent, and the file it belongs to, so the next page
 re-reads at most one chunk. A cursor of a file that was replaced or truncated is refused.
+A page reads at most about `PAGE_READ_BYTES` of the file (plus one chunk), so a file of
+unreadable lines is paged through too, a page at a time (maybe an empty page with a cursor).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .model import Msg, sort_key
 __all__ = [
     "CHUNK_HARD_LIMIT",
     "CHUNK_MESSAGES",
+    "PAGE_READ_BYTES",
     "Chunk",
     "Cursor",
     "Page",
@@ -42,6 +46,9 @@ CHUNK_BYTES = 16 * 1024 * 1024
 """A chunk also ends once its lines add up to this (when settled; at 4x in any case)."""
 PAGE_BYTES = 32 * 1024 * 1024
 """A page ends early (after at least one message) once its messages' lines add up to this."""
+PAGE_READ_BYTES = 64 * 1024 * 1024
+"""A page also ends (at a chunk end, maybe with no message) once it has read this much of the
+file, so one request's reading is bounded whatever the file holds (unreadable lines count)."""
 
 
 @dataclass(slots=True)
@@ -128,9 +135,12 @@ def iter_chunks(reader: SessionFileReader, parser: Parser, cursor: Cursor) -> It
     chunk_bytes = 0
     last_line = cursor.line - 1
     last_end = cursor.offset
+    raw_bytes = 0
     for line in reader.lines(cursor.offset, cursor.line):
         obj = decode_line(line.raw)
-        if messages and obj is not None and _cut_here(parser, obj, len(messages), chunk_bytes):
+        if (
+            messages and obj is not None and _cut_here(parser, obj, len(messages), chunk_bytes)
+        ) or (not messages and raw_bytes >= CHUNK_BYTES):
             parser.end_chunk(messages, eof=False)
             next_state = parser.snapshot()
             yield Chunk(
@@ -145,8 +155,9 @@ def iter_chunks(reader: SessionFileReader, parser: Parser, cursor: Cursor) -> It
                 False,
             )
             start_offset, start_line, start_state = line.offset, line.number, next_state
-            messages, skipped, chunk_bytes = [], 0, 0
+            messages, skipped, chunk_bytes, raw_bytes = [], 0, 0, 0
         last_line, last_end = line.number, line.end
+        raw_bytes += line.end - line.offset
         if obj is None:
             if line.raw is None or line.raw.strip():
                 skipped += line.number > cursor.seen_line
@@ -231,8 +242,10 @@ def read_page(
     skipped = 0
     skip = cursor.skip
     page_bytes = 0
+    read_bytes = 0
     for chunk in iter_chunks(reader, parser, cursor):
         skipped += chunk.skipped
+        read_bytes += chunk.end_offset - chunk.offset
         available = chunk.messages[skip:]
         room = len(available) if limit is None else limit - len(out)
         for index, msg in enumerate(available[:room]):
@@ -248,7 +261,8 @@ def read_page(
             )  # fmt: skip
             return Page(out, resume, skipped, None, identity)
         skip = 0
-        if limit is not None and len(out) >= limit and not chunk.eof:
+        full = limit is not None and len(out) >= limit
+        if (full or read_bytes >= PAGE_READ_BYTES) and not chunk.eof:
             resume = Cursor(
                 chunk.end_offset, chunk.end_line + 1, chunk.next_state, 0, chunk.end_line,
                 cursor.delivered + len(out), cursor.format, cursor.device, cursor.inode,

@@ -3,6 +3,10 @@
     allowlist -> credentials -> what cannot run at all -> [hooks] -> permission rules
     (deny > ask > allow) -> session and turn rejections -> session grants -> policy
 
+(An allow rule does not apply to a git command in a repository whose own configuration can
+make git run a program, nor to a command without a sandbox while `sandbox_unavailable =
+"ask"`: such a call goes on as if no allow rule matched.)
+
 (`credentials`: a call that would read a login file is refused in every policy and mode;
 what cannot run at all: `sandbox_unavailable = "refuse"` without bubblewrap. Hooks, issue
 27, will decide between the refusals and the rules.)
@@ -13,7 +17,9 @@ The policy weighs whether the sandbox contains the call (`CallFacts.contained`):
 an MCP tool) asks; `untrusted` asks for everything but known-safe read-only commands;
 `never` asks nothing, so what needs more is refused unless it is only the network or an MCP
 tool. A caller that cannot tell (an agent CLI's request) leaves `contained` False and
-`escalation` None: it asks, except under `on-failure` before a failure (`failure_seen`).
+`escalation` None: it asks, except under `on-failure` before a failure (`failure_seen`) and,
+under `untrusted`, a known-safe command (checked where it runs) that has a sandbox or needs
+none (`unsandboxed` False, or `sandbox_unavailable = "allow"`).
 
 Grants remember how far they go: a call allowed to run outside the sandbox is remembered
 under `outside_key(grant_key)`, which also covers the sandboxed call; a sandboxed grant
@@ -123,6 +129,8 @@ class CallFacts:
     """The call would run a process without the isolation the sandbox mode asks for
     (bubblewrap is unusable)."""
     sandbox_unavailable: SandboxUnavailable
+    no_sandbox_because: str = "bubblewrap missing"
+    """Why an `unsandboxed` call has no sandbox (said in refusals; a backend CLI names itself)."""
     known_safe: bool
     """An `exec` of a known-safe read-only command."""
     grant_key: GrantKey
@@ -137,6 +145,9 @@ class CallFacts:
     """Why the call needs more than the sandbox, in words (shown; the `never` refusal)."""
     rule: RuleVerdict | None = None
     """What the permission rules say about the call (None: no rule matches)."""
+    allow_rule_void: str | None = None
+    """Why an allow rule cannot allow this call (a git command where the repository's own
+    configuration can make git run a program): it is decided as if no allow rule matched."""
 
 
 def decide(facts: CallFacts, grants: Grants) -> Verdict:
@@ -152,11 +163,13 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
     if facts.unsandboxed and facts.sandbox_unavailable == "refuse":
         return Deny(
             "sandbox",
-            "cannot run: no sandbox is available (bubblewrap missing) and "
+            f"cannot run: no sandbox is available ({facts.no_sandbox_because}) and "
             'sandbox_unavailable = "refuse"',
         )
     # Hooks (issue 27) come here: a PreToolUse hook may deny, ask or allow.
     rule = facts.rule
+    if rule is not None and rule.decision == "allow" and _allow_rule_void(facts):
+        rule = None  # decided as if no allow rule matched: the question stays
     if rule is not None:
         detail = rule.describe()
         if rule.decision == "deny":
@@ -185,6 +198,14 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
     return _policy(facts)
 
 
+def _allow_rule_void(facts: CallFacts) -> bool:
+    """An allow rule does not skip what it cannot vouch for: a repository that makes git run
+    its programs, or a command without a sandbox while `sandbox_unavailable = "ask"` (that
+    setting's question is about the missing sandbox, which no rule knew about)."""
+    must_warn = facts.unsandboxed and facts.sandbox_unavailable == "ask"
+    return facts.allow_rule_void is not None or must_warn
+
+
 def _rejected(facts: CallFacts, grants: Grants) -> Deny | None:
     outside = facts.escalation in _OUTSIDE
     key, wider = facts.grant_key, outside_key(facts.grant_key)
@@ -201,8 +222,8 @@ def _policy(facts: CallFacts) -> Verdict:
         if must_warn:
             return Deny(
                 "policy",
-                "cannot run: no sandbox is available (bubblewrap missing), approval policy "
-                'is `never` and sandbox_unavailable = "ask", so the command was refused',
+                f"cannot run: no sandbox is available ({facts.no_sandbox_because}), approval "
+                'policy is `never` and sandbox_unavailable = "ask", so the command was refused',
             )
         if facts.escalation in _OUTSIDE:
             return Deny(
@@ -216,7 +237,7 @@ def _policy(facts: CallFacts) -> Verdict:
     if not facts.requires_approval:
         return Allow("read-only tool", "a read-only tool")
     if facts.policy == "untrusted":
-        if facts.known_safe and facts.contained and not must_warn:
+        if facts.known_safe and facts.escalation is None and not must_warn:
             return Allow("known-safe command", "a known-safe read-only command")
         return Ask(unsandboxed=facts.unsandboxed)
     if facts.contained and not must_warn:

@@ -24,6 +24,14 @@ True only when every repository git could use from `cwd` is free of all of that:
   version, a damaged file or one over 64 MiB makes the answer False);
 - `GIT_DIR`, `GIT_WORK_TREE` or `GIT_COMMON_DIR` in the environment: False (not followed).
 
+`guarded_status_hazard(cwd)` answers a narrower question for agent CLIs that run git
+themselves: what could make `git -c core.hooksPath=/dev/null -c core.fsmonitor=false status
+--porcelain --ignore-submodules=dirty` (the Codex CLI's own command at every turn) run a
+program here. With hooks and fsmonitor overridden and dirty submodules ignored (git then does
+not run itself inside them), only filter drivers (`filter.<driver>.clean` / `.process`,
+selected by `.gitattributes`) remain, or an `include` that could bring one in; a config file
+the parser does not fully understand counts too.
+
 System and global git configuration (`/etc/gitconfig`, `~/.gitconfig`) belong to the user
 and are trusted. Known limit: the files are read when the call is decided; a process that
 rewrites `.git/config` between that check and the command (none can under the sandbox,
@@ -35,12 +43,14 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["is_inert_for_git"]
+from ..core.safe_read import FileTooLarge, read_regular
+
+__all__ = ["git_may_run_programs", "guarded_status_hazard", "is_inert_for_git"]
 
 _MAX_CONFIG_BYTES: Final = 64 * 1024
 _MAX_GITFILE_BYTES: Final = 4096
@@ -57,6 +67,52 @@ def is_inert_for_git(cwd: Path, env: Mapping[str, str]) -> bool:
         return all(_repository_inert(repo) for repo in _candidates(start))
     except (OSError, ValueError):
         return False
+
+
+def git_may_run_programs(
+    commands: Iterable[Sequence[str]], cwd: Path, env: Mapping[str, str]
+) -> bool:
+    """Whether one of `commands` (simple commands, as words) runs git where a repository's
+    own configuration could make it run a program (in `cwd`, or a `-C` directory). A
+    permission rule's allow does not apply to such a command (docs/protocol.md, "Permission
+    rules"): the user allowed a read of the repository, not what the repository runs."""
+    for words in commands:
+        if not words or os.path.basename(words[0]) != "git":
+            continue
+        places = [cwd] + [
+            cwd / value for flag, value in zip(words[1:], words[2:], strict=False) if flag == "-C"
+        ]
+        if not all(is_inert_for_git(place, env) for place in places):
+            return True
+    return False
+
+
+def guarded_status_hazard(cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why the guarded `git status` of the module docstring could run a program in `cwd`
+    (naming the setting and its file), or None when it cannot."""
+    for name in _REDIRECTING_ENV:
+        if env.get(name):
+            return f"{name} is set in the environment"
+    try:
+        start = Path(os.path.realpath(cwd))
+        for repo in _candidates(start):
+            hazard = _status_hazard(repo)
+            if hazard is not None:
+                return hazard
+    except (OSError, ValueError) as exc:
+        return f"a git repository here cannot be checked ({exc})"
+    return None
+
+
+def _status_hazard(repo: _Repo) -> str | None:
+    for config in _config_files(repo):
+        entries = _config_entries(config)
+        if entries is None:
+            return f"{config} cannot be fully parsed"
+        for key, _value in entries:
+            if key.startswith(("filter.", "include.", "includeif.")):
+                return f"{key} in {config}"
+    return None
 
 
 # --- discovery -------------------------------------------------------------------------------
@@ -97,27 +153,39 @@ def _resolve_dot_git(dot_git: Path) -> Path:
 
 
 def _read_small(path: Path, limit: int) -> bytes:
-    with path.open("rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path} is larger than {limit} bytes")
-    return data
+    """A regular file's bytes (a FIFO or a device is an OSError, never a hang)."""
+    try:
+        return read_regular(path, limit)
+    except FileTooLarge:
+        raise ValueError(f"{path} is larger than {limit} bytes") from None
 
 
 # --- one repository ----------------------------------------------------------------------------
 
 
+def _common_dir(git_dir: Path) -> Path:
+    commondir_file = git_dir / "commondir"
+    if not os.path.lexists(commondir_file):
+        return git_dir
+    target = _read_small(commondir_file, _MAX_GITFILE_BYTES).decode("utf-8").strip()
+    return Path(os.path.realpath(git_dir / target))
+
+
+def _config_files(repo: _Repo) -> list[Path]:
+    """The repository's own config files git reads (shared, and per work tree)."""
+    common = _common_dir(repo.git_dir)
+    return list(
+        dict.fromkeys(
+            [common / "config", common / "config.worktree", repo.git_dir / "config.worktree"]
+        )
+    )
+
+
 def _repository_inert(repo: _Repo) -> bool:
     git_dir = repo.git_dir
-    common = git_dir
-    commondir_file = git_dir / "commondir"
-    if os.path.lexists(commondir_file):
-        target = _read_small(commondir_file, _MAX_GITFILE_BYTES).decode("utf-8").strip()
-        common = Path(os.path.realpath(git_dir / target))
+    common = _common_dir(git_dir)
     hash_size = 20
-    for config in dict.fromkeys(
-        [common / "config", common / "config.worktree", git_dir / "config.worktree"]
-    ):
+    for config in _config_files(repo):
         entries = _config_entries(config)
         if entries is None:
             return False

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.safe_read import open_regular, read_regular_text
+
 __all__ = [
     "PROTECTED_NAMES",
     "SCAN_BUDGET",
@@ -69,8 +71,8 @@ def is_git_dir(path: Path) -> bool:
 
 def gitfile_targets(gitfile: Path) -> list[Path]:
     """The git directory a `.git` file points to (`gitdir: ...`) and its `commondir`, resolved."""
-    try:
-        with gitfile.open("rb") as handle:
+    try:  # a FIFO or a device named `.git` (an unpacked archive) is no gitfile: no hang
+        with open(open_regular(gitfile), "rb", closefd=True) as handle:
             first = handle.read(4096).split(b"\n", 1)[0].decode("utf-8", "replace").strip()
     except OSError:
         return []
@@ -79,7 +81,7 @@ def gitfile_targets(gitfile: Path) -> list[Path]:
     target = Path(os.path.realpath(gitfile.parent / first[len("gitdir:") :].strip()))
     found = [target]
     try:
-        common = (target / "commondir").read_text(encoding="utf-8").strip()
+        common = read_regular_text(target / "commondir", 4096).strip()
     except (OSError, UnicodeDecodeError):
         return found
     if common:

@@ -33,7 +33,7 @@ import os
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +51,7 @@ __all__ = [
     "RuleSubject",
     "RuleVerdict",
     "UrlSubject",
+    "allow_rule_void",
     "parse_rule",
     "subject_from_grant_key",
 ]
@@ -414,4 +415,20 @@ def subject_from_grant_key(key: tuple[str, ...], cwd: Path) -> RuleSubject:
 
         host = urllib.parse.urlsplit(rest[0]).hostname
         return UrlSubject(host) if host else None
+    return None
+
+
+def allow_rule_void(
+    verdict: RuleVerdict | None, subject: RuleSubject, env: Mapping[str, str]
+) -> str | None:
+    """Why an allow `verdict` cannot allow this call (None: it can): a git command where the
+    repository's own configuration could make git run a program, as for known-safe commands
+    (policy/git_repo.py). Reads files: call it off the event loop."""
+    if verdict is None or verdict.decision != "allow" or not isinstance(subject, CommandSubject):
+        return None
+    from .git_repo import git_may_run_programs
+
+    commands = [part.words for part in subject.parts or ()]
+    if git_may_run_programs(commands, subject.cwd, env):
+        return "this repository's git configuration could make git run a program"
     return None

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ..core.safe_read import read_regular
+
 __all__ = [
     "MIN_SECRET_CHARS",
     "REDACTED",
@@ -251,8 +253,7 @@ def _login_values(path: Path) -> tuple[str, ...]:
     """The token-like strings of a JSON login file (every string leaf of 8+ token characters:
     access, refresh and id tokens, API keys, account ids); () when it cannot be read."""
     try:
-        with path.open("rb") as handle:
-            data = json.loads(handle.read(_MAX_LOGIN_FILE_BYTES))
+        data = json.loads(read_regular(path, _MAX_LOGIN_FILE_BYTES))
     except (OSError, ValueError):
         return ()
     found: list[str] = []

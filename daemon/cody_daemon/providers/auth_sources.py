@@ -47,6 +47,7 @@ import httpx
 
 from .. import __version__
 from ..core.atomic_write import replace_file
+from ..core.safe_read import JSON_FILE_LIMIT, read_regular
 from .auth import ApiKeyAuth, AuthSource, NoAuth
 from .base import ProviderError
 from .catalog import default_codex_home
@@ -248,7 +249,7 @@ class OAuthFileAuth(ABC):
     def _read(self) -> dict[str, Any]:
         """The file's JSON object; `ValueError(reason)` when it is missing or unusable."""
         try:
-            data = json.loads(self.path.read_bytes())
+            data = json.loads(read_regular(self.path, JSON_FILE_LIMIT))
         except OSError as exc:
             raise ValueError(_os_reason(exc)) from None
         except ValueError:

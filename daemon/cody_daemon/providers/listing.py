@@ -42,6 +42,7 @@ from typing import Any, Final, get_args
 from ..config.paths import CodyPaths
 from ..config.provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 from ..core.atomic_write import write_atomic
+from ..core.safe_read import CONFIG_FILE_LIMIT, JSON_FILE_LIMIT, read_regular
 from ..errors import InvalidParams
 from .catalog import ProviderCatalog
 from .models import packaged_text
@@ -102,7 +103,7 @@ def provider_listing(
         return ProviderCatalog(specs, env=env, codex_home=codex_home, claude_dir=claude_dir)
 
     try:
-        config_bytes = paths.config_file.read_bytes()
+        config_bytes = read_regular(paths.config_file, CONFIG_FILE_LIMIT)
     except (FileNotFoundError, NotADirectoryError):
         return ProviderListing(catalog_of(list(builtin_providers(env))), AUTO)
     except OSError:
@@ -164,7 +165,7 @@ def _code_digest() -> bytes:
 
 def _unchanged(path: Path, expected: bytes | None) -> bool:
     try:
-        return path.read_bytes() == expected
+        return read_regular(path, CONFIG_FILE_LIMIT) == expected
     except OSError:
         return False
 
@@ -173,7 +174,7 @@ def _read_entry(
     cache: Path, key: str, env: Mapping[str, str]
 ) -> tuple[list[ProviderSpec], str] | None:
     try:
-        entry = json.loads(cache.read_bytes())
+        entry = json.loads(read_regular(cache, JSON_FILE_LIMIT))
     except (OSError, ValueError, RecursionError):
         return None
     try:

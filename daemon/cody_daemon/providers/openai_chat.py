@@ -167,7 +167,10 @@ class OpenAIChatProvider(HttpProvider):
                     messages.append({"role": "user", "content": _parts(item)})
                 elif item.text:
                     replay.clear()  # reasoning never answered: nothing to attach it to
-                    role = "system" if item.role == "developer" else item.role
+                    # Cody's context items (permissions) go as user messages, as on the
+                    # Messages API: many open models' chat templates refuse a system message
+                    # anywhere but first.
+                    role = "user" if item.role == "developer" else item.role
                     messages.append({"role": role, "content": item.text})
             elif isinstance(item, FunctionCallOutputItem):
                 answer_open_calls()  # its tool message is written there (or it answers nothing)

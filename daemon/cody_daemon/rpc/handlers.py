@@ -1,4 +1,7 @@
-"""The method table: params validated with the protocol models, engine called, results dumped.
+"""The handlers: params validated with the protocol models, engine called, results dumped.
+
+One handler per method the daemon serves (`cody_protocol.methods.METHODS`, the one table of
+methods): `register_handlers` refuses to start with one missing or one too many.
 
 Every handler is async (pygls runs it as a task, so `$/cancelRequest` can cancel it) and
 maps errors at this boundary (rpc/errors.py): a handler never leaks a traceback.
@@ -39,7 +42,8 @@ def parse(model: type[M], params: Any) -> M:
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise RpcError(-32602, "Invalid params: params must be a JSON object")
+        message = "Invalid params: params must be a JSON object"
+        raise RpcError(-32602, message, {"details": message})
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -83,7 +87,7 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
-    from cody_protocol.session import CodySessionResultMeta, SessionResultMeta
+    from cody_protocol.session import CodySessionResultMeta, ProjectDoc, SessionResultMeta
 
     from ..engine.settings import build_modes
 
@@ -101,6 +105,7 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
                 backend=session.settings.backend,
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
+                project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
             )
         ),
     }
@@ -152,7 +157,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
-        session = app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
+        session = await app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
         advertise_commands(session.id)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
@@ -163,7 +168,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            app.link,
+            replay=True,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
@@ -173,7 +182,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            None,
+            replay=False,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
@@ -182,7 +195,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         from cody_protocol.session import ListSessionsParams, ListSessionsResult
 
         parsed = parse(ListSessionsParams, params)
-        sessions, cursor = app.manager.list_sessions(parsed.cwd, parsed.cursor)
+        sessions, cursor = await app.manager.list_sessions(parsed.cwd, parsed.cursor)
         return ListSessionsResult(sessions=sessions, next_cursor=cursor)
 
     async def session_close(params: Any) -> Any:
@@ -271,7 +284,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         from cody_protocol.session import ForkSessionParams, ForkSessionResult
 
         parsed = parse(ForkSessionParams, params)
-        session = app.manager.fork(
+        session = await app.manager.fork(
             parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
         )
         advertise_commands(session.id)
@@ -298,6 +311,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def tools_list(params: Any) -> Any:
         from cody_protocol.extensions import (
+            AbsentTool,
             McpServerStatus,
             ToolInfo,
             ToolsListParams,
@@ -306,18 +320,24 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(ToolsListParams, params)
         names: set[str] | None = None
-        available = app.deps.tools.tools()
+        tool_config = app.default_tool_config()
         statuses: list[McpServerStatus] = []
+        session = None
         if parsed.session_id is not None:
             session = app.manager.get(parsed.session_id)
+            tool_config = session.settings.tool_config
             allowed = app.manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
-            if session.mcp is not None:
-                available = [*available, *await session.mcp.session_tools()]
-                statuses = [
-                    McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
-                    for s in session.mcp.statuses()
-                ]
+        absent = app.deps.tools.absent(app.env, tool_config)
+        available = app.deps.tools.offered(None, app.env, tool_config).tools()
+        if session is not None and session.mcp is not None:
+            available = [*available, *await session.mcp.session_tools()]
+            statuses = [
+                McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
+                for s in session.mcp.statuses()
+            ]
+            if not any(tool.name == "readMcpResource" for tool in available):
+                absent["readMcpResource"] = "none of the session's MCP servers is running"
         tools = [
             ToolInfo(
                 name=tool.name,
@@ -328,7 +348,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             for tool in available
             if names is None or tool.name in names
         ]
-        return ToolsListResult(tools=tools, mcp_servers=statuses)
+        return ToolsListResult(
+            tools=tools,
+            mcp_servers=statuses,
+            absent=[AbsentTool(name=name, reason=reason) for name, reason in absent.items()],
+        )
 
     async def models_list(params: Any) -> Any:
         from cody_protocol.extensions import ModelInfo, ModelsListResult, ProviderModels
@@ -380,28 +404,15 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
     }
-    for name, fn in table.items():
+    from .config_handlers import config_handlers  # _cody/config/check
+    from .history_handlers import history_handlers  # _cody/history/*
+    from .permission_handlers import permission_handlers  # _cody/permissions/*
+
+    history = history_handlers(app)
+    config = config_handlers(app)
+    permissions = permission_handlers(app)
+    problems = methods.handler_problems([*table, *history, *config, *permissions])
+    if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
+        raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
+    for name, fn in {**table, **history, **config, **permissions}.items():
         server.feature(name)(_guard(name, fn))
-
-    from .history_handlers import register_history_handlers  # _cody/history/*
-
-    register_history_handlers(server, app)
-
-    from .permission_handlers import register_permission_handlers  # _cody/permissions/*
-
-    register_permission_handlers(server, app)
-
-
-EXTENSIONS: tuple[str, ...] = (
-    methods.CODY_SESSION_FORK,
-    methods.CODY_SESSION_COMPACT,
-    methods.CODY_TOOLS_LIST,
-    methods.CODY_MODELS_LIST,
-    methods.CODY_SESSION_HISTORY,
-    methods.CODY_HISTORY_LIST,
-    methods.CODY_HISTORY_READ,
-    methods.CODY_HISTORY_IMPORT,
-    methods.CODY_AGENTS_LIST,
-    methods.CODY_PERMISSIONS_LIST,
-    methods.CODY_PERMISSIONS_REMOVE,
-)

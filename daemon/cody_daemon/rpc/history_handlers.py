@@ -3,29 +3,30 @@ HistoryService called (rpc reaches the history package only through the engine).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
-from pygls.server import JsonRPCServer
 
-from .handlers import _guard, _session_state, parse
+from .handlers import _session_state, parse
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
     from ..engine.history import HistoryService
 
-__all__ = ["HISTORY_METHODS", "register_history_handlers"]
+__all__ = ["HISTORY_METHODS", "history_handlers"]
 
-HISTORY_METHODS = (
-    methods.CODY_SESSION_HISTORY,
-    methods.CODY_HISTORY_LIST,
-    methods.CODY_HISTORY_READ,
-    methods.CODY_HISTORY_IMPORT,
+HISTORY_METHODS = tuple(
+    method.name
+    for method in methods.METHODS.values()
+    if method.params is not None and method.params.startswith("history:")
 )
+"""The methods served here: those whose params are a `cody_protocol.history` model."""
 
 
-def register_history_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
-    """The history methods; their models and the engine load on the first history request."""
+def history_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    """The history methods' handlers (registered by rpc/handlers.py); their models and the
+    engine load on the first history request."""
     services: list[HistoryService] = []
 
     def history() -> HistoryService:
@@ -79,11 +80,9 @@ def register_history_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             }
         )
 
-    table = {
+    return {
         methods.CODY_HISTORY_LIST: history_list,
         methods.CODY_HISTORY_READ: history_read,
         methods.CODY_SESSION_HISTORY: session_history,
         methods.CODY_HISTORY_IMPORT: history_import,
     }
-    for name, fn in table.items():
-        server.feature(name)(_guard(name, fn))

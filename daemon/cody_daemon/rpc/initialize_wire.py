@@ -101,9 +101,11 @@ def initialize_result(
     data_dir: str,
     config_file: str,
     binaries: list[dict[str, Any]],
+    locations: dict[str, str],
 ) -> dict[str, Any]:
     """`InitializeResult` as JSON. `auth_methods` and `providers` are `AuthMethod` /
-    `ProviderInfo` shapes, `binaries` `BinaryInfo` ones, without null members."""
+    `ProviderInfo` shapes, `binaries` `BinaryInfo` ones, `locations` a `DaemonLocations`,
+    without null members."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
@@ -130,6 +132,7 @@ def initialize_result(
                 "dataDir": data_dir,
                 "configFile": config_file,
                 "binaries": binaries,
+                "locations": locations,
             }
         },
     }

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cody_protocol.endpoint import SOCKET_ENV, default_socket_path
+from cody_protocol.endpoint import RUNTIME_DIR_HINT, SOCKET_ENV, default_socket_path
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
@@ -125,13 +125,17 @@ def _own_directory(directory: Path, *, private: bool) -> None:
         raise ListenError(f"cannot create {directory}: {exc.strerror or exc}") from None
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode):
-        raise ListenError(f"{directory} is not a directory (a symlink or a file is in the way)")
+        raise ListenError(
+            f"{directory} is not a directory (a symlink or a file is in the way); "
+            + (RUNTIME_DIR_HINT if private else "pass another path with --listen PATH")
+        )
     if not private:
         return
     if info.st_uid != os.getuid():
         raise ListenError(
-            f"{directory} belongs to another user (uid {info.st_uid}); "
-            f"remove it or pass another socket path with --listen PATH"
+            f"{directory} belongs to another user (uid {info.st_uid}), who may have made it "
+            "to keep this daemon from starting; clients start a daemon of their own meanwhile. "
+            f"To listen: {RUNTIME_DIR_HINT}"
         )
     if stat.S_IMODE(info.st_mode) != 0o700:
         directory.chmod(0o700)  # ours and not a symlink (lstat above): no one else can swap it
@@ -393,6 +397,12 @@ def main_listen(
 
     env = dict(os.environ)
     target = ListenTarget.resolve(requested, env)
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if target.private_dir and runtime and not target.path.is_relative_to(runtime):
+        sys.stderr.write(
+            f"cody-daemon: XDG_RUNTIME_DIR={runtime} is not a private directory of yours "
+            f"(missing, a symlink, another user's or writable by others); using {target.path.parent}\n"
+        )
     try:
         sock = bind_socket(target)
     except ListenError as exc:

@@ -88,6 +88,8 @@ class TerminalView:
             update = ToolCallUpdate(
                 tool_call_id=event.call_id,
                 status="in_progress",
+                title=event.title,
+                raw_input=event.raw_input,
                 content=_terminal(event.call_id),
                 meta=decision_meta(event.decision),
             )

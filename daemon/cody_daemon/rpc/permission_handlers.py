@@ -4,22 +4,22 @@ permissions module called (engine/permissions.py); files are read off the event 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
-from pygls.server import JsonRPCServer
 
-from .handlers import _guard, parse
+from .handlers import parse
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["PERMISSION_METHODS", "register_permission_handlers"]
-
-PERMISSION_METHODS = (methods.CODY_PERMISSIONS_LIST, methods.CODY_PERMISSIONS_REMOVE)
+__all__ = ["permission_handlers"]
 
 
-def register_permission_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
+def permission_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    """`_cody/permissions/*`'s handlers (registered by rpc/handlers.py)."""
+
     async def permissions_list(params: Any) -> Any:
         from cody_protocol.extensions import PermissionsListParams, PermissionsListResult
 
@@ -46,9 +46,7 @@ def register_permission_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
         return PermissionsRemoveResult(removed=removed)
 
-    table = {
+    return {
         methods.CODY_PERMISSIONS_LIST: permissions_list,
         methods.CODY_PERMISSIONS_REMOVE: permissions_remove,
     }
-    for name, fn in table.items():
-        server.feature(name)(_guard(name, fn))

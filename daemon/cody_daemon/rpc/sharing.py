@@ -36,7 +36,7 @@ from cody_protocol import methods
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import CommandsAvailable, EngineEvent
-from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from ..engine.ports import ApprovalReply, ApprovalRequest, ClientFileAccess
 from ..errors import ClientFileError, NotFound
 from .link import RpcClientLink
 from .protocol import CodyProtocol
@@ -149,10 +149,10 @@ class SharedSessionLink(RpcClientLink):
 
     # -- requests to this connection's client ---------------------------------------------
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         if self.closed:
             logger.info("approval for a session of a disconnected client: rejected")
-            return "invalid"
+            return ApprovalReply("invalid")
         return await super().request_approval(session_id, request)
 
     def file_access(self) -> ClientFileAccess:
@@ -201,8 +201,8 @@ class BroadcastLink:
         for link in self._attachments.links(session_id):
             await link.flush_own(session_id)
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
-        return "invalid"
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
+        return ApprovalReply("invalid")
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()
@@ -216,22 +216,11 @@ class BroadcastLink:
 
 Handler = Callable[[Any], Awaitable[Any]]
 
-_ATTACH_ON_USE = frozenset({methods.SESSION_PROMPT, methods.CODY_SESSION_COMPACT})
-"""Running a turn on a live session attaches the connection that asked for it."""
-
-_ATTACH_FROM_RESULT = frozenset(
-    {
-        methods.SESSION_NEW,
-        methods.SESSION_FORK,
-        methods.CODY_SESSION_FORK,
-        methods.CODY_HISTORY_IMPORT,
-    }
-)
-
 
 class SharingServer(CodyServer):
     """A connection's pygls server: the daemon's handlers, with the attach/detach rules of
-    the module docstring wrapped around the methods that open, close and delete sessions."""
+    the module docstring wrapped around the methods that open, close and delete sessions
+    (which ones: `Method.session` in cody_protocol.methods)."""
 
     def __init__(self, attachments: Attachments, manager: SessionManager) -> None:
         super().__init__()
@@ -253,11 +242,14 @@ class SharingServer(CodyServer):
         link = self.link
         attachments = self.attachments
 
+        entry = methods.METHODS.get(method)
+        use = entry.session if entry is not None else None  # the table's facts, not a list
+
         async def params_only(params: Any) -> Any:
             session_id = params.get("sessionId") if isinstance(params, dict) else None
             if not isinstance(session_id, str):
                 return await fn(params)
-            if method == methods.SESSION_LOAD:
+            if use == "loads":
                 token = _PRIVATE_TO.set(link)
                 try:
                     result = await fn(params)
@@ -265,23 +257,23 @@ class SharingServer(CodyServer):
                     _PRIVATE_TO.reset(token)
                 attachments.attach(session_id, link)
                 return result
-            if method == methods.SESSION_RESUME:
+            if use == "resumes":
                 if self.resume_live is not None and self._busy(session_id):
                     result = await self.resume_live(session_id)
                 else:
                     result = await fn(params)
                 attachments.attach(session_id, link)
                 return result
-            if method == methods.SESSION_CLOSE:
+            if use == "closes":
                 others = [other for other in attachments.links(session_id) if other is not link]
                 attachments.detach(session_id, link)
                 if others and self._live(session_id):
                     return {}  # still open for the other connections
                 return await fn(params)
-            if method in _ATTACH_ON_USE and self._live(session_id):
+            if use == "runs" and self._live(session_id):
                 attachments.attach(session_id, link)
             result = await fn(params)
-            if method == methods.SESSION_DELETE:
+            if use == "deletes":
                 attachments.forget(session_id)
             return result
 
@@ -292,7 +284,7 @@ class SharingServer(CodyServer):
                 attachments.attach(session_id, link)
             return result
 
-        handler = attach_result if method in _ATTACH_FROM_RESULT else params_only
+        handler = attach_result if use == "creates" else params_only
         handler.__name__ = getattr(fn, "__name__", "handler")
         return handler
 

@@ -24,13 +24,12 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
-__all__ = ["IDLE_S", "STEPS", "WarmUp"]
+__all__ = ["IDLE_S", "STEPS", "Timers", "WarmUp"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,21 +70,36 @@ STEPS: Final[tuple[str, ...]] = (
 """`module` imports it; `module:Model` builds that model's validator and serializer."""
 
 
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The clock and timers the warm-up runs on: the event loop (`asyncio` loops have both
+    methods); a test passes a manual clock (tests/support/clock.py) to run steps exactly
+    when it advances time, whatever the machine's load."""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], None], /) -> Cancellable: ...
+
+
 class WarmUp:
     """Runs `STEPS` in the idle time of one event loop (see the module invariants)."""
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: Timers,
         steps: tuple[str, ...] = STEPS,
         run: Callable[[str], None] | None = None,
     ) -> None:
-        """`run` performs one step (tests pass their own)."""
+        """`loop`: the event loop (or any `Timers`); `run` performs one step (tests pass
+        their own)."""
         self._loop = loop
         self._run = run or _run
         self._steps = list(reversed(steps))
         self._last_heard = loop.time()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
 
     @property
     def done(self) -> bool:

@@ -1,11 +1,16 @@
 """Read a session file back into a `SessionRecord` (history, settings, usage, title).
 
 Invariants:
-- the file is streamed line by line; memory grows with the history, not the file;
+- only a regular file is opened (a FIFO or a device named like a session file is NotFound,
+  never a hang), and it is streamed line by line; memory grows with the history, not the
+  file (a line over MAX_LINE_BYTES is skipped and counted, never held);
 - a torn last line (a crash mid-write) is skipped silently; any other unreadable line (not
   JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
   `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
 - consecutive segments of one streamed item (same `id`) are merged into one item;
+- images that break core/image_rules.py (type, size, count per message and per session) are
+  replaced by a note in their message (`images_left_out`), so a damaged or edited file never
+  sends the model what a prompt could not;
 - a `function_call` without output (a crash mid-call) gets a synthetic failed output
   `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
   so a live session can persist the repair.
@@ -14,9 +19,10 @@ Invariants:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from pydantic import ValidationError
@@ -31,6 +37,8 @@ from ..core.history import (
     SummaryPart,
     TextPart,
 )
+from ..core.image_rules import admit_history_images
+from ..core.safe_read import open_regular
 from ..errors import NotFound
 
 __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment", "read_session"]
@@ -38,6 +46,9 @@ __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment",
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_OUTPUT = '{"error": "interrupted"}'
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is skipped (and counted): far beyond any line Cody writes (a prompt's images
+are at most 20 MB, engine/images.py), and a file without newlines cannot fill memory."""
 
 
 @dataclass(kw_only=True)
@@ -60,10 +71,15 @@ class SessionRecord:
     """The latest `compaction` event (the history itself is never shortened)."""
     backend_resume_id: str | None = None
     """The id the session's agent CLI resumes it by (`backend` events; codex/claude sessions)."""
+    context: list[dict[str, Any]] = field(default_factory=list)
+    """`context` events in order (project instructions, environment and permissions items;
+    validated by engine/context_items.py)."""
     turns: int = 0
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
     torn_tail: bool = False
+    images_left_out: int = 0
+    """Images of the file that break core/image_rules.py, replaced by a note (never sent)."""
 
 
 class _Folder:
@@ -93,6 +109,12 @@ class _Folder:
                     _merge_segment(target, item)
                     return
             self._segment_index[item.id] = len(items)
+            if isinstance(item, MessageItem) and item.client_content:
+                # Cody keeps a prompt's images as message parts, never here: a file that
+                # does (edited, damaged) would replay them unchecked.
+                item.client_content = [
+                    block for block in item.client_content if block.get("type") != "image"
+                ]
             if isinstance(item, MessageItem) and item.role == "user" and self.record.title is None:
                 self.record.title = make_title(item.text)
         items.append(item)
@@ -121,6 +143,8 @@ class _Folder:
             self.record.title = payload["title"]
         elif kind == "compaction" and isinstance(payload.get("summary"), str):
             self.record.compaction = payload
+        elif kind == "context":
+            self.record.context.append(payload)
         elif kind == "backend" and isinstance(payload.get("resumeId"), str):
             self.record.backend_resume_id = payload["resumeId"]
 
@@ -177,37 +201,56 @@ def make_title(text: str, limit: int = 80) -> str:
 def read_session(path: Path) -> SessionRecord:
     """Parse a session file. Raises NotFound when it is missing or its header is unreadable."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, streamed line by line
+        fd = open_regular(path)  # a FIFO or a device named like a session file: refused
     except FileNotFoundError:
         raise NotFound(f"Session file {path} does not exist.") from None
     except OSError as exc:
         raise NotFound(f"Session file {path} cannot be read: {exc.strerror}.") from None
-    with handle:
+    with open(fd, "rb", closefd=True) as handle:
         record: SessionRecord | None = None
         folder: _Folder | None = None
         pending: bytes | None = None
-        for raw in handle:
-            if pending is not None:
+        started = False
+        for raw in _bounded_lines(handle):
+            if started:
                 record, folder = _consume(pending, path, record, folder, last=False)
-            pending = raw
-        if pending is not None:
+            pending, started = raw, True
+        if started:
             record, folder = _consume(pending, path, record, folder, last=True)
     if record is None or folder is None:
         raise NotFound(f"Session file {path} is empty or has no readable session_meta line.")
     folder.close_interrupted_calls()
+    record.images_left_out = admit_history_images(record.items)
+    if record.images_left_out:
+        logger.warning(
+            "%s: %d image(s) left out (core/image_rules.py)", path.name, record.images_left_out
+        )
     return record
 
 
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """The file's lines; None for a line over MAX_LINE_BYTES (read in pieces, never held)."""
+    while raw := handle.readline(MAX_LINE_BYTES):
+        if len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+        else:
+            yield raw
+
+
 def _consume(
-    raw: bytes,
+    raw: bytes | None,
     path: Path,
     record: SessionRecord | None,
     folder: _Folder | None,
     *,
     last: bool,
 ) -> tuple[SessionRecord | None, _Folder | None]:
-    torn = last and not raw.endswith(b"\n")
+    torn = last and raw is not None and not raw.endswith(b"\n")
     try:
+        if raw is None:
+            raise TypeError(f"the line is longer than {MAX_LINE_BYTES:,} bytes")
         line = orjson.loads(raw)
         if not isinstance(line, dict):
             raise TypeError("the line is not an object")
@@ -216,7 +259,7 @@ def _consume(
         if not isinstance(payload, dict):
             raise TypeError("payload is not an object")
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        if not raw.strip():
+        if raw is not None and not raw.strip():
             return record, folder
         if record is None:
             raise NotFound(

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.safe_read import open_regular
 from ..errors import SessionBusy, StorageError
 from .lines import LineType, encode_line
 
@@ -53,8 +54,9 @@ class SessionFile:
 
     @classmethod
     def open_existing(cls, path: Path) -> SessionFile:
-        """Open an existing session file for appending; SessionBusy if another holds it."""
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        """Open an existing session file for appending; SessionBusy if another holds it, a
+        NotRegularFile (OSError) if it is a FIFO or a device (an open never blocks)."""
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND)
         return cls._locked(path, fd)
 
     @classmethod
@@ -82,10 +84,13 @@ class SessionFile:
         size = os.fstat(self._fd).st_size
         if size == 0:
             return
-        with open(self.path, "rb") as handle:
-            handle.seek(size - 1)
-            if handle.read(1) != b"\n":
-                self._write(b"\n")
+        reader = open_regular(self.path)
+        try:
+            last = os.pread(reader, 1, size - 1)
+        finally:
+            os.close(reader)
+        if last != b"\n":
+            self._write(b"\n")
 
     def append(self, line_type: LineType, payload: dict[str, Any]) -> None:
         """Write one line; `StorageError` if it cannot be written (then nothing of it stays)."""

@@ -1,8 +1,10 @@
 """Where session files live, and finding, listing, creating and deleting them.
 
 Layout: `<data_dir>/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<session id>.jsonl`.
-Listing reads only the head of each file (up to its first user message) plus its mtime; a
-file without a turn (a session never prompted) is read to its end, which is short.
+Listing reads only the head of each file (up to its first user message, at most
+`_HEADER_BYTES`) plus its mtime; a file without a turn (a session never prompted) is read to
+its end, which is short. Only regular files are opened (core/safe_read.py): a FIFO or a
+device named like a session file is skipped by a listing and refused by `find`'s callers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..core.safe_read import open_regular
 from ..errors import InvalidParams, Issue, NotFound
 from .reader import make_title
 from .session_file import SessionFile
@@ -29,6 +32,8 @@ _HEADER_LINES = 200
 """Lines read for a listing entry: up to the first user message (settings changed before the
 first prompt come first; a never-prompted file is short)."""
 _HEADER_LINE_BYTES = 4 * 1024 * 1024
+_HEADER_BYTES = 8 * 1024 * 1024
+"""Read at most this much of a file for its listing entry, whatever its lines are."""
 _STAMP_GLOB = "rollout-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
 """The fixed-width timestamp prefix, so an id never matches the tail of a longer id."""
 
@@ -107,7 +112,10 @@ class SessionStore:
 
     def delete(self, session_id: str) -> None:
         path = self.find(session_id)
-        probe = SessionFile.open_existing(path)  # SessionBusy if another daemon holds it
+        try:
+            probe = SessionFile.open_existing(path)  # SessionBusy if another daemon holds it
+        except OSError as exc:
+            raise NotFound(f"Session file {path} cannot be opened: {exc.strerror}.") from None
         try:
             path.unlink()
         finally:
@@ -129,11 +137,12 @@ def _summarize(path: Path) -> SessionSummary | None:
     garbage, fields of the wrong type) affects only that file's entry (issue 8.10).
     """
     try:
-        stat = path.stat()
-        session_id = cwd = ""
-        title: str | None = None
-        has_turn = False
-        with open(path, "rb") as handle:
+        fd = open_regular(path)
+        with open(fd, "rb", closefd=True) as handle:
+            stat = os.fstat(fd)
+            session_id = cwd = ""
+            title: str | None = None
+            has_turn = False
             for raw in _head_lines(handle):
                 line = _object_or_none(raw)
                 payload = line.get("payload") if line is not None else None
@@ -169,15 +178,22 @@ def _summarize(path: Path) -> SessionSummary | None:
 
 
 def _head_lines(handle: BinaryIO) -> Iterator[bytes]:
-    """The first `_HEADER_LINES` lines; a line over `_HEADER_LINE_BYTES` is skipped unread."""
+    """The first `_HEADER_LINES` lines within the first `_HEADER_BYTES`; a line over
+    `_HEADER_LINE_BYTES` is skipped (read in pieces, never held)."""
+    budget = _HEADER_BYTES
     for _ in range(_HEADER_LINES):
-        raw = handle.readline(_HEADER_LINE_BYTES)
+        raw = handle.readline(min(_HEADER_LINE_BYTES, budget))
+        budget -= len(raw)
         if not raw:
             return
-        if len(raw) == _HEADER_LINE_BYTES and not raw.endswith(b"\n"):
-            while (rest := handle.readline(_HEADER_LINE_BYTES)) and not rest.endswith(b"\n"):
-                pass
+        if not raw.endswith(b"\n") and len(raw) == _HEADER_LINE_BYTES:
+            while budget > 0 and (rest := handle.readline(min(_HEADER_LINE_BYTES, budget))):
+                budget -= len(rest)
+                if rest.endswith(b"\n"):
+                    break
             continue
+        if budget <= 0 and not raw.endswith(b"\n"):
+            return  # cut by the budget: not a whole line
         yield raw
 
 

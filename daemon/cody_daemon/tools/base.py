@@ -214,6 +214,17 @@ class Tool(ABC, Generic[A]):
     def grant_key(self, args: A, ctx: ToolContext) -> GrantKey:
         return canonical_grant_key(self.name, args)
 
+    def unavailable(
+        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+    ) -> str | None:
+        """Why this tool cannot work in a session with this environment and `[tools.*]`
+        configuration (it is then not offered to the model), or None when it can. The
+        default: a tool is there unless `[tools.<name>] enabled = false`."""
+        config = tool_config.get(self.name)
+        if config is not None and not config.enabled:
+            return f"turned off in the configuration ([tools.{self.name}] enabled = false)"
+        return None
+
     def sandbox_check(self, args: A, ctx: ToolContext) -> str | None:
         """Return why the sandbox forbids this call (it then fails without a prompt)."""
         return None

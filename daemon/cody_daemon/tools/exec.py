@@ -35,6 +35,7 @@ from typing import Annotated, Any
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from ..core.command_text import command_lines
 from ..policy import seccomp
 from ..policy.approval import Escalation
 from ..policy.command_parts import loose_parts, split_command
@@ -390,7 +391,7 @@ class ExecTool(Tool[ExecArgs]):
         return None
 
     def preview(self, args: ExecArgs, ctx: ToolContext) -> list[ToolCallContent]:
-        lines = [f"$ {self.title(args)}", f"cwd: {self._cwd(args, ctx)}"]
+        lines = [*command_lines(self.title(args)), f"cwd: {self._cwd(args, ctx)}"]
         if self.escalation(args, ctx) is not None:
             lines += [
                 "",

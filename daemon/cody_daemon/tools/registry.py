@@ -2,14 +2,17 @@
 
 Invariants: names are unique; `tools()` and `specs()` keep registration order (so the
 model sees the same tool list, and prompt caches stay warm, from call to call); filtering
-by an allowlist never adds tools and ignores names that are not registered.
+by an allowlist never adds tools and ignores names that are not registered; a tool that
+cannot work in a session (`Tool.unavailable`: no API key, turned off) is left out of what is
+offered, and `absent` says why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from ..config.model import ToolConfig
 from ..core.tooling import ToolSpec
 from .apply_patch import ApplyPatchTool
 from .base import Tool
@@ -67,6 +70,24 @@ class ToolRegistry:
         if allowed is None:
             return list(self._tools.values())
         return [tool for name, tool in self._tools.items() if name in allowed]
+
+    def absent(
+        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+    ) -> dict[str, str]:
+        """The registered tools that cannot work with this environment and configuration
+        (`Tool.unavailable`), with why: they are not offered to the model."""
+        reasons = {tool.name: tool.unavailable(env, tool_config) for tool in self._tools.values()}
+        return {name: reason for name, reason in reasons.items() if reason is not None}
+
+    def offered(
+        self,
+        allowed: Collection[str] | None,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+    ) -> ToolRegistry:
+        """The tools a session offers the model: allowed, and able to work here."""
+        absent = self.absent(env, tool_config)
+        return ToolRegistry(tool for tool in self.tools(allowed) if tool.name not in absent)
 
     def specs(self, allowed: Collection[str] | None = None) -> list[ToolSpec]:
         return [tool.spec() for tool in self.tools(allowed)]

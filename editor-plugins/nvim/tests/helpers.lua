@@ -95,6 +95,10 @@ function M.stub_select(choose)
       call.preview_valid = vim.api.nvim_win_is_valid(approval.preview_win)
       call.preview_lines = vim.api.nvim_buf_get_lines(approval.preview_buf, 0, -1, false)
       call.preview_filetype = vim.bo[approval.preview_buf].filetype
+      local title = vim.api.nvim_win_get_config(approval.preview_win).title or {}
+      call.preview_title = table.concat(vim.tbl_map(function(chunk)
+        return chunk[1]
+      end, title))
     end
     table.insert(calls, call)
     local pick = choose(items, opts)

@@ -13,12 +13,15 @@ local function repo_dir()
   return vim.fs.normalize(tests_dir .. "/../../..")
 end
 
---- The real-CLI fixture sessions, where Codex and Claude Code keep them.
+--- The real-CLI fixture sessions, where Codex and Claude Code keep them. The Codex one says
+--- it ran in `/` (a hostile file may name any directory): an import must not work there.
 local function place_fixtures()
   local fixtures = repo_dir() .. "/tests/fixtures/history"
   local codex_day = os.getenv("CODEX_HOME") .. "/sessions/2026/11/22"
   vim.fn.mkdir(codex_day, "p")
-  local rollout = vim.fn.readfile(fixtures .. "/codex/rollout_exec_resumed.jsonl", "b")
+  local rollout = vim.tbl_map(function(line)
+    return (line:gsub('"cwd":"/home/dev/project"', '"cwd":"/"'))
+  end, vim.fn.readfile(fixtures .. "/codex/rollout_exec_resumed.jsonl", "b"))
   vim.fn.writefile(rollout, ("%s/rollout-2026-11-22T04-01-05-%s.jsonl"):format(codex_day, CODEX_ID), "b")
   local project = os.getenv("CLAUDE_CONFIG_DIR") .. "/projects/-home-dev-project"
   vim.fn.mkdir(project, "p")
@@ -57,13 +60,27 @@ spec.test(":CodyHistory lists every agent's sessions, imports the chosen one and
   local text = h.chat()
   h.contains(text, "## You\n\nrun echo hello")
   h.contains(text, "## You\n\nrun echo again")
-  h.eq(2, h.count(text, "▸ Bash [other]"), "each imported call is shown once")
+  -- An imported call shows its command and kind, not `▸ Bash [other]` (issue 24.12).
+  h.eq(1, h.count(text, "▸ echo hello [execute]"), "each imported call is shown once")
+  h.eq(1, h.count(text, "▸ echo again [execute]"))
+  h.eq(0, h.count(text, "[other]"))
   h.contains(text, "Output:\nhello", "tool results and answers are replayed")
 
   vim.cmd("Cody list files")
   h.wait_chat("I found 2 entries")
   h.wait_turn()
   h.eq(imported_id, cody.status().session_id, "the prompt went to the imported session")
+  local listed
+  cody.list_sessions(function(_, sessions)
+    listed = sessions or {}
+  end)
+  h.wait(function()
+    return listed ~= nil
+  end, "session/list")
+  local mine = vim.iter(listed):find(function(s)
+    return s.sessionId == imported_id
+  end)
+  h.eq(require("cody.config").cwd(), mine and mine.cwd, "the editor's directory, not the file's /")
 end)
 
 spec.test(":CodyHistory claude offers only Claude Code sessions", function()

@@ -17,6 +17,8 @@ local SPECS = {
   "backends_spec",
   "buffers_spec",
   "acp_spec",
+  "escapes_spec",
+  "warnings_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

@@ -20,6 +20,7 @@ import { createApprovalUi } from "./editor/approvals";
 import { ChatViewProvider } from "./editor/chatView";
 import { DiffContentProvider } from "./editor/diffContent";
 import { safeLog, type CodyLog } from "./editor/log";
+import { pickLabel } from "./inert";
 import type { Tracer } from "vscode-jsonrpc/node";
 import { describeExit } from "./protocol/process";
 import type { SessionInfo } from "./protocol/types";
@@ -92,10 +93,11 @@ async function pickSession(chat: ChatController): Promise<void> {
   interface SessionItem extends vscode.QuickPickItem {
     session: SessionInfo;
   }
+  // titles and directories come from session files: one inert line each, `$(x)` not an icon
   const items: SessionItem[] = sessions.map((session) => ({
-    label: session.title ?? "(untitled)",
+    label: pickLabel(session.title ?? "(untitled)"),
     description: session.updatedAt ? new Date(session.updatedAt).toLocaleString() : "",
-    detail: session.cwd,
+    detail: pickLabel(session.cwd),
     session,
   }));
   const picked = await vscode.window.showQuickPick(items, {

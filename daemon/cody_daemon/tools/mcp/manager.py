@@ -305,10 +305,14 @@ class McpSessionManager:
         return list(self._tools)
 
     async def session_tools(self) -> list[Tool[Any]]:
-        """`tools()` plus `readMcpResource` when at least one server is configured."""
+        """`tools()` plus `readMcpResource` when at least one server is running (a tool
+        that cannot work is not offered: a server that failed to start brings none)."""
         if not self._connections:
             return []
-        return [*await self.tools(), ReadMcpResourceTool(self)]
+        tools = await self.tools()
+        if not any(c.state == "ready" for c in self._connections.values()):
+            return tools
+        return [*tools, ReadMcpResourceTool(self)]
 
     async def read_resource(self, server: str, uri: str) -> str:
         """The text of a resource (binary contents described); raises ToolError."""

@@ -48,6 +48,7 @@ __all__ = [
     "error_detail",
     "key_variable",
     "lookup_key",
+    "missing_key",
     "new_client",
     "post_json",
     "read_capped",
@@ -126,6 +127,22 @@ def key_variable(ctx: ToolContext, name: str, default_env: str) -> str:
     An empty `env_key` means the default (every web service needs a key)."""
     config = _config(ctx, name)
     return config.env_key if config is not None and config.env_key else default_env
+
+
+def missing_key(
+    env: Mapping[str, str],
+    tool_config: Mapping[str, ToolConfig],
+    name: str,
+    default_env: str,
+    service: str,
+) -> str | None:
+    """Why tool `name` has no API key in this environment (naming the variable to set), or
+    None when it has one. Never the key itself."""
+    config = tool_config.get(name)
+    variable = config.env_key if config is not None and config.env_key else default_env
+    if env.get(variable, "").strip():
+        return None
+    return f"no API key for {service}: set {variable}"
 
 
 def lookup_key(ctx: ToolContext, name: str, default_env: str) -> str | None:

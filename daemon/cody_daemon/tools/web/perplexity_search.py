@@ -26,9 +26,15 @@ from typing import TYPE_CHECKING, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...config.model import ToolConfig
 from ..base import ToolContext, ToolResult
-from .common import ServiceError, WebTool, base_url_for, post_json
-from .web_search import PERPLEXITY_BASE_URL, perplexity_endpoint
+from .common import ServiceError, WebTool, base_url_for, missing_key, post_json
+from .web_search import (
+    PERPLEXITY_BASE_URL,
+    PERPLEXITY_ENV_KEY,
+    PERPLEXITY_SERVICE,
+    perplexity_endpoint,
+)
 
 if TYPE_CHECKING:
     pass
@@ -61,6 +67,13 @@ class PerplexitySearchTool(WebTool[PerplexitySearchArgs]):
     kind = "fetch"
     requires_approval = True
     args_model = PerplexitySearchArgs
+
+    def unavailable(
+        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+    ) -> str | None:
+        return super().unavailable(env, tool_config) or missing_key(
+            env, tool_config, self.name, PERPLEXITY_ENV_KEY, PERPLEXITY_SERVICE
+        )
 
     def title(self, args: PerplexitySearchArgs) -> str:
         query = args.query if len(args.query) <= 80 else args.query[:77] + "..."

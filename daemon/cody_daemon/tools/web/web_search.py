@@ -20,8 +20,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ...config.model import ToolConfig
 from ..base import ToolContext, ToolResult
-from .common import Endpoint, ServiceError, WebTool, base_url_for, post_json, resolve_endpoint
+from .common import (
+    Endpoint,
+    ServiceError,
+    WebTool,
+    base_url_for,
+    missing_key,
+    post_json,
+    resolve_endpoint,
+)
 
 if TYPE_CHECKING:
     pass
@@ -30,6 +39,7 @@ __all__ = [
     "DEFAULT_MAX_RESULTS",
     "PERPLEXITY_BASE_URL",
     "PERPLEXITY_ENV_KEY",
+    "PERPLEXITY_SERVICE",
     "WebSearchArgs",
     "WebSearchTool",
     "perplexity_endpoint",
@@ -81,6 +91,13 @@ class WebSearchTool(WebTool[WebSearchArgs]):
     kind = "fetch"
     requires_approval = True
     args_model = WebSearchArgs
+
+    def unavailable(
+        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+    ) -> str | None:
+        return super().unavailable(env, tool_config) or missing_key(
+            env, tool_config, self.name, PERPLEXITY_ENV_KEY, PERPLEXITY_SERVICE
+        )
 
     def title(self, args: WebSearchArgs) -> str:
         return f"Search the web: {_cut(args.query, 80)}"

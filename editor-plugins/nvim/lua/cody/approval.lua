@@ -7,6 +7,12 @@
 --- daemon repeats the id in `_meta.cody.requestId`; when the daemon withdraws the request with
 --- `$/cancelRequest {id}` (turn cancelled, approval timed out), the dialog is closed and the
 --- request is left unanswered, as the daemon expects.
+---
+--- What the request says (title, command, diff, paths, option names) is made inert
+--- (cody.inert) before anything shows it: a floating window's title reaches the terminal raw,
+--- and a newline in a picker's prompt or item would make a line of its own.
+local inert = require("cody.inert")
+
 local M = {}
 
 ---@class cody.ApprovalItem
@@ -50,7 +56,7 @@ end
 ---@param text string
 ---@return string[]
 local function split_lines(text)
-  return vim.split(text, "\n", { plain = true })
+  return vim.tbl_map(inert.line, vim.split(text, "\n", { plain = true }))
 end
 
 --- A unified diff of an ACP `diff` content block.
@@ -62,9 +68,10 @@ local function diff_lines(block)
     return (s == "" or s:sub(-1) == "\n") and s or (s .. "\n")
   end
   local diff = (vim.text and vim.text.diff or vim.diff)(with_eol(old), with_eol(new), { result_type = "unified" })
+  local path = inert.line(block.path)
   local lines = {
-    ("--- %s"):format(block.oldText and block.path or "/dev/null"),
-    ("+++ %s"):format(block.path),
+    ("--- %s"):format(block.oldText and path or "/dev/null"),
+    ("+++ %s"):format(path),
   }
   vim.list_extend(lines, split_lines(tostring(diff):gsub("\n$", "")))
   return lines
@@ -83,7 +90,7 @@ local function render_content(content)
     end
     if block.type == "diff" then
       has_diff = true
-      table.insert(paths, block.path)
+      table.insert(paths, inert.line(block.path))
       vim.list_extend(lines, diff_lines(block))
     elseif block.type == "content" and type(block.content) == "table" and block.content.type == "text" then
       vim.list_extend(lines, split_lines(block.content.text or ""))
@@ -99,7 +106,7 @@ end
 ---@param paths string[]
 ---@return string
 local function one_line_prompt(tool_call, details, has_diff, paths)
-  local title = tool_call.title or "a tool call"
+  local title = inert.line(tool_call.title or "a tool call")
   if has_diff then
     local adds, dels = 0, 0
     for _, line in ipairs(details) do
@@ -216,7 +223,7 @@ function M.request(params)
   local approval = {
     request_id = request_id,
     session_id = params.sessionId,
-    title = tool_call.title or "tool call",
+    title = inert.line(tool_call.title or "tool call"),
     prompt = one_line_prompt(tool_call, details, has_diff, paths),
     details = details,
     known_wins = {},
@@ -233,7 +240,7 @@ function M.request(params)
   local items = {}
   local options = params.options and #params.options > 0 and params.options or DEFAULT_OPTIONS
   for _, option in ipairs(options) do
-    table.insert(items, { label = option.name or option.optionId, option_id = option.optionId })
+    table.insert(items, { label = inert.line(option.name or option.optionId), option_id = option.optionId })
   end
   table.insert(items, { label = CANCEL_LABEL })
 

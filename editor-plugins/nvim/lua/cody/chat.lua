@@ -3,7 +3,12 @@
 --- `CodyThought`, linked to `Comment`); each tool call is one `▸ title [kind]` line, followed by
 --- `✓`/`✗` and a short preview of its result once it completes or fails; a status line closes
 --- every turn.
+---
+--- Every character that reaches the buffer goes through `append` or `set_lines`, which make
+--- it inert first (cody.inert): a title or a plan entry stays one line, a control character
+--- is shown, never acted on.
 local config = require("cody.config")
+local inert = require("cody.inert")
 
 local M = {}
 
@@ -40,6 +45,7 @@ local function define_highlights()
     CodyToolFailed = "DiagnosticError",
     CodyStatus = "Comment",
     CodyError = "DiagnosticError",
+    CodyWarning = "DiagnosticWarn",
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -95,6 +101,45 @@ local function create_buf()
     buffer = buf,
     callback = function()
       state = { tools = {} }
+    end,
+  })
+  -- `:edit!` in the chat would reload a scratch buffer as empty: the transcript (text and
+  -- marks, whose ids the tool calls keep) is put back instead.
+  local saved ---@type {lines: string[], marks: table[]}?
+  vim.api.nvim_create_autocmd("BufUnload", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      saved = {
+        lines = vim.api.nvim_buf_get_lines(buf, 0, -1, true),
+        marks = vim.api.nvim_buf_get_extmarks(buf, M.namespace, 0, -1, { details = true }),
+      }
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      if not saved then
+        return
+      end
+      local restore = saved
+      saved = nil
+      vim.bo[buf].modifiable = true
+      vim.api.nvim_buf_set_lines(buf, 0, -1, true, restore.lines)
+      for _, mark in ipairs(restore.marks) do
+        local id, row, col, details = mark[1], mark[2], mark[3], mark[4]
+        pcall(vim.api.nvim_buf_set_extmark, buf, M.namespace, row, col, {
+          id = id,
+          end_row = details.end_row,
+          end_col = details.end_col,
+          hl_group = details.hl_group,
+          hl_eol = details.hl_eol,
+          line_hl_group = details.line_hl_group,
+        })
+      end
+      vim.bo[buf].modifiable = false
+      vim.bo[buf].modified = false
     end,
   })
   state = { buf = buf, tools = {} }
@@ -196,7 +241,19 @@ end
 ---@param text string
 local function append(buf, text)
   local row, line = last_line(buf)
-  vim.api.nvim_buf_set_text(buf, row, #line, row, #line, vim.split(text, "\n", { plain = true }))
+  vim.api.nvim_buf_set_text(buf, row, #line, row, #line, inert.lines(text))
+end
+
+--- Replaces lines `start` to `end_` with `lines`, each made one inert line; returns them.
+---@param buf integer
+---@param start integer
+---@param end_ integer
+---@param lines string[]
+---@return string[]
+local function set_lines(buf, start, end_, lines)
+  local shown = vim.tbl_map(inert.line, lines)
+  vim.api.nvim_buf_set_lines(buf, start, end_, true, shown)
+  return shown
 end
 
 --- Makes the last line an empty line that follows a blank line (or the start of the buffer).
@@ -313,7 +370,7 @@ local function diffstat(block)
   for _, hunk in ipairs(hunks) do
     removed, added = removed + hunk[2], added + hunk[4]
   end
-  return ("%s%s (+%d -%d)"):format(block.path, block.oldText and "" or " (new file)", added, removed)
+  return ("%s%s (+%d -%d)"):format(inert.line(block.path), block.oldText and "" or " (new file)", added, removed)
 end
 
 --- A few lines summing up a finished tool call.
@@ -377,7 +434,7 @@ local function show_tool_result(buf, view, update)
     lines = { ok and "  ✓ done" or "  ✗ failed" }
   end
   local row = vim.api.nvim_buf_get_extmark_by_id(buf, M.namespace, view.mark, {})[1]
-  vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, true, lines)
+  lines = set_lines(buf, row + 1, row + 1, lines)
   vim.api.nvim_buf_set_extmark(buf, M.namespace, row + 1, 0, {
     end_row = row + #lines,
     end_col = #lines[#lines],
@@ -392,7 +449,8 @@ function M.tool_call(update)
     local view = state.tools[update.toolCallId]
     if not view then
       begin(buf, "tool")
-      append(buf, ("▸ %s [%s]"):format(update.title or update.toolCallId, update.kind or "other"))
+      local title, kind = inert.line(update.title or update.toolCallId), inert.line(update.kind or "other")
+      append(buf, ("▸ %s [%s]"):format(title, kind))
       view = { mark = highlight_line(buf, (last_line(buf)), "CodyToolCall"), done = false }
       state.tools[update.toolCallId] = view
     end
@@ -429,11 +487,11 @@ function M.plan(entries)
   write(function(buf)
     if state.block == "plan" and state.plan_mark then
       local row = vim.api.nvim_buf_get_extmark_by_id(buf, M.namespace, state.plan_mark, {})[1]
-      vim.api.nvim_buf_set_lines(buf, row, -1, true, lines)
+      set_lines(buf, row, -1, lines)
     else
       begin(buf, "plan")
       local row = last_line(buf)
-      vim.api.nvim_buf_set_lines(buf, row, row + 1, true, lines)
+      set_lines(buf, row, row + 1, lines)
       state.plan_mark = vim.api.nvim_buf_set_extmark(buf, M.namespace, row, 0, {})
     end
   end)
@@ -486,6 +544,18 @@ end
 ---@param text string
 function M.note(text)
   status_line("— " .. text .. " —")
+end
+
+--- A warning from the daemon (e.g. configuration it ignored), on a line of its own.
+---@param message string
+function M.warning(message)
+  write(function(buf)
+    begin(buf, "error")
+    append(buf, "⚠ " .. message)
+    local row = last_line(buf)
+    vim.api.nvim_buf_set_extmark(buf, M.namespace, row, 0, { line_hl_group = "CodyWarning" })
+    state.speaker = nil
+  end)
 end
 
 ---@param message string

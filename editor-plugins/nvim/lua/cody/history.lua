@@ -4,6 +4,7 @@
 --- Cody session with `_cody/history/import` (its settings from `setup()`, like `session/new`),
 --- which is then replayed into the chat (`session/load`) and takes the next prompt.
 local config = require("cody.config")
+local inert = require("cody.inert")
 
 local M = {}
 
@@ -12,7 +13,7 @@ local AGENT_NAMES = { codex = "Codex", claude = "Claude Code", cody = "Cody" }
 ---@param message string
 ---@param level integer?
 local function notify(message, level)
-  vim.notify("Cody: " .. message, level or vim.log.levels.INFO)
+  vim.notify("Cody: " .. inert.text(message), level or vim.log.levels.INFO)
 end
 
 --- Every listed session (following `nextCursor`, at most 20 pages).
@@ -28,22 +29,26 @@ function M.list(agent, callback)
   end)
 end
 
---- The picker label of a session: agent, last update, title, message count, directory.
+--- The picker label of a session: agent, last update, title, message count, directory (one
+--- inert line: the title and directory come from a file on disk).
 ---@param session table A `HistorySessionInfo`.
 ---@return string
 function M.label(session)
   local count = (session.messageCountExact and "" or "~") .. tostring(session.messageCount or 0)
-  return ("[%s] %s  %s  (%s msgs, %s)"):format(
-    session.agent,
-    (session.updatedAt or ""):sub(1, 16),
-    session.title or "(untitled)",
-    count,
-    session.cwd or "?"
+  return inert.line(
+    ("[%s] %s  %s  (%s msgs, %s)"):format(
+      session.agent,
+      tostring(session.updatedAt or ""):sub(1, 16),
+      session.title or "(untitled)",
+      count,
+      session.cwd or "?"
+    )
   )
 end
 
---- Imports a listed session and opens it in the chat. The new session's directory is the
---- imported one's when it exists here, else the plugin's `cwd`.
+--- Imports a listed session and opens it in the chat. The new session works in the plugin's
+--- `cwd` (the current directory unless `setup()` sets one), never in the directory the session
+--- file names: a file may name any directory, `/` included.
 ---@param session table A `HistorySessionInfo`.
 function M.import(session)
   local cody = require("cody")
@@ -51,10 +56,7 @@ function M.import(session)
     if conn_err or not conn then
       return
     end
-    local cwd = session.cwd
-    if not cwd or vim.fn.isdirectory(cwd) == 0 then
-      cwd = config.cwd()
-    end
+    local cwd = config.cwd()
     local params = { agent = session.agent, sessionId = session.sessionId, cwd = cwd }
     local meta = config.session_meta()
     if meta then
@@ -74,7 +76,7 @@ function M.import(session)
           result.sessionId
         )
       )
-      cody.resume(result.sessionId, imported.cwd or cwd)
+      cody.resume(result.sessionId, cwd)
     end)
   end)
 end

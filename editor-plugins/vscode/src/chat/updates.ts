@@ -129,7 +129,7 @@ function contentView(content: ToolCallContent[]): Pick<ToolCallView, "preview" |
   const diffs: DiffPreview[] = [];
   for (const entry of content) {
     if (entry.type === "diff") diffs.push({ path: entry.path, oldText: entry.oldText ?? null, newText: entry.newText });
-    else texts.push(blockText(entry.content));
+    else if (entry.type === "content") texts.push(blockText(entry.content));
   }
   return { ...previewOf(texts.join("\n")), diffs };
 }
@@ -148,7 +148,7 @@ export function pendingApproval(request: RequestPermissionParams): PendingApprov
   const diffs: DiffPreview[] = [];
   for (const entry of request.toolCall.content ?? []) {
     if (entry.type === "diff") diffs.push({ path: entry.path, oldText: entry.oldText ?? null, newText: entry.newText });
-    else texts.push(blockText(entry.content));
+    else if (entry.type === "content") texts.push(blockText(entry.content));
   }
   const meta = request._meta?.cody;
   return {

@@ -2,9 +2,12 @@
  * `ChatState` → `ChatViewModel`: the strings the webview shows, computed here so that the
  * webview script only lays them out (and so that they are tested in Node).
  *
- * Invariant: pure, no `vscode` import.
+ * Invariants: pure, no `vscode` import. Every string of the view model is inert (`inertDeep`,
+ * src/inert.ts: no control or bidi character reaches the webview) and a title, label or chip
+ * is one line (`oneLine`).
  */
 
+import { inertDeep, oneLine } from "../inert";
 import type { TokenUsage } from "../protocol/types";
 import type { ChatState, DiffPreview, ErrorInfo, ToolCallView } from "./state";
 import type { ChatViewModel, ViewItem, ViewToolCall, WebviewMessage } from "./view-model";
@@ -31,6 +34,10 @@ const DECISION_LABEL: Record<string, string> = {
 const number = new Intl.NumberFormat("en-US");
 
 export function toViewModel(state: ChatState): ChatViewModel {
+  return inertDeep(buildViewModel(state));
+}
+
+function buildViewModel(state: ChatState): ChatViewModel {
   const shownErrors = new Set<ErrorInfo>();
   const items: ViewItem[] = [];
   for (const item of state.items) {
@@ -48,18 +55,19 @@ export function toViewModel(state: ChatState): ChatViewModel {
   }
   const approval = state.pendingApproval;
   return {
-    title: state.session?.title ?? (state.session ? "New session" : "Cody"),
+    title: oneLine(state.session?.title ?? (state.session ? "New session" : "Cody")),
     daemon: daemonLabel(state),
-    status: statusChips(state),
+    status: statusChips(state).map(oneLine),
     busy: state.busy,
     loading: state.loading,
     items,
-    approval: approval ? { title: `Waiting for your approval: ${approval.title}`, text: approval.text || approval.diffs.map((d) => d.path).join("\n") } : null,
+    approval: approval ? { title: `Waiting for your approval: ${oneLine(approval.title)}`, text: approval.text || approval.diffs.map((d) => oneLine(d.path)).join("\n") } : null,
     errors: state.errors.filter((error) => !shownErrors.has(error)).map((error) => ({ message: error.message, detail: error.detail.join("\n") })),
-    plan: state.plan.map((entry) => ({ content: entry.content, status: entry.status })),
-    mcp: Object.entries(state.mcp).map(([name, server]) => {
+    plan: state.plan.map((entry) => ({ content: oneLine(entry.content), status: oneLine(entry.status) })),
+    mcp: Object.entries(state.mcp).map(([rawName, server]) => {
+      const name = oneLine(rawName);
       if (server.state === "ready") return `${name}: ready (${String(server.tools)} tools)`;
-      if (server.state === "failed") return `${name}: failed${server.reason ? ` (${server.reason})` : ""}`;
+      if (server.state === "failed") return `${name}: failed${server.reason ? ` (${oneLine(server.reason)})` : ""}`;
       return `${name}: starting`;
     }),
   };
@@ -107,21 +115,22 @@ function tokenLabel(total: TokenUsage, turn: TokenUsage | null): string {
 function toolView(call: ToolCallView): ViewToolCall {
   return {
     id: call.id,
-    title: call.title,
-    kind: call.kind,
+    title: oneLine(call.title),
+    kind: oneLine(call.kind),
     status: call.status,
     statusLabel: STATUS_LABEL[call.status],
     preview: call.preview,
     more: call.hiddenLines > 0 ? `… ${String(call.hiddenLines)} more lines` : "",
-    decision: call.decision ? (DECISION_LABEL[call.decision] ?? call.decision) : "",
+    decision: call.decision ? oneLine(DECISION_LABEL[call.decision] ?? call.decision) : "",
     diffs: call.diffs.map(diffLabel),
   };
 }
 
 export function diffLabel(diff: DiffPreview): string {
   const count = (text: string): number => (text === "" ? 0 : text.replace(/\n$/, "").split("\n").length);
-  if (diff.oldText === null) return `${diff.path}: new file, ${String(count(diff.newText))} lines`;
-  return `${diff.path}: ${String(count(diff.oldText))} → ${String(count(diff.newText))} lines`;
+  const path = oneLine(diff.path);
+  if (diff.oldText === null) return `${path}: new file, ${String(count(diff.newText))} lines`;
+  return `${path}: ${String(count(diff.oldText))} → ${String(count(diff.newText))} lines`;
 }
 
 /** Validate a message from the webview (it is untrusted input). */

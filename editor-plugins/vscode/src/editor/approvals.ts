@@ -9,6 +9,7 @@
 import * as vscode from "vscode";
 
 import { describeApproval } from "../chat/approval";
+import { oneLine } from "../inert";
 import type { ApprovalUi } from "../chat/controller";
 import type { PermissionOutcome } from "../protocol/types";
 import { closeDiff, showDiff, type DiffContentProvider, type DiffPreviewHandle } from "./diffContent";
@@ -29,14 +30,15 @@ export function createApprovalUi(diffs: DiffContentProvider, log: CodyLog): Appr
         optionId: button.optionId,
         isCloseAffordance: button.optionId === undefined,
       }));
-      log.info(`approval asked: ${request.toolCall.title}`);
+      const title = oneLine(request.toolCall.title);
+      log.info(`approval asked: ${title}`);
       const choice = await vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...items);
       if (signal.aborted) {
         void vscode.window.showInformationMessage("Cody withdrew that approval request (the turn was cancelled or the request timed out).");
         return { outcome: "cancelled" };
       }
       const optionId = choice?.optionId;
-      log.info(`approval answered: ${request.toolCall.title} -> ${optionId ?? "stop turn"}`);
+      log.info(`approval answered: ${title} -> ${optionId ?? "stop turn"}`);
       return optionId ? { outcome: "selected", optionId } : { outcome: "cancelled" };
     } finally {
       for (const preview of previews) {

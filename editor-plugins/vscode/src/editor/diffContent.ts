@@ -7,6 +7,8 @@
 
 import * as vscode from "vscode";
 
+import { oneLine } from "../inert";
+
 export interface DiffPreviewHandle {
   left: vscode.Uri;
   right: vscode.Uri;
@@ -33,7 +35,7 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider, 
     const right = vscode.Uri.from({ scheme: DiffContentProvider.scheme, path, query: `side=new&id=${id}` });
     this.documents.set(left.toString(), oldText ?? "");
     this.documents.set(right.toString(), newText);
-    const name = path.split(/[\\/]/).pop() ?? path;
+    const name = oneLine(path.split(/[\\/]/).pop() ?? path);
     const title = `${name} ${oldText === null ? "(new file) " : ""}↔ Cody's proposed change`;
     return {
       left,

@@ -7,12 +7,15 @@
  * from inside vscode-jsonrpc's reply handling must not throw, or the reply is lost (that is how
  * `shutdown` once never got its `exit` and VS Code killed the daemon after 5 s).
  *
- * Invariant: every method returns normally whatever the channel does; a line that cannot be
+ * Invariants: every method returns normally whatever the channel does; a line that cannot be
  * written is dropped. The channel itself is disposed by `dispose()` only, which extension.ts
- * calls at the end of `deactivate()`.
+ * calls at the end of `deactivate()`. Every message is written inert (src/inert.ts): daemon
+ * stderr, errors and traces carry model and file text.
  */
 
 import type * as vscode from "vscode";
+
+import { inert } from "../inert";
 
 export interface CodyLog {
   info(message: string): void;
@@ -35,17 +38,17 @@ export function safeLog(channel: vscode.LogOutputChannel): CodyLog {
   return {
     info: (message) => {
       guarded(() => {
-        channel.info(message);
+        channel.info(inert(message));
       });
     },
     warn: (message) => {
       guarded(() => {
-        channel.warn(message);
+        channel.warn(inert(message));
       });
     },
     error: (message) => {
       guarded(() => {
-        channel.error(message);
+        channel.error(inert(message));
       });
     },
     show: (preserveFocus) => {

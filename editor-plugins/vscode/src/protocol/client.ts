@@ -175,10 +175,10 @@ export class CodyClient {
     connection.onNotification(Method.sessionUpdate, (params: SessionNotification) => {
       box.client?.sessionUpdateEmitter.fire(params);
     });
-    connection.onNotification(Method.mcpStatus, (params: McpStatusNotification) => {
+    connection.onNotification(Method.codyMcpStatus, (params: McpStatusNotification) => {
       box.client?.mcpStatusEmitter.fire(params);
     });
-    connection.onRequest(Method.requestPermission, (params: RequestPermissionParams, token: CancellationToken) =>
+    connection.onRequest(Method.sessionRequestPermission, (params: RequestPermissionParams, token: CancellationToken) =>
       box.client ? box.client.answerApproval(params, token) : Promise.resolve(noHandlerError()),
     );
     connection.onClose(() => {
@@ -272,7 +272,7 @@ export class CodyClient {
   }
 
   listModels(): Promise<ModelsListResult> {
-    return this.request<ModelsListResult>(Method.modelsList, {});
+    return this.request<ModelsListResult>(Method.codyModelsList, {});
   }
 
   // ------------------------------------------------------------ turns
