@@ -5,6 +5,7 @@
     cody-client sessions list|show ID|delete ID
     cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
     cody-client permissions [list|remove RULE]   the permission rules (docs/protocol.md)
+    cody-client web [--port P] [--no-open]   Cody in the browser (docs/web.md)
     cody-client demo                        a full session on the built-in offline model
     cody-client doctor                      check providers, sandbox, search and paths
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
@@ -32,7 +33,7 @@ from .wording import for_terminal, lookup_message
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history", "permissions")
+SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history", "permissions", "web")
 VALUE_OPTIONS = {
     "-c",
     "--config",
@@ -121,7 +122,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
         description=(
-            "Chat with Cody. Subcommands: exec, sessions, history, permissions, demo, doctor "
+            "Chat with Cody. Subcommands: exec, sessions, history, permissions, web, demo, doctor "
             "(see cody-client exec --help)."
         ),
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
@@ -212,6 +213,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         from .permissions_cli import build_permissions_parser
 
         return build_permissions_parser()
+    if command == "web":
+        from .web_cli import build_web_parser
+
+        return build_web_parser()
     return build_parsers()[command]
 
 
@@ -255,6 +260,10 @@ def main(
             from .permissions_cli import run_permissions
 
             code = asyncio.run(run_permissions(args, parser, _forward_stderr))
+        elif command == "web":
+            from .web_cli import run_web
+
+            code = run_web(args)
         elif command == "demo":
             from .demo import run_demo
 

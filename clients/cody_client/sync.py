@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from cody_protocol.extensions import (
     CompactSessionResult,
+    LanguageServersResult,
     ModelsListResult,
     PermissionRuleInfo,
     PermissionsListResult,
@@ -249,6 +250,9 @@ class SyncCodyClient:
 
     def models(self) -> ModelsListResult:
         return self._call(self.client.models())
+
+    def language_servers(self, cwd: str, *, start: bool = False) -> LanguageServersResult:
+        return self._call(self.client.language_servers(cwd, start=start))
 
     def history_list(
         self, *, agent: str | None = None, cwd: str | None = None

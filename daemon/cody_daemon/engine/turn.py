@@ -53,6 +53,7 @@ from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .compaction import ContextKeeper
+from .diagnostics import EditChecks
 from .edited_input import edited_note
 from .editor_files import editor_files_for
 from .events import (
@@ -69,7 +70,7 @@ from .events import (
 )
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ClientLink
+from .ports import ClientLink, CodeServers
 from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -100,6 +101,8 @@ class TurnEnv:
     provider: ModelProvider
     context_window: int
     tools: ToolRegistry
+    """The session's tools, those that cannot work here included (`offer` leaves them out);
+    the MCP tools are added at the start of the turn."""
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
@@ -118,8 +121,17 @@ class TurnEnv:
     """Re-reads the session's permission rules (after `allow_project` saved one)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
-    absent: Mapping[str, str] = field(default_factory=dict)
-    """Tools not offered in this session (`Tool.unavailable`), with why."""
+    code: CodeServers | None = None
+    """The language servers: diagnostics after edits (engine/diagnostics.py)."""
+
+    def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
+        """The tools the model is offered now, and why the others of `tools` are not
+        (`Tool.unavailable`: no key, turned off, no language server running yet). Asked
+        before each model call: a tool can become able to work during a turn."""
+        tool_config = session.settings.tool_config
+        absent = self.tools.absent(self.env, tool_config, session.id)
+        offered = ToolRegistry(tool for tool in self.tools.tools() if tool.name not in absent)
+        return offered, absent
 
 
 @dataclass(slots=True)
@@ -163,6 +175,16 @@ class TurnRunner:
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
+        self._checks = EditChecks(
+            env.code,
+            session,
+            env=env.secrets.child_environment(env.env),
+            hidden_files=env.sandbox.hidden_files,
+            emit=self._emit,
+            redact=env.secrets.redact,
+        )
+        self._offered, self._absent = env.offer(session)
+        """What the model was offered for its latest call, and why the other tools were not."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -188,7 +210,7 @@ class TurnRunner:
         refresh(
             session,
             PermissionFacts.of(
-                session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
+                session, self.env.sandbox, self._offered.tools(), sandbox_available=available
             ),
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
@@ -246,7 +268,8 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
+            self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
+            template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -351,7 +374,7 @@ class TurnRunner:
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
         described = [
-            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            describe_call(self._offered, c.name, c.arguments, cwd=cwd, absent=self._absent)
             for c in calls
         ]
         for call, info in zip(calls, described, strict=True):
@@ -391,6 +414,7 @@ class TurnRunner:
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
         )
+        self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         decided = await self._decide(call.call_id, info, ctx)
         if decided is None:
             return
@@ -398,11 +422,13 @@ class TurnRunner:
             info = decided.edited
             assert info.args is not None
             args = info.args
+            self._checks.begin(tool, info.locations)  # the files it edits now
         result = await self._execute(
             call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
         )
         if self._may_rerun(tool, ctx, result):
             result = await self._rerun(call.call_id, info, ctx, result)
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
         if decided.edited is not None:

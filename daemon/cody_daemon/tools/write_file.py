@@ -72,6 +72,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
     )
     kind = "edit"
     requires_approval = True
+    file_effects = "declared"
     args_model = WriteFileArgs
 
     def title(self, args: WriteFileArgs) -> str:
