@@ -58,9 +58,11 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "backend",
     "project_doc_max_bytes",
     "project_doc_fallback_filenames",
+    "notify",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
-external agent CLI), lift the sandbox, decide where prompts and API keys are sent, or decide
+external agent CLI, `notify` a program of the daemon's own, outside the sandbox), lift the
+sandbox, decide where prompts and API keys are sent, or decide
 which files reach the model as instructions (a repository must not pick files to send, nor
 silence the user's global instructions)."""
 
@@ -79,7 +81,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "model_personality",
         "sandbox_workspace_write",
         "shell_environment_policy",
-        "notify",
         "instructions",
         "developer_instructions",
         "base_instructions",

@@ -25,6 +25,7 @@ from cody_protocol.updates import (
     ToolCallUpdate,
     UsageUpdate,
     UserMessageChunk,
+    UserMessageMeta,
 )
 from cody_protocol.updates import Cost as WireCost
 
@@ -47,12 +48,22 @@ from ..engine.events import (
     UserText,
 )
 
-__all__ = ["APPENDED_OUTPUT_META", "chunk_update", "event_updates", "mcp_status_params"]
+__all__ = [
+    "APPENDED_OUTPUT_META",
+    "STEERED_META",
+    "chunk_update",
+    "event_updates",
+    "mcp_status_params",
+]
 
 APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
 """`_meta` of a live-output `tool_call_update` whose text continues the previous ones, sent
 only to a client that opted in (`_meta.cody.appendOutput`; others get the output so far,
 rpc/output_so_far.py, as ACP's `content` replaces)."""
+
+
+STEERED_META = {"cody": {"steered": True}}
+"""`_meta` of the chunks of a user message that joined a running turn."""
 
 
 def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
@@ -71,11 +82,17 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("agent_thought_chunk", event.text, event.message_id)]
     if isinstance(event, UserText):
         if event.blocks:
-            return [_block_update(block, event.message_id) for block in event.blocks]
-        return [chunk_update("user_message_chunk", event.text, event.message_id)]
+            updates = [_block_update(block, event.message_id) for block in event.blocks]
+        else:
+            updates = [chunk_update("user_message_chunk", event.text, event.message_id)]
+        if event.steered:
+            for update in updates:
+                update["_meta"] = STEERED_META
+        return updates
     if isinstance(event, UserImage):
         image = ImageContent(data=event.data, mime_type=event.mime_type)
-        return [UserMessageChunk(content=image, message_id=event.message_id).wire()]
+        steered = UserMessageMeta.model_validate(STEERED_META) if event.steered else None
+        return [UserMessageChunk(content=image, message_id=event.message_id, meta=steered).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
