@@ -212,7 +212,10 @@ class FinalAnswer:
             if not isinstance(value, dict) or _WRAPPED not in value:
                 return Verdict(False, errors=(f"the input has no `{_WRAPPED}`",))
             value = value[_WRAPPED]
-        errors = sorted(self._validator.iter_errors(value), key=lambda error: list(error.path))
+        try:
+            errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
+        except Exception as exc:  # e.g. a `$ref` the schema cannot resolve (never fetched)
+            return Verdict(False, errors=(f"the schema cannot check it: {exc}",))
         if errors:
             return Verdict(False, errors=tuple(_describe(error) for error in errors[:_MAX_ERRORS]))
         return Verdict(True, value=value)
