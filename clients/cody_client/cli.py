@@ -120,6 +120,12 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     )
     _common(chat)
     chat.add_argument("--version", action="version", version=f"cody-client {__version__}")
+    chat.add_argument(
+        "--no-notify",
+        action="store_true",
+        help="no bell or desktop notification (OSC 9) when a long turn ends or an approval "
+        "waits while the window is in the background",
+    )
     chat.add_argument("prompt", nargs="*", help="a first prompt to send")
 
     exec_ = argparse.ArgumentParser(

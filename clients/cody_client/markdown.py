@@ -1,17 +1,21 @@
 """Streaming an assistant message as rendered markdown (rich), for the interactive chat.
 
-The text of the current message is re-rendered in place (`rich.live.Live`, 10 fps) while it
-streams; `end()` leaves the final rendering on screen. Only used on a terminal; rich is
-imported on first use.
+The message is rendered line by line: the whole text so far is rendered (at each newline
+it receives, or every `STEP` characters) and the rendered lines not printed yet are
+printed, all but the last one, which the next text may still change (a paragraph grows,
+a soft line break joins the next line); `end()` prints the rest. Nothing printed is ever
+redrawn, so the chat's input line can stay below the text while it streams
+(inert.above_prompt), and long paragraphs still appear as they are written (wrapped at the
+terminal's width). Only used on a terminal; rich is imported on first use.
 
 Underscores outside code are shown as typed: in a coding agent's answers `__init__.py`,
 `__pycache__/` and `_private` are names, not emphasis (CommonMark would make `__init__`
 bold). `*` and `**` still emphasise.
 
-rich writes its own escape sequences, so it gets the raw stream behind inert.py's gate and
-only text made inert (rich itself drops BEL but passes ESC on). Links are shown with their
-address (no OSC 8 hyperlink whose target the text hides), and rich does not take over
-sys.stdout/sys.stderr while it draws (its proxy would write them past the gate).
+rich writes its own escape sequences, so it gets only text made inert (rich itself drops BEL
+but passes ESC on), and what it renders goes to the raw stream behind inert.py's gate (the
+one in place when the lines are printed). Links are shown with their address (no OSC 8
+hyperlink whose target the text hides).
 """
 
 from __future__ import annotations
@@ -23,8 +27,6 @@ from .inert import inert, raw_stream
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.live import Live
-    from rich.markdown import Markdown
 
 __all__ = ["MarkdownStream", "literal_underscores"]
 
@@ -63,11 +65,15 @@ def _escape(text: str) -> str:
 
 
 class MarkdownStream:
+    STEP = 80
+    """Characters of text after which a line is rendered even without a newline."""
+
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._console: Console | None = None
-        self._live: Live | None = None
         self._text = ""
+        self._shown = 0
+        self._rendered_at = 0
 
     @property
     def console(self) -> Console:
@@ -77,35 +83,34 @@ class MarkdownStream:
             self._console = Console(file=raw_stream(self._stream), highlight=False, soft_wrap=False)
         return self._console
 
-    def _rendering(self) -> Markdown:
-        from rich.markdown import Markdown
-
-        return Markdown(literal_underscores(inert(self._text)), hyperlinks=False)
-
     def add(self, text: str) -> None:
         self._text += text
-        if self._live is None:
-            from rich.live import Live
-
-            self._live = Live(
-                self._rendering(),
-                console=self.console,
-                refresh_per_second=10,
-                vertical_overflow="visible",
-                transient=False,
-                redirect_stdout=False,
-                redirect_stderr=False,
-            )
-            self._live.start()
-        else:
-            self._live.update(self._rendering())
+        if "\n" in text or len(self._text) - self._rendered_at >= self.STEP:
+            self._show(final=False)
 
     def end(self) -> bool:
-        """Leave the final rendering on screen; False when nothing was being rendered."""
-        if self._live is None:
-            return False
-        self._live.update(self._rendering(), refresh=True)
-        self._live.stop()
-        self._live = None
-        self._text = ""
-        return True
+        """Print the rest of the message; False when nothing of it was printed."""
+        if self._text.strip():
+            self._show(final=True)
+        printed = self._shown > 0
+        self._text, self._shown, self._rendered_at = "", 0, 0
+        return printed
+
+    def _show(self, *, final: bool) -> None:
+        self._rendered_at = len(self._text)
+        lines = self._render()
+        upto = len(lines) if final else len(lines) - 1
+        if upto <= self._shown:
+            return
+        out = raw_stream(self._stream)  # above the chat's input line while one is up
+        out.write("\n".join(lines[self._shown : upto]) + "\n")
+        out.flush()
+        self._shown = upto
+
+    def _render(self) -> list[str]:
+        from rich.markdown import Markdown
+
+        console = self.console
+        with console.capture() as capture:
+            console.print(Markdown(literal_underscores(inert(self._text)), hyperlinks=False))
+        return capture.get().rstrip("\n").split("\n")

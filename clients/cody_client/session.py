@@ -238,6 +238,11 @@ class PromptRun:
             self._task = asyncio.create_task(self._run())
         return self._task
 
+    def start(self) -> None:
+        """Send the prompt now (awaiting or iterating the run does it too): a queued prompt
+        takes its place in the daemon's queue when it is sent."""
+        self._start()
+
     def fail(self, error: BaseException) -> None:
         """A callback of the caller raised: cancel the turn; the prompt raises `error` at its end."""
         if self._callback_error is None:
