@@ -1,12 +1,14 @@
 """Streaming an assistant message as rendered markdown (rich), for the interactive chat.
 
-The message is rendered line by line: the whole text so far is rendered (at each newline
-it receives, or every `STEP` characters) and the rendered lines not printed yet are
-printed, all but the last one, which the next text may still change (a paragraph grows,
-a soft line break joins the next line); `end()` prints the rest. Nothing printed is ever
-redrawn, so the chat's input line can stay below the text while it streams
-(inert.above_prompt), and long paragraphs still appear as they are written (wrapped at the
-terminal's width). Only used on a terminal; rich is imported on first use.
+Nothing printed is ever redrawn, so the chat's input line can stay below the text while it
+streams (inert.above_prompt). The message is cut into blocks at blank lines outside code
+fences: a block is printed, rendered, once the blank line after it arrives; the block still
+being written shows its rendered lines as they become final (at each newline, or every
+`STEP` characters: all but its last rendered line, which more text may still change; a
+paragraph grows, a soft line break joins the next line), except inside an open code fence,
+whose block waits for its closing fence (a code block's rendering pads its last line).
+`end()` prints the rest. Long paragraphs thus appear as they are written, wrapped at the
+terminal's width. Only used on a terminal; rich is imported on first use.
 
 Underscores outside code are shown as typed: in a coding agent's answers `__init__.py`,
 `__pycache__/` and `_private` are names, not emphasis (CommonMark would make `__init__`
@@ -28,7 +30,7 @@ from .inert import inert, raw_stream
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["MarkdownStream", "literal_underscores"]
+__all__ = ["MarkdownStream", "complete_blocks", "literal_underscores"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)|<[a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^<>\s]*>")
@@ -66,14 +68,17 @@ def _escape(text: str) -> str:
 
 class MarkdownStream:
     STEP = 80
-    """Characters of text after which a line is rendered even without a newline."""
+    """Characters of text after which the open block is rendered even without a newline."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._console: Console | None = None
         self._text = ""
+        """The block being written (what follows the last complete one)."""
         self._shown = 0
+        """Rendered lines of that block already printed."""
         self._rendered_at = 0
+        self._printed = False
 
     @property
     def console(self) -> Console:
@@ -85,32 +90,74 @@ class MarkdownStream:
 
     def add(self, text: str) -> None:
         self._text += text
-        if "\n" in text or len(self._text) - self._rendered_at >= self.STEP:
-            self._show(final=False)
+        done, rest = complete_blocks(self._text)
+        if done.strip():
+            self._print(self._render(done), final=True)
+            self._text, self._rendered_at = rest, 0
+        if ("\n" in text or len(self._text) - self._rendered_at >= self.STEP) and not (
+            _open_fence(self._text)
+        ):
+            self._rendered_at = len(self._text)
+            if self._text.strip():
+                self._print(self._render(self._text), final=False)
 
     def end(self) -> bool:
         """Print the rest of the message; False when nothing of it was printed."""
         if self._text.strip():
-            self._show(final=True)
-        printed = self._shown > 0
-        self._text, self._shown, self._rendered_at = "", 0, 0
+            self._print(self._render(self._text), final=True)
+        printed = self._printed
+        self._text, self._shown, self._rendered_at, self._printed = "", 0, 0, False
         return printed
 
-    def _show(self, *, final: bool) -> None:
-        self._rendered_at = len(self._text)
-        lines = self._render()
+    def _print(self, lines: list[str], *, final: bool) -> None:
+        """Print the block's rendered `lines` not printed yet (all of them when `final`, else
+        all but the last)."""
         upto = len(lines) if final else len(lines) - 1
-        if upto <= self._shown:
-            return
-        out = raw_stream(self._stream)  # above the chat's input line while one is up
-        out.write("\n".join(lines[self._shown : upto]) + "\n")
-        out.flush()
-        self._shown = upto
+        if upto > self._shown:
+            out = raw_stream(self._stream)  # above the chat's input line while one is up
+            separator = "\n" if self._shown == 0 and self._printed else ""
+            out.write(separator + "\n".join(lines[self._shown : upto]) + "\n")
+            out.flush()
+            self._printed = True
+            self._shown = upto
+        if final:
+            self._shown = 0
 
-    def _render(self) -> list[str]:
+    def _render(self, text: str) -> list[str]:
         from rich.markdown import Markdown
 
         console = self.console
         with console.capture() as capture:
-            console.print(Markdown(literal_underscores(inert(self._text)), hyperlinks=False))
+            console.print(Markdown(literal_underscores(inert(text.strip("\n"))), hyperlinks=False))
         return capture.get().rstrip("\n").split("\n")
+
+
+def complete_blocks(text: str) -> tuple[str, str]:
+    """(`text` up to its last blank line outside a code fence, the rest)."""
+    fence: str | None = None
+    cut = 0
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        marker = _FENCE.match(line)
+        if fence is not None:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                fence = None
+        elif marker:
+            fence = marker.group(1)
+        elif not line.strip() and line.endswith("\n"):
+            cut = offset
+    return text[:cut], text[cut:]
+
+
+def _open_fence(text: str) -> bool:
+    """Whether `text` ends inside a code fence."""
+    fence: str | None = None
+    for line in text.splitlines():
+        marker = _FENCE.match(line)
+        if fence is not None:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                fence = None
+        elif marker:
+            fence = marker.group(1)
+    return fence is not None
