@@ -51,9 +51,12 @@ def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
     env["NVIM"] = nvim
     env["CODY_DAEMON_CMD"] = f"{sys.executable} -m cody_daemon"
-    with offline_backends_env(tmp_path, _one_text_turn) as daemon_env, serve_talk_model() as (
-        _,
-        talk_config,
+    with (
+        offline_backends_env(tmp_path, _one_text_turn) as daemon_env,
+        serve_talk_model() as (
+            _,
+            talk_config,
+        ),
     ):
         env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
         env["CODY_TEST_TALK_CONFIG"] = talk_config  # talk_spec.lua: steering, queueing, files

@@ -208,3 +208,21 @@ async def test_a_schema_that_is_not_json_or_not_a_schema_is_a_usage_error(
     )
     assert code == 2 and "outputSchema" in err
     assert not server.requests, "nothing reached the model"
+
+
+async def test_the_library_returns_the_validated_answer(cody_env: CodyEnv) -> None:
+    from cody_client import CodyClient
+
+    async with SERVERS["responses"]() as server:
+        cody_env.env["MOCK_API_KEY"] = "test-key-not-secret"
+        cody_env.write_config(
+            'model_provider = "r"\n' + provider_block("r", "responses", server.base_url)
+        )
+        server.enqueue(answer("responses", ANSWER))
+        async with CodyClient.spawn(env=cody_env.env) as client:
+            session = await client.new_session(str(cody_env.workspace))
+            run = session.prompt("count the python files", output_schema=STRICT)
+            result = await run
+    assert result.stop_reason == "end_turn"
+    assert run.output is not None and run.output.valid and run.output.value == ANSWER
+    assert run.output.via == "response_format"

@@ -5,13 +5,19 @@ drops the queue (issue 30)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
-from tests.support.daemon import Daemon, expect_error
-from tests.support.mock_responses import MockResponsesServer, text, tool_call
+import pytest
+from cody_client import CodyClient, SessionBusy
+
+from tests.support.daemon import CodyEnv, Daemon, expect_error
+from tests.support.mock_responses import MockResponsesServer, input_images, text, tool_call
 from tests.support.model_inputs import input_items, user_texts
+
+NO_ASKING = 'approval_policy = "never"\nsandbox_mode = "danger-full-access"'
 
 
 def _waiting_command(gate: Path, marker: str) -> str:
@@ -175,3 +181,64 @@ async def test_cancel_ends_the_running_turn_and_answers_every_queued_prompt_canc
     model.enqueue(text("fresh start"))
     assert (await daemon.prompt(sid, "again"))["stopReason"] == "end_turn"
     assert "later 0" not in json.dumps(input_items(model.requests[-1]))
+
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+
+async def test_a_steered_image_reaches_the_model_with_the_message(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    gate = daemon.env.tmpdir / "go"
+    model.enqueue(tool_call("exec", {"command": _waiting_command(gate, "ok")}, call_id="c1"))
+    model.enqueue(text("I see the screenshot."))
+    sid = await daemon.new_session(approvalPolicy="never", sandboxMode="danger-full-access")
+    prompt = asyncio.create_task(daemon.prompt(sid, "fix the layout"))
+    await _in_progress(daemon, sid, "c1")
+    blocks = [
+        {"type": "text", "text": "like this"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"},
+    ]
+    await daemon.request("_cody/session/steer", {"sessionId": sid, "prompt": blocks})
+    gate.touch()
+    assert (await prompt)["stopReason"] == "end_turn"
+    assert input_images(model.requests[1]) == [f"data:image/png;base64,{PNG}"]
+    echoed = daemon.session_updates(sid, "user_message_chunk")
+    assert [u["content"]["type"] for u in echoed] == ["text", "image"]
+    assert all(u["_meta"] == {"cody": {"steered": True}} for u in echoed)
+
+
+async def test_the_library_steers_a_running_turn_and_queues_behind_it(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra=NO_ASKING)
+    gate = cody_env.tmpdir / "go"
+    model.enqueue(tool_call("exec", {"command": _waiting_command(gate, "done")}, call_id="c1"))
+    model.enqueue(text("Noted the steer."))
+    model.enqueue(text("Queued one done."))
+    async with CodyClient.spawn(env=cody_env.env) as client:
+        session = await client.new_session(str(cody_env.workspace))
+        with pytest.raises(SessionBusy):
+            await session.steer("too early")
+        seen: list[str] = []
+        first = session.prompt("work", on_update=lambda u: seen.append(u.session_update))
+        first.start()
+        queued_updates: list[Any] = []
+        queued = session.prompt("after", queue=True, on_update=queued_updates.append)
+        queued.start()
+        while "tool_call_update" not in seen:
+            await asyncio.sleep(0.01)
+        turn_id = await session.steer("and the docs")
+        gate.touch()
+        assert (await first).stop_reason == "end_turn"
+        assert (await queued).stop_reason == "end_turn"
+    assert first.result.meta is not None and first.result.meta.cody.turn_id == turn_id
+    texts = [u.content.text for u in queued_updates if u.session_update == "agent_message_chunk"]
+    assert "".join(texts) == "Queued one done.", "the queued run got its own turn's updates only"
+    assert user_texts(model.requests[1])[-1] == "and the docs"
+    assert user_texts(model.requests[2])[-1] == "after"

@@ -15,22 +15,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
-from cody_protocol.prompt import DryRunReport, TokenUsage
+from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
 from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
 from ..core.history import item_key
-from ..errors import (
-    AuthRequired,
-    InvalidParams,
-    Issue,
-    NotFound,
-    NoTurnRunning,
-    ProviderError,
-    SessionBusy,
-)
-from ..ids import new_id
+from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
@@ -64,7 +55,7 @@ from .settings import (
 )
 from .slash import parse_command
 from .slash_runner import run_local_command
-from .steering import Steer
+from .steer_requests import dropped_outcome, join_turn
 from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
 
@@ -251,13 +242,7 @@ class SessionManager:
                     "queue the prompt (_meta.cody.queue)."
                 )
             if await session.queue.wait() == "cancelled":
-                return TurnOutcome(
-                    stop_reason="cancelled",
-                    turn_id=new_id(),
-                    last=TokenUsage(),
-                    turn=TokenUsage(),
-                    total=session.usage_total,
-                )
+                return dropped_outcome(session)
         try:
             return await self._prompt(session, blocks, link, output_schema)
         finally:
@@ -357,30 +342,8 @@ class SessionManager:
         """`_cody/session/steer`: add `blocks` to the running turn (engine/steering.py); the
         turn's id. NoTurnRunning (-32011) when no native turn runs."""
         session = self.get(session_id)
-        inbox = session.steering
-        if inbox is None or inbox.closed:
-            if session.busy and session.settings.backend != "native":
-                raise InvalidParams(
-                    f"Session {session_id} runs on the {session.settings.backend} backend, "
-                    "whose turns cannot take messages while they run; queue it instead "
-                    "(session/prompt with _meta.cody.queue).",
-                    [Issue(key="sessionId", message="not a native session", source="params")],
-                )
-            raise NoTurnRunning(
-                f"No turn is running in session {session_id}; send the message with "
-                "session/prompt instead."
-            )
-        refuse_audio(blocks)
-        settings = session.settings
-        images = prompt_images(
-            blocks,
-            provider=settings.provider,
-            model=settings.model,
-            wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
-            history=session.history,
-        )
-        inbox.add(Steer(prompt_to_text(blocks), tuple(images), client_content(blocks)))
-        return inbox.turn_id
+        wire_api = self._catalogs[session.id].get(session.settings.provider).wire_api
+        return join_turn(session, blocks, wire_api)
 
     async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:
         """`/compact`: summarise the session now (see engine/compaction.py); None when there
