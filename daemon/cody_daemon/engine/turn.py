@@ -58,6 +58,7 @@ from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, Too
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
 from .context_items import answer_check_entry, record
+from .diagnostics import EditChecks
 from .edited_input import EditRefused, check_edit, edited_note
 from .editor_files import editor_files_for
 from .events import (
@@ -76,7 +77,7 @@ from .events import (
 from .final_answer import AnswerStep, FinalAnswer
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalReply, ApprovalRequest, ClientLink
+from .ports import ApprovalReply, ApprovalRequest, ClientLink, CodeServers
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -115,6 +116,8 @@ class TurnEnv:
     provider: ModelProvider
     context_window: int
     tools: ToolRegistry
+    """The session's tools, those that cannot work here included (`offer` leaves them out);
+    the MCP tools are added at the start of the turn."""
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
@@ -129,10 +132,19 @@ class TurnEnv:
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
-    absent: Mapping[str, str] = field(default_factory=dict)
-    """Tools not offered in this session (`Tool.unavailable`), with why."""
     final_answer: FinalAnswer | None = None
     """The output schema the final answer must validate against (engine/final_answer.py)."""
+    code: CodeServers | None = None
+    """The language servers: diagnostics after edits (engine/diagnostics.py)."""
+
+    def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
+        """The tools the model is offered now, and why the others of `tools` are not
+        (`Tool.unavailable`: no key, turned off, no language server running yet). Asked
+        before each model call: a tool can become able to work during a turn."""
+        tool_config = session.settings.tool_config
+        absent = self.tools.absent(self.env, tool_config, session.id)
+        offered = ToolRegistry(tool for tool in self.tools.tools() if tool.name not in absent)
+        return offered, absent
 
 
 @dataclass(slots=True)
@@ -168,6 +180,16 @@ class TurnRunner:
         self.inbox = SteerInbox(self.state.turn_id)
         self._last_text = ""
         """The text the latest model call wrote (the final answer, when it asked for no tool)."""
+        self._checks = EditChecks(
+            env.code,
+            session,
+            env=env.secrets.child_environment(env.env),
+            hidden_files=env.sandbox.hidden_files,
+            emit=self._emit,
+            redact=env.secrets.redact,
+        )
+        self._offered, self._absent = env.offer(session)
+        """What the model was offered for its latest call, and why the other tools were not."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -193,7 +215,7 @@ class TurnRunner:
         refresh(
             session,
             PermissionFacts.of(
-                session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
+                session, self.env.sandbox, self._offered.tools(), sandbox_available=available
             ),
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
@@ -266,7 +288,8 @@ class TurnRunner:
         answer = self.env.final_answer
         for _ in range(settings.max_tool_iterations):
             self._take_steers()
-            template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
+            self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
+            template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             if answer is not None:
                 template = answer.shape(template)
             history = self._readable(await keeper.history_for(template))
@@ -315,11 +338,11 @@ class TurnRunner:
     async def _finish_answer(self, step: AnswerStep) -> bool:
         """Carry out what the final answer's check decided; True when the turn ends."""
         for call, result in step.respond:
-            info = describe_call(self.env.tools, call.name, call.arguments)
+            info = describe_call(self._offered, call.name, call.arguments)
             self._open(call, replace(info, title="Final answer", kind="other", error=None))
             self._finish_call(call.call_id, result)
         for call in step.skipped:
-            self._open(call, describe_call(self.env.tools, call.name, call.arguments))
+            self._open(call, describe_call(self._offered, call.name, call.arguments))
             self._finish_call(call.call_id, error_result("not run: the turn ended"))
         if step.run:
             await self._run_calls(step.run)
@@ -423,7 +446,7 @@ class TurnRunner:
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
         described = [
-            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            describe_call(self._offered, c.name, c.arguments, cwd=cwd, absent=self._absent)
             for c in calls
         ]
         for call, info in zip(calls, described, strict=True):
@@ -467,6 +490,7 @@ class TurnRunner:
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
         )
+        self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         try:
             facts = await self._facts(tool, args, ctx)
         except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
@@ -492,7 +516,7 @@ class TurnRunner:
                 check = await check_edit(
                     tool,
                     reply.updated_input,
-                    registry=self.env.tools,
+                    registry=self._offered,
                     cwd=self.session.cwd,
                     facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
                     grants=self.session.grants,
@@ -504,6 +528,7 @@ class TurnRunner:
                     return
                 assert check.info.args is not None
                 args, grant_key, edited = check.info.args, check.grant_key, check.info
+                self._checks.begin(tool, edited.locations)  # the files it edits now
                 reason = "user (edited input)"
             self._settle(call.call_id, tool.name, reply, reason, grant_key)
             if reply.answer not in ("allow_once", "allow_session"):
@@ -558,6 +583,7 @@ class TurnRunner:
                     complete=end.complete and not live.cut,
                 )
             )
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
         if edited is not None:
