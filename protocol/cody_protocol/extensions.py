@@ -22,10 +22,17 @@ __all__ = [
     "LanguageServerInfo",
     "LanguageServersParams",
     "LanguageServersResult",
+    "FileSearchParams",
+    "FileSearchResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
     "ModelsListResult",
+    "PermissionRuleInfo",
+    "PermissionsListParams",
+    "PermissionsListResult",
+    "PermissionsRemoveParams",
+    "PermissionsRemoveResult",
     "ProviderModels",
     "ToolInfo",
     "ToolsListParams",
@@ -136,6 +143,45 @@ class AgentsListResult(WireModel):
     agents: list[AgentInfo]
 
 
+class PermissionsListParams(WireModel):
+    """`_cody/permissions/list {cwd?}`: the rules that apply in `cwd` (default: every rule of
+    the user config, all projects, plus the read-only Codex and Claude Code files)."""
+
+    cwd: str | None = None
+
+
+class PermissionRuleInfo(WireModel):
+    rule: str
+    """As written: `exec(npm run test:*)`, `Bash(git diff:*)`, `mcp__github__delete_repo`."""
+    decision: Literal["allow", "ask", "deny"]
+    source: str
+    """The file it comes from."""
+    project: str | None = None
+    """The project it is limited to (`[projects."<root>".permissions]`, a project's file)."""
+    read_only: bool = False
+    """From a file Cody only reads (Codex rules, Claude Code settings, a project's own
+    config): `_cody/permissions/remove` cannot remove it."""
+
+
+class PermissionsListResult(WireModel):
+    rules: list[PermissionRuleInfo]
+    warnings: list[str] = Field(default_factory=list)
+    """Rules or files that were ignored, and why."""
+
+
+class PermissionsRemoveParams(WireModel):
+    """`_cody/permissions/remove`: remove one rule from the user config (as listed)."""
+
+    rule: str
+    decision: Literal["allow", "ask", "deny"]
+    source: str
+    project: str | None = None
+
+
+class PermissionsRemoveResult(WireModel):
+    removed: bool
+
+
 class DiagnosticInfo(WireModel):
     """One problem a language server found (1-based lines and columns)."""
 
@@ -216,3 +262,21 @@ class ConfigCheckResult(WireModel):
     files: list[ConfigFileInfo]
     warnings: list[str] = Field(default_factory=list)
     error: RpcError | None = None
+
+
+class FileSearchParams(WireModel):
+    """`_cody/files/search`: files of a session's workspace whose path fuzzily matches `query`
+    (what the model's `fileSearch` finds: ignore rules apply, `.git` is skipped), for a
+    client's `@path` completion."""
+
+    session_id: str
+    query: str = ""
+    """Characters of the path in order (`fsrch` for `file_search.py`); empty: any file."""
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+class FileSearchResult(WireModel):
+    paths: list[str]
+    """Relative to the session's directory, `/`-separated, best match first."""
+    more: bool = False
+    """More files matched than `limit`."""

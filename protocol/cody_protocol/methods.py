@@ -35,18 +35,22 @@ __all__ = [
     "CODY_AGENTS_LIST",
     "CODY_CONFIG_CHECK",
     "CODY_DIAGNOSTICS",
+    "CODY_FILES_SEARCH",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
     "CODY_LSP_SERVERS",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
+    "CODY_PERMISSIONS_LIST",
+    "CODY_PERMISSIONS_REMOVE",
     "CODY_SESSION_CHECKPOINTS",
     "CODY_SESSION_CHECKPOINT_DIFF",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
     "CODY_SESSION_REWIND",
+    "CODY_SESSION_STEER",
     "CODY_TOOLS_LIST",
     "EXIT",
     "FS_READ_TEXT_FILE",
@@ -355,6 +359,20 @@ CODY_SESSION_COMPACT = request(
     session="runs",
     spec="cody",
 )
+CODY_SESSION_STEER = request(
+    "_cody/session/steer",
+    params="prompt:SteerParams",
+    result="prompt:SteerResult",
+    session="runs",
+    spec="cody",
+)
+"""Join the running turn (the caller is attached, so it sees the turn it steers)."""
+CODY_FILES_SEARCH = request(
+    "_cody/files/search",
+    params="extensions:FileSearchParams",
+    result="extensions:FileSearchResult",
+    spec="cody",
+)
 CODY_TOOLS_LIST = request(
     "_cody/tools/list",
     params="extensions:ToolsListParams",
@@ -392,6 +410,18 @@ CODY_CONFIG_CHECK = request(
     "_cody/config/check",
     params="session:NewSessionParams",
     result="extensions:ConfigCheckResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_LIST = request(
+    "_cody/permissions/list",
+    params="extensions:PermissionsListParams",
+    result="extensions:PermissionsListResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_REMOVE = request(
+    "_cody/permissions/remove",
+    params="extensions:PermissionsRemoveParams",
+    result="extensions:PermissionsRemoveResult",
     spec="cody",
 )
 CODY_SESSION_CHECKPOINTS = request(

@@ -15,6 +15,7 @@ __all__ = [
     "AgentMessageChunk",
     "AgentThoughtChunk",
     "CodySessionInfoMeta",
+    "CodyUserMessageMeta",
     "CompactionNotice",
     "ConfigOptionUpdate",
     "Cost",
@@ -26,16 +27,29 @@ __all__ = [
     "SessionNotification",
     "SessionUpdate",
     "ToolCallLocation",
+    "DecidedBy",
+    "ToolCallDecision",
     "ToolCallStart",
     "ToolCallStatus",
     "ToolCallUpdate",
     "ToolKind",
     "UsageUpdate",
     "UserMessageChunk",
+    "UserMessageMeta",
 ]
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class CodyUserMessageMeta(WireModel):
+    steered: bool | None = None
+    """The message joined a running turn (`_cody/session/steer`): it is shown where the model
+    first saw it, between the turn's tool calls."""
+
+
+class UserMessageMeta(WireModel):
+    cody: CodyUserMessageMeta | None = None
 
 
 class UserMessageChunk(WireModel):
@@ -43,6 +57,7 @@ class UserMessageChunk(WireModel):
     content: ContentBlock
     message_id: str | None = None
     """ACP `messageId`: the same for every chunk of one message (Cody's history item id)."""
+    meta: UserMessageMeta | None = Field(default=None, alias="_meta")
 
 
 class AgentMessageChunk(WireModel):
@@ -80,6 +95,19 @@ class ToolCallStart(WireModel):
     """`terminal_info` (cody_protocol.terminal) for a command shown as a terminal."""
 
 
+DecidedBy = Literal["rule", "hook", "grant", "policy", "sandbox", "allowlist", "user", "timeout"]
+
+
+class ToolCallDecision(WireModel):
+    """`_meta.cody.decision` of a `tool_call_update`: what decided whether the call ran."""
+
+    by: DecidedBy
+    detail: str
+    """In words: the rule's text and file, the option the user chose, the policy's reason."""
+    outcome: Literal["allow", "deny"]
+    """Whether the call was let run (`deny`: it ended `failed` without running)."""
+
+
 class ToolCallUpdate(WireModel):
     """`tool_call_update`: only the fields that changed."""
 
@@ -94,7 +122,8 @@ class ToolCallUpdate(WireModel):
     raw_output: Any = None
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
     """`terminal_output` / `terminal_exit` (cody_protocol.terminal); `cody.appendOutput` for
-    appended live output (docs/protocol.md "Live command output")."""
+    appended live output (docs/protocol.md "Live command output"); `cody.decision`
+    (`ToolCallDecision`) once the call is decided."""
 
 
 class PlanEntry(WireModel):

@@ -17,6 +17,7 @@ from cody_protocol.updates import ToolCallLocation, ToolCallStatus, ToolKind
 from ..core.code_intel import Diagnostic
 
 __all__ = [
+    "CallDecision",
     "AgentText",
     "AgentThought",
     "CommandsAvailable",
@@ -52,12 +53,16 @@ class AgentThought:
 
 @dataclass(frozen=True, slots=True)
 class UserText:
-    """A user message (sent only when replaying a session on `session/load`)."""
+    """A user message: replayed on `session/load`, and sent live when a steered message
+    joins the running turn."""
 
     text: str
     message_id: str | None = None
     blocks: tuple[dict[str, Any], ...] = ()
     """The ACP content blocks as the client sent them (then sent instead of `text`)."""
+    steered: bool = False
+    """The message joined a running turn (`_cody/session/steer`): sent live when the turn
+    takes it, and on replay."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +74,19 @@ class UserImage:
     mime_type: str
     message_id: str | None = None
     """The message it belongs to (its text chunks carry the same id)."""
+    steered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallDecision:
+    """What decided whether a call ran (`_meta.cody.decision`; recorded in the session file)."""
+
+    by: Literal["rule", "hook", "grant", "policy", "sandbox", "allowlist", "user", "timeout"]
+    detail: str
+    outcome: Literal["allow", "deny"]
+
+    def payload(self) -> dict[str, str]:
+        return {"by": self.by, "detail": self.detail, "outcome": self.outcome}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +104,8 @@ class ToolCallOpened:
     live_cwd: str | None = None
     """Set for a tool that streams output while it runs (`Tool.live_output`): the directory
     it runs in. Clients that can show a display-only terminal get one for it."""
+    decision: CallDecision | None = None
+    """On replay: what decided the call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +135,9 @@ class ToolCallProgress:
     raw_output: Any = None
     locations: list[ToolCallLocation] | None = None
     """The files the call touched (replaces the locations of its `tool_call`)."""
+    decision: CallDecision | None = None
+    """Sent once, when the call is decided (with `in_progress`, or with `failed` when it
+    does not run)."""
     title: str | None = None
     raw_input: Any = None
     """A new title and input: the user edited the call's arguments when approving it."""

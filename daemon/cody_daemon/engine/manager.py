@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
@@ -25,6 +25,7 @@ from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
+from ..providers.base import takes_output_schema
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
@@ -36,9 +37,11 @@ from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .final_answer import FinalAnswer, check_schema
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
+from .notify import Notifier, NotifyingLink
 from .ports import ClientLink
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
@@ -53,11 +56,13 @@ from .settings import (
 )
 from .slash import parse_command
 from .slash_runner import run_local_command
+from .steer_requests import dropped_outcome, join_turn
 from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
     from ..tools.mcp import McpStatus
+    from .backend_turn import BackendTurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
 
@@ -84,6 +89,8 @@ class SessionManager:
         self.checkpoints = Checkpoints(
             deps.checkpoints, protected=(deps.paths.config_dir, deps.paths.data_dir)
         )
+        self.notifier = Notifier()
+        """Runs the user's `notify` program (engine/notify.py)."""
 
     # -- creating and opening ---------------------------------------------------------------
 
@@ -222,11 +229,40 @@ class SessionManager:
     # -- turns ------------------------------------------------------------------------------
 
     async def prompt(
-        self, session_id: str, blocks: list[ContentBlock], link: ClientLink
+        self,
+        session_id: str,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        *,
+        queue: bool = False,
+        output_schema: dict[str, Any] | None = None,
     ) -> TurnOutcome:
+        """Run one turn. `queue`: while a turn runs (or prompts wait), wait for them instead of
+        raising SessionBusy (engine/steering.py); `output_schema`: the final answer must
+        validate against it (engine/final_answer.py)."""
         session = self.get(session_id)
-        if session.busy:
-            raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
+        if output_schema is not None:
+            check_schema(output_schema)
+        if session.busy or session.queue:
+            if not queue:
+                raise SessionBusy(
+                    f"Session {session_id} is already running a turn; wait, cancel it, or "
+                    "queue the prompt (_meta.cody.queue)."
+                )
+            if await session.queue.wait() == "cancelled":
+                return dropped_outcome(session)
+        try:
+            return await self._prompt(session, blocks, link, output_schema)
+        finally:
+            session.queue.release_soon()  # the next queued prompt, after this answer
+
+    async def _prompt(
+        self,
+        session: Session,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        output_schema: dict[str, Any] | None,
+    ) -> TurnOutcome:
         refuse_audio(blocks)
         command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
         if command is not None:
@@ -238,14 +274,26 @@ class SessionManager:
         checkpoint = (
             self.checkpoints.for_turn(session, text) if session.settings.checkpoints else None
         )
-        run: Coroutine[Any, Any, TurnOutcome]
+        secrets = self._secrets(session)
+        notifying = (
+            NotifyingLink(link, self.notifier, session, secrets)
+            if session.settings.notify
+            else None
+        )
+        link = notifying or link
+        runner: TurnRunner | BackendTurnRunner
         if session.settings.backend != "native":
             from .agents import agent_for
             from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
 
+            if output_schema is not None:
+                raise InvalidParams(
+                    f"An output schema needs a native session; session {session.id} runs on "
+                    f"the {session.settings.backend} backend.",
+                    [Issue(key="_meta.cody.outputSchema", message="native sessions only")],
+                )
             refuse_images_for_backend(blocks, session.settings.backend)
-            secrets = self._secrets(session)
             guard = BackendGuard(
                 secrets=secrets,
                 read_only_tools=frozenset(
@@ -254,9 +302,17 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(session, agent, link, None, guard, checkpoint=checkpoint).run(
-                text
+            runner = BackendTurnRunner(
+                session,
+                agent,
+                link,
+                None,
+                guard,
+                checkpoint=checkpoint,
+                rules_file=self.deps.paths.config_file,
+                refresh_rules=lambda: self.refresh_rules(session),
             )
+            run = runner.run(text)
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -270,28 +326,71 @@ class SessionManager:
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
             env.checkpoint = checkpoint
-            run = TurnRunner(session, env).run(text, images, client_content(blocks))
+            if output_schema is not None:
+                env.final_answer = FinalAnswer(
+                    output_schema, structured_output=takes_output_schema(env.provider)
+                )
+            runner = TurnRunner(session, env)
+            run = runner.run(text, images, client_content(blocks))
+        if notifying is not None:
+            notifying.turn_id = runner.state.turn_id
+        start = len(session.history)
         # Claim the session before any await: a second prompt must see it busy (the MCP
-        # servers' start-up is awaited inside the turn, where a cancel also reaches it).
+        # servers' start-up and the rules are awaited inside the turn, where a cancel also
+        # reaches them).
         task = asyncio.create_task(run)
         session.turn = task
+        stop = "error"
         try:
-            return await task
+            outcome = await task
+            stop = outcome.stop_reason
+            return outcome
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
+            stop = "cancelled"
             self._cancel_turn(task)
             await asyncio.wait({task})
             raise
         finally:
             if session.turn is task:
                 session.turn = None
+            if notifying is not None:
+                turn_items = session.history[start:]
+                self.notifier.turn_complete(
+                    session, runner.state.turn_id, stop, turn_items, secrets
+                )
+
+    def steer(self, session_id: str, blocks: list[ContentBlock]) -> str:
+        """`_cody/session/steer`: add `blocks` to the running turn (engine/steering.py); the
+        turn's id. NoTurnRunning (-32011) when no native turn runs."""
+        session = self.get(session_id)
+        wire_api = self._catalogs[session.id].get(session.settings.provider).wire_api
+        return join_turn(session, blocks, wire_api)
+
+    def reload_rules(self, session: Session) -> None:
+        """Re-read the session's permission rules (blocking: see `refresh_rules`). A config
+        that became invalid keeps the rules the session had."""
+        try:
+            loaded = self._loader.current_rules(session.cwd)
+        except InvalidParams as exc:
+            logger.warning("kept the session's permission rules: %s", exc)
+            return
+        for warning in loaded.warnings:
+            logger.info("permission rules: %s", warning)
+        session.settings.rules = loaded.rules
+
+    async def refresh_rules(self, session: Session) -> None:
+        """`reload_rules` off the event loop: at each turn's start (inside the turn, so a
+        cancel reaches it; a rule added by another session or by hand applies from the next
+        turn) and after `allow_project` saved one."""
+        await asyncio.to_thread(self.reload_rules, session)
 
     async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:
         """`/compact`: summarise the session now (see engine/compaction.py); None when there
         is nothing to summarise. Takes the session's turn slot (SessionBusy while a turn
         runs); `session/cancel` cancels it and nothing changes."""
         session = self.get(session_id)
-        if session.busy:
+        if session.busy or session.queue:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
         require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
@@ -402,7 +501,11 @@ class SessionManager:
                 hidden_files=login_files(self.deps.env),
                 hidden_dirs=self.checkpoints.hidden_dirs(),
                 guard_project_config=project_trusted(self.deps.paths, session.cwd),
+                network=settings.network_access,
+                extra_roots=(*settings.writable_roots, *settings.added_dirs),
             ),
+            rules_file=self.deps.paths.config_file,
+            refresh_rules=lambda: self.refresh_rules(session),
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
@@ -423,10 +526,14 @@ class SessionManager:
         return allowed_tools(settings.allowed_tools, settings.phase)
 
     def cancel(self, session_id: str) -> bool:
-        """Cancel the running turn, if any. Unknown sessions are ignored (a notification)."""
+        """Cancel the running turn, if any, and answer every queued prompt `cancelled`.
+        Unknown sessions are ignored (a notification)."""
         session = self._live.get(session_id)
-        if session is None or session.turn is None or session.turn.done():
+        if session is None:
             return False
+        dropped = session.queue.cancel_all()
+        if session.turn is None or session.turn.done():
+            return dropped > 0
         self._cancel_turn(session.turn)
         return True
 
@@ -562,6 +669,7 @@ class SessionManager:
         await self._close(session)
 
     async def _close(self, session: Session) -> None:
+        session.queue.cancel_all()
         if session.turn is not None and not session.turn.done():
             self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
@@ -660,6 +768,8 @@ class SessionManager:
     # -- shutdown ---------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
+        for session in self._live.values():
+            session.queue.cancel_all()
         turns = [s.turn for s in self._live.values() if s.turn is not None and not s.turn.done()]
         for turn in turns:
             self._cancel_turn(turn)
@@ -677,6 +787,7 @@ class SessionManager:
         await self.checkpoints.aclose()
         for session in ephemeral:  # its ref only: the objects go at the repository's next prune
             await self.checkpoints.drop_ref(session)
+        await self.notifier.aclose()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
         if self.deps.code is not None:

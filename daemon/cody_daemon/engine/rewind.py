@@ -1,7 +1,7 @@
 """Rewinding a session to a checkpoint: its files, its conversation, or both.
 
 `rewind` (the engine's side of `_cody/session/rewind`):
-1. refuses while a turn runs (SessionBusy, -32011) and claims the session's turn slot so no
+1. refuses while a turn runs or prompts are queued (SessionBusy, -32011) and claims the session's turn slot so no
    prompt starts during it; a cancelled request still completes the rewind (shielded): a
    half-recorded rewind would be worse than a late one;
 2. snapshots the workspace as it is now and records it as a `rewind` checkpoint (the state
@@ -62,10 +62,10 @@ async def rewind(
     *,
     force: bool = False,
 ) -> RewindOutcome:
-    if session.busy:
+    if session.busy or session.queue:
         raise SessionBusy(f"Session {session.id} is running a turn; wait or cancel it first.")
     await service.settle(session)
-    if session.busy:
+    if session.busy or session.queue:
         raise SessionBusy(f"Session {session.id} is running a turn; wait or cancel it first.")
     target = session.checkpoints.get(checkpoint_id)
     if target is None:

@@ -10,7 +10,12 @@ Invariants:
 - cancellation (task cancel, or `cancelled` chosen in an approval) keeps the partial
   assistant text and answers `cancelled`; provider errors propagate after cleanup;
 - every event of the turn is handed to the link before `run` returns (then the prompt is
-  answered); nothing is emitted for the turn afterwards.
+  answered); nothing is emitted for the turn afterwards;
+- messages steered into the turn (engine/steering.py) are taken before each model call, and
+  end a model call that streams with no tool call yet; the inbox closes when the turn
+  decides to end, and what it still holds then is recorded before the turn ends;
+- with an output schema (engine/final_answer.py) the turn ends once the final answer
+  validated, or failed twice.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
-from cody_protocol.prompt import TokenUsage
+from cody_protocol.prompt import StructuredOutput, TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..core.history import (
@@ -35,7 +41,6 @@ from ..core.history import (
 )
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
-from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
@@ -49,16 +54,19 @@ from ..providers.base import (
     UsageReport,
 )
 from ..providers.pricing import Price
-from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
+from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
+from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .checkpoints import TurnCheckpoint, may_change_files
 from .compaction import ContextKeeper
+from .context_items import answer_check_entry, record
 from .diagnostics import EditChecks
-from .edited_input import EditRefused, check_edit, edited_note
+from .edited_input import edited_note
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
     AgentThought,
+    CallDecision,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -66,13 +74,17 @@ from .events import (
     ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
+    UserText,
 )
+from .final_answer import AnswerStep, FinalAnswer
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalReply, ApprovalRequest, ClientLink, CodeServers
-from .secrets import credential_refusal, redact_content, redact_result
+from .ports import ClientLink, CodeServers
+from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
+from .steering import STEERED, SteerInbox, steered_message, until_steered
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -80,7 +92,6 @@ from .toolcalls import (
     LiveOutput,
     call_display,
     describe_call,
-    describe_grant,
     error_result,
     text_content,
     unusable_arguments,
@@ -92,13 +103,8 @@ __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 
 logger = logging.getLogger(__name__)
 
-DENIED = "User denied approval"
-PREVIEW_TIMEOUT_S = 15.0
-"""How long an approval preview may wait for the client's file read (then: the disk's)."""
-
-
-class TurnCancelled(Exception):
-    """The client answered an approval with `cancelled`: the turn stops."""
+RERUN_TAIL_CHARS = 2000
+"""How much of a failed command's output the on-failure question shows."""
 
 
 @dataclass(kw_only=True)
@@ -120,8 +126,14 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    rules_file: Path | None = None
+    """The user config, where `allow_project` saves rules (None: the option is not offered)."""
+    refresh_rules: Callable[[], Awaitable[None]] | None = None
+    """Re-reads the session's permission rules (after `allow_project` saved one)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
+    final_answer: FinalAnswer | None = None
+    """The output schema the final answer must validate against (engine/final_answer.py)."""
     code: CodeServers | None = None
     """The language servers: diagnostics after edits (engine/diagnostics.py)."""
     checkpoint: TurnCheckpoint | None = None
@@ -146,6 +158,8 @@ class _OpenCall:
     locations: list[ToolCallLocation] = field(default_factory=list)
     plan: list[tuple[str, str]] | None = None
     """The plan the call published (`updatePlan`), kept for the replay."""
+    decision: CallDecision | None = None
+    """What decided that the call runs (kept for the replay)."""
 
 
 @dataclass
@@ -164,9 +178,21 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self._gate = CallGate(
+            session,
+            env.link,
+            turn_id=self.state.turn_id,
+            allowed=env.allowed,
+            secrets=env.secrets,
+            rules_file=env.rules_file,
+            refresh_rules=env.refresh_rules,
+        )
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
+        self.inbox = SteerInbox(self.state.turn_id)
+        self._last_text = ""
+        """The text the latest model call wrote (the final answer, when it asked for no tool)."""
         self._checks = EditChecks(
             env.code,
             session,
@@ -215,6 +241,7 @@ class TurnRunner:
             self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
+        session.steering = self.inbox
         try:
             stop = await self._loop()
         except asyncio.CancelledError:
@@ -226,9 +253,14 @@ class TurnRunner:
             stop = "cancelled"
         except BaseException as exc:
             failure = exc
+        self.inbox.close()
+        if session.steering is self.inbox:
+            session.steering = None
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
         if self.env.checkpoint is not None:
             await self.env.checkpoint.finish()
+        with contextlib.suppress(StorageError):  # the turn already fails with it
+            self._take_steers()  # accepted but not taken: kept for the next turn
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
@@ -245,11 +277,22 @@ class TurnRunner:
                 if self.env.price is not None
                 else None
             ),
+            output=self._output(stop),
+        )
+
+    def _output(self, stop: str) -> StructuredOutput | None:
+        answer = self.env.final_answer
+        if answer is None or answer.output is not None:
+            return answer.output if answer is not None else None
+        return StructuredOutput(
+            valid=False, errors=[f"no final answer: the turn ended ({stop})"], via=answer.via
         )
 
     # -- the loop -------------------------------------------------------------------------
 
     async def _loop(self) -> str:
+        if self.env.refresh_rules is not None:
+            await self.env.refresh_rules()
         settings = self.session.settings
         if self.env.extra_tools is not None:
             extra = await self.env.extra_tools()
@@ -261,9 +304,13 @@ class TurnRunner:
             emit=self._emit,
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
+        answer = self.env.final_answer
         for _ in range(settings.max_tool_iterations):
+            self._take_steers()
             self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
             template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
+            if answer is not None:
+                template = answer.shape(template)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -273,11 +320,54 @@ class TurnRunner:
                     raise
                 history = self._readable(keeper.view())
                 calls, end = await self._model_call(replace(template, history=history))
+            if answer is not None and end != STEERED:
+                step = await answer.after_call(calls, self._last_text, self.inbox.pending)
+                if step is not None:
+                    if await self._finish_answer(step):
+                        self.inbox.close()
+                        return "end_turn"
+                    continue
             if not calls:
+                if end == STEERED or self.inbox.pending:
+                    continue  # the model answers the steered message next
+                self.inbox.close()  # the turn ends here: a later steer is refused, not lost
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
+
+    # -- steering and the final answer ------------------------------------------------------
+
+    def _take_steers(self) -> None:
+        """Add the steered messages that arrived to the history (file first), and show them."""
+        for steer in self.inbox.take():
+            item = steered_message(steer)
+            self.session.file.append("response_item", item.payload())
+            self.session.history.append(item)
+            blocks = tuple(steer.client_content or ())
+            if steer.text or not steer.images or blocks:
+                self._emit(UserText(steer.text, item.id, blocks=blocks, steered=True))
+            for image in steer.images:
+                self._emit(
+                    UserImage(
+                        data=image.data, mime_type=image.mime_type, message_id=item.id, steered=True
+                    )
+                )
+
+    async def _finish_answer(self, step: AnswerStep) -> bool:
+        """Carry out what the final answer's check decided; True when the turn ends."""
+        for call, result in step.respond:
+            info = describe_call(self._offered, call.name, call.arguments)
+            self._open(call, replace(info, title="Final answer", kind="other", error=None))
+            self._finish_call(call.call_id, result)
+        for call in step.skipped:
+            self._open(call, describe_call(self._offered, call.name, call.arguments))
+            self._finish_call(call.call_id, error_result("not run: the turn ended"))
+        if step.run:
+            await self._run_calls(step.run)
+        if step.note is not None:
+            record(self.session, answer_check_entry(self.session.history, step.note))
+        return step.done
 
     def _readable(self, history: Sequence[HistoryItem]) -> list[HistoryItem]:
         """What the model can read: a text-only model gets a note in place of each image."""
@@ -307,19 +397,21 @@ class TurnRunner:
             )
             return item
 
-        thought = new_thought()
+        thoughts = [new_thought()]
         calls: list[ToolCallRequested] = []
-        end = "end_turn"
-        usage: UsageReport | None = None
-        try:
+        usage: list[UsageReport] = []
+
+        async def consume() -> str:
+            end = "end_turn"
             async with contextlib.aclosing(self.env.provider.stream(request)) as stream:
                 async for event in stream:
                     await self.env.link.wait_writable()  # back-pressure from a slow client
                     if isinstance(event, TextDelta):
                         message.add(event.text)
                     elif isinstance(event, ReasoningDelta):
-                        thought.add(event.text)
+                        thoughts[-1].add(event.text)
                     elif isinstance(event, ReasoningDone):
+                        thought = thoughts[-1]
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
                         thought.set_opaque(
@@ -330,23 +422,28 @@ class TurnRunner:
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()
-                        thought = new_thought()
+                        thoughts.append(new_thought())
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, UsageReport):
-                        usage = event
+                        usage.append(event)
                     elif isinstance(event, StreamEnd):
                         end = event.stop
+            return end
+
+        try:
+            end = await until_steered(asyncio.ensure_future(consume()), self.inbox, calls)
         finally:
-            thought.finish()
+            thoughts[-1].finish()
             message.finish()
+            self._last_text = message.text
         for call in calls:
             item = FunctionCallItem(call_id=call.call_id, name=call.name, arguments=call.arguments)
             session.history.append(item)
             session.file.append("response_item", item.payload())
-        if usage is not None:
-            self._record_usage(usage)
-            self._keeper.mark(usage)
+        if usage:
+            self._record_usage(usage[-1])
+            self._keeper.mark(usage[-1])
         return calls, end
 
     def _record_usage(self, report: UsageReport, *, meter: bool = True) -> None:
@@ -372,22 +469,26 @@ class TurnRunner:
             for c in calls
         ]
         for call, info in zip(calls, described, strict=True):
-            self.state.open_calls[call.call_id] = _OpenCall(
-                call.call_id, call.name, info.title, info.kind, info.locations
-            )
-            live = info.error is None and info.tool is not None and info.tool.live_output
-            self._emit(
-                ToolCallOpened(
-                    call_id=call.call_id,
-                    title=info.title,
-                    kind=info.kind,
-                    raw_input=info.raw_input,
-                    live_cwd=str(self.session.cwd) if live else None,
-                    locations=info.locations or None,
-                )
-            )
+            self._open(call, info)
         for call, info in zip(calls, described, strict=True):
             await self._run_call(call, info)
+
+    def _open(self, call: ToolCallRequested, info: DescribedCall) -> None:
+        """The call is open: shown to the client as pending, to be finished (`_finish_call`)."""
+        self.state.open_calls[call.call_id] = _OpenCall(
+            call.call_id, call.name, info.title, info.kind, info.locations
+        )
+        live = info.error is None and info.tool is not None and info.tool.live_output
+        self._emit(
+            ToolCallOpened(
+                call_id=call.call_id,
+                title=info.title,
+                kind=info.kind,
+                raw_input=info.raw_input,
+                live_cwd=str(self.session.cwd) if live else None,
+                locations=info.locations or None,
+            )
+        )
 
     async def _run_call(self, call: ToolCallRequested, info: DescribedCall) -> None:
         if info.error is not None or info.tool is None or info.args is None:
@@ -409,69 +510,86 @@ class TurnRunner:
             files=editor_files_for(self.env.link, self.session.id),
         )
         self._checks.begin(tool, info.locations)  # servers learn the files before the edit
-        try:
-            facts = await self._facts(tool, args, ctx)
-        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
-            logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
-            self._finish_call(
-                call.call_id,
-                error_result(unusable_arguments(tool.name, exc)),
-            )
+        decided = await self._decide(call.call_id, info, ctx)
+        if decided is None:
+            return
+        if decided.edited is not None:  # the user edited the arguments: those run
+            info = decided.edited
+            assert info.args is not None
+            args = info.args
+            self._checks.begin(tool, info.locations)  # the files it edits now
+        result = await self._execute(
+            call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
+        )
+        if self._may_rerun(tool, ctx, result):
+            result = await self._rerun(call.call_id, info, ctx, result)
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
+        if not result.success:
             self.state.failure_seen = True
-            return
-        grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
-        verdict = decide(facts, self.session.grants)
-        edited: Any = None
-        if isinstance(verdict, Ask):
-            reply, reason = await self._ask(
-                call_id=call.call_id,
+        if decided.edited is not None:
+            result = edited_note(result, decided.edited.raw_input)
+        self._finish_call(call.call_id, result)
+
+    async def _decide(
+        self, call_id: str, info: DescribedCall, ctx: ToolContext, rerun: Rerun | None = None
+    ) -> Decided | None:
+        """The gate's decision (None: the call was closed without running)."""
+        assert info.tool is not None
+        try:
+            decided = await self._gate.decide(
+                call_id=call_id,
                 info=info,
-                grant_key=grant_key,
-                unsandboxed=unsandboxed,
                 ctx=ctx,
+                failure_seen=self.state.failure_seen,
+                rerun=rerun,
             )
-            if reply.updated_input is not None:  # only ever with an allow answer
-                check = await check_edit(
-                    tool,
-                    reply.updated_input,
-                    registry=self._offered,
-                    cwd=self.session.cwd,
-                    facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
-                    grants=self.session.grants,
-                )
-                if isinstance(check, EditRefused):
-                    self._record_decision(call.call_id, tool.name, "deny", check.reason, grant_key)
-                    self.state.failure_seen = True
-                    self._finish_call(call.call_id, check.result)
-                    return
-                assert check.info.args is not None
-                args, grant_key, edited = check.info.args, check.grant_key, check.info
-                self._checks.begin(tool, edited.locations)  # the files it edits now
-                reason = "user (edited input)"
-            self._settle(call.call_id, tool.name, reply, reason, grant_key)
-            if reply.answer not in ("allow_once", "allow_session"):
-                denied = f"{DENIED}: {reply.message}" if reply.message else DENIED
-                self._finish_call(call.call_id, error_result(denied, {"refused": "user"}))
-                return
-        elif isinstance(verdict, Deny):
-            self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
+        except TurnCancelled:
+            raise
+        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
+            logger.info(
+                "%s: arguments the policy checks cannot handle", info.tool.name, exc_info=True
+            )
+            self._finish_call(call_id, error_result(unusable_arguments(info.tool.name, exc)))
+            self.state.failure_seen = True
+            return None
+        if not decided.run:
+            if rerun is not None:
+                return decided
             self._finish_call(
-                call.call_id, error_result(verdict.message, {"refused": verdict.reason})
+                call_id,
+                error_result(decided.message, {"refused": decided.refused}),
+                decision=decided.decision,
             )
-            if verdict.reason == "sandbox":
+            if decided.refused == "sandbox":
                 self.state.failure_seen = True
-            return
-        else:
-            assert isinstance(verdict, Allow)
-            self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
+            return None
+        ctx.outside_sandbox = decided.outside_sandbox
+        ctx.write_anywhere = decided.write_anywhere
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.decision = decided.decision
+        return decided
+
+    async def _execute(
+        self,
+        call_id: str,
+        *,
+        tool: Tool[Any],
+        args: Any,
+        ctx: ToolContext,
+        live: LiveOutput,
+        decided: Decided,
+    ) -> ToolResult:
+        edited = decided.edited
         if self.env.checkpoint is not None and may_change_files(tool.kind):
             await self.env.checkpoint.before_change()  # the tree as the turn found it
         if edited is not None:  # show what runs now, not what the model asked for
-            self._retitle(call.call_id, edited.title)
+            self._retitle(call_id, edited.title)
         self._emit(
             ToolCallProgress(
-                call_id=call.call_id,
+                call_id=call_id,
                 status="in_progress",
+                decision=decided.decision,
                 title=edited.title if edited is not None else None,
                 raw_input=edited.raw_input if edited is not None else None,
             )
@@ -497,120 +615,57 @@ class TurnRunner:
             end = result.live_end
             self._emit(
                 ToolCallOutputEnd(
-                    call_id=call.call_id,
+                    call_id=call_id,
                     exit_code=end.exit_code,
                     signal=end.signal,
                     complete=end.complete and not live.cut,
                 )
             )
-        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
-        if not result.success:
-            self.state.failure_seen = True
-        if edited is not None:
-            result = edited_note(result, edited.raw_input)
-        self._finish_call(call.call_id, result)
+        return result
 
-    async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
-        """What `policy.approval.decide` needs to know about a call (may raise on arguments
-        the file system refuses, such as a path with a NUL byte)."""
-        settings = self.session.settings
-        grant_key = tool.grant_key(args, ctx)
-        unsandboxed = tool.runs_unsandboxed(args, ctx)
-        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
-        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
-            tool.known_safe, args, ctx
+    def _may_rerun(self, tool: Tool[Any], ctx: ToolContext, result: ToolResult) -> bool:
+        """`on-failure`: a command that failed inside the sandbox may run again outside."""
+        raw = result.raw_output or {}
+        return (
+            self.session.settings.approval_policy == "on-failure"
+            and tool.kind == "execute"
+            and not result.success
+            and not ctx.outside_sandbox
+            and raw.get("sandboxed") is True
         )
-        facts = CallFacts(
-            tool_name=tool.name,
-            requires_approval=tool.requires_approval,
-            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
-            sandbox_violation=tool.sandbox_check(args, ctx),
-            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
-            unsandboxed=unsandboxed,
-            sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=known_safe,
-            grant_key=grant_key,
-            policy=settings.approval_policy,
-            failure_seen=self.state.failure_seen,
-        )
-        return facts
 
-    async def _ask(
-        self,
-        *,
-        call_id: str,
-        info: DescribedCall,
-        grant_key: GrantKey,
-        unsandboxed: bool,
-        ctx: ToolContext,
-    ) -> tuple[ApprovalReply, str]:
-        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`); a
-        timeout or an invalid answer is `reject_once`; `cancelled` stops the turn."""
+    async def _rerun(
+        self, call_id: str, info: DescribedCall, ctx: ToolContext, failed: ToolResult
+    ) -> ToolResult:
+        """Ask once to run the failed command again outside the sandbox; the model gets the
+        second run's result (or the first one's, when that is refused)."""
         assert info.tool is not None and info.args is not None
-        try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
-            preview = await asyncio.wait_for(
-                info.tool.preview_async(info.args, ctx), PREVIEW_TIMEOUT_S
-            )
-        except TimeoutError:
-            preview = info.tool.preview(info.args, ctx)
-        request = ApprovalRequest(
-            call_id=call_id,
-            title=info.title,
-            kind=info.kind,
-            raw_input=info.raw_input,
-            content=redact_content(self.env.secrets, preview),
-            grant_key=describe_grant(grant_key),
-            sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
-            locations=info.locations or None,
+        raw = failed.raw_output or {}
+        code = raw.get("exitCode")
+        rerun = Rerun(
+            exit_code=code if isinstance(code, int) else None,
+            output_tail=self.env.secrets.redact(failed.output[-RERUN_TAIL_CHARS:]),
         )
-        reason = "user"
-        try:
-            reply = await asyncio.wait_for(
-                self.env.link.request_approval(self.session.id, request),
-                timeout=self.session.settings.approval_timeout_s,
-            )
-        except TimeoutError:
-            reply, reason = ApprovalReply("reject_once"), "timeout"
-        if reply.answer == "invalid":
-            reply, reason = ApprovalReply("reject_once"), "invalid answer"
-        if reply.answer == "cancelled":
-            self._record_decision(call_id, info.tool.name, "cancelled", reason, grant_key)
-            raise TurnCancelled()
-        return reply, reason
-
-    def _settle(
-        self, call_id: str, tool: str, reply: ApprovalReply, reason: str, grant_key: GrantKey
-    ) -> None:
-        """Remember the user's answer for `grant_key` (session or turn) and record it."""
-        grants = self.session.grants
-        if reply.answer == "allow_session":
-            grants.allowed.add(grant_key)
-        elif reply.answer == "reject_session":
-            grants.rejected.add(grant_key)
-        elif reply.answer == "reject_once":
-            grants.turn_rejected.add(grant_key)
-        self._record_decision(call_id, tool, reply.answer, reason, grant_key)
+        decided = await self._decide(call_id, info, ctx, rerun)
+        if decided is None or not decided.run:
+            return failed
+        live = LiveOutput(lambda text: self._emit_live_output(call_id, text))
+        ctx.on_output = live.add if info.tool.live_output else None
+        edited = decided.edited
+        args = edited.args if edited is not None else info.args
+        second = await self._execute(
+            call_id, tool=info.tool, args=args, ctx=ctx, live=live, decided=decided
+        )
+        second.output = (
+            "The command failed inside the sandbox; the user let it run again outside it.\n"
+            + second.output
+        )
+        return edited_note(second, edited.raw_input) if edited is not None else second
 
     def _retitle(self, call_id: str, title: str) -> None:
         call = self.state.open_calls.get(call_id)
         if call is not None:
             call.title = title
-
-    def _record_decision(
-        self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey
-    ) -> None:
-        self.session.file.append(
-            "event",
-            {
-                "kind": "approval",
-                "turnId": self.state.turn_id,
-                "callId": call_id,
-                "tool": tool,
-                "decision": decision,
-                "reason": reason,
-                "grantKey": list(grant_key),
-            },
-        )
 
     def _publish_plan(self, call_id: str, entries: list[tuple[str, PlanStatus]]) -> None:
         call = self.state.open_calls.get(call_id)
@@ -618,7 +673,9 @@ class TurnRunner:
             call.plan = list(entries)
         self._emit(PlanChanged(tuple(entries)))
 
-    def _finish_call(self, call_id: str, result: ToolResult) -> None:
+    def _finish_call(
+        self, call_id: str, result: ToolResult, *, decision: CallDecision | None = None
+    ) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         content: list[ToolCallContent] = result.content or text_content(result.output)
@@ -634,6 +691,7 @@ class TurnRunner:
                 locations=result.locations or (call.locations if call else []),
                 content=content,
                 plan=call.plan if call else None,
+                decision=(decision or (call.decision if call else None)),
             ),
         )
         self.session.history.append(item)
@@ -647,6 +705,7 @@ class TurnRunner:
                     content=content,
                     raw_output=wire_raw_output(result.output, result.raw_output),
                     locations=result.locations or None,
+                    decision=decision,
                 )
             )
 

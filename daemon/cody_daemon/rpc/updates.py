@@ -21,16 +21,19 @@ from cody_protocol.updates import (
     PlanUpdate,
     SessionInfoMeta,
     SessionInfoUpdate,
+    ToolCallDecision,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
     UserMessageChunk,
+    UserMessageMeta,
 )
 from cody_protocol.updates import Cost as WireCost
 
 from ..engine.events import (
     AgentText,
     AgentThought,
+    CallDecision,
     CommandsAvailable,
     Compacted,
     ConfigChanged,
@@ -50,7 +53,9 @@ from ..engine.events import (
 
 __all__ = [
     "APPENDED_OUTPUT_META",
+    "STEERED_META",
     "chunk_update",
+    "decision_meta",
     "diagnostics_params",
     "event_updates",
     "mcp_status_params",
@@ -60,6 +65,18 @@ APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
 """`_meta` of a live-output `tool_call_update` whose text continues the previous ones, sent
 only to a client that opted in (`_meta.cody.appendOutput`; others get the output so far,
 rpc/output_so_far.py, as ACP's `content` replaces)."""
+
+
+def decision_meta(decision: CallDecision | None) -> dict[str, Any] | None:
+    """`{"cody": {"decision": {by, detail, outcome}}}`: what decided a call (or None)."""
+    if decision is None:
+        return None
+    wire = ToolCallDecision(by=decision.by, detail=decision.detail, outcome=decision.outcome)
+    return {"cody": {"decision": wire.wire()}}
+
+
+STEERED_META = {"cody": {"steered": True}}
+"""`_meta` of the chunks of a user message that joined a running turn."""
 
 
 def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
@@ -78,11 +95,17 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("agent_thought_chunk", event.text, event.message_id)]
     if isinstance(event, UserText):
         if event.blocks:
-            return [_block_update(block, event.message_id) for block in event.blocks]
-        return [chunk_update("user_message_chunk", event.text, event.message_id)]
+            updates = [_block_update(block, event.message_id) for block in event.blocks]
+        else:
+            updates = [chunk_update("user_message_chunk", event.text, event.message_id)]
+        if event.steered:
+            for update in updates:
+                update["_meta"] = STEERED_META
+        return updates
     if isinstance(event, UserImage):
         image = ImageContent(data=event.data, mime_type=event.mime_type)
-        return [UserMessageChunk(content=image, message_id=event.message_id).wire()]
+        steered = UserMessageMeta.model_validate(STEERED_META) if event.steered else None
+        return [UserMessageChunk(content=image, message_id=event.message_id, meta=steered).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(
@@ -94,6 +117,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 content=event.content,
                 raw_output=event.raw_output,
                 locations=event.locations,
+                meta=decision_meta(event.decision),
             ).wire()
         ]
     if isinstance(event, ToolCallProgress):
@@ -106,6 +130,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_input=event.raw_input,
                 raw_output=event.raw_output,
                 locations=event.locations,
+                meta=decision_meta(event.decision),
             ).wire()
         ]
     if isinstance(event, ToolCallOutput):

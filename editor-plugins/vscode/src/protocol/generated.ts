@@ -211,6 +211,9 @@ export interface CodyPermissionAnswerMeta {
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
   grantKey?: string | null;
+  justification?: string | null;
+  project?: string | null;
+  projectRules?: string[] | null;
   requestId: string | number;
   sandboxed?: boolean | null;
 }
@@ -219,6 +222,7 @@ export interface CodyPermissionMeta {
 export interface CodyPromptMeta {
   cost?: TurnCost | null;
   dryRun?: DryRunReport | null;
+  output?: StructuredOutput | null;
   turnId: string;
   usage: TurnUsage;
 }
@@ -226,6 +230,8 @@ export interface CodyPromptMeta {
 /** `CodyPromptParamsMeta` */
 export interface CodyPromptParamsMeta {
   dryRun?: boolean;
+  outputSchema?: { [key: string]: Json } | null;
+  queue?: boolean;
 }
 
 /** `CodySessionInfoMeta` */
@@ -246,6 +252,7 @@ export interface CodySessionMeta {
   reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
   reasoningSummary?: "auto" | "concise" | "detailed" | "none" | null;
   sandboxMode?: "read-only" | "workspace-write" | "danger-full-access" | null;
+  writableRoots?: string[] | null;
 }
 
 /** `CodySessionResultMeta` */
@@ -256,6 +263,11 @@ export interface CodySessionResultMeta {
   provider: string;
   sessionFile: string;
   warnings?: string[];
+}
+
+/** `CodyUserMessageMeta` */
+export interface CodyUserMessageMeta {
+  steered?: boolean | null;
 }
 
 /** `_cody/session/compact {sessionId}`: summarise the conversation so far now. */
@@ -414,6 +426,23 @@ export interface EmbeddedResource {
 export interface EnvVariable {
   name: string;
   value: string;
+}
+
+/**
+ * `_cody/files/search`: files of a session's workspace whose path fuzzily matches `query`
+ * (what the model's `fileSearch` finds: ignore rules apply, `.git` is skipped), for a
+ * client's `@path` completion.
+ */
+export interface FileSearchParams {
+  limit?: number;
+  query?: string;
+  sessionId: string;
+}
+
+/** `FileSearchResult` */
+export interface FileSearchResult {
+  more?: boolean;
+  paths: string[];
 }
 
 /** `FileSystemCapabilities` */
@@ -662,6 +691,15 @@ export interface PermissionOption {
   optionId: string;
 }
 
+/** `PermissionRuleInfo` */
+export interface PermissionRuleInfo {
+  decision: "allow" | "ask" | "deny";
+  project?: string | null;
+  readOnly?: boolean;
+  rule: string;
+  source: string;
+}
+
 /** `PermissionToolCall` */
 export interface PermissionToolCall {
   content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[];
@@ -671,6 +709,33 @@ export interface PermissionToolCall {
   status?: "pending" | "in_progress" | "completed" | "failed";
   title: string;
   toolCallId: string;
+}
+
+/**
+ * `_cody/permissions/list {cwd?}`: the rules that apply in `cwd` (default: every rule of
+ * the user config, all projects, plus the read-only Codex and Claude Code files).
+ */
+export interface PermissionsListParams {
+  cwd?: string | null;
+}
+
+/** `PermissionsListResult` */
+export interface PermissionsListResult {
+  rules: PermissionRuleInfo[];
+  warnings?: string[];
+}
+
+/** `_cody/permissions/remove`: remove one rule from the user config (as listed). */
+export interface PermissionsRemoveParams {
+  decision: "allow" | "ask" | "deny";
+  project?: string | null;
+  rule: string;
+  source: string;
+}
+
+/** `PermissionsRemoveResult` */
+export interface PermissionsRemoveResult {
+  removed: boolean;
 }
 
 /** `PlanEntry` */
@@ -926,6 +991,26 @@ export interface SetModeParams {
   sessionId: string;
 }
 
+/** `_cody/session/steer`: add a user message to the running turn (docs/protocol.md). */
+export interface SteerParams {
+  prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  sessionId: string;
+}
+
+/** `SteerResult` */
+export interface SteerResult {
+  turnId: string;
+}
+
+/** The final answer of a turn run with `_meta.cody.outputSchema`. */
+export interface StructuredOutput {
+  errors?: string[];
+  text?: string | null;
+  valid: boolean;
+  value?: Json;
+  via?: "response_format" | "tool";
+}
+
 /** `TerminalExitMeta` */
 export interface TerminalExitMeta {
   exit_code?: number | null;
@@ -979,6 +1064,13 @@ export interface TokenUsage {
   outputTokens?: number;
   thoughtTokens?: number;
   totalTokens?: number;
+}
+
+/** `_meta.cody.decision` of a `tool_call_update`: what decided whether the call ran. */
+export interface ToolCallDecision {
+  by: "rule" | "hook" | "grant" | "policy" | "sandbox" | "allowlist" | "user" | "timeout";
+  detail: string;
+  outcome: "allow" | "deny";
 }
 
 /** `ToolCallLocation` */
@@ -1063,9 +1155,15 @@ export interface UsageUpdate {
 
 /** `UserMessageChunk` */
 export interface UserMessageChunk {
+  _meta?: UserMessageMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+}
+
+/** `UserMessageMeta` */
+export interface UserMessageMeta {
+  cody?: CodyUserMessageMeta | null;
 }
 
 /** `WriteTextFileParams` */
@@ -1096,18 +1194,22 @@ export const Method = {
   codyAgentsList: "_cody/agents/list",
   codyConfigCheck: "_cody/config/check",
   codyDiagnostics: "_cody/diagnostics",
+  codyFilesSearch: "_cody/files/search",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
   codyLspServers: "_cody/lsp/servers",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
+  codyPermissionsList: "_cody/permissions/list",
+  codyPermissionsRemove: "_cody/permissions/remove",
   codySessionCheckpointDiff: "_cody/session/checkpointDiff",
   codySessionCheckpoints: "_cody/session/checkpoints",
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
   codySessionRewind: "_cody/session/rewind",
+  codySessionSteer: "_cody/session/steer",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",
   exit: "exit",
