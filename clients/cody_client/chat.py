@@ -4,9 +4,10 @@ Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D 
 a turn runs the input line stays up: Enter steers the turn, Tab queues the next prompt
 (chat_turns.py). `@path` completes a file of the workspace and sends it along; `/image PATH`
 (or a pasted image path) attaches an image to the next message (attachments.py).
-Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
-/quit run here (with this terminal's own pickers and listings); /init and /review are sent to
-the daemon, which runs them as turns with its built-in prompts (the same commands it
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /undo,
+/rewind (rewind_cli.py), /help, /quit run here (`COMMANDS`: this terminal's own pickers and
+listings); /init and /review are sent to the daemon, which runs them as turns with its
+built-in prompts (the same commands it
 advertises to editors over ACP).
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
@@ -35,6 +36,7 @@ from .inert import one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
 from .progress import Spinner
 from .project_docs import project_docs_line
+from .rewind_cli import RewindCommands
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
@@ -384,6 +386,12 @@ class Chat:
             f"tokens (was {result.tokens_before:,}). The session file keeps everything."
         )
 
+    async def _undo(self, words: list[str]) -> None:
+        await RewindCommands(self.renderer, self._ask_line).undo(self.session)
+
+    async def _rewind(self, words: list[str]) -> None:
+        await RewindCommands(self.renderer, self._ask_line).rewind(self.session, words)
+
     async def _approvals(self, words: list[str]) -> None:
         if words:
             await self.session.set_config_option("approval_policy", words[0])
@@ -452,6 +460,16 @@ COMMANDS: dict[str, ChatCommand] = {
         "/compact",
         "summarise the conversation so far to free context\n(the session file keeps everything)",
         Chat._compact,
+    ),
+    "/undo": ChatCommand(
+        "/undo", "undo the last turn: its file changes and its messages", Chat._undo
+    ),
+    "/rewind": ChatCommand(
+        "/rewind [N [files|conversation|both] [force]]",
+        "pick a checkpoint and go back to it (no N: a picker)",
+        Chat._rewind,
+        usage_error="usage: /rewind [N [files|conversation|both] [force]], "
+        "N a number from the list",
     ),
     "/help": ChatCommand("/help", "this help", Chat._help),
     "/quit": ChatCommand("/quit", "leave (as Ctrl-D)", Chat._leave),

@@ -2,7 +2,7 @@
 
     cody-client [OPTIONS] [PROMPT...]      interactive chat; PROMPT is sent first
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
-    cody-client sessions list|show ID|delete ID
+    cody-client sessions list|show ID|delete ID|checkpoints ID|rewind ID CHECKPOINT
     cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
     cody-client permissions [list|remove RULE]   the permission rules (docs/protocol.md)
     cody-client web [--port P] [--no-open]   Cody in the browser (docs/web.md)
@@ -210,10 +210,29 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     )
     exec_.add_argument("prompt", nargs="+", help='the prompt ("-" reads it from stdin)')
 
-    sessions = argparse.ArgumentParser(prog="cody-client sessions", description="Saved sessions.")
-    sessions.add_argument("action", choices=("list", "show", "delete"))
-    sessions.add_argument("session_id", nargs="?", help="the session id (show, delete)")
+    sessions = argparse.ArgumentParser(
+        prog="cody-client sessions",
+        description="Saved sessions, their checkpoints, and rewinding them (docs/checkpoints.md).",
+        epilog="rewind exit codes: 0 done, 2 usage, 3 conflicts were left as they are.",
+    )
+    sessions.add_argument("action", choices=("list", "show", "delete", "checkpoints", "rewind"))
+    sessions.add_argument(
+        "session_id", nargs="?", help="the session id or a unique prefix (all but list)"
+    )
+    sessions.add_argument(
+        "checkpoint", nargs="?", help="rewind: a checkpoint id, or its number (1 = the newest)"
+    )
     sessions.add_argument("--cwd", default=None, help="only sessions of this directory (list)")
+    sessions.add_argument(
+        "--restore",
+        choices=("files", "conversation", "both"),
+        default="both",
+        help="rewind: what to take back (default: both)",
+    )
+    sessions.add_argument(
+        "--force", action="store_true", help="rewind: also overwrite files changed since"
+    )
+    sessions.add_argument("--json", action="store_true", help="checkpoints, rewind: JSON output")
 
     demo = argparse.ArgumentParser(
         prog="cody-client demo",
@@ -365,12 +384,19 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
     from .terminal import Style, use_color
     from .warm import open_daemon
 
-    if args.action in ("show", "delete") and not args.session_id:
+    if args.action != "list" and not args.session_id:
         parser.error(f"sessions {args.action} needs a session id")
     try:
         async with open_daemon(on_stderr=_forward_stderr) as client:
             if args.session_id:
                 args.session_id = await client.resolve_session_id(args.session_id)
+            if args.action in ("checkpoints", "rewind"):
+                from .rewind_cli import run_checkpoint_command
+
+                try:
+                    return await run_checkpoint_command(client, args)
+                except ValueError as exc:
+                    parser.error(str(exc))
             if args.action == "list":
                 sessions = await client.list_sessions(args.cwd)
                 if not sessions:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cody_protocol.checkpoints import CheckpointDiffResult, CheckpointInfo, RewindResult
 from cody_protocol.extensions import CompactSessionResult
 from cody_protocol.history import UnifiedMessage
 from cody_protocol.prompt import DryRunReport, PromptResult, StructuredOutput
@@ -170,6 +171,37 @@ class ClientSession:
             if on_update is not None:
                 listeners.remove(on_update)
         return CompactSessionResult.model_validate(raw)
+
+    async def checkpoints(self) -> list[CheckpointInfo]:
+        """`_cody/session/checkpoints`: newest first, each with the files its turn changed."""
+        raw = await self.client.connection.request(
+            "_cody/session/checkpoints", {"sessionId": self.id}
+        )
+        return [CheckpointInfo.model_validate(entry) for entry in raw["checkpoints"]]
+
+    async def checkpoint_diff(self, checkpoint_id: str) -> CheckpointDiffResult:
+        """`_cody/session/checkpointDiff`: what that checkpoint's turn changed, as a diff."""
+        raw = await self.client.connection.request(
+            "_cody/session/checkpointDiff", {"sessionId": self.id, "checkpointId": checkpoint_id}
+        )
+        return CheckpointDiffResult.model_validate(raw)
+
+    async def rewind(
+        self, checkpoint_id: str, restore: str = "both", *, force: bool = False
+    ) -> RewindResult:
+        """`_cody/session/rewind`: files, conversation or both back to before that
+        checkpoint; conflicts (files someone else changed since) are left unless `force`."""
+        await self.settled()
+        raw = await self.client.connection.request(
+            "_cody/session/rewind",
+            {
+                "sessionId": self.id,
+                "checkpointId": checkpoint_id,
+                "restore": restore,
+                "force": force,
+            },
+        )
+        return RewindResult.model_validate(raw)
 
     async def fork(self, *, at_message: int | None = None, cwd: str | None = None) -> ClientSession:
         """`_cody/session/fork`: a new session with this one's history up to user message

@@ -27,6 +27,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from cody_protocol.checkpoints import CheckpointDiffResult, CheckpointInfo, RewindResult
 from cody_protocol.extensions import (
     CompactSessionResult,
     LanguageServersResult,
@@ -128,6 +129,17 @@ class SyncSession:
 
     def compact(self, *, on_update: UpdateCallback | None = None) -> CompactSessionResult:
         return self._owner._call(self.session.compact(on_update=on_update))
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        return self._owner._call(self.session.checkpoints())
+
+    def checkpoint_diff(self, checkpoint_id: str) -> CheckpointDiffResult:
+        return self._owner._call(self.session.checkpoint_diff(checkpoint_id))
+
+    def rewind(
+        self, checkpoint_id: str, restore: str = "both", *, force: bool = False
+    ) -> RewindResult:
+        return self._owner._call(self.session.rewind(checkpoint_id, restore, force=force))
 
     def fork(self, *, at_message: int | None = None, cwd: str | None = None) -> SyncSession:
         forked = self._owner._call(self.session.fork(at_message=at_message, cwd=cwd))

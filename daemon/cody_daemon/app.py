@@ -60,6 +60,7 @@ class DaemonApp:
 
     @cached_property
     def deps(self) -> EngineDeps:
+        from .checkpoints.store import CheckpointStore
         from .engine.deps import EngineDeps
         from .lsp.service import LanguageServers  # no pygls: the pool loads on first use
         from .providers.pool import ProviderPool
@@ -79,6 +80,7 @@ class DaemonApp:
             codex_home=self.codex_home,
             claude_dir=self.claude_dir,
             version=__version__,
+            checkpoints=CheckpointStore(self.paths.data_dir, self.env),
             code=code,
         )
 

@@ -44,9 +44,12 @@ __all__ = [
     "CODY_MODELS_LIST",
     "CODY_PERMISSIONS_LIST",
     "CODY_PERMISSIONS_REMOVE",
+    "CODY_SESSION_CHECKPOINTS",
+    "CODY_SESSION_CHECKPOINT_DIFF",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
+    "CODY_SESSION_REWIND",
     "CODY_SESSION_STEER",
     "CODY_TOOLS_LIST",
     "EXIT",
@@ -421,6 +424,26 @@ CODY_PERMISSIONS_REMOVE = request(
     result="extensions:PermissionsRemoveResult",
     spec="cody",
 )
+CODY_SESSION_CHECKPOINTS = request(
+    "_cody/session/checkpoints",
+    params="checkpoints:CheckpointsParams",
+    result="checkpoints:CheckpointsResult",
+    spec="cody",
+)
+CODY_SESSION_CHECKPOINT_DIFF = request(
+    "_cody/session/checkpointDiff",
+    params="checkpoints:CheckpointDiffParams",
+    result="checkpoints:CheckpointDiffResult",
+    spec="cody",
+)
+CODY_SESSION_REWIND = request(
+    "_cody/session/rewind",
+    params="checkpoints:RewindParams",
+    result="checkpoints:RewindResult",
+    session="runs",
+    spec="cody",
+)
+"""Changes a live session's files and conversation, as a turn does: the caller is attached."""
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
 )

@@ -41,7 +41,11 @@ async def test_a_full_disk_ends_the_turn_with_a_clear_error_and_loses_nothing_el
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     with small_tmpfs(cody_env.cody_home, 1024 * 1024) as home:
-        cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"')
+        # Checkpoints (in the same data dir) are off here: this is about the session file.
+        # With them, see the next test.
+        cody_env.use_mock_provider(
+            model.base_url, extra='approval_policy = "never"\ncheckpoints = false'
+        )
         daemon = await Daemon.start(cody_env)
         try:
             await daemon.initialize()
@@ -111,3 +115,48 @@ async def test_a_full_disk_ends_the_turn_with_a_clear_error_and_loses_nothing_el
             assert (await second.prompt(sid, "more"))["stopReason"] == "end_turn"
         finally:
             await second.close()
+
+
+async def test_a_full_disk_where_the_checkpoint_goes_runs_no_tool_that_could_change_files(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """A command may only run once the checkpoint before it is recorded: with no room for
+    it, the turn ends with the disk-full error and the command never ran.
+
+    Deterministic on a page-granular tmpfs: the store needs no new object for the second
+    snapshot (the first is complete), one page is given back after filling the disk, enough
+    for the turn's small lines (prompt, call, decision), while the checkpoint line is larger
+    than two pages (it lists the 100 nested git repositories it does not cover)."""
+    with small_tmpfs(cody_env.cody_home, 1024 * 1024) as home:
+        cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"')
+        ws = cody_env.workspace
+        for number in range(100):
+            nested = ws / f"{'nested-repository-with-a-long-name-' * 3}{number:03}" / ".git"
+            (nested / "objects").mkdir(parents=True)
+            (nested / "refs").mkdir()
+            (nested / "HEAD").write_text("ref: refs/heads/main\n")
+        daemon = await Daemon.start(cody_env)
+        try:
+            await daemon.initialize()
+            sid = await daemon.new_session()
+            model.enqueue(text("first answer"))
+            await daemon.prompt(sid, "first")
+            # The first snapshot is complete (a listing waits for it): the next writes nothing.
+            await daemon.request("_cody/session/checkpoints", {"sessionId": sid})
+            filler = fill_until_full(home, leave_free=4096)
+            model.enqueue(tool_call("exec", {"command": "touch ran.txt"}, call_id="t1"))
+
+            error = await expect_error(daemon.prompt(sid, "run it"), -32603)
+
+            assert "disk is full" in error.message
+            assert closed_calls(daemon, sid) == {"t1": "failed"}, "closed, never run"
+            assert not (ws / "ran.txt").exists()
+            filler.unlink()
+            model.enqueue(tool_call("exec", {"command": "touch ran.txt"}, call_id="t2"))
+            model.enqueue(text("ran it"))
+            assert (await daemon.prompt(sid, "again"))["stopReason"] == "end_turn"
+            listed = await daemon.request("_cody/session/checkpoints", {"sessionId": sid})
+            newest = listed["checkpoints"][0]
+            assert newest["files"] == [{"path": "ran.txt", "change": "added"}]
+        finally:
+            await daemon.close()

@@ -17,7 +17,7 @@ from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import user_texts
 
-NAMES = ["compact", "model", "approvals", "fork", "history", "init", "review"]
+NAMES = ["compact", "model", "approvals", "fork", "history", "undo", "rewind", "init", "review"]
 
 
 def commands_sent(daemon: Daemon, sid: str) -> list[list[str]]:

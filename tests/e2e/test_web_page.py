@@ -199,3 +199,69 @@ async def serve_foreign_page(
     )
     await writer.drain()
     writer.close()
+
+
+async def test_checkpoints_in_the_page_diff_rewind_conflicts_force_and_undo(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The session header's checkpoints: listed newest first with their files, a turn's diff,
+    a rewind of files and conversation that leaves a file the user changed since (shown as a
+    conflict), overwrites it when asked, and is undone from its own checkpoint. Prompts and
+    paths from the session stay text."""
+    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"')
+    web = await WebDaemon.start(cody_env)
+    try:
+        notes = cody_env.workspace / "notes.txt"
+        notes.write_text("one\n")
+        model.enqueue(tool_call("writeFile", {"filePath": "notes.txt", "content": "two\n"}))
+        model.enqueue(text("Wrote two."))
+        model.enqueue(tool_call("writeFile", {"filePath": "extra.txt", "content": "x\n"}))
+        model.enqueue(text("Added extra."))
+        client = await web.client()
+        sid = await client.new_session()
+        await client.prompt(sid, "write two")
+        await client.prompt(sid, f"add extra {HOSTILE}")
+        await client.close()
+
+        async with browser() as chromium:
+            page = await ready_page(chromium, web.page_url)
+            await page.click("li.session-row[data-agent=cody]")
+            await page.wait_for_selector("#transcript .message.agent")
+            await page.click("#checkpoints-toggle")
+            rows = page.locator("#extras li.checkpoint")
+            await expect(rows).to_have_count(2)
+            newest, first = rows.nth(0), rows.nth(1)
+            assert HOSTILE in await newest.inner_text()
+            assert "A extra.txt" in await newest.inner_text()
+            assert "M notes.txt" in await first.inner_text()
+            assert await page.locator("#extras img, #extras b").count() == 0
+
+            await first.locator(".checkpoint-head").click()
+            await first.locator("button[data-kind=diff]").click()
+            diff = first.locator(".checkpoint-diff")
+            await expect(diff.locator(".line.del", has_text="-one")).to_have_count(1)
+            await expect(diff.locator(".line.add", has_text="+two")).to_have_count(1)
+
+            notes.write_text("mine\n")  # the user, in their editor
+            await first.locator("button[data-kind=both]").click()
+            report = page.locator("#extras .rewind-report")
+            await expect(report.locator(".conflict-list li")).to_have_text(["notes.txt"])
+            await expect(report).to_contain_text("Restored 1 file(s): extra.txt")
+            assert not (cody_env.workspace / "extra.txt").exists()
+            assert notes.read_text() == "mine\n", "a conflict is left as it is"
+            await expect(page.locator("#transcript")).to_contain_text("Rewound the conversation")
+            assert "Wrote two." not in await page.inner_text("#transcript")
+
+            await page.click("#rewind-force")
+            await expect(report).to_contain_text("Restored 1 file(s): notes.txt")
+            assert notes.read_text() == "one\n"
+            await expect(rows).to_have_count(4)  # each rewind is a checkpoint too
+            await page.screenshot(path=str(cody_env.root / "checkpoints.png"))
+
+            await page.click("#rewind-undo")
+            await expect(rows).to_have_count(5)
+            await expect(report).to_contain_text("Rewound to before rewind")
+            await expect(report).to_contain_text("Restored 1 file(s): notes.txt")
+            assert notes.read_text() == "mine\n", "the forced rewind undone"
+    finally:
+        assert await web.stop() == 0

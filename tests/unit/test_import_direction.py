@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "validation", "core"},
     "policy": {"core", "errors", "config"},
     "store": {"core", "errors", "ids"},
+    "checkpoints": {"core", "errors", "policy"},
     "providers": {"core", "config", "errors", "ids", "__init__"},
     "tools": {"core", "config", "policy", "errors", "ids", "__init__"},
     "history": {"core", "errors", "ids", "store"},
@@ -43,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "tools",
         "backends",
         "history",
+        "checkpoints",
     },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }

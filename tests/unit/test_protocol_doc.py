@@ -289,8 +289,8 @@ def test_the_checker_reports_a_wrong_category() -> None:
 
 def test_the_checker_reports_a_documented_extension_the_daemon_lacks() -> None:
     text = DOC.read_text(encoding="utf-8")
-    extra = "| `_cody/session/rewind` | `{sessionId}` | `{}` |"
+    extra = "| `_cody/session/teleport` | `{sessionId}` | `{}` |"
     anchor = "| `_cody/session/compact` |"
     assert anchor in text
     problems = check(text.replace(anchor, f"{extra}\n{anchor}", 1), expected())
-    assert "extension `_cody/session/rewind` does not exist in the code" in problems
+    assert "extension `_cody/session/teleport` does not exist in the code" in problems

@@ -66,12 +66,14 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "permissions",
     "sandbox_workspace_write",
     "notify",
+    "checkpoints",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
 external agent CLI, `notify` a program of the daemon's own, outside the sandbox), lift the
 sandbox or the approvals (`permissions` rules, network and writable roots), decide where
-prompts and API keys are sent, or decide which files reach the model as instructions (a
-repository must not pick files to send, nor silence the user's global instructions)."""
+prompts and API keys are sent, decide which files reach the model as instructions (a
+repository must not pick files to send, nor silence the user's global instructions), or take
+away the user's undo (`checkpoints`)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,

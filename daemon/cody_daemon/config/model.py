@@ -383,6 +383,8 @@ class CodyConfig(_ConfigModel):
     """Whose agent loop runs new sessions: Cody's own, the Codex CLI or Claude Code."""
     backend_timeout_s: float = Field(default=3600, gt=0)
     """Longest turn of a `codex`/`claude` session; then it is interrupted and the CLI killed."""
+    checkpoints: bool = True
+    """A checkpoint of the workspace at every turn, so it can be rewound (docs/checkpoints.md)."""
     trusted_projects: list[str] = Field(default_factory=list)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)

@@ -60,6 +60,7 @@ from ..policy.rule_proposals import propose_rules
 from ..policy.rules import allow_rule_void, subject_from_grant_key
 from ..providers.pricing import Price, cost_usd, price_for
 from .backend_guard import BackendGuard
+from .checkpoints import TurnCheckpoint
 from .events import (
     AgentText,
     AgentThought,
@@ -111,10 +112,13 @@ class BackendTurnRunner:
         price: Price | None,
         guard: BackendGuard,
         *,
+        checkpoint: TurnCheckpoint | None = None,
         rules_file: Path | None = None,
         refresh_rules: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session = session
+        self.checkpoint = checkpoint
+        """The CLI changes files unseen: the checkpoint is complete before it starts."""
         self.agent = agent
         self.link = link
         self.price = price
@@ -148,6 +152,8 @@ class BackendTurnRunner:
         item = user_message(new_id("msg_"), prompt_text)
         session.history.append(item)
         session.file.append("response_item", item.payload())
+        if self.checkpoint is not None:
+            self.checkpoint.start(self.state.turn_id)
         if (title := session.title_from_prompt(prompt_text)) is not None:
             self._emit(TitleChanged(title))
         stop = "end_turn"
@@ -156,6 +162,8 @@ class BackendTurnRunner:
         try:
             if self.refresh_rules is not None:
                 await self.refresh_rules()
+            if self.checkpoint is not None:
+                await self.checkpoint.before_change()
             stop = await asyncio.wait_for(
                 self.agent.run_turn(
                     prompt_text, self.backend_settings(), self._on_event, self._approve
@@ -183,6 +191,8 @@ class BackendTurnRunner:
             await self.agent.stop()
         self._finish_text()
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
+        if self.checkpoint is not None:
+            await self.checkpoint.finish()
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         await self.link.flush(session.id)
         if failure is not None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checkpoints.store import CheckpointStore
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
@@ -30,3 +31,5 @@ class EngineDeps:
     """The language servers (None: none in this daemon)."""
     scans: ScanPool = field(default_factory=ScanPool)
     """Threads for reading session files (history, session/list): engine/scan_pool.py."""
+    checkpoints: CheckpointStore | None = None
+    """The workspaces' shadow repositories (None: checkpoints are off)."""

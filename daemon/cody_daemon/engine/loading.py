@@ -280,6 +280,7 @@ class SessionLoader:
             sandbox_unavailable=config.sandbox_unavailable,
             backend=config.backend,
             backend_timeout_s=config.backend_timeout_s,
+            checkpoints=config.checkpoints,
             project_trusted=loaded.project_trusted,
             network_access=sandbox.network_access,
             writable_roots=list(sandbox.writable_roots),
@@ -407,5 +408,10 @@ class SessionLoader:
             context_items=[
                 entry for entry in map(ContextEntry.from_event, record.context) if entry
             ],
+            checkpoints=record.checkpoints,
         )
+        if record.checkpoints.marks:  # rewound: a compaction may no longer apply
+            from .rewind import forget_stale_compaction
+
+            forget_stale_compaction(session)
         return session, catalog

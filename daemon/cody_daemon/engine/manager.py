@@ -32,6 +32,7 @@ from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
+from .checkpoints import Checkpoints
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
@@ -85,6 +86,9 @@ class SessionManager:
         """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
+        self.checkpoints = Checkpoints(
+            deps.checkpoints, protected=(deps.paths.config_dir, deps.paths.data_dir)
+        )
         self.notifier = Notifier()
         """Runs the user's `notify` program (engine/notify.py)."""
 
@@ -108,7 +112,9 @@ class SessionManager:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
             raise
-        return self._go_live(session, catalog, mcp_servers)
+        live = self._go_live(session, catalog, mcp_servers)
+        self.checkpoints.warm(live, new=True)  # the first turn's snapshot, ahead
+        return live
 
     async def _read_project_docs(self, session: Session) -> None:
         """Read and record the project instructions of a native session (an agent CLI reads
@@ -189,7 +195,7 @@ class SessionManager:
         else:
             live = await self._open_from_disk(session_id, mcp_servers, relocate_to)
         if replay and link is not None:
-            for event in replay_events(live.history, self.deps.tools):
+            for event in replay_events(live.history, self.deps.tools, live.checkpoints.marks):
                 link.emit(live.id, event)
                 await link.wait_writable()
             await link.flush(live.id)
@@ -207,7 +213,9 @@ class SessionManager:
         except BaseException:
             session.file.close()
             raise
-        return self._go_live(session, catalog, mcp_servers)
+        live = self._go_live(session, catalog, mcp_servers)
+        self.checkpoints.warm(live, new=False)
+        return live
 
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
@@ -263,6 +271,9 @@ class SessionManager:
             blocks = command.turn_prompt()
         require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
+        checkpoint = (
+            self.checkpoints.for_turn(session, text) if session.settings.checkpoints else None
+        )
         secrets = self._secrets(session)
         notifying = (
             NotifyingLink(link, self.notifier, session, secrets)
@@ -297,6 +308,7 @@ class SessionManager:
                 link,
                 None,
                 guard,
+                checkpoint=checkpoint,
                 rules_file=self.deps.paths.config_file,
                 refresh_rules=lambda: self.refresh_rules(session),
             )
@@ -313,6 +325,7 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
+            env.checkpoint = checkpoint
             if output_schema is not None:
                 env.final_answer = FinalAnswer(
                     output_schema, structured_output=takes_output_schema(env.provider)
@@ -486,6 +499,7 @@ class SessionManager:
                 settings.sandbox_unavailable,
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
                 hidden_files=login_files(self.deps.env),
+                hidden_dirs=self.checkpoints.hidden_dirs(),
                 guard_project_config=project_trusted(self.deps.paths, session.cwd),
                 network=settings.network_access,
                 extra_roots=(*settings.writable_roots, *settings.added_dirs),
@@ -667,6 +681,8 @@ class SessionManager:
             await self.deps.code.release(session.id)
         await session.file.sync()
         _close_file(session)
+        if session.ephemeral and session.checkpoints.entries:
+            self.checkpoints.forget(session.id)  # nobody can rewind it any more
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -677,6 +693,7 @@ class SessionManager:
             if not live.history or live.ephemeral:
                 return  # never prompted, or ephemeral: closing it removed its file
         self.deps.store.delete(session_id)
+        self.checkpoints.forget(session_id)
 
     async def fork(
         self,
@@ -765,7 +782,11 @@ class SessionManager:
                 await session.file.sync()
             finally:
                 _close_file(session)
+        ephemeral = [s for s in self._live.values() if s.ephemeral and s.checkpoints.entries]
         self._live.clear()
+        await self.checkpoints.aclose()
+        for session in ephemeral:  # its ref only: the objects go at the repository's next prune
+            await self.checkpoints.drop_ref(session)
         await self.notifier.aclose()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()

@@ -61,12 +61,22 @@ _PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
 def replay_events(
-    history: Sequence[HistoryItem], registry: ToolRegistry, *, id_suffix: str = ""
+    history: Sequence[HistoryItem],
+    registry: ToolRegistry,
+    notes: Sequence[tuple[int, str]] = (),
+    *,
+    id_suffix: str = "",
 ) -> Iterator[EngineEvent]:
     """The history as client events: messages as chunks, each tool call as one final
-    `tool_call`; `id_suffix` is appended to every id shown (see the module docstring)."""
+    `tool_call`; `notes` (history position, text) are shown as agent text where they belong
+    (where the conversation was rewound: store/checkpoint_log.py); `id_suffix` is appended
+    to every id shown (see the module docstring)."""
     outputs = {item.call_id: item for item in history if isinstance(item, FunctionCallOutputItem)}
-    for item in history:
+    pending = sorted(notes)
+    for index, item in enumerate(history):
+        while pending and pending[0][0] <= index:
+            position, note = pending.pop(0)
+            yield AgentText(note, message_id=f"msg_rewind_{position}{id_suffix}")
         if isinstance(item, MessageItem):
             message_id = item.id + id_suffix
             if item.role == "user":
@@ -88,6 +98,8 @@ def replay_events(
                 yield AgentThought(item.text, message_id=item.id + id_suffix)
         elif isinstance(item, FunctionCallItem):
             yield from _replay_call(item, outputs.get(item.call_id), registry, id_suffix)
+    for position, note in pending:
+        yield AgentText(note, message_id=f"msg_rewind_{position}{id_suffix}")
 
 
 def _replay_call(

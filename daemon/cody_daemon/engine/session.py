@@ -17,6 +17,7 @@ from cody_protocol.prompt import StructuredOutput, TokenUsage
 from ..core.history import HistoryItem
 from ..errors import StorageError
 from ..policy.approval import Grants
+from ..store.checkpoint_log import CheckpointLog
 from ..store.reader import make_title
 from ..store.session_file import SessionFile
 from .compaction import Compaction, ContextMark
@@ -76,6 +77,8 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    checkpoints: CheckpointLog = field(default_factory=CheckpointLog)
+    """Its checkpoints and rewinds (engine/checkpoints.py, engine/rewind.py)."""
     ephemeral: bool = False
     """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
 

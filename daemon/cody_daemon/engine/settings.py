@@ -112,6 +112,8 @@ class SessionSettings:
     backend: Backend = "native"
     """Whose agent loop runs the session (fixed once the session has a turn)."""
     backend_timeout_s: float = 3600.0
+    checkpoints: bool = True
+    """Snapshot the workspace at every turn (engine/checkpoints.py)."""
     project_trusted: bool = False
     """The workspace is in the user's trusted_projects (a backend CLI may read its settings)."""
     network_access: bool = False

@@ -8,7 +8,8 @@ ordinary text.
 
 Two kinds:
 - commands answered by the daemon itself, without a model call (`/compact` summarises with
-  one): `/compact`, `/model`, `/approvals`, `/fork`, `/history`. Their answer is agent text,
+  one): `/compact`, `/model`, `/approvals`, `/fork`, `/history`, `/undo`, `/rewind`
+  (engine/slash_rewind.py). Their answer is agent text,
   the prompt ends `end_turn`, and nothing of them enters the model's history (settings
   changes are persisted as usual);
 - commands that are a normal turn with a built-in prompt (`/init`, `/review`; the texts are
@@ -78,6 +79,17 @@ COMMANDS: tuple[SlashCommand, ...] = (
         name="history",
         description="Show this session's conversation again (/history N: the last N turns)",
         hint="number of turns",
+    ),
+    SlashCommand(
+        name="undo",
+        description="Undo the last turn: its file changes (also what commands changed) and "
+        "its messages (a codex/claude session: its files)",
+    ),
+    SlashCommand(
+        name="rewind",
+        description="List the checkpoints, or go back to one: /rewind N [files|conversation|"
+        "both] [force]",
+        hint="checkpoint number, then files, conversation or both",
     ),
     SlashCommand(
         name="init",

@@ -27,6 +27,7 @@ from .replay import replay_events
 from .session import Session, TurnOutcome
 from .settings import MODES, mode_of
 from .slash import CommandCall
+from .slash_rewind import rewind_command
 
 if TYPE_CHECKING:
     from .manager import SessionManager
@@ -213,6 +214,18 @@ def _last_turns(items: Sequence[HistoryItem], turns: int) -> Sequence[HistoryIte
     return items[starts[-turns] :]
 
 
+async def _rewind_command(
+    manager: SessionManager, session: Session, argument: str, link: ClientLink
+) -> Reply:
+    return Reply(await rewind_command(manager.checkpoints, session, "rewind", argument))
+
+
+async def _undo_command(
+    manager: SessionManager, session: Session, argument: str, link: ClientLink
+) -> Reply:
+    return Reply(await rewind_command(manager.checkpoints, session, "undo", argument))
+
+
 def _answering(text_of: Callable[[SessionManager, Session, str, ClientLink], str]) -> LocalHandler:
     """A handler for a command that only computes its answer's text."""
 
@@ -231,6 +244,8 @@ HANDLERS: Mapping[str, LocalHandler] = MappingProxyType(
         "approvals": _answering(_approvals),
         "fork": _fork,
         "history": _answering(_history),
+        "undo": _undo_command,
+        "rewind": _rewind_command,
     }
 )
 """One handler per `local` command of engine/slash.py `COMMANDS` (a test holds them equal)."""

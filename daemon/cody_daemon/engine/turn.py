@@ -57,6 +57,7 @@ from ..providers.pricing import Price
 from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .approvals import CallGate, Decided, Rerun, TurnCancelled
+from .checkpoints import TurnCheckpoint, may_change_files
 from .compaction import ContextKeeper
 from .context_items import answer_check_entry, record
 from .diagnostics import EditChecks
@@ -135,6 +136,8 @@ class TurnEnv:
     """The output schema the final answer must validate against (engine/final_answer.py)."""
     code: CodeServers | None = None
     """The language servers: diagnostics after edits (engine/diagnostics.py)."""
+    checkpoint: TurnCheckpoint | None = None
+    """The turn's checkpoint of the workspace (engine/checkpoints.py); None: none is taken."""
 
     def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
         """The tools the model is offered now, and why the others of `tools` are not
@@ -232,6 +235,8 @@ class TurnRunner:
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
         session.history.append(user_item)
+        if self.env.checkpoint is not None:
+            self.env.checkpoint.start(self.state.turn_id)
         if (title := session.title_from_prompt(prompt_text)) is not None:
             self._emit(TitleChanged(title))
         stop = "end_turn"
@@ -252,6 +257,8 @@ class TurnRunner:
         if session.steering is self.inbox:
             session.steering = None
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
+        if self.env.checkpoint is not None:
+            await self.env.checkpoint.finish()
         with contextlib.suppress(StorageError):  # the turn already fails with it
             self._take_steers()  # accepted but not taken: kept for the next turn
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
@@ -574,6 +581,8 @@ class TurnRunner:
         decided: Decided,
     ) -> ToolResult:
         edited = decided.edited
+        if self.env.checkpoint is not None and may_change_files(tool.kind):
+            await self.env.checkpoint.before_change()  # the tree as the turn found it
         if edited is not None:  # show what runs now, not what the model asked for
             self._retitle(call_id, edited.title)
         self._emit(

@@ -168,6 +168,9 @@ class SandboxPolicy:
     """A trusted project: its `.cody` is made (empty) when missing, to be mounted read-only."""
     hidden_files: tuple[Path, ...] = ()
     """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
+    hidden_dirs: tuple[Path, ...] = ()
+    """Directories a sandboxed command cannot see (the checkpoint store): an empty read-only
+    tmpfs is mounted over them."""
     extra_roots: tuple[Path, ...] = ()
     """More writable directories under `workspace-write` (real paths)."""
 
@@ -181,6 +184,7 @@ class SandboxPolicy:
         network: bool = False,
         protected: tuple[str | Path, ...] = (),
         hidden_files: tuple[Path, ...] = (),
+        hidden_dirs: tuple[Path, ...] = (),
         guard_project_config: bool = False,
         extra_roots: tuple[str | Path, ...] = (),
     ) -> SandboxPolicy:
@@ -191,6 +195,7 @@ class SandboxPolicy:
             network=network,
             protected=tuple(Path(os.path.realpath(path)) for path in protected),
             hidden_files=hidden_files,
+            hidden_dirs=tuple(Path(os.path.realpath(path)) for path in hidden_dirs),
             guard_project_config=guard_project_config,
             extra_roots=tuple(Path(os.path.realpath(os.path.expanduser(r))) for r in extra_roots),
         )
@@ -263,6 +268,9 @@ class SandboxPolicy:
         for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
             if hidden.is_file():
                 args += ["--ro-bind", "/dev/null", str(hidden)]
+        for hidden_dir in self.hidden_dirs:
+            if hidden_dir.is_dir() and not _is_within(self.cwd, hidden_dir):
+                args += ["--tmpfs", str(hidden_dir), "--remount-ro", str(hidden_dir)]
         if not (self.network and self.mode == "workspace-write"):
             args.append("--unshare-net")
         args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]

@@ -412,6 +412,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
     }
+    from .checkpoint_handlers import checkpoint_handlers  # checkpoints and rewind
     from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
@@ -423,8 +424,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     lsp = lsp_handlers(app)
     permissions = permission_handlers(app)
     turn = turn_handlers(app)
-    handlers = {**table, **history, **config, **lsp, **permissions, **turn}
-    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions, *turn])
+    checkpoints = checkpoint_handlers(app)
+    handlers = {**table, **history, **config, **lsp, **permissions, **turn, **checkpoints}
+    problems = methods.handler_problems(
+        [*table, *history, *config, *lsp, *permissions, *turn, *checkpoints]
+    )
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
     for name, fn in handlers.items():

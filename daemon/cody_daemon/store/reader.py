@@ -3,7 +3,8 @@
 Invariants:
 - only a regular file is opened (a FIFO or a device named like a session file is NotFound,
   never a hang), and it is streamed line by line; memory grows with the history, not the
-  file (a line over MAX_LINE_BYTES is skipped and counted, never held);
+  file (a line over MAX_LINE_BYTES is skipped and counted, never held; a conversation rewind
+  keeps the history it left, as the file does: store/checkpoint_log.py);
 - a torn last line (a crash mid-write) is skipped silently; any other unreadable line (not
   JSON, JSON but not an object, fields of the wrong type) is skipped and counted in
   `skipped_lines`; an unreadable `session_meta` is an error (NotFound, -32002);
@@ -13,7 +14,9 @@ Invariants:
   sends the model what a prompt could not;
 - a `function_call` without output (a crash mid-call) gets a synthetic failed output
   `{"error": "interrupted"}` right after it, and its id is listed in `interrupted_calls`
-  so a live session can persist the repair.
+  so a live session can persist the repair;
+- `checkpoint`, `checkpoint_end` and `rewind` events are folded by the same CheckpointLog the
+  live session uses; `items` is the conversation after the last rewind.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ..core.history import (
 from ..core.image_rules import admit_history_images
 from ..core.safe_read import open_regular
 from ..errors import NotFound
+from .checkpoint_log import CheckpointLog
 
 __all__ = ["INTERRUPTED_OUTPUT", "SessionRecord", "make_title", "merge_segment", "read_session"]
 
@@ -75,6 +79,8 @@ class SessionRecord:
     """`context` events in order (project instructions, environment and permissions items;
     validated by engine/context_items.py)."""
     turns: int = 0
+    checkpoints: CheckpointLog = field(default_factory=CheckpointLog)
+    """Checkpoints and rewinds (`items` is the conversation after the last rewind)."""
     interrupted_calls: list[str] = field(default_factory=list)
     skipped_lines: int = 0
     torn_tail: bool = False
@@ -147,6 +153,11 @@ class _Folder:
             self.record.context.append(payload)
         elif kind == "backend" and isinstance(payload.get("resumeId"), str):
             self.record.backend_resume_id = payload["resumeId"]
+        elif kind in ("checkpoint", "checkpoint_end", "rewind"):
+            items = self.record.checkpoints.apply(payload, self.record.items)
+            if items is not self.record.items:  # a conversation rewind
+                self.record.items = items
+                self._segment_index.clear()
 
     def close_interrupted_calls(self) -> None:
         answered = {

@@ -55,6 +55,14 @@ end, {
   desc = "Cody: run new sessions on Cody's loop, the Codex CLI or Claude Code",
 })
 
+vim.api.nvim_create_user_command("CodyRewind", function()
+  require("cody.rewind").pick()
+end, { nargs = 0, desc = "Cody: pick a checkpoint and rewind files, conversation or both" })
+
+vim.api.nvim_create_user_command("CodyUndo", function()
+  require("cody.rewind").undo()
+end, { nargs = 0, desc = "Cody: undo the last turn (its file changes and its messages)" })
+
 vim.api.nvim_create_user_command("CodyQueue", function(cmd)
   require("cody").queue(cmd.args)
 end, { nargs = "+", desc = "Cody: queue a prompt to run after the running turn" })

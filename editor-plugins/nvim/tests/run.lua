@@ -18,6 +18,7 @@ local SPECS = {
   "buffers_spec",
   "acp_spec",
   "escapes_spec",
+  "rewind_spec",
   "warnings_spec",
   "talk_spec",
 }

@@ -25,6 +25,7 @@ import type { WebviewMessage } from "./chat/view-model";
 import { createApprovalUi } from "./editor/approvals";
 import { ChatViewProvider } from "./editor/chatView";
 import { DiffContentProvider } from "./editor/diffContent";
+import { rewindCommand } from "./editor/rewind";
 import { safeLog, type CodyLog } from "./editor/log";
 import { pickLabel } from "./inert";
 import type { Tracer } from "vscode-jsonrpc/node";
@@ -212,6 +213,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("cody.cancel", () => chat.cancel()),
     vscode.commands.registerCommand("cody.addFile", (target?: unknown, all?: unknown) => attachFiles(chat, pickedUris(target, all))),
     vscode.commands.registerCommand("cody.sessions", () => pickSession(chat)),
+    vscode.commands.registerCommand("cody.rewind", () => rewindCommand(chat, false)),
+    vscode.commands.registerCommand("cody.undo", () => rewindCommand(chat, true)),
     vscode.commands.registerCommand("cody.showLog", () => {
       log.show(true);
     }),

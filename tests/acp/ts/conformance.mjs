@@ -675,7 +675,7 @@ const ZED_CAPABILITIES = {
   terminal: true,
   _meta: { terminal_output: true, "terminal-auth": true },
 };
-const COMMANDS = ["compact", "model", "approvals", "fork", "history", "init", "review"];
+const COMMANDS = ["compact", "model", "approvals", "fork", "history", "undo", "rewind", "init", "review"];
 
 async function zedLikeFlows(env) {
   const zed = new DaemonSession(env, "daemon#3 (Zed-like)");

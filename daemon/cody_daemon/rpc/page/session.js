@@ -11,6 +11,7 @@
 
 import { RpcError } from "./rpc.js";
 import { applyUpdate } from "./acp.js";
+import { CheckpointsPanel } from "./checkpoints.js";
 import { el, oneLine, projectName, replace } from "./dom.js";
 import { diffView } from "./diff.js";
 import { agentLabel } from "./history.js";
@@ -35,6 +36,7 @@ export class SessionView {
     this.busy = false;
     this.approvals = [];
     this.extensions = new Set();
+    this.checkpoints = new CheckpointsPanel(this);
     transcript.onPlan = (entries) => this.showPlan(entries);
     rpc.onNotification("session/update", (params) => this.update(params));
     rpc.onRequest("session/request_permission", (params, signal) => this.ask(params, signal));
@@ -76,6 +78,11 @@ export class SessionView {
     if (this.state?.sessionId !== sessionId) return;
     this.adopt(result);
     this.transcript.render();
+  }
+
+  /** The open Cody session replayed again (after its conversation was rewound). */
+  async reload() {
+    if (this.sessionId) await this.openCody(this.sessionId, this.state.info);
   }
 
   async openForeign(info) {
@@ -152,6 +159,7 @@ export class SessionView {
       }
       this.setBusy(false);
       this.hooks.turnEnded();
+      this.checkpoints.refresh();
     }
   }
 
@@ -164,6 +172,7 @@ export class SessionView {
     this.refs.send.disabled = busy || !this.sessionId;
     this.refs.cancel.disabled = !busy;
     this.refs.main.dataset.busy = busy ? "true" : "false";
+    this.renderExtras();
   }
 
   async setOption(configId, value) {
@@ -305,14 +314,19 @@ export class SessionView {
   }
 
   /**
-   * Checkpoints/rewind (issue 25) and background processes (issue 26) are shown here once
-   * the daemon serves their methods (`initialize` `_meta.cody.extensions` lists
-   * `_cody/session/checkpoints`, `_cody/session/processes`); no daemon does yet.
+   * Checkpoints and rewind (checkpoints.js) once the daemon serves them (`initialize`
+   * `_meta.cody.extensions` lists `_cody/session/checkpoints`); background processes (issue
+   * 26) get their place here once it lists `_cody/session/processes`.
    */
   renderExtras() {
     const box = this.refs.extras;
-    const known = ["_cody/session/checkpoints", "_cody/session/processes"].filter((name) => this.extensions.has(name));
-    box.hidden = known.length === 0 || !this.sessionId;
-    replace(box, ...known.map((name) => el("span", { class: "chip", text: name })));
+    const checkpoints = this.extensions.has("_cody/session/checkpoints");
+    const later = ["_cody/session/processes"].filter((name) => this.extensions.has(name));
+    box.hidden = (!checkpoints && later.length === 0) || !this.sessionId;
+    if (box.hidden) {
+      replace(box);
+      return;
+    }
+    replace(box, checkpoints ? this.checkpoints.element() : null, ...later.map((name) => el("span", { class: "chip", text: name })));
   }
 }

@@ -51,6 +51,8 @@ M.version = "0.1.0"
 ---@field session_waiters fun(err: cody.RpcError?, session_id: string?)[]?
 ---@field loading_id string? Session being replayed by `session/load`.
 ---@field title string?
+---@field cwd string? The session's directory.
+---@field backend string? Whose loop runs the session (`native`, `codex`, `claude`).
 ---@field turn cody.Turn?
 ---@field queued cody.Turn[] Prompts waiting for the running turn, oldest first.
 ---@field focused boolean Neovim has the focus (FocusLost / FocusGained).
@@ -261,6 +263,7 @@ local function ensure_session(callback)
         return
       end
       state.session_id, state.title = result.sessionId, nil
+      state.cwd, state.backend = params.cwd, vim.tbl_get(result, "_meta", "cody", "backend")
       show_warnings(result)
       done(nil, result.sessionId)
     end)
@@ -603,6 +606,7 @@ function M.resume(session_id, cwd)
         return
       end
       state.session_id = session_id
+      state.cwd, state.backend = cwd, vim.tbl_get(result or {}, "_meta", "cody", "backend")
       chat.note(("resumed session %s"):format(session_id))
       show_warnings(result)
     end)
@@ -650,6 +654,8 @@ vim.api.nvim_create_autocmd("VimLeavePre", {
 ---@field initialize table? Its `initialize` answer.
 ---@field session_id string?
 ---@field title string?
+---@field cwd string? The session's directory.
+---@field backend string? Whose loop runs the session.
 ---@field busy boolean A turn is running.
 ---@field queued integer Prompts waiting for the running turn.
 ---@field last_exit {code: integer, signal: integer}? How the last daemon process ended.
@@ -662,6 +668,8 @@ function M.status()
     initialize = state.init_result,
     session_id = state.session_id,
     title = state.title,
+    cwd = state.cwd,
+    backend = state.backend,
     busy = state.turn ~= nil,
     queued = #state.queued,
     last_exit = state.last_exit,

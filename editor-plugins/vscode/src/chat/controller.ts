@@ -19,7 +19,18 @@ import { Emitter, type Event } from "vscode-jsonrpc/node";
 import { CodyClient, type CodyClientOptions } from "../protocol/client";
 import { CodyError, toCodyError } from "../protocol/errors";
 import type { ExitInfo } from "../protocol/process";
-import type { CodySessionMeta, ContentBlock, PermissionOutcome, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
+import type {
+  CheckpointInfo,
+  CodySessionMeta,
+  ContentBlock,
+  PermissionOutcome,
+  PromptResult,
+  RequestPermissionParams,
+  RestoreWhat,
+  RewindResult,
+  SessionConfigOption,
+  SessionInfo,
+} from "../protocol/types";
 import { initialState, reduce, type ApprovalDecision, type ChatEvent, type ChatState, type ErrorInfo } from "./state";
 
 /** Shows an approval to the user; `signal` aborts when the daemon withdraws it. */
@@ -223,6 +234,51 @@ export class ChatController {
     } catch (error) {
       this.dispatch({ type: "error", error: errorInfo(error) });
     }
+  }
+
+  /** The current session's checkpoints, newest first ([] without a session; errors recorded). */
+  async checkpoints(): Promise<CheckpointInfo[]> {
+    const client = await this.liveSession();
+    const sessionId = this.current.session?.id;
+    if (!client || !sessionId) return [];
+    try {
+      return await client.checkpoints(sessionId);
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return [];
+    }
+  }
+
+  /** Rewind the current session to before `checkpoint`; the chat says what was restored. */
+  async rewind(checkpoint: CheckpointInfo, restore: RestoreWhat, force = false): Promise<RewindResult | undefined> {
+    if (this.current.busy) {
+      this.dispatch({ type: "error", error: { kind: "busy", message: "A turn is running; cancel it or wait for it to end before rewinding.", detail: [] } });
+      return undefined;
+    }
+    const client = await this.liveSession();
+    const sessionId = this.current.session?.id;
+    if (!client || !sessionId) return undefined;
+    try {
+      const result = await client.rewind({ sessionId, checkpointId: checkpoint.checkpointId, restore, force });
+      const where = checkpoint.turn ? `turn ${String(checkpoint.turn)}` : "the checkpoint";
+      const parts = [`Rewound to before ${where} “${checkpoint.prompt}”`];
+      if (restore !== "conversation") parts.push(`${String(result.restored.length)} file(s) restored`);
+      if (restore !== "files") parts.push("the conversation continues from there");
+      if (result.conflicts.length > 0) parts.push(`left as they are: ${result.conflicts.join(", ")}`);
+      this.dispatch({ type: "notice", text: parts.join("; ") });
+      return result;
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return undefined;
+    }
+  }
+
+  /** The client in which the current session is live (resumed in a new daemon if needed). */
+  private async liveSession(): Promise<CodyClient | undefined> {
+    const session = this.current.session;
+    if (!session) return undefined;
+    if (this.client?.running && this.liveIn === this.client) return this.client;
+    return (await this.resume(session.id, session.cwd)) ? this.client : undefined;
   }
 
   /** Sessions, newest first. */

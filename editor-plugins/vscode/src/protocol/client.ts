@@ -36,6 +36,9 @@ import { DaemonProcess, describeExit, type DaemonCommand, type ExitInfo } from "
 import {
   ErrorCode,
   Method,
+  type CheckpointInfo,
+  type CheckpointsParams,
+  type CheckpointsResult,
   type ContentBlock,
   type CodySessionMeta,
   type Implementation,
@@ -54,6 +57,8 @@ import {
   type PromptResult,
   type RequestPermissionParams,
   type RequestPermissionResult,
+  type RewindParams,
+  type RewindResult,
   type SessionIdParams,
   type SessionNotification,
   type SessionStateResult,
@@ -275,6 +280,19 @@ export class CodyClient {
 
   listModels(): Promise<ModelsListResult> {
     return this.request<ModelsListResult>(Method.codyModelsList, {});
+  }
+
+  // ------------------------------------------------------------ checkpoints
+
+  /** The session's checkpoints, newest first, each with the files its turn changed. */
+  async checkpoints(sessionId: string): Promise<CheckpointInfo[]> {
+    const params: CheckpointsParams = { sessionId };
+    return (await this.request<CheckpointsResult>(Method.codySessionCheckpoints, params)).checkpoints;
+  }
+
+  /** Files, conversation or both back to before a checkpoint; conflicts are left unless `force`. */
+  rewind(params: RewindParams): Promise<RewindResult> {
+    return this.request<RewindResult>(Method.codySessionRewind, params);
   }
 
   // ------------------------------------------------------------ turns

@@ -128,6 +128,51 @@ export interface CancelledOutcome {
   outcome: "cancelled";
 }
 
+/** `CheckpointDiffParams` */
+export interface CheckpointDiffParams {
+  checkpointId: string;
+  sessionId: string;
+}
+
+/** `CheckpointDiffResult` */
+export interface CheckpointDiffResult {
+  checkpointId: string;
+  diff: string;
+  files?: CheckpointFile[];
+  truncated?: boolean;
+}
+
+/** `CheckpointFile` */
+export interface CheckpointFile {
+  change: "added" | "modified" | "deleted";
+  path: string;
+}
+
+/** One checkpoint: the workspace (and conversation) before a turn, or before a rewind. */
+export interface CheckpointInfo {
+  checkpointId: string;
+  error?: string | null;
+  files: CheckpointFile[];
+  inConversation?: boolean | null;
+  interrupted?: boolean;
+  notCovered?: NotCoveredFile[];
+  prompt: string;
+  reason?: "turn" | "rewind";
+  restorable?: boolean;
+  time: string;
+  turn?: number | null;
+}
+
+/** `_cody/session/checkpoints {sessionId}` (a live session). */
+export interface CheckpointsParams {
+  sessionId: string;
+}
+
+/** `CheckpointsResult` */
+export interface CheckpointsResult {
+  checkpoints: CheckpointInfo[];
+}
+
 /** `ClientCapabilities` */
 export interface ClientCapabilities {
   _meta?: { [key: string]: Json } | null;
@@ -611,6 +656,15 @@ export interface NewSessionResult {
   sessionId: string;
 }
 
+/**
+ * A file a checkpoint does not hold (too large, a nested git repository, unreadable,
+ * not a regular file); ignored files are not listed.
+ */
+export interface NotCoveredFile {
+  path: string;
+  why: string;
+}
+
 /** One invalid field or configuration key. */
 export interface ParamIssue {
   key: string;
@@ -801,6 +855,29 @@ export interface ResourceLink {
   title?: string | null;
   type: "resource_link";
   uri: string;
+}
+
+/** `RewindFailure` */
+export interface RewindFailure {
+  path: string;
+  reason: string;
+}
+
+/** `_cody/session/rewind`: back to the state before a checkpoint's turn. */
+export interface RewindParams {
+  checkpointId: string;
+  force?: boolean;
+  restore: "files" | "conversation" | "both";
+  sessionId: string;
+}
+
+/** `RewindResult` */
+export interface RewindResult {
+  conflicts: string[];
+  conversationAt?: string | null;
+  failed?: RewindFailure[];
+  redoCheckpointId: string;
+  restored: string[];
 }
 
 /** The `error` member of a JSON-RPC error response. */
@@ -1126,9 +1203,12 @@ export const Method = {
   codyModelsList: "_cody/models/list",
   codyPermissionsList: "_cody/permissions/list",
   codyPermissionsRemove: "_cody/permissions/remove",
+  codySessionCheckpointDiff: "_cody/session/checkpointDiff",
+  codySessionCheckpoints: "_cody/session/checkpoints",
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
+  codySessionRewind: "_cody/session/rewind",
   codySessionSteer: "_cody/session/steer",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",

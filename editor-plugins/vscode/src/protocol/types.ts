@@ -17,6 +17,7 @@ import type {
   PromptParams,
   PromptResult,
   RequestPermissionResult,
+  RewindParams,
   SessionNotification,
   ToolCallStart,
   UserMessageChunk,
@@ -47,3 +48,6 @@ export type ChunkUpdate = UserMessageChunk | AgentMessageChunk | AgentThoughtChu
 
 /** `SelectedOutcome` | `CancelledOutcome` */
 export type PermissionOutcome = RequestPermissionResult["outcome"];
+
+/** What a rewind takes back: `files`, `conversation` or `both`. */
+export type RestoreWhat = RewindParams["restore"];

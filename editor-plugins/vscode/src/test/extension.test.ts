@@ -25,6 +25,10 @@ after(() => {
   env.cleanup();
 });
 
+function readFileText(path: string): string | undefined {
+  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
+}
+
 function lastView(posted: unknown[]): ChatViewModel | undefined {
   const message = posted.at(-1) as HostMessage | undefined;
   return message?.view;
@@ -73,7 +77,7 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
   const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(root) };
   extension.activate(context);
   try {
-    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.showLog", "cody.addFile"]) {
+    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.rewind", "cody.undo", "cody.showLog", "cody.addFile"]) {
       assert.ok(fake.commands.has(id), `command ${id} is registered`);
     }
     const declared = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { contributes: { commands: { command: string }[] } }).contributes.commands;
@@ -147,6 +151,40 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     await within(Promise.resolve(fake.commands.get("cody.sessions")?.()), 30_000, "sessions");
     assert.ok(fake.calls.some((c) => c.kind === "quickPick"));
     await waitFor(() => lastView(posted)?.title === "write x.txt: hi" && lastView(posted)?.loading === false, 10_000, "replayed");
+
+    // rewind: the picker lists each turn's prompt and files; a conflict is overwritten only
+    // after the modal; the chat says what was restored
+    const notes = join(env.workspace, "notes.txt");
+    receive({ type: "prompt", text: "write notes.txt: first" });
+    await waitFor(() => readFileText(notes) === "first" && lastView(posted)?.busy === false, 60_000, "first write");
+    receive({ type: "prompt", text: "write notes.txt: second" });
+    await waitFor(() => readFileText(notes) === "second" && lastView(posted)?.busy === false, 60_000, "second write");
+    const picks: unknown[][] = [];
+    fake.answerQuickPick = (items) => {
+      picks.push(items);
+      const checkpoint = items.find((item) => (item as { checkpoint?: { prompt: string } }).checkpoint?.prompt === "write notes.txt: second");
+      return checkpoint ?? items.find((item) => (item as { restore?: string }).restore === "files");
+    };
+    await within(Promise.resolve(fake.commands.get("cody.rewind")?.()), 30_000, "rewind");
+    assert.equal(readFileText(notes), "first", "the second turn's write is undone");
+    const labels = (picks[0] as { label: string; detail: string }[]).map((item) => `${item.label} | ${item.detail}`);
+    assert.ok(labels.includes("turn 4 · write notes.txt: second | M notes.txt"), labels.join("\n"));
+    assert.ok(labels.includes("turn 3 · write notes.txt: first | A notes.txt"), labels.join("\n"));
+    await waitFor(
+      () => JSON.stringify(lastView(posted)?.items ?? []).includes("Rewound to before turn 4 “write notes.txt: second”; 1 file(s) restored"),
+      5_000,
+      "the chat says what was restored",
+    );
+
+    writeFileSync(notes, "edited by hand\n");
+    answer = "Overwrite";
+    const modalsBefore = modals.length;
+    await within(Promise.resolve(fake.commands.get("cody.undo")?.()), 30_000, "undo");
+    const conflict = modals.at(-1);
+    assert.ok(modals.length === modalsBefore + 1 && conflict, "the conflict was asked about");
+    assert.match(conflict.message, /1 file\(s\) changed since the checkpoint by someone else/);
+    assert.equal(conflict.options.detail, "notes.txt");
+    assert.equal(readFileText(notes), "first", "overwritten after the modal");
 
     // a settings change restarts the daemon
     const [firstPid] = daemonPids();

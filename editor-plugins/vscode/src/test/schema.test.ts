@@ -31,6 +31,8 @@ const PARAMS: Record<string, string> = {
   "session/update": "SessionNotification",
   "session/request_permission": "RequestPermissionParams",
   "_cody/mcp/status": "McpStatusNotification",
+  "_cody/session/checkpoints": "CheckpointsParams",
+  "_cody/session/rewind": "RewindParams",
 };
 
 /** `$defs` name for the result of each request (both directions). */
@@ -44,6 +46,8 @@ const RESULTS: Record<string, string> = {
   "session/set_config_option": "SetConfigOptionResult",
   "_cody/models/list": "ModelsListResult",
   "session/request_permission": "RequestPermissionResult",
+  "_cody/session/checkpoints": "CheckpointsResult",
+  "_cody/session/rewind": "RewindResult",
 };
 
 /** Messages without a schema definition: LSP lifecycle and cancellation, empty results. */
@@ -104,6 +108,9 @@ test("every message on the wire matches the protocol schema", { timeout: 120_000
     await within(asked.promise, 60_000, "third approval");
     await client.cancel(sessionId);
     assert.equal((await within(cancelled, 10_000, "cancelled prompt")).stopReason, "cancelled");
+    const [newest] = await client.checkpoints(sessionId);
+    assert.ok(newest, "every turn has a checkpoint");
+    await client.rewind({ sessionId, checkpointId: newest.checkpointId, restore: "both" });
     await client.setMode(sessionId, "read-only");
     await client.setConfigOption(sessionId, "approval_policy", "on-request");
     await client.listSessions({ cwd: env.workspace });
