@@ -39,9 +39,11 @@ __all__ = [
     "CODY_HISTORY_READ",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
+    "CODY_PROCESS_KILL",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
+    "CODY_SESSION_PROCESSES",
     "CODY_TOOLS_LIST",
     "EXIT",
     "FS_READ_TEXT_FILE",
@@ -391,6 +393,18 @@ CODY_CONFIG_CHECK = request(
 )
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
+)
+CODY_SESSION_PROCESSES = request(
+    "_cody/session/processes",
+    params="processes:SessionProcessesParams",
+    result="processes:SessionProcessesResult",
+    spec="cody",
+)
+CODY_PROCESS_KILL = request(
+    "_cody/process/kill",
+    params="processes:KillProcessParams",
+    result="processes:KillProcessResult",
+    spec="cody",
 )
 
 # -- derived ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
+from ..tools.processes.table import ProcessHost
 from ..tools.registry import ToolRegistry
 from .scan_pool import ScanPool
 
@@ -27,3 +28,5 @@ class EngineDeps:
     version: str
     scans: ScanPool = field(default_factory=ScanPool)
     """Threads for reading session files (history, session/list): engine/scan_pool.py."""
+    processes: ProcessHost = field(default_factory=ProcessHost)
+    """The commands' launcher and limits, and every session's processes (tools/processes/)."""

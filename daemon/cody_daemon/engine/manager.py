@@ -39,6 +39,7 @@ from .images import prompt_images, refuse_audio, refuse_images_for_backend, take
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .ports import ClientLink
+from .processes import attach_processes, kill_process, list_processes
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
@@ -56,6 +57,8 @@ from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
+    from cody_protocol.processes import ProcessInfo
+
     from ..tools.mcp import McpStatus
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
@@ -158,6 +161,7 @@ class SessionManager:
         except BaseException:
             session.file.close()
             raise
+        session.processes = attach_processes(self.deps.processes, session.id, lambda: self.link)
         self._live[session.id] = session
         self._catalogs[session.id] = catalog
         return session
@@ -424,6 +428,17 @@ class SessionManager:
         self._cancelled.add(task)
         task.cancel()
 
+    # -- processes --------------------------------------------------------------------------
+
+    def processes(self, session_id: str) -> tuple[list[ProcessInfo], int]:
+        """The session's processes and how many may outlive their call at once."""
+        session = self.get(session_id)
+        return list_processes(session.processes), self.deps.processes.per_session
+
+    async def kill_process(self, session_id: str, process_id: int) -> tuple[ProcessInfo, bool]:
+        """Stop one of the session's processes for a client; it, and whether it ran."""
+        return await kill_process(self.get(session_id).processes, process_id)
+
     # -- settings ---------------------------------------------------------------------------
 
     def catalog_of(self, session: Session) -> ProviderCatalog:
@@ -554,6 +569,7 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        await _stop_processes(session)
         await session.file.sync()
         _close_file(session)
 
@@ -653,6 +669,7 @@ class SessionManager:
             finally:
                 _close_file(session)
         self._live.clear()
+        await self.deps.processes.close()  # every session's processes, then the launcher
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
         self.deps.scans.shutdown()
@@ -688,6 +705,12 @@ def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:
             if seen == at_message + 1:
                 return items[:index]
     return items
+
+
+async def _stop_processes(session: Session) -> None:
+    """Stop every process the session's commands run (SIGTERM, then SIGKILL)."""
+    if session.processes is not None:
+        await session.processes.close()
 
 
 async def _stop_agent(session: Session) -> None:

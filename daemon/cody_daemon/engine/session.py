@@ -26,6 +26,7 @@ from .settings import SessionSettings
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
+    from ..tools.processes.table import ProcessTable
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -71,6 +72,8 @@ class Session:
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
     ephemeral: bool = False
     """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
+    processes: ProcessTable | None = None
+    """The processes its commands run (tools/processes/): all stopped when it closes."""
 
     @property
     def busy(self) -> bool:

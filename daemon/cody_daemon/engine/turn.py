@@ -68,6 +68,7 @@ from .events import (
 from .images import without_images
 from .instructions import PromptFamily, base_request
 from .ports import ApprovalReply, ApprovalRequest, ClientLink
+from .processes import prepare_processes
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -180,6 +181,7 @@ class TurnRunner:
                 session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
             ),
         )
+        prepare_processes(session, self.env.sandbox, self.env.tools)
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
@@ -200,6 +202,9 @@ class TurnRunner:
         except BaseException as exc:
             failure = exc
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
+        if stop == "cancelled" and session.processes is not None:
+            # What this turn started and did not put in the background stops with it.
+            await session.processes.stop_turn(self.state.turn_id)
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
@@ -377,6 +382,8 @@ class TurnRunner:
             on_plan=lambda entries: self._publish_plan(call.call_id, entries),
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
+            processes=self.session.processes,
+            turn_id=self.state.turn_id,
         )
         try:
             facts = await self._facts(tool, args, ctx)
@@ -471,9 +478,12 @@ class TurnRunner:
             )
         if not result.success:
             self.state.failure_seen = True
+        continues = result.continues  # the process runs on: its output continues the call's
         if edited is not None:
             result = edited_note(result, edited.raw_input)
-        self._finish_call(call.call_id, result)
+        self._finish_call(call.call_id, result, live_continues=continues is not None)
+        if continues is not None:
+            continues()
 
     async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
         """What `policy.approval.decide` needs to know about a call (may raise on arguments
@@ -583,7 +593,9 @@ class TurnRunner:
             call.plan = list(entries)
         self._emit(PlanChanged(tuple(entries)))
 
-    def _finish_call(self, call_id: str, result: ToolResult) -> None:
+    def _finish_call(
+        self, call_id: str, result: ToolResult, *, live_continues: bool = False
+    ) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         content: list[ToolCallContent] = result.content or text_content(result.output)
@@ -612,6 +624,7 @@ class TurnRunner:
                     content=content,
                     raw_output=wire_raw_output(result.output, result.raw_output),
                     locations=result.locations or None,
+                    live_continues=live_continues,
                 )
             )
 

@@ -406,11 +406,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     }
     from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
+    from .process_handlers import process_handlers  # _cody/session/processes, process/kill
 
     history = history_handlers(app)
     config = config_handlers(app)
-    problems = methods.handler_problems([*table, *history, *config])
+    processes = process_handlers(app)
+    problems = methods.handler_problems([*table, *history, *config, *processes])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in {**table, **history, **config}.items():
+    for name, fn in {**table, **history, **config, **processes}.items():
         server.feature(name)(_guard(name, fn))

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolCallLocation, ToolKind
@@ -30,6 +30,9 @@ from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
 from .editor_files import EditorFiles
+
+if TYPE_CHECKING:
+    from .processes.table import ProcessTable
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -101,6 +104,11 @@ class ToolContext:
     """Credentials tools must not pass on (exec drops them from the child environment)."""
     files: EditorFiles | None = None
     """The client's file I/O when it offers it (tools/editor_files.py); None: the disk."""
+    processes: ProcessTable | None = None
+    """The session's processes (exec starts them; readOutput, writeStdin, killProcess use
+    them); None: no command can be started."""
+    turn_id: str | None = None
+    """The running turn (a process records the turn that started it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +137,10 @@ class ToolResult:
     locations: list[ToolCallLocation] = field(default_factory=list)
     """The files the call touched (absolute paths, line where known), for editors to follow;
     they replace the locations `Tool.locations` announced. Empty: keep those."""
+    continues: Callable[[], None] | None = None
+    """For a call whose process outlives it (exec with `background` or `yieldMs`): called
+    once the call's final update is out; the process's live output then continues the
+    call's (tools/processes/table.py `stream`)."""
 
 
 def location(path: os.PathLike[str] | str, line: int | None = None) -> ToolCallLocation:
