@@ -139,6 +139,9 @@ class Launcher:
             )
         except (TimeoutError, OSError):
             ready = b""
+        except BaseException:  # cancelled: nothing is left running
+            await launcher.close()
+            raise
         if not ready:
             await launcher.close()
             why = launcher.stderr_text() or "it ended before it was ready"

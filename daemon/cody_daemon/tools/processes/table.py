@@ -140,7 +140,7 @@ class ProcessHost:
         self._tables.clear()
         await asyncio.gather(*(table.close() for table in tables), return_exceptions=True)
         if self._starting is not None and not self._starting.done():
-            self._starting.cancel()
+            self._starting.cancel()  # Launcher.start ends what it started
             with contextlib.suppress(BaseException):
                 await self._starting
         starting = self._starting

@@ -415,6 +415,18 @@ export interface InvalidParamsData {
   errors: ParamIssue[];
 }
 
+/** `KillProcessParams` */
+export interface KillProcessParams {
+  processId: number;
+  sessionId: string;
+}
+
+/** `KillProcessResult` */
+export interface KillProcessResult {
+  outcome: "stopped" | "already ended";
+  process: ProcessInfo;
+}
+
 /** `ListSessionsParams` */
 export interface ListSessionsParams {
   cursor?: string | null;
@@ -576,6 +588,25 @@ export interface PlanEntry {
 export interface PlanUpdate {
   entries: PlanEntry[];
   sessionUpdate: "plan";
+}
+
+/** `ProcessInfo` */
+export interface ProcessInfo {
+  background: boolean;
+  command: string | string[];
+  cwd: string;
+  exitCode?: number | null;
+  kept: boolean;
+  outputBytes: number;
+  pid: number;
+  processId: number;
+  running: boolean;
+  sandboxed: boolean;
+  signal?: string | null;
+  startedAt: string;
+  stoppedBy?: string | null;
+  toolCallId?: string | null;
+  tty: boolean;
 }
 
 /** One project instructions file (AGENTS.md...) found for the session. */
@@ -763,6 +794,17 @@ export interface SessionModeState {
 export interface SessionNotification {
   sessionId: string;
   update: UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallUpdate | PlanUpdate | UsageUpdate | ConfigOptionUpdate | CurrentModeUpdate | SessionInfoUpdate | AvailableCommandsUpdate;
+}
+
+/** `SessionProcessesParams` */
+export interface SessionProcessesParams {
+  sessionId: string;
+}
+
+/** `SessionProcessesResult` */
+export interface SessionProcessesResult {
+  limit: number;
+  processes: ProcessInfo[];
 }
 
 /** `SessionResultMeta` */
@@ -969,9 +1011,11 @@ export const Method = {
   codyHistoryRead: "_cody/history/read",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
+  codyProcessKill: "_cody/process/kill",
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
+  codySessionProcesses: "_cody/session/processes",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",
   exit: "exit",
