@@ -1,7 +1,7 @@
 """Interactive chat: `cody-client [PROMPT]`.
 
 Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
-Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /ps, /help,
 /quit run here (with this terminal's own pickers and listings); /init and /review are sent to
 the daemon, which runs them as turns with its built-in prompts (the same commands it
 advertises to editors over ACP).
@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -27,6 +28,7 @@ from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, run_turn, session_settings
 from .inert import one_line
+from .processes import ProcessCount, ps_command
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
@@ -71,6 +73,21 @@ class Chat:
         self._interrupted = [False]
         """Whether the last key press that mattered was a Ctrl-C (two in a row quit)."""
         self._quit = False
+        self.process_count = ProcessCount(on_change=self._redraw)
+        """The session's running processes, for the status bar (cody_client/processes.py)."""
+        self._unlisten = client.listen(session.id, self.process_count.observe)
+
+    def _follow(self, session: ClientSession) -> None:
+        """Switch to another session (resume, fork): its processes are the ones counted."""
+        self._unlisten()
+        self.session = session
+        self.process_count = ProcessCount(on_change=self._redraw)
+        self._unlisten = self.client.listen(session.id, self.process_count.observe)
+
+    def _redraw(self) -> None:
+        app = getattr(self._prompt_session, "app", None)
+        if app is not None and app.is_running:
+            app.invalidate()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -85,6 +102,8 @@ class Chat:
         status = self.renderer.status()
         if status:
             parts.append(status)
+        if self.process_count.text():
+            parts.append(self.process_count.text())
         return " · ".join(parts)
 
     async def read(self) -> str | None:
@@ -194,6 +213,8 @@ class Chat:
             self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
             return
         self.renderer.turn_finished(result, model=self.session.option("model"))
+        with contextlib.suppress(RemoteError):
+            await self.process_count.refresh(self.session)
 
     # -- slash commands -------------------------------------------------------------------
 
@@ -221,12 +242,17 @@ class Chat:
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
 
+    async def _ps(self, words: list[str]) -> None:
+        width = shutil.get_terminal_size((100, 24)).columns
+        for line in await ps_command(self.session, words, self.process_count, width=width):
+            self.renderer.line(line)
+
     async def _leave(self, words: list[str]) -> bool:
         return False
 
     async def _fork(self, words: list[str]) -> None:
         at = int(words[0]) if words else None
-        self.session = await self.client.fork_session(self.session.id, self.cwd, at_message=at)
+        self._follow(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
@@ -243,8 +269,8 @@ class Chat:
                 return
         session_id = await self.client.resolve_session_id(given)
         replay = self.renderer.fresh()
-        self.session = await self.client.load_session(
-            session_id, self.cwd, on_update=replay.on_update
+        self._follow(
+            await self.client.load_session(session_id, self.cwd, on_update=replay.on_update)
         )
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
@@ -382,6 +408,12 @@ COMMANDS: dict[str, ChatCommand] = {
         "/compact",
         "summarise the conversation so far to free context\n(the session file keeps everything)",
         Chat._compact,
+    ),
+    "/ps": ChatCommand(
+        "/ps [kill ID | kill all]",
+        "list this session's processes (servers, watchers, REPLs), or stop one",
+        Chat._ps,
+        usage_error="usage: /ps, /ps kill ID or /ps kill all",
     ),
     "/help": ChatCommand("/help", "this help", Chat._help),
     "/quit": ChatCommand("/quit", "leave (as Ctrl-D)", Chat._leave),

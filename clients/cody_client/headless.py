@@ -32,6 +32,7 @@ from .exec_options import ConfigOverrideError, FinalText, config_overrides, writ
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
+from .processes import stop_left_running
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
@@ -265,6 +266,8 @@ async def run_exec(
             termination.turn_started(session.cancel)
             result = await run_turn(session, prompt, on_update, spinner)
             termination.turn_ended()
+            for line in await stop_left_running(session):  # a one-shot run leaves nothing
+                sys.stderr.write(f"cody-client: {line}\n")
             denied = events.denied if events is not None else renderer.denied
             code = exit_code_for(result, denied)
             if args.output_last_message:
