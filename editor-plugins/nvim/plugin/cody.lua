@@ -54,3 +54,7 @@ end, {
   end,
   desc = "Cody: run new sessions on Cody's loop, the Codex CLI or Claude Code",
 })
+
+vim.api.nvim_create_user_command("CodyProcesses", function()
+  require("cody.processes").pick()
+end, { nargs = 0, desc = "Cody: list the session's processes (servers, watchers); choose one to stop it" })

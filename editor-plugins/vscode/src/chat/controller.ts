@@ -13,7 +13,7 @@ import { Emitter, type Event } from "vscode-jsonrpc/node";
 import { CodyClient, type CodyClientOptions } from "../protocol/client";
 import { CodyError, toCodyError } from "../protocol/errors";
 import type { ExitInfo } from "../protocol/process";
-import type { CodySessionMeta, PermissionOutcome, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
+import type { CodySessionMeta, PermissionOutcome, ProcessInfo, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
 import { initialState, reduce, type ApprovalDecision, type ChatEvent, type ChatState, type ErrorInfo } from "./state";
 
 /** Shows an approval to the user; `signal` aborts when the daemon withdraws it. */
@@ -144,6 +144,30 @@ export class ChatController {
     } catch (error) {
       this.dispatch({ type: "error", error: errorInfo(error) });
       return [];
+    }
+  }
+
+  /** The chat session's processes (none before its first prompt). */
+  async listProcesses(): Promise<ProcessInfo[]> {
+    const sessionId = this.current.session?.id;
+    if (!sessionId || !this.client?.running) return [];
+    try {
+      return (await this.client.listProcesses(sessionId)).processes;
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return [];
+    }
+  }
+
+  /** Stop one of the chat session's processes; the process afterwards (undefined: it failed). */
+  async killProcess(processId: number): Promise<ProcessInfo | undefined> {
+    const sessionId = this.current.session?.id;
+    if (!sessionId || !this.client?.running) return undefined;
+    try {
+      return (await this.client.killProcess(sessionId, processId)).process;
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return undefined;
     }
   }
 

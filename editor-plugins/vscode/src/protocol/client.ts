@@ -41,6 +41,8 @@ import {
   type Implementation,
   type InitializeParams,
   type InitializeResult,
+  type KillProcessParams,
+  type KillProcessResult,
   type ListSessionsParams,
   type ListSessionsResult,
   type LoadSessionParams,
@@ -56,6 +58,8 @@ import {
   type RequestPermissionResult,
   type SessionIdParams,
   type SessionNotification,
+  type SessionProcessesParams,
+  type SessionProcessesResult,
   type SessionStateResult,
   type SetConfigOptionParams,
   type SetConfigOptionResult,
@@ -273,6 +277,18 @@ export class CodyClient {
 
   listModels(): Promise<ModelsListResult> {
     return this.request<ModelsListResult>(Method.codyModelsList, {});
+  }
+
+  /** The processes the session's commands run (servers, watchers the model started). */
+  listProcesses(sessionId: string): Promise<SessionProcessesResult> {
+    const params: SessionProcessesParams = { sessionId };
+    return this.request<SessionProcessesResult>(Method.codySessionProcesses, params);
+  }
+
+  /** Stops one of them and everything it started (SIGTERM, then SIGKILL); answers once it is gone. */
+  killProcess(sessionId: string, processId: number): Promise<KillProcessResult> {
+    const params: KillProcessParams = { sessionId, processId };
+    return this.request<KillProcessResult>(Method.codyProcessKill, params);
   }
 
   // ------------------------------------------------------------ turns
