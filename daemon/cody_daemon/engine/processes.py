@@ -14,6 +14,7 @@ and result say everything); each kept process gets exactly one end.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from cody_protocol.processes import ProcessInfo
@@ -159,12 +160,15 @@ async def kill_process(table: ProcessTable | None, process_id: int) -> tuple[Pro
 
 
 def prepare_processes(session: Session, sandbox: SandboxPolicy, tools: ToolRegistry) -> None:
-    """Start the launcher the turn's commands will need while the model thinks, when the
-    session can run commands (the first command then pays nothing for it)."""
+    """While the model thinks, when the session can run commands: start the launcher the
+    turn's commands will need, and find the workspace's protected paths (the first command
+    then waits for neither)."""
     table = session.processes
     if table is None or "exec" not in tools:
         return
-    if sandbox.exec_isolation() == "bwrap" and not sandbox.reaches_network():
-        table.prepare_network(network_namespace_prefix())
-    else:
-        table.host.prepare()
+    if sandbox.exec_isolation() == "bwrap":
+        table.track(asyncio.ensure_future(asyncio.to_thread(sandbox.find_protected)))
+        if not sandbox.reaches_network():
+            table.prepare_network(network_namespace_prefix())
+            return
+    table.host.prepare()

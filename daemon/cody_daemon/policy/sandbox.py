@@ -33,7 +33,7 @@ from cody_protocol.settings import SandboxMode, SandboxUnavailable
 
 from ..core import binaries
 from ..core.binaries import Located, Origin
-from . import protected
+from . import protected, protected_watch
 from .protected import is_protected_path
 
 __all__ = [
@@ -299,6 +299,14 @@ class SandboxPolicy:
         args += ["--chdir", str(cwd)]
         return ExecPlan([*args, "--", *argv], tuple(notes))
 
+    def find_protected(self) -> None:
+        """Walk the workspace for its protected paths now (blocking: a worker thread), so
+        that the first command does not wait for it (policy/protected_watch.py keeps the
+        result current afterwards)."""
+        if self.mode == "workspace-write" and bwrap_path() is not None:
+            roots = sorted(self.writable_roots(), key=_depth)
+            protected_watch.cached_scan(self.cwd, roots)
+
     def read_only_paths(self, *, create: bool = True) -> tuple[list[Path], list[str]]:
         """The paths a command may not write inside the writable roots of this mode (and what
         the user should know about the scan), as `plan_exec` mounts them; for a sandbox that
@@ -331,7 +339,7 @@ class SandboxPolicy:
                 (self.cwd / ".cody").mkdir(exist_ok=True)
         for root in roots:
             if root == self.cwd:
-                result = protected.scan(root, roots)
+                result = protected_watch.cached_scan(root, roots)
                 found.update(result.paths)
                 if not result.complete:
                     notes.append(

@@ -176,6 +176,7 @@ class ProcessTable:
         self.network_problem: str | None = None
         """Why the session's sandboxed commands cannot share a network namespace."""
         self._closed = False
+        self._chores: set[asyncio.Future[object]] = set()
 
     # -- listing --------------------------------------------------------------------------
 
@@ -237,6 +238,18 @@ class ProcessTable:
             self.network_problem = str(exc)
             log.warning("session %s: %s", self.session_id, exc)
             return None
+
+    def track(self, chore: asyncio.Future[object]) -> None:
+        """Keep a background preparation alive until it is done (its failure is logged)."""
+        self._chores.add(chore)
+        chore.add_done_callback(self._chore_done)
+
+    def _chore_done(self, chore: asyncio.Future[object]) -> None:
+        self._chores.discard(chore)
+        if not chore.cancelled() and chore.exception() is not None:
+            log.warning(
+                "session %s: preparing for commands failed: %r", self.session_id, chore.exception()
+            )
 
     def prepare_network(self, prefix: Sequence[str] | None) -> None:
         """Start the session's network launcher in the background, if it has none."""
@@ -349,6 +362,8 @@ class ProcessTable:
         """Stop every process and the session's network launcher (the session's end)."""
         self._closed = True
         self.host.forget(self.session_id)
+        if self._chores:  # a preparation in a worker thread: let it finish (it cannot be stopped)
+            await asyncio.wait(list(self._chores), timeout=10)
         running = [p for p in self._processes.values() if p.running]
         await asyncio.gather(
             *(p.stop(STOP_GRACE_S, by="the session's end") for p in running),
