@@ -186,9 +186,15 @@ class Tool(ABC, Generic[A]):
     then passes `ctx.on_output` and clients show the stream (as a terminal where they can)."""
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        """The tool as the model sees it, built once per tool (every model call of every turn
+        sends the specs; pydantic's schema generation costs about a millisecond a tool)."""
+        cached: ToolSpec | None = getattr(self, "_spec_cache", None)
+        if cached is None or cached.description != self.description:
+            schema = self.args_model.model_json_schema()
+            schema.pop("title", None)
+            cached = ToolSpec(name=self.name, description=self.description, parameters=schema)
+            self._spec_cache = cached
+        return cached
 
     def parse(self, raw: Any) -> A:
         """Validate the model's arguments; raises ToolArgumentError naming what is wrong."""
