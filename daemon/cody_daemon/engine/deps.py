@@ -11,6 +11,7 @@ from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.processes.table import ProcessHost
 from ..tools.registry import ToolRegistry
+from .ports import CodeServers
 from .scan_pool import ScanPool
 
 __all__ = ["EngineDeps"]
@@ -26,6 +27,8 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    code: CodeServers | None = None
+    """The language servers (None: none in this daemon)."""
     scans: ScanPool = field(default_factory=ScanPool)
     """Threads for reading session files (history, session/list): engine/scan_pool.py."""
     processes: ProcessHost = field(default_factory=ProcessHost)
