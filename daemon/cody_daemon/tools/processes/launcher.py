@@ -4,8 +4,8 @@ Run as `python -I -S launcher.py` with a `SOCK_SEQPACKET` unix socket as its std
 control socket). The daemon starts one in its own namespaces (for commands without
 bubblewrap, and sandboxed ones with the network) and one per session inside a private
 network namespace (bubblewrap `--unshare-net`: the session's sandboxed commands share its
-loopback). Starting a command costs two `fork`s of this small process and one `exec`, never
-an interpreter: the launcher is started once.
+loopback). Starting a command costs a message to the spare reaper and one `posix_spawn`,
+never an interpreter: the launcher is started once.
 
 Protocol (`launcher_client.py` is the daemon's side):
 - The launcher sends `{"ready": PID}` once it is set up.
@@ -13,8 +13,9 @@ Protocol (`launcher_client.py` is the daemon's side):
   (`argv`, `cwd`, `env`, `fds`: how many descriptors follow for the command, `tty`,
   `grace_s`), the command's *control socket* (a `SOCK_SEQPACKET` pair whose other end the
   daemon keeps), then the descriptors that become the command's fds 0, 1, 2, 3...
-- For each, the launcher forks a *reaper*, which forks and execs the command and answers on
-  the control socket: `{"pid": N}` once the exec succeeded (or `{"error": TEXT}`), and
+- For each, a *reaper* (a fork of the launcher: one is forked ahead and waits as the
+  spare, so a command's start waits for no fork of Python) starts the command with
+  `posix_spawn` and answers on the control socket: `{"pid": N}` once the exec succeeded (or `{"error": TEXT}`), and
   `{"exit": CODE, "signal": N | null}` when it is over. The daemon may send `term` (SIGTERM
   to everything the command started, SIGKILL to what is left `grace_s` later) or `kill`
   (SIGKILL now); closing the socket counts as `term`.
@@ -357,52 +358,120 @@ def _reaper(payload_fd: int, control_fd: int, fds: list[int], launcher: int) -> 
 # -- the launcher ----------------------------------------------------------------------------
 
 
-def _spawn(control: socket.socket, wakeup: tuple[int, int], reapers: set[int]) -> bool:
-    """Handle one message; False at end of file (the daemon is gone)."""
-    try:
-        message, fds, _flags, _addr = socket.recv_fds(control, 64, MAX_FDS, socket.MSG_CMSG_CLOEXEC)
-    except InterruptedError:
-        return True
-    except OSError:
-        return False
-    if not message:
-        for fd in fds:
-            os.close(fd)
-        return False
-    if message != b"spawn" or len(fds) < 2:
-        for fd in fds:
-            os.close(fd)
-        return True
-    launcher = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        control.close()
-        signal.set_wakeup_fd(-1)
-        for fd in wakeup:
-            os.close(fd)
-        signal.signal(signal.SIGCHLD, _ignore)
-        for signum in _STOP_SIGNALS:
-            signal.signal(signum, _on_stop)
-        _reaper(fds[0], fds[1], fds[2:], launcher)
-    reapers.add(pid)
-    for fd in fds:
-        os.close(fd)
-    return True
+class _Launcher:
+    """The main loop's state: the control socket, the reapers, and one spare reaper forked
+    ahead of time (it waits for the next command's descriptors), so a command's start never
+    waits for a fork of Python."""
+
+    def __init__(self, control: socket.socket, wakeup: tuple[int, int]) -> None:
+        self.control = control
+        self.wakeup = wakeup
+        self.me = os.getpid()
+        self.reapers: set[int] = set()
+        self.spare: tuple[int, socket.socket] | None = None
+
+    def fork_reaper(self, fds: list[int] | None) -> int:
+        """A reaper for `fds` (a spawn message's descriptors), or the spare (fds None)."""
+        spare_ends = (
+            socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if fds is None else None
+        )
+        pid = os.fork()
+        if pid == 0:
+            self.control.close()
+            signal.set_wakeup_fd(-1)
+            for fd in self.wakeup:
+                os.close(fd)
+            if self.spare is not None:
+                self.spare[1].close()
+            signal.signal(signal.SIGCHLD, _ignore)
+            for signum in _STOP_SIGNALS:
+                signal.signal(signum, _on_stop)
+            if spare_ends is not None:
+                spare_ends[0].close()
+                fds = _wait_as_spare(spare_ends[1], self.me)
+            assert fds is not None
+            _reaper(fds[0], fds[1], fds[2:], self.me)
+        self.reapers.add(pid)
+        if spare_ends is not None:
+            spare_ends[1].close()
+            self.spare = (pid, spare_ends[0])
+        return pid
+
+    def spawn(self) -> bool:
+        """Handle one message; False at end of file (the daemon is gone)."""
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(
+                self.control, 64, MAX_FDS, socket.MSG_CMSG_CLOEXEC
+            )
+        except InterruptedError:
+            return True
+        except OSError:
+            return False
+        try:
+            if not message:
+                return False
+            if message != b"spawn" or len(fds) < 2:
+                return True
+            if not self._hand_to_spare(fds):
+                self.fork_reaper(fds)
+            return True
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if message and self.spare is None:
+                self.fork_reaper(None)  # the next command's, while this one starts
+
+    def _hand_to_spare(self, fds: list[int]) -> bool:
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return False
+        pid, channel = spare
+        try:
+            socket.send_fds(channel, [b"spawn"], fds)
+        except OSError:  # it died: it is reaped like any reaper
+            return False
+        finally:
+            channel.close()
+        return pid in self.reapers
+
+    def reap(self) -> None:
+        """Reap finished reapers; kill what was re-parented here (escaped a dead reaper)."""
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            self.reapers.discard(pid)
+            if self.spare is not None and self.spare[0] == pid:
+                self.spare[1].close()
+                self.spare = None
+        for child in _children(self.me):
+            if child not in self.reapers:
+                _kill(child, signal.SIGKILL)
 
 
-def _reap(me: int, reapers: set[int]) -> None:
-    """Reap finished reapers; kill what was re-parented here (escaped a dead reaper)."""
+def _wait_as_spare(channel: socket.socket, launcher: int) -> list[int]:
+    """In the spare reaper: set up, then wait for a command's descriptors (never returns
+    without them: the launcher's end closing ends the spare)."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != launcher:
+        os._exit(0)
     while True:
         try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        reapers.discard(pid)
-    for child in _children(me):
-        if child not in reapers:
-            _kill(child, signal.SIGKILL)
+            message, fds, _flags, _addr = socket.recv_fds(
+                channel, 64, MAX_FDS, socket.MSG_CMSG_CLOEXEC
+            )
+        except InterruptedError:
+            continue
+        except OSError:
+            os._exit(0)
+        channel.close()
+        if not message or len(fds) < 2:
+            os._exit(0)
+        return fds
 
 
 def main() -> int:
@@ -417,9 +486,12 @@ def main() -> int:
     signal.signal(signal.SIGCHLD, _ignore)
     for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
-    me = os.getpid()
-    reapers: set[int] = set()
-    _send(control, {"ready": me})
+    import gc
+
+    gc.freeze()  # forks touch fewer pages (no collection walks the launcher's objects)
+    state = _Launcher(control, (wake_r, wake_w))
+    state.fork_reaper(None)
+    _send(control, {"ready": state.me})
     while True:
         try:
             ready, _, _ = select.select([control, wake_r], [], [])  # type: ignore[type-var]
@@ -431,8 +503,8 @@ def main() -> int:
             except OSError as exc:
                 if exc.errno != errno.EAGAIN:
                     raise
-            _reap(me, reapers)
-        if control in ready and not _spawn(control, (wake_r, wake_w), reapers):
+            state.reap()
+        if control in ready and not state.spawn():
             return 0
 
 
