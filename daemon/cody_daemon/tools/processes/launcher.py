@@ -15,8 +15,8 @@ Protocol (`launcher_client.py` is the daemon's side):
   daemon keeps), then the descriptors that become the command's fds 0, 1, 2, 3...
 - For each, a *reaper* (a fork of the launcher: one is forked ahead and waits as the
   spare, so a command's start waits for no fork of Python) starts the command with
-  `posix_spawn` and answers on the control socket: `{"pid": N}` once the exec succeeded (or `{"error": TEXT}`), and
-  `{"exit": CODE, "signal": N | null}` when it is over. The daemon may send `term` (SIGTERM
+  `posix_spawn` and answers on the control socket: `{"pid": N}` once the exec succeeded
+  (or `{"error": TEXT}`), and `{"exit": CODE, "signal": N | null}` when it is over. The daemon may send `term` (SIGTERM
   to everything the command started, SIGKILL to what is left `grace_s` later) or `kill`
   (SIGKILL now); closing the socket counts as `term`.
 
