@@ -425,3 +425,22 @@ async def test_a_timeout_still_applies_to_a_kept_process(
     )
     assert "killed by SIGTERM" in final.output
     assert await gone(tag)
+
+
+async def test_a_command_the_call_waits_for_is_listed_and_can_be_stopped_by_the_user(
+    workspace: Path, table: ProcessTable
+) -> None:
+    """`_cody/process/kill` of a command a call is waiting for: the call returns at once
+    and says who stopped it."""
+    tag = f"49.{os.getpid()}"
+    running = asyncio.create_task(call(EXEC, workspace, table, {"command": f"sleep {tag}"}))
+    deadline = time.monotonic() + 10
+    while not table.listed() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    [process] = table.listed()
+    assert process.running and not process.facts.may_outlive
+    await table.stop(process.id, by="the user (_cody/process/kill)")
+    result = await running
+    assert "Exit code: 143" in result.output
+    assert "Stopped by the user (_cody/process/kill)" in result.output
+    assert table.listed() == [] and await gone(tag)
