@@ -17,9 +17,10 @@ Invariants (nothing weaker than a fresh `protected.scan`):
 - What a `.git` file or a `.git`/`.cody` symlink points to is resolved again at every call
   (it can change without an event in the workspace).
 - Whenever the watch cannot be trusted, the full scan is used: a queue overflow (the tree is
-  walked again), no inotify, too many directories for the watch budget (a quarter of the
-  user's `max_user_watches`, at most `MAX_WATCHES`: the user's editors need theirs too), or a
-  scan that hit its entry budget (incomplete: the scan's own note applies).
+  walked again), no inotify, too many directories for the watch budget (half the user's
+  `max_user_watches`, at most `MAX_WATCHES`: the user's editors need theirs too; the watches
+  are released then), or a scan that hit its entry budget (incomplete: the scan's own note
+  applies).
 - At most `MAX_ROOTS` workspaces are watched at once (the least recently used is dropped,
   its watches released); each uses one inotify instance. Thread-safe: commands of several
   sessions plan in worker threads.
@@ -111,7 +112,7 @@ def _watch_budget() -> int:
         limit = int(Path("/proc/sys/fs/inotify/max_user_watches").read_text().strip())
     except (OSError, ValueError):
         limit = 8192
-    return max(0, min(MAX_WATCHES, limit // 4))
+    return max(0, min(MAX_WATCHES, limit // 2))
 
 
 @dataclass
