@@ -297,15 +297,23 @@ async def test_a_cancelled_turn_stops_its_yielded_process_but_not_a_background_o
         await daemon.close()
 
 
-@pytest.mark.parametrize("how", ["shutdown", "sigterm", "sigkill"])
+@pytest.mark.parametrize(
+    ("setup", "how"),
+    [
+        ("no-bwrap", "shutdown"),
+        ("no-bwrap", "sigterm"),
+        ("no-bwrap", "sigkill"),
+        ("bwrap", "sigkill"),
+    ],
+)
 async def test_the_daemons_end_leaves_no_process_behind(
-    cody_env: CodyEnv, model: MockResponsesServer, how: str
+    cody_env: CodyEnv, model: MockResponsesServer, setup: str, how: str
 ) -> None:
     tag = f"48.{os.getpid()}"
     detach = f"setsid sleep {tag} & (setsid sh -c 'sleep {tag}' &); sleep {tag}"
     model.enqueue(tool_call("exec", {"command": detach, "background": True}, call_id="d"))
     model.enqueue(text("started"))
-    daemon, sid = await start(cody_env, model, "no-bwrap")
+    daemon, sid = await start(cody_env, model, setup)
     await daemon.prompt(sid, "go")
     await daemon.wait_for(lambda: len(pids_with(tag)) >= 3)
     [listed] = await processes(daemon, sid)
