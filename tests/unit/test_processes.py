@@ -444,3 +444,29 @@ async def test_a_command_the_call_waits_for_is_listed_and_can_be_stopped_by_the_
     assert "Exit code: 143" in result.output
     assert "Stopped by the user (_cody/process/kill)" in result.output
     assert table.listed() == [] and await gone(tag)
+
+
+async def test_an_idle_sessions_network_namespace_ends_and_comes_back(
+    workspace: Path, table: ProcessTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The network launcher (a process per session) ends once nothing ran for a while; the
+    next sandboxed command gets a new one and works."""
+    bwrap_path.cache_clear()
+    if bwrap_path() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bubblewrap is required in CI but is not usable")
+        pytest.skip("bubblewrap (bwrap) is not usable on this machine")
+    from cody_daemon.tools.processes import table as table_module
+
+    monkeypatch.setattr(table_module, "NETWORK_IDLE_S", 0.2)
+    first = await call(EXEC, workspace, table, {"command": "echo one"})
+    assert "one" in first.output
+    launcher = table._network
+    assert launcher is not None and launcher.alive
+    deadline = time.monotonic() + 10
+    while launcher.alive and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not launcher.alive and table._network is None
+    again = await call(EXEC, workspace, table, {"command": "echo two"})
+    assert "Exit code: 0" in again.output and "two" in again.output
+    assert table._network is not None and table._network is not launcher

@@ -161,14 +161,16 @@ async def kill_process(table: ProcessTable | None, process_id: int) -> tuple[Pro
 
 def prepare_processes(session: Session, sandbox: SandboxPolicy, tools: ToolRegistry) -> None:
     """While the model thinks, when the session can run commands: start the launcher the
-    turn's commands will need, and find the workspace's protected paths (the first command
-    then waits for neither)."""
+    turn's commands will need (a session's own network launcher only once it ran a command:
+    each costs a process), and find the workspace's protected paths (the first command then
+    waits for neither)."""
     table = session.processes
     if table is None or "exec" not in tools:
         return
     if sandbox.exec_isolation() == "bwrap":
         table.track(asyncio.ensure_future(asyncio.to_thread(sandbox.find_protected)))
         if not sandbox.reaches_network():
-            table.prepare_network(network_namespace_prefix())
+            if table.started_any:  # a session that runs commands: its namespace, ahead
+                table.prepare_network(network_namespace_prefix())
             return
     table.host.prepare()

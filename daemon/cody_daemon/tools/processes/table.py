@@ -62,6 +62,9 @@ BACKGROUND_STREAM_BYTES = 1024 * 1024
 TTY_SIZE = (40, 120)
 """Rows and columns of the pseudo-terminal of a `tty` command."""
 STOP_GRACE_S = 2.0
+NETWORK_IDLE_S = 300.0
+"""A session's network launcher ends after this long without a running process (the
+namespace holds nothing then; the next sandboxed command starts a new one)."""
 
 
 class ProcessNotFound(LookupError):
@@ -177,6 +180,9 @@ class ProcessTable:
         """Why the session's sandboxed commands cannot share a network namespace."""
         self._closed = False
         self._chores: set[asyncio.Future[object]] = set()
+        self._idle: asyncio.TimerHandle | None = None
+        self.started_any = False
+        """A command ran in this session (its next turns prepare the launcher ahead)."""
 
     # -- listing --------------------------------------------------------------------------
 
@@ -290,6 +296,11 @@ class ProcessTable:
         )
         self._next_id += 1
         self._processes[process.id] = process
+        self.started_any = True
+        process.on_end = self._ended
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
         if _ended_meanwhile(self):  # the session ended while it started
             await process.stop(STOP_GRACE_S, by="the session's end")
         return process
@@ -307,7 +318,6 @@ class ProcessTable:
         """The process outlives its call: it stays listed, with its output, after it ends."""
         self._kept.add(process.id)
         process.throttled = True
-        process.on_end = self._ended
 
     def stream(self, process: ManagedProcess, live_from: int) -> None:
         """Stream its output from `live_from` on (where the call's stream ended) to the
@@ -332,6 +342,19 @@ class ProcessTable:
         self._drop_old_ended()
         if self.listener is not None and process.streaming:
             self.listener.ended(process)
+        if self._network is not None and not any(p.running for p in self._processes.values()):
+            if self._idle is not None:
+                self._idle.cancel()
+            self._idle = asyncio.get_running_loop().call_later(NETWORK_IDLE_S, self._end_network)
+
+    def _end_network(self) -> None:
+        """Nothing ran for `NETWORK_IDLE_S`: end the network launcher (and its namespace)."""
+        self._idle = None
+        launcher, self._network, self._network_task = self._network, None, None
+        if launcher is not None and not any(p.running for p in self._processes.values()):
+            self.track(asyncio.ensure_future(launcher.close()))
+        elif launcher is not None:
+            self._network = launcher
 
     def _drop_old_ended(self) -> None:
         ended = [p for p in self.kept() if p.ended.is_set()]
@@ -362,6 +385,9 @@ class ProcessTable:
         """Stop every process and the session's network launcher (the session's end)."""
         self._closed = True
         self.host.forget(self.session_id)
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
         if self._chores:  # a preparation in a worker thread: let it finish (it cannot be stopped)
             await asyncio.wait(list(self._chores), timeout=10)
         running = [p for p in self._processes.values() if p.running]
