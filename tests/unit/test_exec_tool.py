@@ -169,6 +169,8 @@ def test_schema_uses_the_documented_argument_names() -> None:
         "background",
         "yieldMs",
         "tty",
+        "escalate",
+        "justification",
     }
     assert params["required"] == ["command"]
     for prop in params["properties"].values():
@@ -178,6 +180,8 @@ def test_schema_uses_the_documented_argument_names() -> None:
     timeout = params["properties"]["timeoutMs"]
     assert (timeout["type"], timeout["minimum"], timeout["maximum"]) == ("integer", 1, 3_600_000)
     assert params["properties"]["cwd"]["type"] == "string"
+    assert params["properties"]["escalate"]["type"] == "boolean"
+    assert params["properties"]["justification"]["type"] == "string"
 
 
 def test_tool_metadata() -> None:

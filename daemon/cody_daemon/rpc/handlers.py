@@ -407,14 +407,16 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
+    from .permission_handlers import permission_handlers  # _cody/permissions/*
     from .process_handlers import process_handlers  # _cody/session/processes, process/kill
 
     history = history_handlers(app)
     config = config_handlers(app)
     lsp = lsp_handlers(app)
+    permissions = permission_handlers(app)
     processes = process_handlers(app)
-    served = {**table, **history, **config, **lsp, **processes}
-    problems = methods.handler_problems([*table, *history, *config, *lsp, *processes])
+    served = {**table, **history, **config, **lsp, **permissions, **processes}
+    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions, *processes])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
     for name, fn in served.items():

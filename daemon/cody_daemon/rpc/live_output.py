@@ -33,6 +33,7 @@ from ..engine.events import (
     ToolCallOutputEnd,
     ToolCallProgress,
 )
+from .updates import decision_meta
 
 __all__ = ["TerminalView"]
 
@@ -103,6 +104,7 @@ class TerminalView:
                 title=event.title,
                 raw_input=event.raw_input,
                 content=_terminal(event.call_id),
+                meta=decision_meta(event.decision),
             )
             return [update.wire()]
         if event.status not in ("completed", "failed"):
@@ -115,6 +117,7 @@ class TerminalView:
                     status=event.status,
                     content=_terminal(event.call_id) + list(event.content or []),
                     raw_output=event.raw_output,
+                    meta=decision_meta(event.decision),
                 ).wire()
             ]
         del self._open[(session_id, event.call_id)]
@@ -130,7 +133,10 @@ class TerminalView:
                 status=event.status,
                 content=content,
                 raw_output=event.raw_output,
-                meta={"terminal_exit": _exit_meta(event.call_id, end)},
+                meta={
+                    "terminal_exit": _exit_meta(event.call_id, end),
+                    **(decision_meta(event.decision) or {}),
+                },
             ).wire()
         ]
 

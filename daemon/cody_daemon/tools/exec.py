@@ -38,7 +38,10 @@ from pathlib import Path
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 
 from ..core.command_text import command_lines
+from ..policy.approval import Escalation
+from ..policy.command_parts import loose_parts, split_command
 from ..policy.commands import normalize_command
+from ..policy.rules import CommandSubject, RuleSubject
 from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import resolve_path
 from ..policy.secrets import SecretGuard
@@ -93,14 +96,16 @@ class ExecTool(Tool[ExecArgs]):
         "Run a command and return its exit code and combined stdout/stderr. Pass an array "
         "to run a program directly, or a string to run it through bash. Commands run in the "
         "session's working directory inside the session's sandbox (depending on the sandbox "
-        "mode, writes outside the workspace and network access fail), and are killed after "
-        "timeoutMs, together with anything they started. Long output is cut in the middle: "
-        "the first and last 32 KiB are kept. For a server, a watcher or anything that does "
-        "not end by itself, set background (returns at once with a processId); for a command "
-        "that may take long or wait for input, set yieldMs (returns its output so far and a "
-        "processId if it is still running). Then use readOutput, writeStdin and killProcess, "
-        "and stop what you started when you are done. Sandboxed commands of this session "
-        "share one loopback network: a server started in one is reachable from the next."
+        "mode, writes outside the workspace and network access fail; when the sandbox is in "
+        "the way, set escalate with a justification to ask the user to run it outside), and "
+        "are killed after timeoutMs, together with anything they started. Long output is cut "
+        "in the middle: the first and last 32 KiB are kept. For a server, a watcher or "
+        "anything that does not end by itself, set background (returns at once with a "
+        "processId); for a command that may take long or wait for input, set yieldMs "
+        "(returns its output so far and a processId if it is still running). Then use "
+        "readOutput, writeStdin and killProcess, and stop what you started when you are done. "
+        "Sandboxed commands of this session share one loopback network: a server started in "
+        "one is reachable from the next."
     )
     kind = "execute"
     requires_approval = True
@@ -135,6 +140,22 @@ class ExecTool(Tool[ExecArgs]):
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
 
+    def escalation(self, args: ExecArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        """A command runs in the sandbox unless the model asks to leave it (`escalate`);
+        under `danger-full-access` there is nothing to leave."""
+        if not args.escalate or ctx.sandbox.exec_isolation() == "not-needed":
+            return None
+        return "escalate", "the command asks to run outside the sandbox"
+
+    def permission_subject(self, args: ExecArgs, ctx: ToolContext) -> RuleSubject:
+        """The command's parts (policy/command_parts.py); a redirection counts as writable
+        only where the sandbox lets file tools write."""
+        cwd = self._cwd(args, ctx)
+        parts = split_command(
+            args.command, cwd=cwd, may_write=lambda path: ctx.sandbox.check_write(path) is None
+        )
+        return CommandSubject(parts, tuple(loose_parts(args.command)), cwd)
+
     def time_limit_s(self, args: ExecArgs, ctx: ToolContext) -> float:
         """exec keeps its own limit (`timeoutMs`, or `yieldMs` for a command that may outlive
         the call); the engine's is a backstop past it."""
@@ -145,6 +166,8 @@ class ExecTool(Tool[ExecArgs]):
         return "the call's timeoutMs"
 
     def sandbox_check(self, args: ExecArgs, ctx: ToolContext) -> str | None:
+        if args.escalate:
+            return None  # it asks to run outside the sandbox anyway
         if ctx.sandbox.exec_isolation() == "unavailable" and ctx.sandbox.unavailable == "refuse":
             return (
                 "bubblewrap (bwrap) is not available, so this command cannot be sandboxed, and "
@@ -157,7 +180,14 @@ class ExecTool(Tool[ExecArgs]):
         lines = [*command_lines(self.title(args)), f"cwd: {self._cwd(args, ctx)}"]
         if args.background:
             lines.append("(in the background: it keeps running after this call)")
-        if ctx.sandbox.exec_isolation() == "unavailable":
+        if self.escalation(args, ctx) is not None:
+            lines += [
+                "",
+                "OUTSIDE THE SANDBOX: the model asks to run this command with full access to "
+                "your files and the network.",
+                f"Reason given: {args.justification}",
+            ]
+        elif ctx.sandbox.exec_isolation() == "unavailable":
             lines += [
                 "",
                 "WARNING: this command will run WITHOUT a sandbox, with full access to your "
@@ -174,9 +204,11 @@ class ExecTool(Tool[ExecArgs]):
     @staticmethod
     def _isolation(ctx: ToolContext) -> Isolation:
         isolation = ctx.sandbox.exec_isolation()
-        if isolation == "bwrap":
-            return "sandbox"
-        return "not-needed" if isolation == "not-needed" else "unavailable"
+        if isolation == "not-needed":
+            return "not-needed"
+        if ctx.outside_sandbox:  # the user let it out (escalate, or on-failure's re-run)
+            return "outside"
+        return "sandbox" if isolation == "bwrap" else "unavailable"
 
     async def run(self, args: ExecArgs, ctx: ToolContext) -> ToolResult:
         cwd = self._cwd(args, ctx)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from .processes.report import MAX_WAIT_MS
 
@@ -84,6 +84,29 @@ class ExecArgs(BaseModel):
             "(prompts, REPLs that check for a terminal). Its input is the terminal."
         ),
     )
+    escalate: bool = Field(
+        default=False,
+        description=(
+            "Ask the user to run this command outside the sandbox (with the network and "
+            "write access to everything). Only when it cannot work inside: the sandbox "
+            "blocked it (no network, a read-only path). Give the reason in justification."
+        ),
+    )
+    justification: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
+        default=None,
+        max_length=2000,
+        description="With escalate: one sentence the user reads, why the command must run "
+        "outside the sandbox.",
+    )
+
+    @model_validator(mode="after")
+    def _justified(self) -> ExecArgs:
+        if self.escalate and not (self.justification or "").strip():
+            raise ValueError(
+                "justification is required with escalate: say why the command must run "
+                "outside the sandbox"
+            )
+        return self
 
     @field_validator("command")
     @classmethod
