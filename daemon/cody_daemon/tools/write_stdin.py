@@ -3,8 +3,9 @@ after `yieldMs`), then return what it printed since the last read.
 
 Invariants: only the session's own processes with an input (a pipe, or a pseudo-terminal with
 `tty`) can be written to; input is a command to the process, so the call goes through the
-approval policy like `exec` (a process inside the sandbox is contained by it; one outside
-the sandbox asks, its grant covering that process only); at most `MAX_CHARS` characters a
+approval policy like `exec` (a process inside the sandbox is contained by it, so `on-request`
+does not ask; one the user let out of the sandbox asks as running it did, its grant covering
+that process only; `untrusted` asks for every input); at most `MAX_CHARS` characters a
 call; a process that does not read its input fails the call after a few seconds with what
 was written, never a hang; `eof` closes a pipe input after writing.
 """
@@ -16,6 +17,7 @@ from typing import Annotated
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ..policy.approval import Escalation
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
 from .processes.process import ManagedProcess
 from .processes.report import (
@@ -98,6 +100,15 @@ class WriteStdinTool(Tool[WriteStdinArgs]):
     def runs_unsandboxed(self, args: WriteStdinArgs, ctx: ToolContext) -> bool:
         process = self._process(args, ctx)
         return process is not None and process.facts.isolation == "unavailable"
+
+    def escalation(self, args: WriteStdinArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        """Input to a process inside the sandbox (or where none is needed) is contained like
+        the process; input to one the user let out of the sandbox asks like running it did
+        (`escalate`: an "always" answer is remembered for this process only)."""
+        process = self._process(args, ctx)
+        if process is not None and process.facts.isolation == "outside":
+            return "escalate", "the process runs outside the sandbox"
+        return None
 
     def preview(self, args: WriteStdinArgs, ctx: ToolContext) -> list[ToolCallContent]:
         process = self._process(args, ctx)
