@@ -99,13 +99,9 @@ class ExecTool(Tool[ExecArgs]):
         "mode, writes outside the workspace and network access fail; when the sandbox is in "
         "the way, set escalate with a justification to ask the user to run it outside), and "
         "are killed after timeoutMs, together with anything they started. Long output is cut "
-        "in the middle: the first and last 32 KiB are kept. For a server, a watcher or "
-        "anything that does not end by itself, set background (returns at once with a "
-        "processId); for a command that may take long or wait for input, set yieldMs "
-        "(returns its output so far and a processId if it is still running). Then use "
-        "readOutput, writeStdin and killProcess, and stop what you started when you are done. "
-        "Sandboxed commands of this session share one loopback network: a server started in "
-        "one is reachable from the next."
+        "in the middle: the first and last 32 KiB are kept. For what does not end by itself "
+        "(a server, a watcher) set background; for what may take long or wait for input, set "
+        "yieldMs; then use readOutput, writeStdin and killProcess."
     )
     kind = "execute"
     requires_approval = True

@@ -51,16 +51,14 @@ class ExecArgs(BaseModel):
         le=MAX_TIMEOUT_MS,
         description=(
             f"Kill the command after this many milliseconds (default {DEFAULT_TIMEOUT_MS}, "
-            f"maximum {MAX_TIMEOUT_MS}; a background or yieldMs process has no limit unless "
-            "this is given)."
+            f"maximum {MAX_TIMEOUT_MS}; with background or yieldMs: no limit unless given)."
         ),
     )
     background: bool = Field(
         default=False,
         description=(
-            "Start the command and return at once with its processId (a dev server, a "
-            "watcher): it keeps running after this call and after a cancelled turn, until it "
-            "exits, killProcess, or the session ends. Read its output with readOutput."
+            "Start it and return at once with a processId; it keeps running (also past a "
+            "cancelled turn) until it exits, killProcess, or the session ends."
         ),
     )
     yield_ms: Annotated[
@@ -71,18 +69,13 @@ class ExecArgs(BaseModel):
         ge=1,
         le=MAX_WAIT_MS,
         description=(
-            "Wait at most this many milliseconds: a command that ends by then returns its "
-            "exit code as usual; one still running returns its output so far and a "
-            "processId, and keeps running (readOutput, writeStdin, killProcess). With "
-            "background: wait this long for its first output."
+            "Return after this many milliseconds: with the exit code if it ended, else with "
+            "its output so far and a processId (it keeps running)."
         ),
     )
     tty: bool = Field(
         default=False,
-        description=(
-            "Run under a pseudo-terminal (40x120, TERM=dumb) for programs that need one "
-            "(prompts, REPLs that check for a terminal). Its input is the terminal."
-        ),
+        description="Run under a pseudo-terminal (40x120, TERM=dumb), for programs that need one.",
     )
     escalate: bool = Field(
         default=False,
