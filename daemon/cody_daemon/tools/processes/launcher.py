@@ -34,8 +34,8 @@ Invariants (no orphans):
   request can stall it; it holds no descriptor of a command after the fork.
 
 Outside its reach: processes started on the command's behalf by someone else (an existing
-tmux server, systemd, docker), and a fork bomb faster than the kill loop. Only Linux has child
-subreapers; elsewhere the reaper still kills the command's process group.
+tmux server, systemd, docker), and a fork bomb faster than the kill loop. Linux only, like the
+rest of the sandbox: `SOCK_SEQPACKET` unix sockets, `memfd_create`, `prctl`.
 """
 
 from __future__ import annotations
