@@ -600,11 +600,11 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
-        await _stop_processes(session)
         if self.deps.code is not None:
             await self.deps.code.release(session.id)
         await session.file.sync()
-        _close_file(session)
+        _close_file(session)  # first: a client may load the session again at once
+        await _stop_processes(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -743,8 +743,10 @@ def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:
 
 
 async def _stop_processes(session: Session) -> None:
-    """Stop every process the session's commands run (SIGTERM, then SIGKILL)."""
+    """Stop every process the session's commands run (SIGTERM, then SIGKILL); nothing more
+    is reported to clients about them (the session is closed)."""
     if session.processes is not None:
+        session.processes.listener = None
         await session.processes.close()
 
 

@@ -31,7 +31,7 @@ import logging
 import os
 import struct
 import termios
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -92,7 +92,7 @@ class ProcessHost:
         self._launcher: Launcher | None = None
         self._starting: asyncio.Task[Launcher] | None = None
         self._tables: dict[str, ProcessTable] = {}
-        self._network_prefix: list[str] | None = None
+        self._ending: set[asyncio.Task[None]] = set()
 
     def table(self, session_id: str) -> ProcessTable:
         """The session's table (made on first use)."""
@@ -103,6 +103,13 @@ class ProcessHost:
 
     def forget(self, session_id: str) -> None:
         self._tables.pop(session_id, None)
+
+    def ending(self, closing: Coroutine[object, object, None]) -> None:
+        """A session's launcher being closed: waited for at the daemon's exit, not by the
+        session's close (a client may open the session again at once)."""
+        task = asyncio.ensure_future(closing)
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
 
     def kept_running(self) -> list[ManagedProcess]:
         """Running processes that may outlive their call, in every session."""
@@ -142,6 +149,8 @@ class ProcessHost:
         tables = list(self._tables.values())
         self._tables.clear()
         await asyncio.gather(*(table.close() for table in tables), return_exceptions=True)
+        if self._ending:
+            await asyncio.wait(list(self._ending), timeout=10)
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()  # Launcher.start ends what it started
             with contextlib.suppress(BaseException):
@@ -403,8 +412,8 @@ class ProcessTable:
                 await self._network_task
         elif self._network_task is not None and not self._network_task.cancelled():
             self._network = self._network_task.result()
-        if self._network is not None:
-            await self._network.close()
+        if self._network is not None:  # ends on its own once its socket closes
+            self.host.ending(self._network.close())
             self._network = None
 
 
