@@ -101,7 +101,15 @@ class LiveFeed:
         text = self._decoder.decode(data, final=self.cut)
         if self.cut:
             text += f"\n[... {self._note} ...]\n"
-        if text:
+        self._deliver(text)
+
+    def finish(self) -> None:
+        """The output ended: what is left of a character cut in two is sent (replaced)."""
+        if self._send is not None and not self.cut:
+            self._deliver(self._decoder.decode(b"", final=True))
+
+    def _deliver(self, text: str) -> None:
+        if text and self._send is not None:
             try:
                 self._send(text)
             except Exception:  # a receiver's bug must not stop the reading
@@ -232,7 +240,7 @@ class ManagedProcess:
         with contextlib.suppress(OSError):
             os.close(self.output_fd)
         if self.feed is not None:
-            self.feed.feed(b"")
+            self.feed.finish()
         self.output_done.set()
         self._maybe_ended()
 
