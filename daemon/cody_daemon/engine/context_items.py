@@ -1,12 +1,14 @@
 """Context items: what Cody tells the model besides the system prompt, kept in the session.
 
-Two kinds, each a message the model receives between the history items:
+Three kinds, each a message the model receives between the history items:
 - `project_docs`: the project instructions (engine/project_docs.py), a user message, read
   when the session is created (or, for a session from before Cody read them, when it is
   first opened again) and never re-read: resume and fork send the same text;
 - `session_context`: the environment and the permissions (engine/permissions.py), a
   developer message, added at the start of a turn whenever the permissions text differs from
-  the last one sent (the first turn, a changed sandbox or approval policy).
+  the last one sent (the first turn, a changed sandbox or approval policy);
+- `answer_check`: a user message telling the model why its final answer did not validate
+  against the turn's output schema (engine/final_answer.py), after that answer.
 
 Invariants:
 - an item, once sent, is never changed or moved while the history it follows is sent
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ContextEntry",
     "ContextKind",
+    "answer_check_entry",
     "latest",
     "project_docs_entry",
     "record",
@@ -45,8 +48,8 @@ __all__ = [
     "splice",
 ]
 
-ContextKind = Literal["project_docs", "session_context"]
-_KINDS: tuple[ContextKind, ...] = ("project_docs", "session_context")
+ContextKind = Literal["project_docs", "session_context", "answer_check"]
+_KINDS: tuple[ContextKind, ...] = ("project_docs", "session_context", "answer_check")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +143,11 @@ def session_context_entry(history: Sequence[HistoryItem], key: str, text: str) -
     return ContextEntry(
         kind="session_context", after=_anchor(history), item=_message("developer", text), key=key
     )
+
+
+def answer_check_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:
+    """Why the answer at the end of `history` did not validate, and what to do."""
+    return ContextEntry(kind="answer_check", after=_anchor(history), item=_message("user", text))
 
 
 def record(session: Session, entry: ContextEntry) -> None:

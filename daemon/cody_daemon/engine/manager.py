@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
@@ -25,6 +25,7 @@ from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
+from ..providers.base import takes_output_schema
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
@@ -35,9 +36,11 @@ from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .final_answer import FinalAnswer, check_schema
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
+from .notify import Notifier, NotifyingLink
 from .ports import ClientLink
 from .processes import attach_processes, kill_process, list_processes
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
@@ -53,6 +56,7 @@ from .settings import (
 )
 from .slash import parse_command
 from .slash_runner import run_local_command
+from .steer_requests import dropped_outcome, join_turn
 from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
 
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
     from cody_protocol.processes import ProcessInfo
 
     from ..tools.mcp import McpStatus
+    from .backend_turn import BackendTurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
 
@@ -83,6 +88,8 @@ class SessionManager:
         """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
+        self.notifier = Notifier()
+        """Runs the user's `notify` program (engine/notify.py)."""
 
     # -- creating and opening ---------------------------------------------------------------
 
@@ -218,11 +225,40 @@ class SessionManager:
     # -- turns ------------------------------------------------------------------------------
 
     async def prompt(
-        self, session_id: str, blocks: list[ContentBlock], link: ClientLink
+        self,
+        session_id: str,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        *,
+        queue: bool = False,
+        output_schema: dict[str, Any] | None = None,
     ) -> TurnOutcome:
+        """Run one turn. `queue`: while a turn runs (or prompts wait), wait for them instead of
+        raising SessionBusy (engine/steering.py); `output_schema`: the final answer must
+        validate against it (engine/final_answer.py)."""
         session = self.get(session_id)
-        if session.busy:
-            raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
+        if output_schema is not None:
+            check_schema(output_schema)
+        if session.busy or session.queue:
+            if not queue:
+                raise SessionBusy(
+                    f"Session {session_id} is already running a turn; wait, cancel it, or "
+                    "queue the prompt (_meta.cody.queue)."
+                )
+            if await session.queue.wait() == "cancelled":
+                return dropped_outcome(session)
+        try:
+            return await self._prompt(session, blocks, link, output_schema)
+        finally:
+            session.queue.release_soon()  # the next queued prompt, after this answer
+
+    async def _prompt(
+        self,
+        session: Session,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        output_schema: dict[str, Any] | None,
+    ) -> TurnOutcome:
         refuse_audio(blocks)
         command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
         if command is not None:
@@ -231,14 +267,26 @@ class SessionManager:
             blocks = command.turn_prompt()
         require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
-        run: Coroutine[Any, Any, TurnOutcome]
+        secrets = self._secrets(session)
+        notifying = (
+            NotifyingLink(link, self.notifier, session, secrets)
+            if session.settings.notify
+            else None
+        )
+        link = notifying or link
+        runner: TurnRunner | BackendTurnRunner
         if session.settings.backend != "native":
             from .agents import agent_for
             from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
 
+            if output_schema is not None:
+                raise InvalidParams(
+                    f"An output schema needs a native session; session {session.id} runs on "
+                    f"the {session.settings.backend} backend.",
+                    [Issue(key="_meta.cody.outputSchema", message="native sessions only")],
+                )
             refuse_images_for_backend(blocks, session.settings.backend)
-            secrets = self._secrets(session)
             guard = BackendGuard(
                 secrets=secrets,
                 read_only_tools=frozenset(
@@ -247,7 +295,7 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(
+            runner = BackendTurnRunner(
                 session,
                 agent,
                 link,
@@ -255,7 +303,8 @@ class SessionManager:
                 guard,
                 rules_file=self.deps.paths.config_file,
                 refresh_rules=lambda: self.refresh_rules(session),
-            ).run(text)
+            )
+            run = runner.run(text)
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -268,22 +317,46 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
-            run = TurnRunner(session, env).run(text, images, client_content(blocks))
+            if output_schema is not None:
+                env.final_answer = FinalAnswer(
+                    output_schema, structured_output=takes_output_schema(env.provider)
+                )
+            runner = TurnRunner(session, env)
+            run = runner.run(text, images, client_content(blocks))
+        if notifying is not None:
+            notifying.turn_id = runner.state.turn_id
+        start = len(session.history)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up and the rules are awaited inside the turn, where a cancel also
         # reaches them).
         task = asyncio.create_task(run)
         session.turn = task
+        stop = "error"
         try:
-            return await task
+            outcome = await task
+            stop = outcome.stop_reason
+            return outcome
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
+            stop = "cancelled"
             self._cancel_turn(task)
             await asyncio.wait({task})
             raise
         finally:
             if session.turn is task:
                 session.turn = None
+            if notifying is not None:
+                turn_items = session.history[start:]
+                self.notifier.turn_complete(
+                    session, runner.state.turn_id, stop, turn_items, secrets
+                )
+
+    def steer(self, session_id: str, blocks: list[ContentBlock]) -> str:
+        """`_cody/session/steer`: add `blocks` to the running turn (engine/steering.py); the
+        turn's id. NoTurnRunning (-32011) when no native turn runs."""
+        session = self.get(session_id)
+        wire_api = self._catalogs[session.id].get(session.settings.provider).wire_api
+        return join_turn(session, blocks, wire_api)
 
     def reload_rules(self, session: Session) -> None:
         """Re-read the session's permission rules (blocking: see `refresh_rules`). A config
@@ -308,7 +381,7 @@ class SessionManager:
         is nothing to summarise. Takes the session's turn slot (SessionBusy while a turn
         runs); `session/cancel` cancels it and nothing changes."""
         session = self.get(session_id)
-        if session.busy:
+        if session.busy or session.queue:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
         require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
@@ -443,10 +516,14 @@ class SessionManager:
         return allowed_tools(settings.allowed_tools, settings.phase)
 
     def cancel(self, session_id: str) -> bool:
-        """Cancel the running turn, if any. Unknown sessions are ignored (a notification)."""
+        """Cancel the running turn, if any, and answer every queued prompt `cancelled`.
+        Unknown sessions are ignored (a notification)."""
         session = self._live.get(session_id)
-        if session is None or session.turn is None or session.turn.done():
+        if session is None:
             return False
+        dropped = session.queue.cancel_all()
+        if session.turn is None or session.turn.done():
+            return dropped > 0
         self._cancel_turn(session.turn)
         return True
 
@@ -593,6 +670,7 @@ class SessionManager:
         await self._close(session)
 
     async def _close(self, session: Session) -> None:
+        session.queue.cancel_all()
         if session.turn is not None and not session.turn.done():
             self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
@@ -689,6 +767,8 @@ class SessionManager:
     # -- shutdown ---------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
+        for session in self._live.values():
+            session.queue.cancel_all()
         turns = [s.turn for s in self._live.values() if s.turn is not None and not s.turn.done()]
         for turn in turns:
             self._cancel_turn(turn)
@@ -702,6 +782,7 @@ class SessionManager:
             finally:
                 _close_file(session)
         self._live.clear()
+        await self.notifier.aclose()
         await self.deps.processes.close()  # every session's processes, then the launcher
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()

@@ -142,6 +142,9 @@ class SessionSettings:
     """`project_doc_max_bytes` (not persisted: read when project instructions are read)."""
     project_doc_fallbacks: tuple[str, ...] = ("CLAUDE.md",)
     """`project_doc_fallback_filenames` (not persisted)."""
+    notify: tuple[str, ...] = ()
+    """`notify`: the program run when a turn ends or an approval waits (not persisted;
+    engine/notify.py)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

@@ -224,7 +224,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
         parsed = parse(PromptParams, params)
-        if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
+        cody = parsed.meta.cody if parsed.meta is not None else None
+        if cody is not None and cody.dry_run:
             report = await app.manager.dry_run(parsed.session_id, parsed.prompt)
             zero = TokenUsage()
             return PromptResult(
@@ -237,7 +238,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                     )
                 ),
             )
-        outcome = await app.manager.prompt(parsed.session_id, parsed.prompt, app.link)
+        outcome = await app.manager.prompt(
+            parsed.session_id,
+            parsed.prompt,
+            app.link,
+            queue=cody is not None and cody.queue,
+            output_schema=cody.output_schema if cody is not None else None,
+        )
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
             usage=outcome.turn,
@@ -250,6 +257,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                         if outcome.cost is not None
                         else None
                     ),
+                    output=outcome.output,
                 )
             ),
         )
@@ -409,15 +417,19 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
     from .permission_handlers import permission_handlers  # _cody/permissions/*
     from .process_handlers import process_handlers  # _cody/session/processes, process/kill
+    from .turn_handlers import turn_handlers  # _cody/session/steer, _cody/files/search
 
     history = history_handlers(app)
     config = config_handlers(app)
     lsp = lsp_handlers(app)
     permissions = permission_handlers(app)
+    turn = turn_handlers(app)
     processes = process_handlers(app)
-    served = {**table, **history, **config, **lsp, **permissions, **processes}
-    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions, *processes])
+    handlers = {**table, **history, **config, **lsp, **permissions, **turn, **processes}
+    problems = methods.handler_problems(
+        [*table, *history, *config, *lsp, *permissions, *turn, *processes]
+    )
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in served.items():
+    for name, fn in handlers.items():
         server.feature(name)(_guard(name, fn))

@@ -19,6 +19,7 @@ local SPECS = {
   "acp_spec",
   "escapes_spec",
   "warnings_spec",
+  "talk_spec",
   "processes_spec",
 }
 

@@ -177,6 +177,7 @@ export interface CodyPermissionMeta {
 export interface CodyPromptMeta {
   cost?: TurnCost | null;
   dryRun?: DryRunReport | null;
+  output?: StructuredOutput | null;
   turnId: string;
   usage: TurnUsage;
 }
@@ -184,6 +185,8 @@ export interface CodyPromptMeta {
 /** `CodyPromptParamsMeta` */
 export interface CodyPromptParamsMeta {
   dryRun?: boolean;
+  outputSchema?: { [key: string]: Json } | null;
+  queue?: boolean;
 }
 
 /** `CodySessionInfoMeta` */
@@ -215,6 +218,11 @@ export interface CodySessionResultMeta {
   provider: string;
   sessionFile: string;
   warnings?: string[];
+}
+
+/** `CodyUserMessageMeta` */
+export interface CodyUserMessageMeta {
+  steered?: boolean | null;
 }
 
 /** `_cody/session/compact {sessionId}`: summarise the conversation so far now. */
@@ -373,6 +381,23 @@ export interface EmbeddedResource {
 export interface EnvVariable {
   name: string;
   value: string;
+}
+
+/**
+ * `_cody/files/search`: files of a session's workspace whose path fuzzily matches `query`
+ * (what the model's `fileSearch` finds: ignore rules apply, `.git` is skipped), for a
+ * client's `@path` completion.
+ */
+export interface FileSearchParams {
+  limit?: number;
+  query?: string;
+  sessionId: string;
+}
+
+/** `FileSearchResult` */
+export interface FileSearchResult {
+  more?: boolean;
+  paths: string[];
 }
 
 /** `FileSystemCapabilities` */
@@ -931,6 +956,26 @@ export interface SetModeParams {
   sessionId: string;
 }
 
+/** `_cody/session/steer`: add a user message to the running turn (docs/protocol.md). */
+export interface SteerParams {
+  prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  sessionId: string;
+}
+
+/** `SteerResult` */
+export interface SteerResult {
+  turnId: string;
+}
+
+/** The final answer of a turn run with `_meta.cody.outputSchema`. */
+export interface StructuredOutput {
+  errors?: string[];
+  text?: string | null;
+  valid: boolean;
+  value?: Json;
+  via?: "response_format" | "tool";
+}
+
 /** `TerminalExitMeta` */
 export interface TerminalExitMeta {
   exit_code?: number | null;
@@ -1075,9 +1120,15 @@ export interface UsageUpdate {
 
 /** `UserMessageChunk` */
 export interface UserMessageChunk {
+  _meta?: UserMessageMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+}
+
+/** `UserMessageMeta` */
+export interface UserMessageMeta {
+  cody?: CodyUserMessageMeta | null;
 }
 
 /** `WriteTextFileParams` */
@@ -1108,6 +1159,7 @@ export const Method = {
   codyAgentsList: "_cody/agents/list",
   codyConfigCheck: "_cody/config/check",
   codyDiagnostics: "_cody/diagnostics",
+  codyFilesSearch: "_cody/files/search",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
@@ -1121,6 +1173,7 @@ export const Method = {
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
   codySessionProcesses: "_cody/session/processes",
+  codySessionSteer: "_cody/session/steer",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",
   exit: "exit",
