@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cody_daemon.policy import protected, protected_watch
+from cody_daemon.tools.processes.host import ProcessHost
 from cody_daemon.tools.processes.launcher_client import SpawnRequest
 from cody_daemon.tools.processes.process import ProcessFacts
-from cody_daemon.tools.processes.table import ProcessHost
 
 
 def _summary(values: list[float]) -> dict[str, float]:

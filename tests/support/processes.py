@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from cody_daemon.tools.processes.table import ProcessHost, ProcessTable
+from cody_daemon.tools.processes.host import ProcessHost
+from cody_daemon.tools.processes.table import ProcessTable
 
 __all__ = ["session_processes"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
-from ..tools.processes.table import ProcessHost
+from ..tools.processes.host import ProcessHost
 from ..tools.registry import ToolRegistry
 from .ports import CodeServers
 from .scan_pool import ScanPool

@@ -21,8 +21,9 @@ from cody_protocol.processes import ProcessInfo
 
 from ..errors import InvalidParams, Issue
 from ..policy.sandbox import SandboxPolicy, network_namespace_prefix
+from ..tools.processes.host import ProcessHost
 from ..tools.processes.process import ManagedProcess
-from ..tools.processes.table import ProcessHost, ProcessNotFound, ProcessTable
+from ..tools.processes.table import ProcessNotFound, ProcessTable
 from ..tools.registry import ToolRegistry
 from .events import EngineEvent, ToolCallOutput, ToolCallOutputEnd, ToolCallProgress
 from .ports import ClientLink

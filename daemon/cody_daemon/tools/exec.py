@@ -13,7 +13,7 @@ Invariants:
   pseudo-terminal) as its input, stays in the session's process table with a `processId`
   (readOutput, writeStdin, killProcess), runs until it ends, `timeoutMs` if given, killProcess,
   a cancelled turn (unless `background`) or the session's end; at most `PER_SESSION` such
-  processes per session (tools/processes/table.py).
+  processes per session (tools/processes/host.py).
 - Sandboxed commands run under the seccomp filter of `policy/seccomp.py`, and (unless the
   sandbox lets them use the network) in the session's own network namespace, shared by its
   sandboxed commands: a server one starts is reachable by the next, by nothing outside.

@@ -1,5 +1,5 @@
-"""The processes the daemon runs for its sessions: one `ProcessTable` per session, one
-`ProcessHost` per daemon.
+"""One session's processes (`ProcessTable`; the daemon's `ProcessHost`, tools/processes/host.py,
+holds every session's table, the launcher and the limits).
 
 Invariants:
 - Every command `exec` runs is in its session's table while it runs (listed by
@@ -26,26 +26,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import fcntl
 import logging
-import os
-import struct
-import termios
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ...policy.secrets import SecretGuard
 from .launcher_client import Launcher, LauncherError, SpawnRequest
 from .process import LiveFeed, ManagedProcess, ProcessFacts
+from .stdio import CommandStdio
+
+if TYPE_CHECKING:
+    from .host import ProcessHost
 
 __all__ = [
     "BACKGROUND_STREAM_BYTES",
     "KEPT_EXITED",
-    "PER_SESSION",
-    "TOTAL",
-    "TTY_SIZE",
-    "ProcessHost",
+    "STOP_GRACE_S",
     "ProcessLimitError",
     "ProcessListener",
     "ProcessNotFound",
@@ -54,13 +50,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PER_SESSION = 8
-TOTAL = 32
 KEPT_EXITED = 8
 BACKGROUND_STREAM_BYTES = 1024 * 1024
 """Live output streamed per process that outlives its call (its output is still kept)."""
-TTY_SIZE = (40, 120)
-"""Rows and columns of the pseudo-terminal of a `tty` command."""
 STOP_GRACE_S = 2.0
 NETWORK_IDLE_S = 300.0
 """A session's network launcher ends after this long without a running process (the
@@ -81,96 +73,6 @@ class ProcessListener(Protocol):
     def output(self, process: ManagedProcess, text: str) -> None: ...
 
     def ended(self, process: ManagedProcess) -> None: ...
-
-
-class ProcessHost:
-    """The daemon's launcher and limits, and every session's table."""
-
-    def __init__(self, *, per_session: int = PER_SESSION, total: int = TOTAL) -> None:
-        self.per_session = per_session
-        self.total = total
-        self._launcher: Launcher | None = None
-        self._starting: asyncio.Task[Launcher] | None = None
-        self._tables: dict[str, ProcessTable] = {}
-        self._ending: set[asyncio.Task[None]] = set()
-
-    def table(self, session_id: str) -> ProcessTable:
-        """The session's table (made on first use)."""
-        table = self._tables.get(session_id)
-        if table is None:
-            table = self._tables[session_id] = ProcessTable(self, session_id)
-        return table
-
-    def forget(self, session_id: str) -> None:
-        self._tables.pop(session_id, None)
-
-    def ending(self, closing: Coroutine[object, object, None]) -> None:
-        """A session's launcher being closed: waited for at the daemon's exit, not by the
-        session's close (a client may open the session again at once)."""
-        task = asyncio.ensure_future(closing)
-        self._ending.add(task)
-        task.add_done_callback(self._ending.discard)
-
-    def kept_running(self) -> list[ManagedProcess]:
-        """Running processes that may outlive their call, in every session."""
-        return [
-            p
-            for table in self._tables.values()
-            for p in table.listed()
-            if p.running and p.facts.may_outlive
-        ]
-
-    async def launcher(self) -> Launcher:
-        """The launcher in the daemon's own namespaces (started on first use, again if it
-        died)."""
-        if self._launcher is not None and self._launcher.alive:
-            return self._launcher
-        if self._starting is None or self._starting.done():
-            self._starting = asyncio.ensure_future(Launcher.start(label="process launcher"))
-        try:
-            launcher = await asyncio.shield(self._starting)
-        except LauncherError:
-            self._starting = None
-            raise
-        self._launcher = launcher
-        return launcher
-
-    def prepare(self) -> None:
-        """Start the launcher in the background when there is none (a turn about to run
-        commands pays nothing for it later)."""
-        if (self._launcher is None or not self._launcher.alive) and (
-            self._starting is None or self._starting.done()
-        ):
-            self._starting = asyncio.ensure_future(Launcher.start(label="process launcher"))
-            self._starting.add_done_callback(_ignore_failure)
-
-    async def close(self) -> None:
-        """Stop every process of every session, then the launcher (the daemon's exit)."""
-        tables = list(self._tables.values())
-        self._tables.clear()
-        await asyncio.gather(*(table.close() for table in tables), return_exceptions=True)
-        if self._ending:
-            await asyncio.wait(list(self._ending), timeout=10)
-        if self._starting is not None and not self._starting.done():
-            self._starting.cancel()  # Launcher.start ends what it started
-            with contextlib.suppress(BaseException):
-                await self._starting
-        starting = self._starting
-        if (
-            starting is not None
-            and starting.done()
-            and not starting.cancelled()
-            and starting.exception() is None
-        ):
-            self._launcher = starting.result()
-        if self._launcher is not None:
-            await self._launcher.close()
-            self._launcher = None
-
-
-def _ignore_failure(task: asyncio.Task[Launcher]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("process launcher: %s", task.exception())
 
 
 class ProcessTable:
@@ -287,7 +189,7 @@ class ProcessTable:
         `extra_fds` become 3, 4...); raises SpawnError or LauncherError."""
         if self.closed:
             raise LauncherError("the session has ended")
-        ends = _Descriptors.make(tty=request.tty, stdin=stdin)
+        ends = CommandStdio.make(tty=request.tty, stdin=stdin)
         try:
             started = await launcher.spawn(request, [*ends.child, *extra_fds])
         except BaseException:
@@ -419,46 +321,6 @@ class ProcessTable:
 
 def _ended_meanwhile(table: ProcessTable) -> bool:
     return table.closed
-
-
-@dataclass(slots=True)
-class _Descriptors:
-    """A command's descriptors 0-2 (`child`, closed here once it started) and the daemon's
-    ends: a pipe for its output and one for its input (or /dev/null), or a pseudo-terminal
-    for both (`tty`, `TTY_SIZE`)."""
-
-    child: list[int]
-    output: int
-    input: int | None
-
-    @classmethod
-    def make(cls, *, tty: bool, stdin: bool) -> _Descriptors:
-        if tty:
-            master, slave = os.openpty()
-            rows, cols = TTY_SIZE
-            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-            ends = cls([slave, slave, slave], master, os.dup(master))
-        else:
-            out_r, out_w = os.pipe2(os.O_CLOEXEC)
-            if stdin:
-                in_r, in_w = os.pipe2(os.O_CLOEXEC)
-                ends = cls([in_r, out_w, out_w], out_r, in_w)
-            else:
-                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-                ends = cls([null, out_w, out_w], out_r, None)
-        if ends.input is not None:
-            os.set_blocking(ends.input, False)
-        return ends
-
-    def close_child(self) -> None:
-        for fd in set(self.child):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def close_ours(self) -> None:
-        for fd in {self.output, self.input} - {None}:
-            with contextlib.suppress(OSError):
-                os.close(fd)  # type: ignore[arg-type]
 
 
 def started_at() -> str:
