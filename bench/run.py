@@ -505,6 +505,14 @@ async def bench_diagnostics(runs: int) -> dict[str, Any]:
     return await run(runs)
 
 
+async def bench_processes(runs: int) -> dict[str, Any]:
+    """Starting a command through the launcher; the protected-path scan of a large
+    workspace, fresh and watched; a sandboxed turn there (bench/processes.py)."""
+    from bench.processes import bench_processes as run
+
+    return await run(runs)
+
+
 async def bench_web(runs: int) -> dict[str, Any]:
     """The same streamed turn over stdio and over the WebSocket listener (bench/web.py)."""
     from bench.web import bench_web as run
@@ -525,6 +533,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "diagnostics": bench_diagnostics,
     "prompt": bench_prompt,
     "web": bench_web,
+    "processes": bench_processes,
 }
 
 

@@ -5,9 +5,9 @@ a turn runs the input line stays up: Enter steers the turn, Tab queues the next 
 (chat_turns.py). `@path` completes a file of the workspace and sends it along; `/image PATH`
 (or a pasted image path) attaches an image to the next message (attachments.py).
 Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /undo,
-/rewind (rewind_cli.py), /help, /quit run here (`COMMANDS`: this terminal's own pickers and
-listings); /init and /review are sent to the daemon, which runs them as turns with its
-built-in prompts (the same commands it
+/rewind (rewind_cli.py), /ps (processes.py), /help, /quit run here (`COMMANDS`: this
+terminal's own pickers and listings); /init and /review are sent to the daemon, which runs
+them as turns with its built-in prompts (the same commands it
 advertises to editors over ACP).
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,7 @@ from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .headless import EXIT_CODES, session_settings
 from .inert import one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
+from .processes import ProcessCount, ps_command
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .rewind_cli import RewindCommands
@@ -103,6 +105,21 @@ class Chat:
             self.completer = MentionCompleter(lambda: self.session)
             self.focus_bindings = KeyBindings()
             enable_focus_reports(self.focus_bindings, self.notifier)
+        self.process_count = ProcessCount(on_change=self._redraw)
+        """The session's running processes, for the status bar (cody_client/processes.py)."""
+        self._unlisten = client.listen(session.id, self.process_count.observe)
+
+    def _follow(self, session: ClientSession) -> None:
+        """Switch to another session (resume, fork): its processes are the ones counted."""
+        self._unlisten()
+        self.session = session
+        self.process_count = ProcessCount(on_change=self._redraw)
+        self._unlisten = self.client.listen(session.id, self.process_count.observe)
+
+    def _redraw(self) -> None:
+        app = getattr(self._prompt_session, "app", None)
+        if app is not None and app.is_running:
+            app.invalidate()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -117,6 +134,8 @@ class Chat:
         status = self.renderer.status()
         if status:
             parts.append(status)
+        if self.process_count.text():
+            parts.append(self.process_count.text())
         return " · ".join(parts)
 
     async def read(self) -> str | None:
@@ -231,6 +250,8 @@ class Chat:
         content = self.content_of(text)
         if content is not None:
             await self.turns.run(content, text)
+            with contextlib.suppress(RemoteError):  # the status bar's count of processes
+                await self.process_count.refresh(self.session)
 
     def content_of(self, text: str) -> str | list[dict[str, Any]] | None:
         """What a message sends: its text, the files it mentions (`@path`) and the images
@@ -282,6 +303,11 @@ class Chat:
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
 
+    async def _ps(self, words: list[str]) -> None:
+        width = shutil.get_terminal_size((100, 24)).columns
+        for line in await ps_command(self.session, words, self.process_count, width=width):
+            self.renderer.line(line)
+
     async def _image(self, words: list[str]) -> None:
         if not words:
             raise ValueError("no path")
@@ -292,7 +318,7 @@ class Chat:
 
     async def _fork(self, words: list[str]) -> None:
         at = int(words[0]) if words else None
-        self.session = await self.client.fork_session(self.session.id, self.cwd, at_message=at)
+        self._follow(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
@@ -309,8 +335,8 @@ class Chat:
                 return
         session_id = await self.client.resolve_session_id(given)
         replay = self.renderer.fresh()
-        self.session = await self.client.load_session(
-            session_id, self.cwd, on_update=replay.on_update
+        self._follow(
+            await self.client.load_session(session_id, self.cwd, on_update=replay.on_update)
         )
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
@@ -470,6 +496,12 @@ COMMANDS: dict[str, ChatCommand] = {
         Chat._rewind,
         usage_error="usage: /rewind [N [files|conversation|both] [force]], "
         "N a number from the list",
+    ),
+    "/ps": ChatCommand(
+        "/ps [kill ID | kill all]",
+        "list this session's processes (servers, watchers, REPLs), or stop one",
+        Chat._ps,
+        usage_error="usage: /ps, /ps kill ID or /ps kill all",
     ),
     "/help": ChatCommand("/help", "this help", Chat._help),
     "/quit": ChatCommand("/quit", "leave (as Ctrl-D)", Chat._leave),

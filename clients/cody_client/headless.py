@@ -45,6 +45,7 @@ from .exec_options import (
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
+from .processes import stop_left_running
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
@@ -290,6 +291,8 @@ async def run_exec(
             content = [{"type": "text", "text": prompt}, *blocks] if blocks else prompt
             result = await run_turn(session, content, on_update, spinner, output_schema=schema)
             termination.turn_ended()
+            for line in await stop_left_running(session):  # a one-shot run leaves nothing
+                sys.stderr.write(f"cody-client: {line}\n")
             denied = events.denied if events is not None else renderer.denied
             code = exit_code_for(result, denied)
             output = result.meta.cody.output if result.meta is not None else None

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cody_protocol.checkpoints import CheckpointDiffResult, CheckpointInfo, RewindResult
 from cody_protocol.extensions import CompactSessionResult
 from cody_protocol.history import UnifiedMessage
+from cody_protocol.processes import KillProcessResult, ProcessInfo, SessionProcessesResult
 from cody_protocol.prompt import DryRunReport, PromptResult, StructuredOutput
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption
 from cody_protocol.updates import SessionUpdate
@@ -211,6 +212,23 @@ class ClientSession:
     async def history(self, *, include_original: bool = False) -> list[UnifiedMessage]:
         """`_cody/session/history`: this session's whole conversation as unified messages."""
         return await self.client.session_history(self.id, include_original=include_original)
+
+    async def processes(self) -> list[ProcessInfo]:
+        """`_cody/session/processes`: the processes this session's commands run, oldest
+        first (those started with `background` or still running after `yieldMs` stay listed,
+        with their exit code, after they end)."""
+        raw = await self.client.connection.request(
+            "_cody/session/processes", {"sessionId": self.id}
+        )
+        return SessionProcessesResult.model_validate(raw).processes
+
+    async def kill_process(self, process_id: int) -> KillProcessResult:
+        """`_cody/process/kill`: stop one of them and everything it started (SIGTERM, then
+        SIGKILL); returns once it is gone."""
+        raw = await self.client.connection.request(
+            "_cody/process/kill", {"sessionId": self.id, "processId": process_id}
+        )
+        return KillProcessResult.model_validate(raw)
 
     async def close(self) -> None:
         """`session/close`: the daemon saves and closes the session (a running turn is

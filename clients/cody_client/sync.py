@@ -43,6 +43,7 @@ from cody_protocol.history import (
 )
 from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
+from cody_protocol.processes import KillProcessResult, ProcessInfo
 from cody_protocol.prompt import DryRunReport, PromptResult
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption, SessionInfo
 from cody_protocol.updates import SessionUpdate
@@ -147,6 +148,12 @@ class SyncSession:
 
     def history(self, *, include_original: bool = False) -> list[UnifiedMessage]:
         return self._owner._call(self.session.history(include_original=include_original))
+
+    def processes(self) -> list[ProcessInfo]:
+        return self._owner._call(self.session.processes())
+
+    def kill_process(self, process_id: int) -> KillProcessResult:
+        return self._owner._call(self.session.kill_process(process_id))
 
     def close(self) -> None:
         self._owner._call(self.session.close())

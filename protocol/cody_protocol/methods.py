@@ -44,11 +44,13 @@ __all__ = [
     "CODY_MODELS_LIST",
     "CODY_PERMISSIONS_LIST",
     "CODY_PERMISSIONS_REMOVE",
+    "CODY_PROCESS_KILL",
     "CODY_SESSION_CHECKPOINTS",
     "CODY_SESSION_CHECKPOINT_DIFF",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
+    "CODY_SESSION_PROCESSES",
     "CODY_SESSION_REWIND",
     "CODY_SESSION_STEER",
     "CODY_TOOLS_LIST",
@@ -457,6 +459,18 @@ CODY_DIAGNOSTICS = notification(
     "_cody/diagnostics",
     sender="agent",
     params="extensions:DiagnosticsNotification",
+    spec="cody",
+)
+CODY_SESSION_PROCESSES = request(
+    "_cody/session/processes",
+    params="processes:SessionProcessesParams",
+    result="processes:SessionProcessesResult",
+    spec="cody",
+)
+CODY_PROCESS_KILL = request(
+    "_cody/process/kill",
+    params="processes:KillProcessParams",
+    result="processes:KillProcessResult",
     spec="cody",
 )
 

@@ -298,3 +298,46 @@ async def test_p_always_allows_in_this_project_and_the_next_run_does_not_ask(
         await tmux.wait_for("EXITED=0")
     finally:
         tmux.close()
+
+
+async def test_ps_lists_and_stops_the_sessions_processes_and_the_status_bar_counts_them(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`/ps` and the status bar (issue 26): a background process the model started is
+    counted and listed, a command that would retitle the terminal is shown inert, and
+    `/ps kill` stops it (the process is gone, the count with it)."""
+    cody_env.use_mock_provider(
+        model.base_url,
+        extra='approval_policy = "never"\nsandbox_mode = "danger-full-access"',
+    )
+    marker = f"{time.time_ns() % 100000 + 800000}"
+    command = f"sleep {marker} # \x1b]0;pwned\x07"
+    model.enqueue(tool_call("exec", {"command": command, "background": True}, call_id="c1"))
+    model.enqueue(text("The server runs."))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("start it", "Enter")
+        await tmux.wait_for("stop: end_turn")
+        assert _running(f"sleep {marker}")
+        await tmux.wait_for("1 process running (/ps)")
+        tmux.keys("/ps", "Enter")
+        screen = await tmux.wait_for("  1  running")
+        rows = [line for line in screen.splitlines() if line.split()[:2] == ["1", "running"]]
+        assert len(rows) == 1, screen
+        row = rows[0]
+        assert " bg " in row and f"sleep {marker} # ␛]0;pwned" in row
+        assert tmux.pane_title() != "pwned"
+        tmux.keys("/ps kill 1", "Enter")
+        await tmux.wait_for("Stopped process 1 (killed by SIGTERM)")
+        deadline = time.monotonic() + 10
+        while _running(f"sleep {marker}"):
+            assert time.monotonic() < deadline, "the process outlived /ps kill"
+            await asyncio.sleep(0.05)
+        tmux.keys("/ps", "Enter")
+        await tmux.wait_for("killed by SIGTERM", count=2)
+        assert "process running (/ps)" not in tmux.screen().splitlines()[-1]
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()

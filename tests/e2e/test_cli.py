@@ -139,6 +139,30 @@ async def test_exec_streams_the_answer_and_exits_0(
     assert "Approval needed" not in err, "a rule answered: no approval box"
 
 
+async def test_exec_stops_the_processes_the_model_left_running_and_says_so(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """A one-shot run leaves nothing running: a dev server the model started in the
+    background is stopped before `exec` exits, with a line on stderr naming it."""
+    cody_env.use_mock_provider(model.base_url)
+    marker = f"{time.time_ns() % 100000 + 700000}"
+    model.enqueue(
+        tool_call("exec", {"command": f"sleep {marker}", "background": True}, call_id="c1")
+    )
+    model.enqueue(text("Started it."))
+    code, out, err = await run_client(cody_env, "exec", "--approve", "allow", "start a server")
+    assert code == 0, err
+    assert out.strip() == "Started it."
+    assert "stopped process 1 the model left running" in err
+    assert f"killed by SIGTERM): sleep {marker}" in err
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = entry.joinpath("cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue  # gone meanwhile
+        assert f"sleep {marker}".encode() not in cmdline
+
+
 async def test_exec_exit_codes(cody_env: CodyEnv, model: MockResponsesServer) -> None:
     cody_env.use_mock_provider(model.base_url)
     model.enqueue(tool_call("exec", {"command": "touch denied.txt"}, call_id="c1"))

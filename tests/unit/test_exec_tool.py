@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from cody_daemon.policy.sandbox import SandboxPolicy, bwrap_path
-from cody_daemon.tools import subreaper
 from cody_daemon.tools.base import ToolArgumentError, ToolContext, ToolError, ToolResult
 from cody_daemon.tools.exec import (
     HEAD_BYTES,
@@ -24,8 +23,10 @@ from cody_daemon.tools.exec import (
     OutputBuffer,
     child_environment,
 )
+from cody_daemon.tools.processes.table import ProcessTable
 from cody_protocol.content import ContentToolCallContent, TextContent
 
+from tests.support.processes import session_processes
 from tests.support.workspaces import workspace_and_outside
 
 # --- fixtures and helpers ------------------------------------------------------------------
@@ -59,7 +60,10 @@ def isolation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def make_ctx(
-    ws: Path, mode: str = "workspace-write", outputs: list[str] | None = None
+    ws: Path,
+    mode: str = "workspace-write",
+    outputs: list[str] | None = None,
+    processes: ProcessTable | None = None,
 ) -> ToolContext:
     return ToolContext(
         session_id="s",
@@ -67,6 +71,7 @@ def make_ctx(
         cwd=ws,
         sandbox=SandboxPolicy.create(mode, ws),  # type: ignore[arg-type]
         on_output=None if outputs is None else outputs.append,
+        processes=processes,
     )
 
 
@@ -80,7 +85,8 @@ async def run(
 ) -> ToolResult:
     tool = tool or ExecTool()
     args = tool.parse({"command": command, **extra})
-    return await tool.run(args, make_ctx(ws, outputs=outputs))
+    async with session_processes() as table:
+        return await tool.run(args, make_ctx(ws, outputs=outputs, processes=table))
 
 
 def combined(result: ToolResult) -> str:
@@ -156,7 +162,16 @@ def test_schema_uses_the_documented_argument_names() -> None:
     spec = ExecTool().spec()
     params = spec.parameters
     assert spec.name == "exec"
-    assert set(params["properties"]) == {"command", "cwd", "timeoutMs", "escalate", "justification"}
+    assert set(params["properties"]) == {
+        "command",
+        "cwd",
+        "timeoutMs",
+        "background",
+        "yieldMs",
+        "tty",
+        "escalate",
+        "justification",
+    }
     assert params["required"] == ["command"]
     for prop in params["properties"].values():
         assert len(prop["description"]) > 20
@@ -320,9 +335,10 @@ async def test_output_streams_while_the_command_runs(workspace: Path) -> None:
 
     started = time.monotonic()
     tool = ExecTool()
-    ctx = make_ctx(workspace)
-    ctx.on_output = Recorder().append
-    result = await tool.run(tool.parse({"command": "echo first; sleep 0.4; echo second"}), ctx)
+    async with session_processes() as table:
+        ctx = make_ctx(workspace, processes=table)
+        ctx.on_output = Recorder().append
+        result = await tool.run(tool.parse({"command": "echo first; sleep 0.4; echo second"}), ctx)
     finished = time.monotonic()
     assert "".join(outputs) == "first\nsecond\n" == combined(result)
     first_at = next(at for at, text in seen if "first" in text)
@@ -578,21 +594,27 @@ async def test_exit_status_passes_through_unchanged(workspace: Path, isolation: 
 
 
 async def test_detached_processes_die_when_the_daemon_dies(workspace: Path) -> None:
-    """The no-bwrap helper asks for SIGTERM when its parent (the daemon) dies: a daemon
-    killed with -9 leaves nothing behind either."""
+    """The launcher dies with the daemon (PR_SET_PDEATHSIG), and each command's reaper then
+    stops everything below it: a daemon killed with -9 leaves nothing behind either."""
     tag = marker()
-    helper = Path(subreaper.__file__)
+    script = ESCAPES.format(tag=tag) + f"sleep {tag}"
     parent = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "import os, subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, '-I', '-S', {str(helper)!r}, str(os.getpid()), "
-        f"'0.2', '--', 'sh', '-c', {ESCAPES.format(tag=tag) + f'sleep {tag}'!r}])\n"
-        "time.sleep(60)\n",
+        "import asyncio, os\n"
+        "from cody_daemon.tools.processes.launcher_client import Launcher, SpawnRequest\n"
+        "async def main():\n"
+        "    launcher = await Launcher.start()\n"
+        f"    request = SpawnRequest(argv=['sh', '-c', {script!r}], cwd='/', "
+        "env={'PATH': os.environ['PATH']}, grace_s=0.2)\n"
+        "    null = os.open(os.devnull, os.O_RDWR)\n"
+        "    started = await launcher.spawn(request, [null, null, null])\n"
+        "    await asyncio.sleep(60)\n"
+        "asyncio.run(main())\n",
         start_new_session=True,
     )
     try:
-        await wait_for_pids(tag, 5)
+        await wait_for_pids(tag, 5, within_s=10)
     finally:
         parent.kill()
         await parent.wait()

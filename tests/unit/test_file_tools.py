@@ -371,8 +371,24 @@ def test_list_dir_metadata_and_schema() -> None:
 def test_builtin_registry() -> None:
     registry = ToolRegistry.builtin()
     # docs/protocol.md "Which tools ask": these need approval, the rest do not.
-    asking = {"exec", "writeFile", "applyPatch", "webSearch", "perplexitySearch", "fetchUrl"}
-    quiet = {"readFile", "listDir", "grepFiles", "fileSearch", "updatePlan"}
+    asking = {
+        "exec",
+        "writeStdin",
+        "writeFile",
+        "applyPatch",
+        "webSearch",
+        "perplexitySearch",
+        "fetchUrl",
+    }
+    quiet = {
+        "readOutput",
+        "killProcess",
+        "readFile",
+        "listDir",
+        "grepFiles",
+        "fileSearch",
+        "updatePlan",
+    }
     assert set(registry.names()) == asking | quiet
     for name in registry.names():
         tool = registry.get(name)

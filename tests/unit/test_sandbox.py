@@ -24,6 +24,7 @@ from cody_daemon.tools.base import ToolContext, ToolResult
 from cody_daemon.tools.exec import ExecTool
 from cody_protocol.content import ContentToolCallContent, TextContent
 
+from tests.support.processes import session_processes
 from tests.support.workspaces import Dirs, workspace_and_outside
 
 
@@ -58,8 +59,11 @@ def policy(mode: str, cwd: Path, unavailable: str = "ask") -> SandboxPolicy:
 
 async def sh(policy: SandboxPolicy, script: str) -> ToolResult:
     tool = ExecTool()
-    ctx = ToolContext(session_id="s", call_id="c", cwd=policy.cwd, sandbox=policy)
-    return await tool.run(tool.parse({"command": script, "timeoutMs": 10_000}), ctx)
+    async with session_processes() as table:
+        ctx = ToolContext(
+            session_id="s", call_id="c", cwd=policy.cwd, sandbox=policy, processes=table
+        )
+        return await tool.run(tool.parse({"command": script, "timeoutMs": 10_000}), ctx)
 
 
 async def any_process_left(tag: str, within_s: float = 1.0) -> bool:

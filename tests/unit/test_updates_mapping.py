@@ -26,6 +26,7 @@ from cody_daemon.engine.events import (
     UserText,
 )
 from cody_daemon.rpc.live_output import TerminalView
+from cody_daemon.rpc.output_so_far import OutputSoFar
 from cody_daemon.rpc.updates import chunk_update, event_updates
 from cody_protocol.content import (
     ContentToolCallContent,
@@ -456,6 +457,45 @@ def test_replayed_and_ordinary_calls_are_not_terminals() -> None:
     plain = ToolCallOpened(call_id="p", title="t", kind="read", raw_input={})
     assert view.updates("s", plain) is None
     assert view.updates("s", ToolCallProgress(call_id="p", status="completed")) is None
+
+
+def test_a_process_that_outlives_its_call_keeps_its_terminal_until_it_ends() -> None:
+    """exec with `background`: the call's final update keeps the terminal open (no exit),
+    the output keeps coming, and the one `terminal_exit` comes when the process ends."""
+    view = TerminalView()
+    opened = ToolCallOpened(
+        call_id="bg", title="serve", kind="execute", raw_input={}, live_cwd="/w"
+    )
+    view.updates("s", opened)
+    view.updates("s", ToolCallProgress(call_id="bg", status="in_progress"))
+    running = {"processId": 1, "running": True}
+    final = ToolCallProgress(
+        call_id="bg", status="completed", content=OUTPUT, raw_output=running, live_continues=True
+    )
+    (done,) = view.updates("s", final) or []
+    assert "terminal_exit" not in (_valid(done).get("_meta") or {})
+    assert done["content"][0] == {"type": "terminal", "terminalId": "bg"}
+    assert done["rawOutput"] == running
+    (later,) = view.updates("s", ToolCallOutput("bg", "GET / 200\n")) or []
+    assert _valid(later)["_meta"]["terminal_output"]["data"] == "GET / 200\n"
+    end = ToolCallOutputEnd(call_id="bg", exit_code=143, signal="SIGTERM")
+    (exited,) = view.updates("s", end) or []
+    assert _valid(exited)["_meta"] == {
+        "terminal_exit": {"terminal_id": "bg", "exit_code": 143, "signal": "SIGTERM"}
+    }
+    assert view.updates("s", ToolCallOutput("bg", "late")) is None, "closed after its exit"
+
+
+def test_a_plain_client_sees_a_kept_process_s_output_so_far_until_it_ends() -> None:
+    outputs = OutputSoFar()
+    assert outputs.updates("s", ToolCallOutput("bg", "one\n")) is not None
+    final = ToolCallProgress(call_id="bg", status="completed", live_continues=True)
+    assert outputs.updates("s", final) is None  # mapped as usual, the state kept
+    (update,) = outputs.updates("s", ToolCallOutput("bg", "two\n")) or []
+    assert update["content"][0]["content"]["text"] == "one\ntwo\n"
+    assert outputs.updates("s", ToolCallOutputEnd(call_id="bg", exit_code=0)) is None
+    (fresh,) = outputs.updates("s", ToolCallOutput("bg", "three\n")) or []
+    assert fresh["content"][0]["content"]["text"] == "three\n", "its state went with its end"
 
 
 def test_diagnostics_are_sent_as_their_own_notification_in_the_models_shape() -> None:

@@ -10,6 +10,7 @@ from ..checkpoints.store import CheckpointStore
 from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
+from ..tools.processes.host import ProcessHost
 from ..tools.registry import ToolRegistry
 from .ports import CodeServers
 from .scan_pool import ScanPool
@@ -33,3 +34,5 @@ class EngineDeps:
     """Threads for reading session files (history, session/list): engine/scan_pool.py."""
     checkpoints: CheckpointStore | None = None
     """The workspaces' shadow repositories (None: checkpoints are off)."""
+    processes: ProcessHost = field(default_factory=ProcessHost)
+    """The commands' launcher and limits, and every session's processes (tools/processes/)."""

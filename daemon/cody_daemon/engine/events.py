@@ -118,7 +118,8 @@ class ToolCallOutput:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallOutputEnd:
-    """The live-output tool's process ended (sent just before the call's final progress)."""
+    """The live-output tool's process ended (sent just before the call's final progress; for
+    a process that outlived its call, when it ends, with a progress carrying its exit)."""
 
     call_id: str
     exit_code: int | None
@@ -141,6 +142,10 @@ class ToolCallProgress:
     title: str | None = None
     raw_input: Any = None
     """A new title and input: the user edited the call's arguments when approving it."""
+    live_continues: bool = False
+    """The call's final update, while the process it started runs on (exec with
+    `background` or `yieldMs`): its live output continues, and a `ToolCallOutputEnd` comes
+    when the process ends."""
 
 
 @dataclass(frozen=True, slots=True)

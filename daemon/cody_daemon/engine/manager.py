@@ -43,6 +43,7 @@ from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .notify import Notifier, NotifyingLink
 from .ports import ClientLink
+from .processes import attach_processes, kill_process, list_processes
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
@@ -61,6 +62,8 @@ from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
+    from cody_protocol.processes import ProcessInfo
+
     from ..tools.mcp import McpStatus
     from .backend_turn import BackendTurnRunner
 
@@ -171,6 +174,7 @@ class SessionManager:
         except BaseException:
             session.file.close()
             raise
+        session.processes = attach_processes(self.deps.processes, session.id, lambda: self.link)
         self._live[session.id] = session
         self._catalogs[session.id] = catalog
         return session
@@ -546,6 +550,17 @@ class SessionManager:
         self._cancelled.add(task)
         task.cancel()
 
+    # -- processes --------------------------------------------------------------------------
+
+    def processes(self, session_id: str) -> tuple[list[ProcessInfo], int]:
+        """The session's processes and how many may outlive their call at once."""
+        session = self.get(session_id)
+        return list_processes(session.processes), self.deps.processes.per_session
+
+    async def kill_process(self, session_id: str, process_id: int) -> tuple[ProcessInfo, bool]:
+        """Stop one of the session's processes for a client; it, and whether it ran."""
+        return await kill_process(self.get(session_id).processes, process_id)
+
     # -- settings ---------------------------------------------------------------------------
 
     def catalog_of(self, session: Session) -> ProviderCatalog:
@@ -680,9 +695,10 @@ class SessionManager:
         if self.deps.code is not None:
             await self.deps.code.release(session.id)
         await session.file.sync()
-        _close_file(session)
+        _close_file(session)  # first: a client may load the session again at once
         if session.ephemeral and session.checkpoints.entries:
             self.checkpoints.forget(session.id)  # nobody can rewind it any more
+        await _stop_processes(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -788,6 +804,7 @@ class SessionManager:
         for session in ephemeral:  # its ref only: the objects go at the repository's next prune
             await self.checkpoints.drop_ref(session)
         await self.notifier.aclose()
+        await self.deps.processes.close()  # every session's processes, then the launcher
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
         if self.deps.code is not None:
@@ -825,6 +842,14 @@ def _cut_history(items: list[Any], at_message: int | None) -> list[Any]:
             if seen == at_message + 1:
                 return items[:index]
     return items
+
+
+async def _stop_processes(session: Session) -> None:
+    """Stop every process the session's commands run (SIGTERM, then SIGKILL); nothing more
+    is reported to clients about them (the session is closed)."""
+    if session.processes is not None:
+        session.processes.listener = None
+        await session.processes.close()
 
 
 async def _stop_agent(session: Session) -> None:

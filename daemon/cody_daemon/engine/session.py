@@ -28,6 +28,7 @@ from .steering import PromptQueue, SteerInbox
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
+    from ..tools.processes.table import ProcessTable
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -81,6 +82,8 @@ class Session:
     """Its checkpoints and rewinds (engine/checkpoints.py, engine/rewind.py)."""
     ephemeral: bool = False
     """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
+    processes: ProcessTable | None = None
+    """The processes its commands run (tools/processes/): all stopped when it closes."""
 
     @property
     def busy(self) -> bool:

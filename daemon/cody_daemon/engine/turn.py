@@ -81,6 +81,7 @@ from .final_answer import AnswerStep, FinalAnswer
 from .images import without_images
 from .instructions import PromptFamily, base_request
 from .ports import ClientLink, CodeServers
+from .processes import prepare_processes
 from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -231,6 +232,7 @@ class TurnRunner:
                 session, self.env.sandbox, self._offered.tools(), sandbox_available=available
             ),
         )
+        prepare_processes(session, self.env.sandbox, self.env.tools)
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
@@ -261,6 +263,9 @@ class TurnRunner:
             await self.env.checkpoint.finish()
         with contextlib.suppress(StorageError):  # the turn already fails with it
             self._take_steers()  # accepted but not taken: kept for the next turn
+        if stop == "cancelled" and session.processes is not None:
+            # What this turn started and did not put in the background stops with it.
+            await session.processes.stop_turn(self.state.turn_id)
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
@@ -508,6 +513,8 @@ class TurnRunner:
             on_plan=lambda entries: self._publish_plan(call.call_id, entries),
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
+            processes=self.session.processes,
+            turn_id=self.state.turn_id,
         )
         self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         decided = await self._decide(call.call_id, info, ctx)
@@ -526,9 +533,12 @@ class TurnRunner:
         result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
+        continues = result.continues  # the process runs on: its output continues the call's
         if decided.edited is not None:
             result = edited_note(result, decided.edited.raw_input)
-        self._finish_call(call.call_id, result)
+        self._finish_call(call.call_id, result, live_continues=continues is not None)
+        if continues is not None:
+            continues()
 
     async def _decide(
         self, call_id: str, info: DescribedCall, ctx: ToolContext, rerun: Rerun | None = None
@@ -674,7 +684,12 @@ class TurnRunner:
         self._emit(PlanChanged(tuple(entries)))
 
     def _finish_call(
-        self, call_id: str, result: ToolResult, *, decision: CallDecision | None = None
+        self,
+        call_id: str,
+        result: ToolResult,
+        *,
+        decision: CallDecision | None = None,
+        live_continues: bool = False,
     ) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
@@ -706,6 +721,7 @@ class TurnRunner:
                     raw_output=wire_raw_output(result.output, result.raw_output),
                     locations=result.locations or None,
                     decision=decision,
+                    live_continues=live_continues,
                 )
             )
 

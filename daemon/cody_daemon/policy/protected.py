@@ -37,6 +37,8 @@ __all__ = [
     "gitfile_targets",
     "is_git_dir",
     "is_protected_path",
+    "is_within",
+    "looks_like_git_dir",
     "outermost",
     "scan",
 ]
@@ -46,11 +48,11 @@ SCAN_BUDGET = 200_000
 """Directory entries `scan` looks at per root (about 0.3 s on a warm cache)."""
 
 
-def _is_within(path: Path, root: Path) -> bool:
+def is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _looks_like_git_dir(names: Iterable[str]) -> bool:
+def looks_like_git_dir(names: Iterable[str]) -> bool:
     present = set(names)
     return "HEAD" in present and ({"objects", "refs"} <= present or "commondir" in present)
 
@@ -95,7 +97,7 @@ def is_protected_path(real: Path, root: Path, extra: Iterable[Path] = ()) -> str
     `extra` are further protected directories (Cody's own config and data dirs).
     """
     for protected in extra:
-        if _is_within(real, protected):
+        if is_within(real, protected):
             return f"{real} is inside Cody's own files ({protected}), which the sandbox protects"
     relative = real.relative_to(root)
     if ".git" in relative.parts:
@@ -132,7 +134,7 @@ def scan(root: Path, roots: Iterable[Path], budget: int | None = None) -> ScanRe
     found: set[Path] = set()
 
     def keep(path: Path) -> None:
-        if any(_is_within(path, r) for r in writable):
+        if any(is_within(path, r) for r in writable):
             found.add(path)
 
     queue: deque[Path] = deque([root])
@@ -143,7 +145,7 @@ def scan(root: Path, roots: Iterable[Path], budget: int | None = None) -> ScanRe
         except OSError:
             continue
         result.entries += len(entries)
-        if directory != root and _looks_like_git_dir(entry.name for entry in entries):
+        if directory != root and looks_like_git_dir(entry.name for entry in entries):
             found.add(directory)
             continue
         for entry in entries:
@@ -175,6 +177,6 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
     """`paths` without those inside another one, shallowest first."""
     kept: list[Path] = []
     for path in sorted(set(paths), key=lambda p: (len(p.parts), str(p))):
-        if not any(_is_within(path, other) for other in kept):
+        if not any(is_within(path, other) for other in kept):
             kept.append(path)
     return kept

@@ -34,7 +34,7 @@ from cody_protocol.settings import SandboxMode, SandboxUnavailable
 
 from ..core import binaries
 from ..core.binaries import Located, Origin
-from . import protected
+from . import protected, protected_watch
 from .protected import is_protected_path
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "SandboxPolicy",
     "bwrap_path",
     "bwrap_status",
+    "network_namespace_prefix",
     "resolve_path",
 ]
 
@@ -99,6 +100,17 @@ def _check_bwrap() -> BwrapStatus:
     first = failures[0][0]
     why = "; ".join(f"{c.path} ({c.origin}): {problem}" for c, problem in failures)
     return BwrapStatus(first.path, first.origin, False, f"bubblewrap cannot run here: {why}")
+
+
+def network_namespace_prefix() -> list[str] | None:
+    """bubblewrap starting a program in a new network namespace with only a loopback, and
+    nothing else changed (`--dev-bind / /`): the launcher of a session's sandboxed commands
+    runs under it, and their own bubblewrap keeps that namespace, so they share one loopback
+    the host and the outside cannot reach. None without a usable bubblewrap."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return None
+    return [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent", "--"]
 
 
 def _probe_bwrap(path: str) -> str | None:
@@ -229,17 +241,36 @@ class SandboxPolicy:
             return "not-needed"
         return "bwrap" if bwrap_path() else "unavailable"
 
+    def reaches_network(self) -> bool:
+        """Whether a sandboxed command uses the host's network (`network_access`, only under
+        `workspace-write`); else it gets a network namespace with only a loopback, shared by
+        the session's sandboxed commands."""
+        return self.network and self.mode == "workspace-write"
+
     def wrap_argv(self, argv: list[str], cwd: Path, *, seccomp_fd: int | None = None) -> list[str]:
         """`argv` wrapped in bubblewrap for this mode (unchanged when no isolation applies)."""
         return self.plan_exec(argv, cwd, seccomp_fd=seccomp_fd).argv
 
-    def plan_exec(self, argv: list[str], cwd: Path, *, seccomp_fd: int | None = None) -> ExecPlan:
+    def plan_exec(
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        seccomp_fd: int | None = None,
+        joined_network: bool = False,
+        new_session: bool = True,
+    ) -> ExecPlan:
         """How to run `argv` in `cwd` under this mode.
 
         `seccomp_fd` is a readable fd holding `seccomp.filter_program()`, inherited by
-        bubblewrap (`--seccomp`). May create Cody's own directories and an empty `.cody`
-        directory in the workspace, so that they can be mounted read-only; walks the
-        workspace (`protected.scan`), so call it off the event loop.
+        bubblewrap (`--seccomp`). `joined_network`: the command starts inside the session's
+        network namespace already (`network_namespace_prefix`), so it keeps it rather than
+        getting one of its own. `new_session` False: the command keeps the session it
+        starts in (a command under its own pseudo-terminal, which must stay its controlling
+        terminal; `TIOCSTI` on it reaches nobody but the command). May create Cody's own
+        directories and an empty `.cody` directory in the workspace, so that they can be
+        mounted read-only; walks the workspace (`protected.scan`), so call it off the event
+        loop.
         """
         bwrap = bwrap_path()
         if self.mode == "danger-full-access" or bwrap is None:
@@ -271,9 +302,11 @@ class SandboxPolicy:
         for hidden_dir in self.hidden_dirs:
             if hidden_dir.is_dir() and not _is_within(self.cwd, hidden_dir):
                 args += ["--tmpfs", str(hidden_dir), "--remount-ro", str(hidden_dir)]
-        if not (self.network and self.mode == "workspace-write"):
+        if not self.reaches_network() and not joined_network:
             args.append("--unshare-net")
-        args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
+        args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+        if new_session:
+            args.append("--new-session")
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         else:
@@ -283,6 +316,14 @@ class SandboxPolicy:
             )
         args += ["--chdir", str(cwd)]
         return ExecPlan([*args, "--", *argv], tuple(notes))
+
+    def find_protected(self) -> None:
+        """Walk the workspace for its protected paths now (blocking: a worker thread), so
+        that the first command does not wait for it (policy/protected_watch.py keeps the
+        result current afterwards)."""
+        if self.mode == "workspace-write" and bwrap_path() is not None:
+            roots = sorted(self.writable_roots(), key=_depth)
+            protected_watch.cached_scan(self.cwd, roots)
 
     def read_only_paths(self, *, create: bool = True) -> tuple[list[Path], list[str]]:
         """The paths a command may not write inside the writable roots of this mode (and what
@@ -316,7 +357,7 @@ class SandboxPolicy:
                 (self.cwd / ".cody").mkdir(exist_ok=True)
         for root in roots:
             if root == self.cwd:
-                result = protected.scan(root, roots)
+                result = protected_watch.cached_scan(root, roots)
                 found.update(result.paths)
                 if not result.complete:
                     notes.append(

@@ -9,6 +9,7 @@ the latest user message (case-insensitive):
     read PATH             -> readFile
     run CMD               -> exec (inside the sandbox)
     run outside CMD       -> exec asking to leave the sandbox (`escalate`)
+    start CMD             -> exec in the background (a server, a watcher)
     write PATH: TEXT      -> writeFile
 
 After a tool result it summarises that result; anything else gets a short help text.
@@ -50,6 +51,7 @@ HELP_TEXT = (
     "- `list files [in DIR]`\n"
     "- `read PATH`\n"
     "- `run CMD` (`run outside CMD` asks to leave the sandbox)\n"
+    "- `start CMD` (runs it in the background)\n"
     "- `write PATH: TEXT`\n"
     "Point Cody at a real provider (set OPENAI_API_KEY, or see the README) for everything else."
 )
@@ -58,6 +60,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^list files(?:\s+in\s+(?P<dir>.+))?$", re.I | re.S), "listDir"),
     (re.compile(r"^read\s+(?P<path>.+)$", re.I | re.S), "readFile"),
     (re.compile(r"^run\s+(?P<cmd>.+)$", re.I | re.S), "exec"),
+    (re.compile(r"^start\s+(?P<cmd>.+)$", re.I | re.S), "background"),
     (re.compile(r"^write\s+(?P<path>[^:]+?)\s*:\s?(?P<text>.*)$", re.I | re.S), "writeFile"),
 )
 
@@ -138,6 +141,14 @@ def plan_reply(history: list[HistoryItem]) -> tuple[str, str, dict[str, Any] | N
                 {"command": command},
                 tool,
             )
+        if tool == "background":
+            command = match.group("cmd").strip()
+            return (
+                f"The user wants `{command}` running; I'll start it in the background.",
+                f"I'll start `{command}` in the background.",
+                {"command": command, "background": True},
+                "exec",
+            )
         path = match.group("path").strip()
         return (
             f"The user wants me to write {path}; I'll call writeFile.",
@@ -159,6 +170,8 @@ def summarize(tool: str, output: FunctionCallOutputItem) -> str:
         if isinstance(data, dict) and "error" in data:
             return f"The {tool} call did not succeed: {data['error']}."
     lines = text.splitlines()
+    if tool == "exec" and lines and lines[0].startswith("Started in the background"):
+        return f"{lines[0]} I'll stop it with killProcess when it is no longer needed."
     if tool == "exec":
         code = next(
             (line.split(":", 1)[1].strip() for line in lines if line.startswith("Exit code:")), "?"

@@ -417,6 +417,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .history_handlers import history_handlers  # _cody/history/*
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
     from .permission_handlers import permission_handlers  # _cody/permissions/*
+    from .process_handlers import process_handlers  # _cody/session/processes, process/kill
     from .turn_handlers import turn_handlers  # _cody/session/steer, _cody/files/search
 
     history = history_handlers(app)
@@ -425,9 +426,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     permissions = permission_handlers(app)
     turn = turn_handlers(app)
     checkpoints = checkpoint_handlers(app)
-    handlers = {**table, **history, **config, **lsp, **permissions, **turn, **checkpoints}
+    processes = process_handlers(app)
+    parts = (table, history, config, lsp, permissions, turn, checkpoints, processes)
+    handlers = {name: handler for part in parts for name, handler in part.items()}
     problems = methods.handler_problems(
-        [*table, *history, *config, *lsp, *permissions, *turn, *checkpoints]
+        [name for part in parts for name in part]
     )
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))

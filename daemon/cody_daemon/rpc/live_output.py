@@ -8,9 +8,12 @@ live-output tool (`ToolCallOpened.live_cwd`) becomes a terminal the client only 
 ever asked of the client's `terminal/*` methods.
 
 Invariants: the terminal id is the tool call id; every terminal announced gets exactly one
-`terminal_exit`, on the call's final update (also for a call that was refused or never ran);
-the final update shows the terminal alone when the client saw the whole stream, and the
-terminal plus the final (head + tail) text when the stream was cut short or never started.
+`terminal_exit`, on the call's final update (also for a call that was refused or never ran),
+or, for a call whose process outlives it (exec with `background` or `yieldMs`), on the update
+sent when that process ends: the call's final update then keeps the terminal open and its
+output keeps coming; the final update shows the terminal alone when the client saw the whole
+stream, and the terminal plus the final (head + tail) text when the stream was cut short or
+never started.
 Other clients get `rpc/updates.py`'s mapping (output as appended text).
 """
 
@@ -39,6 +42,8 @@ __all__ = ["TerminalView"]
 class _Terminal:
     started: bool = False
     end: ToolCallOutputEnd | None = None
+    continuing: bool = False
+    """The call is over, its process runs on: the exit comes with its `ToolCallOutputEnd`."""
 
 
 class TerminalView:
@@ -79,6 +84,14 @@ class TerminalView:
                 ToolCallUpdate(tool_call_id=event.call_id, meta={"terminal_output": data}).wire()
             ]
         if isinstance(event, ToolCallOutputEnd):
+            if terminal.continuing:
+                del self._open[(session_id, event.call_id)]
+                return [
+                    ToolCallUpdate(
+                        tool_call_id=event.call_id,
+                        meta={"terminal_exit": _exit_meta(event.call_id, event)},
+                    ).wire()
+                ]
             terminal.end = event
             return []
         if not isinstance(event, ToolCallProgress):
@@ -96,6 +109,17 @@ class TerminalView:
             return [update.wire()]
         if event.status not in ("completed", "failed"):
             return None
+        if event.live_continues and terminal.started:
+            terminal.continuing = True  # the process runs on: no exit yet
+            return [
+                ToolCallUpdate(
+                    tool_call_id=event.call_id,
+                    status=event.status,
+                    content=_terminal(event.call_id) + list(event.content or []),
+                    raw_output=event.raw_output,
+                    meta=decision_meta(event.decision),
+                ).wire()
+            ]
         del self._open[(session_id, event.call_id)]
         end = terminal.end
         content: list[ToolCallContent] = list(event.content or [])
@@ -103,12 +127,6 @@ class TerminalView:
             # The command's own text (the first block) is what the terminal showed; blocks
             # added after it (the diagnostics of engine/diagnostics.py) are kept.
             content = _terminal(event.call_id) + (content[1:] if end.complete else content)
-        exit_code = end.exit_code if end is not None else None
-        exit_meta = TerminalExitMeta(
-            terminal_id=event.call_id,
-            exit_code=exit_code if exit_code is not None and exit_code >= 0 else None,
-            signal=end.signal if end is not None else None,
-        )
         return [
             ToolCallUpdate(
                 tool_call_id=event.call_id,
@@ -116,11 +134,20 @@ class TerminalView:
                 content=content,
                 raw_output=event.raw_output,
                 meta={
-                    "terminal_exit": exit_meta.model_dump(mode="json"),
+                    "terminal_exit": _exit_meta(event.call_id, end),
                     **(decision_meta(event.decision) or {}),
                 },
             ).wire()
         ]
+
+
+def _exit_meta(call_id: str, end: ToolCallOutputEnd | None) -> dict[str, Any]:
+    exit_code = end.exit_code if end is not None else None
+    return TerminalExitMeta(
+        terminal_id=call_id,
+        exit_code=exit_code if exit_code is not None and exit_code >= 0 else None,
+        signal=end.signal if end is not None else None,
+    ).model_dump(mode="json")
 
 
 def _call_id(event: EngineEvent) -> str | None:

@@ -9,7 +9,8 @@ update whose text is everything the command printed so far.
 Invariants: the text of an update is a suffix of the output so far, cut to its last
 `SNAPSHOT_CHARS` characters with one leading line saying how many came before; memory per
 running call is bounded by that cap; a call's state is dropped with its final update (the
-final update itself is mapped as usual: it carries the whole result the model saw).
+final update itself is mapped as usual: it carries the whole result the model saw), or, for
+a call whose process outlives it, when that process ends (`ToolCallOutputEnd`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from cody_protocol.content import ContentToolCallContent, TextContent
 from cody_protocol.updates import ToolCallUpdate
 
-from ..engine.events import EngineEvent, ToolCallOutput, ToolCallProgress
+from ..engine.events import EngineEvent, ToolCallOutput, ToolCallOutputEnd, ToolCallProgress
 
 __all__ = ["SNAPSHOT_CHARS", "OutputSoFar"]
 
@@ -45,8 +46,11 @@ class OutputSoFar:
     def updates(self, session_id: str, event: EngineEvent) -> list[dict[str, Any]] | None:
         """The updates for `event` when it is live output; None: map it as usual."""
         if isinstance(event, ToolCallProgress):
-            if event.status in ("completed", "failed"):
+            if event.status in ("completed", "failed") and not event.live_continues:
                 self._calls.pop((session_id, event.call_id), None)
+            return None
+        if isinstance(event, ToolCallOutputEnd):
+            self._calls.pop((session_id, event.call_id), None)
             return None
         if not isinstance(event, ToolCallOutput):
             return None

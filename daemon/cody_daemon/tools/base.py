@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolCallLocation, ToolKind
@@ -32,6 +32,9 @@ from ..policy.rules import PathSubject, RuleSubject
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
 from .editor_files import EditorFiles
+
+if TYPE_CHECKING:
+    from .processes.table import ProcessTable
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -110,6 +113,11 @@ class ToolContext:
     write_anywhere: frozenset[Path] = frozenset()
     """Real paths the user let this call write although the sandbox does not allow them
     (file tools check each path again right before writing: only these may fail it)."""
+    processes: ProcessTable | None = None
+    """The session's processes (exec starts them; readOutput, writeStdin, killProcess use
+    them); None: no command can be started."""
+    turn_id: str | None = None
+    """The running turn (a process records the turn that started it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +146,10 @@ class ToolResult:
     locations: list[ToolCallLocation] = field(default_factory=list)
     """The files the call touched (absolute paths, line where known), for editors to follow;
     they replace the locations `Tool.locations` announced. Empty: keep those."""
+    continues: Callable[[], None] | None = None
+    """For a call whose process outlives it (exec with `background` or `yieldMs`): called
+    once the call's final update is out; the process's live output then continues the
+    call's (tools/processes/table.py `stream`)."""
 
 
 def location(path: os.PathLike[str] | str, line: int | None = None) -> ToolCallLocation:
@@ -196,9 +208,15 @@ class Tool(ABC, Generic[A]):
     `any` (a command: the files the language servers hold are checked again), or none."""
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        """The tool as the model sees it, built once per tool (every model call of every turn
+        sends the specs; pydantic's schema generation costs about a millisecond a tool)."""
+        cached: ToolSpec | None = getattr(self, "_spec_cache", None)
+        if cached is None or cached.description != self.description:
+            schema = self.args_model.model_json_schema()
+            schema.pop("title", None)
+            cached = ToolSpec(name=self.name, description=self.description, parameters=schema)
+            self._spec_cache = cached
+        return cached
 
     def parse(self, raw: Any) -> A:
         """Validate the model's arguments; raises ToolArgumentError naming what is wrong."""

@@ -1,16 +1,25 @@
 """`exec`: run a command (an argv list, or a shell string via `bash -c`) in the sandbox.
 
 Invariants:
-- The child never inherits the daemon's stdin (the protocol channel): stdin is /dev/null.
-- The child runs in its own session and process group. When `run` returns or raises,
-  everything the command started has been killed and the command reaped: nothing (background
-  jobs, grandchildren, `setsid`/double-forked daemons) keeps running, on timeout, on
-  cancellation, or after a normal exit. Under bubblewrap the pid namespace guarantees it;
-  without, the command runs under `subreaper.py`, which collects every orphan.
-- Under bubblewrap the command runs under the seccomp filter of `policy/seccomp.py`.
+- Every command starts through the session's launcher (tools/processes/launcher.py: no
+  interpreter per command), in its own session and process group, under a reaper that kills
+  whatever it started when it ends: nothing (background jobs, grandchildren,
+  `setsid`/double-forked daemons) outlives the command. Under bubblewrap the pid namespace
+  guarantees it too.
+- A command the call waits for (no `background`, no `yieldMs`, or one that ends within its
+  `yieldMs`) has stdin at /dev/null and is killed with everything it started on timeout or
+  cancellation; its result has its exit code. One that outlives its call (started with
+  `background`, or still running after `yieldMs`) gets a pipe (or, with `tty`, a
+  pseudo-terminal) as its input, stays in the session's process table with a `processId`
+  (readOutput, writeStdin, killProcess), runs until it ends, `timeoutMs` if given, killProcess,
+  a cancelled turn (unless `background`) or the session's end; at most `PER_SESSION` such
+  processes per session (tools/processes/host.py).
+- Sandboxed commands run under the seccomp filter of `policy/seccomp.py`, and (unless the
+  sandbox lets them use the network) in the session's own network namespace, shared by its
+  sandboxed commands: a server one starts is reachable by the next, by nothing outside.
 - Memory is bounded whatever the command prints: the model sees the first `HEAD_BYTES`
   and the last `TAIL_BYTES` of the combined output; live output stops after
-  `STREAM_LIMIT_BYTES`; pipes are read in `READ_CHUNK` pieces with back-pressure.
+  `STREAM_LIMIT_BYTES`; a process that outlives its call keeps its latest 1 MiB.
 - Credentials are not passed: the child environment is `ctx.secrets.child_environment()`
   (names with KEY, SECRET, TOKEN, PASSWORD..., every configured `env_key`, any value that
   holds a known secret; policy/secrets.py).
@@ -18,31 +27,23 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
-import codecs
-import contextlib
 import logging
 import os
 import shlex
 import shutil
-import signal
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
 
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from ..core.command_text import command_lines
-from ..policy import seccomp
 from ..policy.approval import Escalation
 from ..policy.command_parts import loose_parts, split_command
 from ..policy.commands import normalize_command
 from ..policy.rules import CommandSubject, RuleSubject
 from ..policy.safe_commands import is_known_safe
-from ..policy.sandbox import ExecPlan, resolve_path
+from ..policy.sandbox import resolve_path
 from ..policy.secrets import SecretGuard
 from .base import (
     OWN_DEADLINE_MARGIN_S,
@@ -53,25 +54,31 @@ from .base import (
     ToolError,
     ToolResult,
 )
+from .exec_args import DEFAULT_TIMEOUT_MS, ExecArgs, wait_s
+from .processes.buffers import HEAD_BYTES, TAIL_BYTES, OutputBuffer
+from .processes.process import DRAIN_S, Isolation, LiveFeed, ManagedProcess, ProcessFacts
+from .processes.start import start_command
+from .processes.table import ProcessLimitError, ProcessTable, started_at
 
-__all__ = ["ExecArgs", "ExecTool", "OutputBuffer", "child_environment"]
+__all__ = [
+    "HEAD_BYTES",
+    "STREAM_LIMIT_BYTES",
+    "TAIL_BYTES",
+    "ExecArgs",
+    "ExecTool",
+    "OutputBuffer",
+    "child_environment",
+]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 3_600_000
-HEAD_BYTES = 32 * 1024
-TAIL_BYTES = 32 * 1024
 STREAM_LIMIT_BYTES = 1024 * 1024
 """Live output (`ctx.on_output`) stops after this much; the result still has head + tail."""
-READ_CHUNK = 64 * 1024
 KILL_GRACE_S = 2.0
-"""After SIGTERM on timeout, how long the process group gets before SIGKILL."""
-DRAIN_S = 2.0
-"""After the command exits, how long to wait for the rest of its output."""
-_POLL_S = 0.05
-
-_SUBREAPER = Path(__file__).with_name("subreaper.py")
+"""After SIGTERM (timeout, killProcess, the session's end), how long before SIGKILL."""
+TTY_TERM = "dumb"
+"""`TERM` of a command under a pseudo-terminal: no colours or cursor movement for the model
+to read through (a command may set its own)."""
 
 
 def child_environment(
@@ -83,245 +90,18 @@ def child_environment(
     return guard.child_environment(os.environ if base is None else base)
 
 
-class ExecArgs(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
-    )
-
-    command: list[str] | str = Field(
-        description=(
-            "The command to run. An array of strings runs that program directly with those "
-            'arguments (e.g. ["git", "status"]); a string runs through `bash -c`, so pipes, '
-            '`&&` and quoting work (e.g. "ls -la | head"). The command cannot read stdin.'
-        )
-    )
-    cwd: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
-        default=None,
-        description=(
-            "Working directory for the command; relative paths are resolved against the "
-            "session's working directory (the default)."
-        ),
-    )
-    timeout_ms: Annotated[
-        int | None,
-        WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS}),
-    ] = Field(
-        default=None,
-        alias="timeoutMs",
-        ge=1,
-        le=MAX_TIMEOUT_MS,
-        description=(
-            f"Kill the command after this many milliseconds (default {DEFAULT_TIMEOUT_MS}, "
-            f"maximum {MAX_TIMEOUT_MS})."
-        ),
-    )
-
-    escalate: bool = Field(
-        default=False,
-        description=(
-            "Ask the user to run this command outside the sandbox (with the network and "
-            "write access to everything). Only when it cannot work inside: the sandbox "
-            "blocked it (no network, a read-only path). Give the reason in justification."
-        ),
-    )
-    justification: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
-        default=None,
-        max_length=2000,
-        description="With escalate: one sentence the user reads, why the command must run "
-        "outside the sandbox.",
-    )
-
-    @model_validator(mode="after")
-    def _justified(self) -> ExecArgs:
-        if self.escalate and not (self.justification or "").strip():
-            raise ValueError(
-                "justification is required with escalate: say why the command must run "
-                "outside the sandbox"
-            )
-        return self
-
-    @field_validator("command")
-    @classmethod
-    def _not_empty(cls, value: list[str] | str) -> list[str] | str:
-        if isinstance(value, str):
-            if not value.strip():
-                raise ValueError("command must not be empty")
-        elif not value or not value[0]:
-            raise ValueError("command must be a non-empty array whose first item is a program")
-        return value
-
-
-class OutputBuffer:
-    """Keeps the first `head_limit` and the last `tail_limit` bytes of a stream.
-
-    Memory stays below `head_limit + 2 * tail_limit` bytes whatever is appended.
-    """
-
-    def __init__(self, head_limit: int = HEAD_BYTES, tail_limit: int = TAIL_BYTES) -> None:
-        self.head_limit = head_limit
-        self.tail_limit = tail_limit
-        self.total = 0
-        self._head = bytearray()
-        self._tail = bytearray()
-
-    def append(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_limit - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if data:
-            self._tail += data
-            if len(self._tail) > 2 * self.tail_limit:
-                del self._tail[: -self.tail_limit]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.head_limit + self.tail_limit
-
-    def text(self) -> str:
-        """The kept output, with a `[... N bytes omitted ...]` line where bytes were dropped."""
-        if not self.truncated:
-            return bytes(self._head + self._tail).decode("utf-8", errors="replace")
-        tail = bytes(self._tail[-self.tail_limit :])
-        omitted = self.total - len(self._head) - len(tail)
-        head_text = bytes(self._head).decode("utf-8", errors="replace")
-        tail_text = tail.decode("utf-8", errors="replace")
-        return f"{head_text}\n[... {omitted} bytes omitted ...]\n{tail_text}"
-
-
-class _LiveOutput:
-    """Forwards decoded output chunks to `on_output`, up to `STREAM_LIMIT_BYTES`."""
-
-    def __init__(self, on_output: Callable[[str], None] | None) -> None:
-        self._on_output = on_output
-        self._sent = 0
-        self.stopped = False
-        """True once the limit cut the stream short."""
-        self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in "12"]
-
-    def feed(self, stream: int, data: bytes) -> None:
-        if self._on_output is None:
-            return
-        if self._sent >= STREAM_LIMIT_BYTES:
-            return
-        self._sent += len(data)
-        text = self._decoders[stream].decode(data)
-        if self._sent >= STREAM_LIMIT_BYTES:
-            self.stopped = True
-            text += f"\n[... live output stops after {STREAM_LIMIT_BYTES} bytes ...]\n"
-        if text:
-            try:
-                self._on_output(text)
-            except Exception:
-                log.exception("exec output callback failed; live output disabled")
-                self._on_output = None
-
-
-async def _pump(reader: asyncio.StreamReader | None, sink: Callable[[bytes], None]) -> None:
-    if reader is None:
-        return
-    while chunk := await reader.read(READ_CHUNK):
-        sink(chunk)
-
-
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _wait_exit(
-    proc: asyncio.subprocess.Process, waiter: asyncio.Future[Any], limit_s: float
-) -> bool:
-    """Wait until the command itself exits (its pipes may still be held open by children)."""
-    deadline = time.monotonic() + limit_s
-    while proc.returncode is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        await asyncio.wait({waiter}, timeout=min(_POLL_S, remaining))
-    return True
-
-
-class _Running:
-    """A started command: its process group, pipe readers and the collected output.
-
-    With `reaper` the process is `subreaper.py`, which owns the kill policy of everything
-    below it: it is asked to stop (SIGTERM, graceful; SIGUSR1, at once) rather than killed,
-    so that it can still collect and kill descendants that left the process group.
-    """
-
-    def __init__(
-        self, proc: asyncio.subprocess.Process, live: _LiveOutput, *, reaper: bool = False
-    ) -> None:
-        self.proc = proc
-        self.reaper = reaper
-        self.output = OutputBuffer()
-        self._live = live
-        self._waiter: asyncio.Future[Any] = asyncio.ensure_future(proc.wait())
-        self._readers = [
-            asyncio.ensure_future(_pump(proc.stdout, lambda data: self._feed(0, data))),
-            asyncio.ensure_future(_pump(proc.stderr, lambda data: self._feed(1, data))),
-        ]
-
-    def _feed(self, stream: int, data: bytes) -> None:
-        self.output.append(data)
-        self._live.feed(stream, data)
-
-    async def finish(self, timeout_s: float, kill_grace_s: float) -> bool:
-        """Wait for the command (killing it on timeout); returns whether it timed out."""
-        timed_out = not await _wait_exit(self.proc, self._waiter, timeout_s)
-        if timed_out:
-            _kill_group(self.proc.pid, signal.SIGTERM)
-            if not await _wait_exit(self.proc, self._waiter, kill_grace_s):
-                _kill_group(self.proc.pid, signal.SIGKILL)
-                await _wait_exit(self.proc, self._waiter, DRAIN_S)
-        # Background jobs die with the command; then the pipes close and we read the rest.
-        _kill_group(self.proc.pid, signal.SIGKILL)
-        await asyncio.wait({self._waiter, *self._readers}, timeout=DRAIN_S)
-        await self.close()
-        return timed_out
-
-    async def kill(self) -> None:
-        """Kill the whole process group at once and reap the command (used on cancel)."""
-        if self.reaper and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGUSR1)
-            await _wait_exit(self.proc, self._waiter, DRAIN_S)
-        _kill_group(self.proc.pid, signal.SIGKILL)
-        await _wait_exit(self.proc, self._waiter, DRAIN_S)
-        await asyncio.wait({self._waiter}, timeout=DRAIN_S)
-        await self.close()
-
-    async def close(self) -> None:
-        """Stop the readers; close the pipes if something outside the group still holds them."""
-        pending = [task for task in (self._waiter, *self._readers) if not task.done()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(self._waiter, *self._readers, return_exceptions=True)
-        if pending:
-            transport = getattr(self.proc, "_transport", None)
-            if isinstance(transport, asyncio.BaseTransport):
-                transport.close()
-
-
-def _exit_code(returncode: int | None) -> int:
-    """Shell convention: a command killed by signal N exits 128 + N."""
-    if returncode is None:
-        return -1
-    return 128 - returncode if returncode < 0 else returncode
-
-
 class ExecTool(Tool[ExecArgs]):
     name = "exec"
     description = (
         "Run a command and return its exit code and combined stdout/stderr. Pass an array "
         "to run a program directly, or a string to run it through bash. Commands run in the "
-        "session's working directory with no stdin, inside the session's sandbox (depending "
-        "on the sandbox mode, writes outside the workspace and network access fail; when the "
-        "sandbox is in the way, set escalate with a justification to ask the user to run it "
-        "outside), and are killed after timeoutMs, together with anything they started. Long "
-        "output is cut in the middle: the first and last 32 KiB are kept."
+        "session's working directory inside the session's sandbox (depending on the sandbox "
+        "mode, writes outside the workspace and network access fail; when the sandbox is in "
+        "the way, set escalate with a justification to ask the user to run it outside), and "
+        "are killed after timeoutMs, together with anything they started. Long output is cut "
+        "in the middle: the first and last 32 KiB are kept. For what does not end by itself "
+        "(a server, a watcher) set background; for what may take long or wait for input, set "
+        "yieldMs; then use readOutput, writeStdin and killProcess."
     )
     kind = "execute"
     requires_approval = True
@@ -373,8 +153,9 @@ class ExecTool(Tool[ExecArgs]):
         return CommandSubject(parts, tuple(loose_parts(args.command)), cwd)
 
     def time_limit_s(self, args: ExecArgs, ctx: ToolContext) -> float:
-        """exec keeps its own limit (`timeoutMs`); the engine's is a backstop past it."""
-        own = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+        """exec keeps its own limit (`timeoutMs`, or `yieldMs` for a command that may outlive
+        the call); the engine's is a backstop past it."""
+        own = wait_s(args)
         return own + self.kill_grace_s + 2 * DRAIN_S + OWN_DEADLINE_MARGIN_S
 
     def time_limit_setting(self) -> str:
@@ -393,6 +174,8 @@ class ExecTool(Tool[ExecArgs]):
 
     def preview(self, args: ExecArgs, ctx: ToolContext) -> list[ToolCallContent]:
         lines = [*command_lines(self.title(args)), f"cwd: {self._cwd(args, ctx)}"]
+        if args.background:
+            lines.append("(in the background: it keeps running after this call)")
         if self.escalation(args, ctx) is not None:
             lines += [
                 "",
@@ -408,19 +191,20 @@ class ExecTool(Tool[ExecArgs]):
             ]
         return [ContentToolCallContent(content=TextContent(text="\n".join(lines)))]
 
-    def _reaped(self, argv: list[str]) -> ExecPlan:
-        """`argv` under `subreaper.py` (no bubblewrap: nothing else contains the command)."""
-        if not sys.executable or not _SUBREAPER.is_file():
-            return ExecPlan(list(argv))
-        grace = f"{self.kill_grace_s / 2:g}"
-        helper = [sys.executable, "-I", "-S", str(_SUBREAPER), str(os.getpid()), grace, "--"]
-        return ExecPlan([*helper, *argv])
-
     @staticmethod
     def _cwd(args: ExecArgs, ctx: ToolContext) -> Path:
         if args.cwd is None:
             return ctx.cwd
         return resolve_path(os.path.expanduser(args.cwd), ctx.cwd)
+
+    @staticmethod
+    def _isolation(ctx: ToolContext) -> Isolation:
+        isolation = ctx.sandbox.exec_isolation()
+        if isolation == "not-needed":
+            return "not-needed"
+        if ctx.outside_sandbox:  # the user let it out (escalate, or on-failure's re-run)
+            return "outside"
+        return "sandbox" if isolation == "bwrap" else "unavailable"
 
     async def run(self, args: ExecArgs, ctx: ToolContext) -> ToolResult:
         cwd = self._cwd(args, ctx)
@@ -428,84 +212,173 @@ class ExecTool(Tool[ExecArgs]):
             raise ToolError(f"cannot run the command: working directory {cwd} does not exist")
         if not cwd.is_dir():
             raise ToolError(f"cannot run the command: {cwd} is not a directory")
-        env = child_environment(secrets=ctx.secrets)
-        argv = _argv(args.command, cwd, env)
-        timeout_s = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
-        sandboxed = ctx.sandbox.exec_isolation() == "bwrap" and not ctx.outside_sandbox
-
-        started = time.monotonic()
-        with seccomp.filter_fd() if sandboxed else contextlib.nullcontext() as filter_fd:
-            if sandboxed:
-                plan = await asyncio.to_thread(
-                    ctx.sandbox.plan_exec, argv, cwd, seccomp_fd=filter_fd
-                )
-            else:
-                plan = self._reaped(argv)
-            reaper = plan.argv != argv and not sandboxed
+        table = ctx.processes
+        if table is None:
+            raise ToolError("commands cannot run here: the session has no process table")
+        may_outlive = args.background or args.yield_ms is not None
+        if may_outlive:
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *plan.argv,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    start_new_session=True,
-                    pass_fds=() if filter_fd is None else (filter_fd,),
-                    cwd=cwd,
-                    env=env,
-                )
-            except OSError as exc:
-                raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-        for note in plan.notes:
+                table.check_room()
+            except ProcessLimitError as exc:
+                raise ToolError(str(exc)) from None
+        env = child_environment(secrets=ctx.secrets)
+        if args.tty:
+            env["TERM"] = TTY_TERM
+        argv = _argv(args.command, cwd, env)
+        started = time.monotonic()
+        facts = ProcessFacts(
+            command=args.command,
+            title=self.title(args),
+            cwd=str(cwd),
+            started_at=started_at(),
+            background=args.background,
+            may_outlive=may_outlive,
+            tty=args.tty,
+            isolation=self._isolation(ctx),
+            turn_id=ctx.turn_id,
+            call_id=ctx.call_id,
+            stdin="tty" if args.tty else "pipe" if may_outlive else "none",
+        )
+        process, notes = await start_command(
+            table,
+            ctx.sandbox,
+            argv,
+            facts=facts,
+            env=env,
+            grace_s=self.kill_grace_s,
+            guard=ctx.secrets,
+        )
+        for note in notes:
             log.warning("exec isolation: %s", note)
-        live = _LiveOutput(ctx.on_output)
-        running = _Running(proc, live, reaper=reaper)
+        process.result = OutputBuffer()
+        if ctx.on_output is not None:
+            note = f"live output stops after {STREAM_LIMIT_BYTES} bytes"
+            process.feed = LiveFeed(ctx.on_output, STREAM_LIMIT_BYTES, note)
+        limit_s = args.timeout_ms / 1000 if args.timeout_ms else None
+        if not may_outlive:
+            limit_s = limit_s or DEFAULT_TIMEOUT_MS / 1000
+        waiting = wait_s(args)
+        timed_out = False
         try:
-            timed_out = await running.finish(timeout_s, self.kill_grace_s)
-        except BaseException:  # cancelled: kill, reap, and let the cancellation go on
-            await running.kill()
+            ended = await process.wait_exit(waiting)
+            if not ended and (not may_outlive or (limit_s is not None and limit_s <= waiting)):
+                timed_out = True
+                await process.stop(self.kill_grace_s, by="its timeoutMs")
+                ended = True
+        except BaseException:  # cancelled: kill everything at once, and let it go on
+            process.kill(by="the call's cancellation")
+            await process.wait_exit(DRAIN_S)
+            process.dispose()
+            table.forget(process)
             raise
+        live = process.feed
+        process.feed = None  # the call's stream ends here; the session's may continue it
         duration = time.monotonic() - started
-
-        exit_code = _exit_code(proc.returncode)
-        output = running.output
-        text = output.text()
-        lines = [f"Exit code: {exit_code}", f"Wall time: {duration:.2f} s"]
-        if timed_out:
-            lines.append(f"Timed out: the command was killed after {timeout_s:g} s")
-        if output.truncated:
-            lines.append(
-                f"Output truncated: {output.total} bytes in total; showing the first "
-                f"{output.head_limit} and the last {output.tail_limit} bytes"
+        if ended:
+            table.forget(process)
+            return _ended_result(
+                process,
+                live=live,
+                duration=duration,
+                timed_out=timed_out,
+                limit_s=limit_s,
+                notes=notes,
             )
-        lines += [f"Sandbox note: {note}" for note in plan.notes]
-        lines += ["Output:", text]
+        return self._running_result(
+            args, table, process, duration=duration, limit_s=limit_s, notes=notes
+        )
+
+    def _running_result(
+        self,
+        args: ExecArgs,
+        table: ProcessTable,
+        process: ManagedProcess,
+        *,
+        duration: float,
+        limit_s: float | None,
+        notes: list[str],
+    ) -> ToolResult:
+        """The command outlives the call: it joins the session's processes, the model gets
+        its id and its output so far (the next read starts after it)."""
+        output = process.result or OutputBuffer()
+        process.result = None
+        live_from = process.read_cursor = process.ring.total
+        table.keep(process)
+        if limit_s is not None:
+            process.stop_later(limit_s - duration, self.kill_grace_s, by="its timeoutMs")
+        ident = f"process {process.id} (pid {process.pid})"
+        if args.background and args.yield_ms is None:
+            first = f"Started in the background as {ident}; it is running."
+        else:
+            first = f"Still running after {duration:.2f} s as {ident}; it keeps running."
+        lines = [
+            first,
+            f'Read its new output with readOutput {{"processId": {process.id}}} (waitMs to '
+            "wait for more), send it input with writeStdin, and stop it with killProcess when "
+            "it is no longer needed; the session's end stops it.",
+        ]
+        if limit_s is not None:
+            lines.append(f"It is killed {limit_s:g} s after it started (timeoutMs).")
+        lines += [f"Sandbox note: {note}" for note in notes]
+        text = output.text()
+        lines += ["Output so far:", text] if output.total else ["No output yet."]
         return ToolResult(
             output="\n".join(lines),
-            success=exit_code == 0 and not timed_out,
             raw_output={
-                "exitCode": exit_code,
+                "processId": process.id,
+                "pid": process.pid,
+                "running": True,
+                "background": args.background,
                 "durationMs": round(duration * 1000),
-                "timedOut": timed_out,
                 "truncated": output.truncated,
-                "sandboxed": sandboxed,
+                "sandboxed": process.facts.isolation == "sandbox",
             },
-            content=[ContentToolCallContent(content=TextContent(text=text))],
-            live_end=LiveOutputEnd(
-                exit_code=exit_code,
-                signal=_signal_name(proc.returncode),
-                complete=not live.stopped,
-            ),
+            content=[ContentToolCallContent(content=TextContent(text="\n".join(lines)))],
+            continues=lambda: table.stream(process, live_from),
         )
 
 
-def _signal_name(returncode: int | None) -> str | None:
-    """`SIGKILL` for a process killed by signal 9 (a negative return code), else None."""
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
+def _ended_result(
+    process: ManagedProcess,
+    *,
+    live: LiveFeed | None,
+    duration: float,
+    timed_out: bool,
+    limit_s: float | None,
+    notes: list[str],
+) -> ToolResult:
+    exit_code = process.exit_code if process.exit_code is not None else -1
+    output = process.result or OutputBuffer()
+    text = output.text()
+    lines = [f"Exit code: {exit_code}", f"Wall time: {duration:.2f} s"]
+    if timed_out:
+        lines.append(f"Timed out: the command was killed after {limit_s:g} s")
+    elif process.stopped_by is not None:
+        lines.append(f"Stopped by {process.stopped_by}")
+    if output.truncated:
+        lines.append(
+            f"Output truncated: {output.total} bytes in total; showing the first "
+            f"{output.head_limit} and the last {output.tail_limit} bytes"
+        )
+    lines += [f"Sandbox note: {note}" for note in notes]
+    lines += ["Output:", text]
+    return ToolResult(
+        output="\n".join(lines),
+        success=exit_code == 0 and not timed_out,
+        raw_output={
+            "exitCode": exit_code,
+            "durationMs": round(duration * 1000),
+            "timedOut": timed_out,
+            "truncated": output.truncated,
+            "sandboxed": process.facts.isolation == "sandbox",
+        },
+        content=[ContentToolCallContent(content=TextContent(text=text))],
+        live_end=LiveOutputEnd(
+            exit_code=exit_code,
+            signal=process.signal_name,
+            complete=live is None or not live.cut,
+        ),
+    )
 
 
 def _argv(command: list[str] | str, cwd: Path, env: Mapping[str, str]) -> list[str]:

@@ -19,11 +19,14 @@ from .base import Tool
 from .exec import ExecTool
 from .file_search import FileSearchTool
 from .grep_files import GrepFilesTool
+from .kill_process import KillProcessTool
 from .list_dir import ListDirTool
 from .read_file import ReadFileTool
+from .read_output import ReadOutputTool
 from .update_plan import UpdatePlanTool
 from .web import FetchUrlTool, PerplexitySearchTool, WebSearchTool
 from .write_file import WriteFileTool
+from .write_stdin import WriteStdinTool
 
 __all__ = ["ToolRegistry"]
 
@@ -40,6 +43,9 @@ class ToolRegistry:
         return cls(
             [
                 ExecTool(),
+                ReadOutputTool(),
+                WriteStdinTool(),
+                KillProcessTool(),
                 ReadFileTool(),
                 WriteFileTool(),
                 ApplyPatchTool(),

@@ -78,3 +78,7 @@ end, {
   range = true,
   desc = "Cody: send the current buffer (or the selected lines) with an optional prompt",
 })
+
+vim.api.nvim_create_user_command("CodyProcesses", function()
+  require("cody.processes").pick()
+end, { nargs = 0, desc = "Cody: list the session's processes (servers, watchers); choose one to stop it" })

@@ -21,6 +21,7 @@ local SPECS = {
   "rewind_spec",
   "warnings_spec",
   "talk_spec",
+  "processes_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

@@ -30,7 +30,7 @@ import { safeLog, type CodyLog } from "./editor/log";
 import { pickLabel } from "./inert";
 import type { Tracer } from "vscode-jsonrpc/node";
 import { describeExit } from "./protocol/process";
-import type { SessionInfo } from "./protocol/types";
+import type { ProcessInfo, SessionInfo } from "./protocol/types";
 import { parseSettings, type Settings } from "./settings";
 
 let controller: ChatController | undefined;
@@ -124,6 +124,41 @@ async function pickSession(chat: ChatController): Promise<void> {
   if (picked) await chat.openSession(picked.session);
 }
 
+function processState(process: ProcessInfo): string {
+  if (process.running) return "running";
+  return process.signal ? `killed by ${process.signal}` : `exited ${String(process.exitCode)}`;
+}
+
+/** `Cody: Processes…`: the chat session's processes; choosing a running one stops it. */
+async function pickProcess(chat: ChatController): Promise<void> {
+  const processes = await chat.listProcesses();
+  if (processes.length === 0) {
+    void vscode.window.showInformationMessage("Cody: no processes in this session.");
+    return;
+  }
+  interface ProcessItem extends vscode.QuickPickItem {
+    process: ProcessInfo;
+  }
+  // commands and directories come from the model: one inert line each, `$(x)` not an icon
+  const items: ProcessItem[] = processes.map((process) => ({
+    label: pickLabel(`${String(process.processId)}  ${typeof process.command === "string" ? process.command : process.command.join(" ")}`),
+    description: `${processState(process)} · pid ${String(process.pid)}${process.background ? " · background" : ""}`,
+    detail: pickLabel(process.cwd),
+    process,
+  }));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: "Cody processes",
+    placeHolder: "Choose a running process to stop it (and everything it started)",
+  });
+  if (!picked) return;
+  if (!picked.process.running) {
+    void vscode.window.showInformationMessage(`Cody: process ${String(picked.process.processId)} has ended (${processState(picked.process)}).`);
+    return;
+  }
+  const stopped = await chat.killProcess(picked.process.processId);
+  if (stopped) void vscode.window.showInformationMessage(`Cody: stopped process ${String(stopped.processId)} (${processState(stopped)}).`);
+}
+
 async function sendPrompt(chat: ChatController, text?: unknown): Promise<void> {
   let prompt = typeof text === "string" ? text : undefined;
   prompt ??= await vscode.window.showInputBox({ title: "Ask Cody", prompt: "Prompt", placeHolder: "e.g. list files" });
@@ -215,6 +250,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("cody.sessions", () => pickSession(chat)),
     vscode.commands.registerCommand("cody.rewind", () => rewindCommand(chat, false)),
     vscode.commands.registerCommand("cody.undo", () => rewindCommand(chat, true)),
+    vscode.commands.registerCommand("cody.processes", () => pickProcess(chat)),
     vscode.commands.registerCommand("cody.showLog", () => {
       log.show(true);
     }),

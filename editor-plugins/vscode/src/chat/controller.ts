@@ -24,6 +24,7 @@ import type {
   CodySessionMeta,
   ContentBlock,
   PermissionOutcome,
+  ProcessInfo,
   PromptResult,
   RequestPermissionParams,
   RestoreWhat,
@@ -296,6 +297,30 @@ export class ChatController {
     } catch (error) {
       this.dispatch({ type: "error", error: errorInfo(error) });
       return [];
+    }
+  }
+
+  /** The chat session's processes (none before its first prompt). */
+  async listProcesses(): Promise<ProcessInfo[]> {
+    const sessionId = this.current.session?.id;
+    if (!sessionId || !this.client?.running) return [];
+    try {
+      return (await this.client.listProcesses(sessionId)).processes;
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return [];
+    }
+  }
+
+  /** Stop one of the chat session's processes; the process afterwards (undefined: it failed). */
+  async killProcess(processId: number): Promise<ProcessInfo | undefined> {
+    const sessionId = this.current.session?.id;
+    if (!sessionId || !this.client?.running) return undefined;
+    try {
+      return (await this.client.killProcess(sessionId, processId)).process;
+    } catch (error) {
+      this.dispatch({ type: "error", error: errorInfo(error) });
+      return undefined;
     }
   }
 

@@ -44,6 +44,8 @@ import {
   type Implementation,
   type InitializeParams,
   type InitializeResult,
+  type KillProcessParams,
+  type KillProcessResult,
   type ListSessionsParams,
   type ListSessionsResult,
   type LoadSessionParams,
@@ -61,6 +63,8 @@ import {
   type RewindResult,
   type SessionIdParams,
   type SessionNotification,
+  type SessionProcessesParams,
+  type SessionProcessesResult,
   type SessionStateResult,
   type SetConfigOptionParams,
   type SetConfigOptionResult,
@@ -293,6 +297,20 @@ export class CodyClient {
   /** Files, conversation or both back to before a checkpoint; conflicts are left unless `force`. */
   rewind(params: RewindParams): Promise<RewindResult> {
     return this.request<RewindResult>(Method.codySessionRewind, params);
+  }
+
+  // ------------------------------------------------------------ processes
+
+  /** The processes the session's commands run (servers, watchers the model started). */
+  listProcesses(sessionId: string): Promise<SessionProcessesResult> {
+    const params: SessionProcessesParams = { sessionId };
+    return this.request<SessionProcessesResult>(Method.codySessionProcesses, params);
+  }
+
+  /** Stops one of them and everything it started (SIGTERM, then SIGKILL); answers once it is gone. */
+  killProcess(sessionId: string, processId: number): Promise<KillProcessResult> {
+    const params: KillProcessParams = { sessionId, processId };
+    return this.request<KillProcessResult>(Method.codyProcessKill, params);
   }
 
   // ------------------------------------------------------------ turns

@@ -515,6 +515,18 @@ export interface InvalidParamsData {
   errors: ParamIssue[];
 }
 
+/** `KillProcessParams` */
+export interface KillProcessParams {
+  processId: number;
+  sessionId: string;
+}
+
+/** `KillProcessResult` */
+export interface KillProcessResult {
+  outcome: "stopped" | "already ended";
+  process: ProcessInfo;
+}
+
 /** `LanguageServerInfo` */
 export interface LanguageServerInfo {
   command: string[];
@@ -751,6 +763,25 @@ export interface PlanUpdate {
   sessionUpdate: "plan";
 }
 
+/** `ProcessInfo` */
+export interface ProcessInfo {
+  background: boolean;
+  command: string | string[];
+  cwd: string;
+  exitCode?: number | null;
+  kept: boolean;
+  outputBytes: number;
+  pid: number;
+  processId: number;
+  running: boolean;
+  sandboxed: boolean;
+  signal?: string | null;
+  startedAt: string;
+  stoppedBy?: string | null;
+  toolCallId?: string | null;
+  tty: boolean;
+}
+
 /** One project instructions file (AGENTS.md...) found for the session. */
 export interface ProjectDoc {
   bytes: number;
@@ -959,6 +990,17 @@ export interface SessionModeState {
 export interface SessionNotification {
   sessionId: string;
   update: UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallUpdate | PlanUpdate | UsageUpdate | ConfigOptionUpdate | CurrentModeUpdate | SessionInfoUpdate | AvailableCommandsUpdate;
+}
+
+/** `SessionProcessesParams` */
+export interface SessionProcessesParams {
+  sessionId: string;
+}
+
+/** `SessionProcessesResult` */
+export interface SessionProcessesResult {
+  limit: number;
+  processes: ProcessInfo[];
 }
 
 /** `SessionResultMeta` */
@@ -1203,11 +1245,13 @@ export const Method = {
   codyModelsList: "_cody/models/list",
   codyPermissionsList: "_cody/permissions/list",
   codyPermissionsRemove: "_cody/permissions/remove",
+  codyProcessKill: "_cody/process/kill",
   codySessionCheckpointDiff: "_cody/session/checkpointDiff",
   codySessionCheckpoints: "_cody/session/checkpoints",
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
+  codySessionProcesses: "_cody/session/processes",
   codySessionRewind: "_cody/session/rewind",
   codySessionSteer: "_cody/session/steer",
   codyToolsList: "_cody/tools/list",

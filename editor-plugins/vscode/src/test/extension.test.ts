@@ -77,7 +77,7 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
   const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(root) };
   extension.activate(context);
   try {
-    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.rewind", "cody.undo", "cody.showLog", "cody.addFile"]) {
+    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.rewind", "cody.undo", "cody.processes", "cody.showLog", "cody.addFile"]) {
       assert.ok(fake.commands.has(id), `command ${id} is registered`);
     }
     const declared = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { contributes: { commands: { command: string }[] } }).contributes.commands;
@@ -145,6 +145,26 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     assert.match(tools(done).at(-1)?.preview ?? "", /from-webview/);
     assert.ok(done.status.some((chip) => chip.startsWith("tokens ")), "token usage is shown");
     assert.ok(fake.log.some((line) => line.includes("session/prompt")), "the protocol trace reaches the log channel");
+
+    // a command the model started in the background: listed by "Processes…", stopped there
+    const marker = `62.${String(process.pid)}`;
+    receive({ type: "prompt", text: `start sleep ${marker}` });
+    await waitFor(() => tools(lastView(posted)).length === 3 && lastView(posted)?.busy === false, 60_000, "background command started");
+    let listed: { label: string; description: string; process: { pid: number; processId: number } }[] = [];
+    fake.answerQuickPick = (items) => {
+      listed = items as typeof listed;
+      return items[0];
+    };
+    await within(Promise.resolve(fake.commands.get("cody.processes")?.()), 30_000, "processes");
+    const [item] = listed;
+    assert.ok(item, "the process is listed");
+    assert.equal(item.label, `${String(item.process.processId)}  sleep ${marker}`);
+    assert.match(item.description, /^running · pid \d+ · background$/);
+    await waitFor(() => !alive(item.process.pid), 10_000, "the process is stopped");
+    assert.ok(
+      fake.calls.some((c) => c.kind === "information" && String(c.args[0]).includes(`stopped process ${String(item.process.processId)} (killed by SIGTERM)`)),
+      "the stop is announced",
+    );
 
     // the session picker replays a stored session
     fake.answerQuickPick = (items) => items.find((item) => (item as { label: string }).label === "write x.txt: hi");
