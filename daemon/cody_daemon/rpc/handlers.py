@@ -429,9 +429,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     processes = process_handlers(app)
     parts = (table, history, config, lsp, permissions, turn, checkpoints, processes)
     handlers = {name: handler for part in parts for name, handler in part.items()}
-    problems = methods.handler_problems(
-        [name for part in parts for name in part]
-    )
+    problems = methods.handler_problems([name for part in parts for name in part])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
     for name, fn in handlers.items():
