@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"core", "config", "policy", "errors", "ids", "__init__"},
     "history": {"core", "errors", "ids", "store"},
     "backends": {"core", "config", "errors", "ids", "policy"},
+    "extensions": {"core", "config", "errors", "policy"},
     "engine": {
         "core",
         "config",
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
         "tools",
         "backends",
         "history",
+        "extensions",
     },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }

@@ -42,6 +42,7 @@ from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 __all__ = [
     "PROTECTED_KEYS",
     "PROTECTED_TOOL_KEYS",
+    "HookTable",
     "LoadedConfig",
     "deep_merge",
     "load_effective_config",
@@ -114,7 +115,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "approvals_reviewer",
         "agents",
         "skills",
-        "hooks",
         "plugins",
         "apps",
         "memories",
@@ -136,6 +136,17 @@ _MAX_VALUE_CHARS: Final = 80
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
+@dataclass(frozen=True, slots=True)
+class HookTable:
+    """The `[hooks]` table of one config file, kept out of the merge: every file's hooks run
+    (a project's only when it is trusted), each named with its file (extensions/discovery.py
+    reads and checks them; this loader only sets them aside)."""
+
+    source: str
+    table: Any
+    project: bool
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadedConfig:
     """The merged configuration, plus what the user should know about how it was made."""
@@ -147,6 +158,8 @@ class LoadedConfig:
     """The config files that were read, lowest precedence first."""
     project_trusted: bool = False
     """`cwd` is listed in the user file's `trusted_projects`."""
+    hook_tables: list[HookTable] = field(default_factory=list)
+    """The `[hooks]` of the user file and of the project file, in that order."""
 
 
 @dataclass(slots=True)
@@ -170,6 +183,7 @@ class _Loader:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     problems: list[_Problem] = field(default_factory=list)
+    hook_tables: list[HookTable] = field(default_factory=list)
 
     def read_file(self, path: Path) -> dict[str, Any] | None:
         """The parsed TOML table, or None when the file is missing or unreadable."""
@@ -198,9 +212,14 @@ class _Loader:
         self.sources.append(str(path))
         return data
 
-    def add_layer(self, data: Mapping[str, Any], source: str) -> CodyConfig | None:
-        """Validate one layer on its own; keep its canonical form when it is valid."""
+    def add_layer(
+        self, data: Mapping[str, Any], source: str, *, project: bool = False
+    ) -> CodyConfig | None:
+        """Validate one layer on its own; keep its canonical form when it is valid. Its
+        `[hooks]` are set aside (`hook_tables`), never merged."""
         data = _without_codex_only_keys(data, source, self.warnings)
+        if "hooks" in data:
+            self.hook_tables.append(HookTable(source, data.pop("hooks"), project))
         try:
             partial = CodyConfig.model_validate(dict(data), context=PARTIAL)
         except ValidationError as exc:
@@ -334,7 +353,7 @@ def load_effective_config(
                 paths=paths,
                 warnings=loader.warnings,
             )
-            loader.add_layer(kept, str(project_file))
+            loader.add_layer(kept, str(project_file), project=True)
 
     if session_overrides:
         loader.add_layer(session_overrides, session_overrides_source)
@@ -348,6 +367,7 @@ def load_effective_config(
         warnings=loader.warnings,
         sources=loader.sources,
         project_trusted=_is_trusted(cwd, trusted),
+        hook_tables=loader.hook_tables,
     )
 
 
