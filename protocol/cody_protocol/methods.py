@@ -36,6 +36,7 @@ __all__ = [
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
+    "CODY_HOOK_STATUS",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_SESSION_COMPACT",
@@ -384,6 +385,9 @@ CODY_HISTORY_IMPORT = request(
 CODY_AGENTS_LIST = request("_cody/agents/list", result="extensions:AgentsListResult", spec="cody")
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
+)
+CODY_HOOK_STATUS = notification(
+    "_cody/hook/status", sender="agent", params="extensions:HookStatusNotification", spec="cody"
 )
 
 # -- derived ---------------------------------------------------------------------------------

@@ -169,6 +169,7 @@ class SessionLoader:
             tool_output_token_limit=config.tool_output_token_limit,
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
+            hook_tables=tuple(loaded.hook_tables),
         )
         return settings, catalog
 

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
@@ -21,6 +22,7 @@ from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOptio
 from ..config.loader import project_trusted
 from ..core.history import item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
+from ..extensions.discovery import Locations, discover
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
@@ -35,6 +37,7 @@ from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .hooks import SessionHooks
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader
@@ -50,7 +53,7 @@ from .settings import (
     build_config_options,
     mode_of,
 )
-from .slash import parse_command
+from .slash import BUILTIN_NAMES, parse_command
 from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
 
@@ -86,13 +89,15 @@ class SessionManager:
         mcp_servers: Sequence[McpServer] = (),
         *,
         read_docs: bool = True,
+        start_source: str = "startup",
     ) -> Session:
         """A new live session; `read_docs`: read its project instructions now (a fork copies
-        its source's instead)."""
+        its source's instead); `start_source`: what its SessionStart hooks are told."""
         session, catalog = self._loader.create(cwd, meta)
         try:
             if read_docs:
                 await self._read_project_docs(session)
+            await self._discover(session, start_source)
         except BaseException:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
@@ -117,6 +122,38 @@ class SessionManager:
         )
         entry = project_docs_entry(session.history, docs.text, [doc.wire() for doc in docs.files])
         record(session, entry)
+
+    async def _discover(self, session: Session, start_source: str) -> None:
+        """Find the session's commands, skills and hooks (native sessions: an agent CLI reads
+        its own), off the event loop (extensions/discovery.py)."""
+        if session.settings.backend != "native":
+            return
+        home = self.deps.env.get("HOME")
+        where = Locations(
+            cody_dir=self.deps.paths.config_dir,
+            claude_dir=self.deps.claude_dir,
+            codex_home=self.deps.codex_home,
+            home=Path(home) if home else None,
+            config_file=self.deps.paths.config_file,
+        )
+        found = await asyncio.to_thread(
+            discover,
+            session.cwd,
+            where,
+            trusted=session.settings.project_trusted,
+            hook_tables=session.settings.hook_tables,
+            reserved=BUILTIN_NAMES,
+        )
+        session.extensions = found
+        session.settings.warnings.extend(found.warnings)
+        if found.hooks:
+            session.hooks = SessionHooks(
+                specs=found.hooks,
+                session_id=session.id,
+                cwd=session.cwd,
+                transcript_path=session.file.path,
+            )
+            session.start_source = start_source
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
@@ -192,6 +229,7 @@ class SessionManager:
                 # A session from before Cody read project instructions: read them once now
                 # (appended after its history, so nothing it sent before changes).
                 await self._read_project_docs(session)
+            await self._discover(session, "resume")
         except BaseException:
             session.file.close()
             raise
@@ -537,6 +575,8 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        if session.hooks is not None:
+            await session.hooks.close()
         await session.file.sync()
         _close_file(session)
 
@@ -588,7 +628,11 @@ class SessionManager:
         # A fork is a native session whatever config.toml chooses: the copied history is
         # Cody's, and no agent CLI has a thread for it.
         session = await self.new_session(
-            cwd, CodySessionMeta(backend="native"), mcp_servers, read_docs=False
+            cwd,
+            CodySessionMeta(backend="native"),
+            mcp_servers,
+            read_docs=False,
+            start_source="resume",
         )
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
@@ -628,6 +672,8 @@ class SessionManager:
             try:
                 await _stop_agent(session)
                 await _close_mcp(session)
+                if session.hooks is not None:
+                    await session.hooks.close()
                 await session.file.sync()
             finally:
                 _close_file(session)

@@ -16,6 +16,7 @@ from cody_protocol.prompt import TokenUsage
 
 from ..core.history import HistoryItem
 from ..errors import StorageError
+from ..extensions.discovery import Extensions
 from ..policy.approval import Grants
 from ..store.reader import make_title
 from ..store.session_file import SessionFile
@@ -26,6 +27,7 @@ from .settings import SessionSettings
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
+    from .hooks import SessionHooks
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -69,6 +71,13 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    extensions: Extensions = field(default_factory=Extensions)
+    """Its custom commands, skills and hooks (found when it became live; native sessions)."""
+    hooks: SessionHooks | None = None
+    """Runs its hooks (None: it has none)."""
+    start_source: str | None = None
+    """SessionStart's `source` (`startup`, `resume`) while the hook has yet to run: at the
+    start of the next turn."""
 
     @property
     def busy(self) -> bool:

@@ -33,6 +33,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
+from ..config.loader import HookTable
 from ..config.model import McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 
@@ -119,6 +120,9 @@ class SessionSettings:
     """`project_doc_max_bytes` (not persisted: read when project instructions are read)."""
     project_doc_fallbacks: tuple[str, ...] = ("CLAUDE.md",)
     """`project_doc_fallback_filenames` (not persisted)."""
+    hook_tables: tuple[HookTable, ...] = ()
+    """The `[hooks]` of the user and project config files (not persisted: read again when
+    the session becomes live; extensions/discovery.py decides which run)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

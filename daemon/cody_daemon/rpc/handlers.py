@@ -86,10 +86,18 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
-    from cody_protocol.session import CodySessionResultMeta, ProjectDoc, SessionResultMeta
+    from cody_protocol.session import (
+        CodySessionResultMeta,
+        CustomCommandInfo,
+        HookInfo,
+        ProjectDoc,
+        SessionResultMeta,
+        SkillInfo,
+    )
 
     from ..engine.settings import build_modes
 
+    listed = session.extensions.wire()
     return {
         "modes": build_modes(session.settings),
         "configOptions": app.manager.config_options(session),
@@ -105,6 +113,9 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
                 project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
+                commands=[CustomCommandInfo.model_validate(c) for c in listed["commands"]],
+                skills=[SkillInfo.model_validate(skill) for skill in listed["skills"]],
+                hooks=[HookInfo.model_validate(hook) for hook in listed["hooks"]],
             )
         ),
     }
@@ -114,12 +125,14 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     """The method table. The engine (`app.manager`, `app.link`) and the modules a session
     needs are reached when a handler first runs, never here: `initialize` needs neither."""
 
-    def advertise_commands(session_id: str) -> None:
-        """After this request's response: the session's slash commands (a client learns the
-        session id from the response, so the update must follow it)."""
+    def advertise_commands(session: Session) -> None:
+        """After this request's response: the session's slash commands, its custom ones
+        included (a client learns the session id from the response, so the update must
+        follow it)."""
         from ..engine.slash import commands_event
 
-        _after_response(lambda: app.link.emit(session_id, commands_event()))
+        event = commands_event(session.extensions.commands)
+        _after_response(lambda: app.link.emit(session.id, event))
 
     async def initialize(params: Any) -> Any:
         capabilities = plain_client_capabilities(params)
@@ -157,7 +170,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
         session = await app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
-        advertise_commands(session.id)
+        advertise_commands(session)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
@@ -169,7 +182,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await app.manager.open_session(
             parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
@@ -179,7 +192,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await app.manager.open_session(
             parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
@@ -278,7 +291,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await app.manager.fork(
             parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return ForkSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
 from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
-from cody_protocol.extensions import McpStatusNotification
+from cody_protocol.extensions import HookStatusNotification, McpStatusNotification
 from cody_protocol.updates import (
     CodySessionInfoMeta,
     CompactionNotice,
@@ -35,6 +35,7 @@ from ..engine.events import (
     Compacted,
     ConfigChanged,
     EngineEvent,
+    HookReported,
     McpStatusChanged,
     PlanChanged,
     TitleChanged,
@@ -126,8 +127,8 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return updates
     if isinstance(event, TitleChanged):
         return [SessionInfoUpdate(title=event.title).wire()]
-    if isinstance(event, McpStatusChanged):
-        return []  # not a session update: sent as `_cody/mcp/status` (see mcp_status_params)
+    if isinstance(event, McpStatusChanged | HookReported):
+        return []  # not session updates: `_cody/mcp/status`, `_cody/hook/status` (link.py)
     if isinstance(event, Compacted):
         notice = CompactionNotice(
             reason=event.reason,
@@ -166,4 +167,16 @@ def mcp_status_params(session_id: str, event: McpStatusChanged) -> dict[str, Any
         state=event.state,
         reason=event.reason,
         tools=event.tools,
+    ).wire()
+
+
+def hook_status_params(session_id: str, event: HookReported) -> dict[str, Any]:
+    """The params of a `_cody/hook/status` notification."""
+    return HookStatusNotification(
+        session_id=session_id,
+        event=event.event,
+        command=event.command,
+        source=event.source,
+        status=event.status,
+        message=event.message,
     ).wire()
