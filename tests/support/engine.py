@@ -40,7 +40,12 @@ from cody_daemon.core.history import FunctionCallOutputItem, ReasoningItem, Summ
 from cody_daemon.engine.deps import EngineDeps
 from cody_daemon.engine.events import AgentText, EngineEvent, ToolCallOpened, ToolCallProgress
 from cody_daemon.engine.manager import SessionManager
-from cody_daemon.engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from cody_daemon.engine.ports import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    ClientFileAccess,
+)
 from cody_daemon.engine.session import TurnOutcome
 from cody_daemon.errors import ProviderError
 from cody_daemon.providers.base import (
@@ -244,11 +249,13 @@ class RecordingLink:
     async def flush(self, session_id: str) -> None:
         return None
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         self.approvals.append((session_id, request))
         if self._answers:
-            return self._answers.pop(0)
-        return self.answer_fn(request) if self.answer_fn is not None else "allow_once"
+            return ApprovalReply(self._answers.pop(0))
+        return ApprovalReply(
+            self.answer_fn(request) if self.answer_fn is not None else "allow_once"
+        )
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()  # the disk is used

@@ -71,6 +71,8 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    ephemeral: bool = False
+    """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
     extensions: Extensions = field(default_factory=Extensions)
     """Its custom commands, skills and hooks (found when it became live; native sessions)."""
     hooks: SessionHooks | None = None

@@ -36,7 +36,7 @@ from cody_protocol import methods
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import CommandsAvailable, EngineEvent
-from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from ..engine.ports import ApprovalReply, ApprovalRequest, ClientFileAccess
 from ..errors import ClientFileError, NotFound
 from .link import RpcClientLink
 from .protocol import CodyProtocol
@@ -149,10 +149,10 @@ class SharedSessionLink(RpcClientLink):
 
     # -- requests to this connection's client ---------------------------------------------
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         if self.closed:
             logger.info("approval for a session of a disconnected client: rejected")
-            return "invalid"
+            return ApprovalReply("invalid")
         return await super().request_approval(session_id, request)
 
     def file_access(self) -> ClientFileAccess:
@@ -201,8 +201,8 @@ class BroadcastLink:
         for link in self._attachments.links(session_id):
             await link.flush_own(session_id)
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
-        return "invalid"
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
+        return ApprovalReply("invalid")
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()

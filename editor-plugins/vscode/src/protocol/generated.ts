@@ -73,6 +73,7 @@ export interface AuthMethod {
 
 /** `data` of a -32000 error. */
 export interface AuthRequiredData {
+  details?: string | null;
   fix: string;
   provider: string;
 }
@@ -146,9 +147,20 @@ export interface CodyInitializeMeta {
   version: string;
 }
 
+/** `session/load` and `session/resume` `_meta.cody`. */
+export interface CodyLoadSessionMeta {
+  relocate?: boolean;
+}
+
 /** `CodyLogoutMeta` */
 export interface CodyLogoutMeta {
   loggedOut: string[];
+}
+
+/** What a client may add to its permission answer (docs/protocol.md "Approvals"). */
+export interface CodyPermissionAnswerMeta {
+  message?: string | null;
+  updatedInput?: { [key: string]: Json } | null;
 }
 
 /** `CodyPermissionMeta` */
@@ -181,6 +193,8 @@ export interface CodySessionMeta {
   allowedTools?: string[] | null;
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never" | null;
   backend?: "native" | "codex" | "claude" | null;
+  config?: { [key: string]: Json } | null;
+  ephemeral?: boolean;
   model?: string | null;
   phase?: "research" | "plan" | "implement" | null;
   provider?: string | null;
@@ -192,10 +206,13 @@ export interface CodySessionMeta {
 /** `CodySessionResultMeta` */
 export interface CodySessionResultMeta {
   backend?: "native" | "codex" | "claude";
+  commands?: CustomCommandInfo[];
+  hooks?: HookInfo[];
   model: string;
   projectDocs?: ProjectDoc[];
   provider: string;
   sessionFile: string;
+  skills?: SkillInfo[];
   warnings?: string[];
 }
 
@@ -230,6 +247,30 @@ export interface CompactionNotice {
   tokensBefore: number;
 }
 
+/**
+ * `_cody/config/check` (params as `session/new`): what `session/new` would say about the
+ * configuration, found by the same checks, with no session created.
+ *
+ * `ok` is false exactly when `session/new` would fail; `error` is then the JSON-RPC error it
+ * would answer (a -32602 naming each key, value, source file and the valid values).
+ * `warnings` are the `_meta.cody.warnings` it would report (e.g. an untrusted project's
+ * ignored keys).
+ */
+export interface ConfigCheckResult {
+  error?: RpcError | null;
+  files: ConfigFileInfo[];
+  ok: boolean;
+  warnings?: string[];
+}
+
+/** A config file `session/new` reads for the checked cwd. */
+export interface ConfigFileInfo {
+  exists: boolean;
+  path: string;
+  scope: "user" | "project";
+  trusted?: boolean | null;
+}
+
 /** `ConfigOptionUpdate` */
 export interface ConfigOptionUpdate {
   configOptions: SessionConfigOption[];
@@ -259,6 +300,17 @@ export interface Cost {
 export interface CurrentModeUpdate {
   currentModeId: string;
   sessionUpdate: "current_mode_update";
+}
+
+/** A custom command (or a skill run as one) the session runs as `/<name>`. */
+export interface CustomCommandInfo {
+  description: string;
+  hint?: string | null;
+  kind?: "command" | "skill";
+  name: string;
+  origin: "cody" | "claude" | "codex" | "agents";
+  scope: "user" | "project";
+  source: string;
 }
 
 /**
@@ -329,6 +381,31 @@ export interface ForkSessionResult {
   sessionId: string;
 }
 
+/** A hook that runs in this session (an untrusted project's never do: see `warnings`). */
+export interface HookInfo {
+  async?: boolean;
+  command: string;
+  event: string;
+  failClosed?: boolean;
+  matcher?: string | null;
+  scope: "user" | "project";
+  source: string;
+  timeoutSec: number;
+}
+
+/**
+ * `_cody/hook/status`: a hook failed or timed out (it then blocks nothing unless it is
+ * `failClosed`), or wrote a `systemMessage` for the user.
+ */
+export interface HookStatusNotification {
+  command: string;
+  event: string;
+  message: string;
+  sessionId: string;
+  source: string;
+  status: "failed" | "timed_out" | "message";
+}
+
 /** `HttpHeader` */
 export interface HttpHeader {
   name: string;
@@ -373,6 +450,7 @@ export interface InitializeResult {
 
 /** `data` of a -32602 error. */
 export interface InvalidParamsData {
+  details?: string | null;
   errors: ParamIssue[];
 }
 
@@ -388,8 +466,14 @@ export interface ListSessionsResult {
   sessions: SessionInfo[];
 }
 
+/** `LoadSessionMeta` */
+export interface LoadSessionMeta {
+  cody?: CodyLoadSessionMeta | null;
+}
+
 /** `LoadSessionParams` */
 export interface LoadSessionParams {
+  _meta?: LoadSessionMeta | null;
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
   sessionId: string;
@@ -492,6 +576,11 @@ export interface ParamIssue {
   value?: Json;
 }
 
+/** `PermissionAnswerMeta` */
+export interface PermissionAnswerMeta {
+  cody?: CodyPermissionAnswerMeta | null;
+}
+
 /** `PermissionMeta` */
 export interface PermissionMeta {
   cody: CodyPermissionMeta;
@@ -569,6 +658,7 @@ export interface PromptResult {
 
 /** `data` of a -32010 error. */
 export interface ProviderErrorData {
+  details?: string | null;
   httpStatus?: number | null;
   kind: "auth" | "rate_limit" | "context_window" | "network" | "provider";
   provider: string;
@@ -618,6 +708,7 @@ export interface RequestPermissionParams {
 
 /** `RequestPermissionResult` */
 export interface RequestPermissionResult {
+  _meta?: PermissionAnswerMeta | null;
   outcome: SelectedOutcome | CancelledOutcome;
 }
 
@@ -741,6 +832,17 @@ export interface SetConfigOptionResult {
 export interface SetModeParams {
   modeId: string;
   sessionId: string;
+}
+
+/** A skill: its name, description and `SKILL.md` (the model reads the body when used). */
+export interface SkillInfo {
+  description: string;
+  modelInvocable?: boolean;
+  name: string;
+  origin: "cody" | "claude" | "codex" | "agents";
+  path: string;
+  scope: "user" | "project";
+  userInvocable?: boolean;
 }
 
 /** `TerminalExitMeta` */
@@ -911,9 +1013,11 @@ export const Method = {
   cancelRequestLsp: "$/cancelRequest",
   cancelRequestAcp: "$/cancel_request",
   codyAgentsList: "_cody/agents/list",
+  codyConfigCheck: "_cody/config/check",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
+  codyHookStatus: "_cody/hook/status",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
   codySessionCompact: "_cody/session/compact",
