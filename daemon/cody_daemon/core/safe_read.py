@@ -131,9 +131,12 @@ def read_head(path: str | os.PathLike[str], limit: int, *, root: str | None = No
     if root is not None:
         real = os.path.realpath(target)
         if not inside(real, root):
-            raise OutsideRoot(
-                errno.EACCES, "a symlink to a file outside the project (not followed)", target
+            why = (
+                "a symlink to a file outside the project (not followed)"
+                if os.path.islink(target)
+                else "outside the project"
             )
+            raise OutsideRoot(errno.EACCES, why, target)
         target, flags = real, flags | os.O_NOFOLLOW
     fd = open_regular(target, flags)
     chunks: list[bytes] = []

@@ -143,6 +143,20 @@ class SessionHooks:
                 task.add_done_callback(self.background.discard)
         return list(await asyncio.gather(*(self._one(s, stdin, env, call.emit) for s in waited)))
 
+    def start(
+        self,
+        event: HookEvent,
+        fields: Mapping[str, Any],
+        call: HookCall,
+        *,
+        match: Sequence[str] = (),
+    ) -> None:
+        """Run the hooks of `event` without waiting for them (Notification); `close()` still
+        kills them."""
+        task = asyncio.create_task(self.run(event, fields, call, match=match))
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
     async def _one(
         self, spec: HookSpec, stdin: bytes, env: Mapping[str, str], emit: Emit
     ) -> HookAnswer:

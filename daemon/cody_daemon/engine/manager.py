@@ -23,6 +23,7 @@ from ..config.loader import project_trusted
 from ..core.history import item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..extensions.discovery import Locations, discover
+from ..ids import new_id
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
@@ -42,7 +43,8 @@ from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .ports import ClientLink
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
-from .replay import client_content, prompt_to_text, replay_events
+from .prompt_prep import run_native
+from .replay import prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
 from .settings import (
@@ -55,6 +57,7 @@ from .settings import (
 from .slash import BUILTIN_NAMES, parse_command
 from .slash_runner import run_local_command
 from .turn import TurnEnv, TurnRunner
+from .turn_hooks import TurnHooks
 from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
@@ -257,15 +260,16 @@ class SessionManager:
         if session.busy:
             raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
         refuse_audio(blocks)
-        command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
-        if command is not None:
-            if command.command.kind == "local":
-                return await run_local_command(self, session, command, link)
-            blocks = command.turn_prompt()
+        # `/compact`, `/init`, a custom command...: engine/slash.py
+        command = parse_command(blocks, session.extensions.commands)
+        if command is not None and command.command.kind == "local":
+            return await run_local_command(self, session, command, link)
         require_workdir(session.id, session.cwd)  # a turn needs its directory
-        text = prompt_to_text(blocks)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
+            if command is not None:
+                blocks = command.turn_prompt()
+            text = prompt_to_text(blocks)
             from .agents import agent_for
             from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
@@ -293,7 +297,7 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
-            run = TurnRunner(session, env).run(text, images, client_content(blocks))
+            run = run_native(TurnRunner(session, env), blocks, command, images)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(run)
@@ -330,6 +334,12 @@ class SessionManager:
             if session.mcp is not None:
                 extra = await session.mcp.session_tools()
                 env.tools = ToolRegistry([*env.tools.tools(), *extra])
+            hooks = TurnHooks(
+                session,
+                turn_id=new_id(),
+                env=env.secrets.child_environment(env.env),
+                emit=lambda event: link.emit(session.id, event),
+            )
             return await compact_session(
                 session,
                 env.provider,
@@ -337,6 +347,7 @@ class SessionManager:
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
+                before=hooks.pre_compact if hooks.wants("PreCompact") else None,
             )
 
         task = asyncio.create_task(compact())
@@ -423,6 +434,7 @@ class SessionManager:
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
+            model_problem=spec.model_problem,
             secrets=self._secrets(session),
         )
 

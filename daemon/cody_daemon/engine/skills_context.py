@@ -50,40 +50,43 @@ def skills_text(skills: Sequence[Skill], context_window: int) -> str:
     whole = render("skills", skills="\n".join(lines))
     if len(whole) <= budget:
         return whole
-    frame = len(render("skills", skills=""))
-    reserve = min(max(budget // 4, 200), 4000)
-    room = budget - frame - reserve
-    kept: list[str] = []
-    omitted: list[str] = []
-    used = 0
-    for skill, line in zip(listed, lines, strict=True):
-        cost = len(line) + (1 if kept else 0)
-        if used + cost <= room:
-            kept.append(line)
-            used += cost
-        else:
-            omitted.append(skill.name)
-    note = _omitted(omitted, budget - frame - used - 2)
-    body = "\n".join(kept)
+    frame = len(render("skills", skills="\n\n"))
+    note_frame = len(render("skills_omitted", count=str(len(listed)), names=""))
+    costs = [len(line) + 1 for line in lines]
+    names = [len(skill.name) + 2 for skill in listed]
+    # Keep the first `kept` lines while the rest can still be named in full; when not even
+    # every name fits, the names are cut too (`_omitted`).
+    kept = len(lines)
+    used = sum(costs)
+    named = 0
+    while kept and frame + used + note_frame + named > budget:
+        kept -= 1
+        used -= costs[kept]
+        named += names[kept]
+    body = "\n".join(lines[:kept])
+    omitted = [skill.name for skill in listed[kept:]]
+    note = _omitted(omitted, budget - frame - len(body))
     text = render("skills", skills=f"{body}\n\n{note}" if body else note)
     return text if len(text) <= budget else ""
 
 
 def _omitted(names: list[str], room: int) -> str:
-    shown: list[str] = []
+    """The note naming the omitted skills: every name when they fit in `room` characters,
+    else as many as fit and how many more."""
+    frame = len(render("skills_omitted", count=str(len(names)), names=""))
+    shown, used = 0, frame
     for index, name in enumerate(names):
-        candidate = [*shown, name]
         rest = len(names) - index - 1
-        tail = _MORE.format(n=rest) if rest else ""
-        text = render("skills_omitted", count=str(len(names)), names=", ".join(candidate) + tail)
-        if len(text) > room:
+        add = len(name) + (2 if index else 0)
+        if used + add + (len(_MORE.format(n=rest)) if rest else 0) > room:
             break
-        shown = candidate
-    rest = len(names) - len(shown)
-    names_text = ", ".join(shown) + (_MORE.format(n=rest) if rest and shown else "")
+        shown, used = shown + 1, used + add
+    rest = len(names) - shown
     if not shown:
-        names_text = f"{len(names)} skills"
-    return render("skills_omitted", count=str(len(names)), names=names_text)
+        listed = f"{len(names)} skills"
+    else:
+        listed = ", ".join(names[:shown]) + (_MORE.format(n=rest) if rest else "")
+    return render("skills_omitted", count=str(len(names)), names=listed)
 
 
 def refresh_skills(session: Session, skills: Sequence[Skill], context_window: int) -> bool:

@@ -31,6 +31,7 @@ from ..core.history import (
     FunctionCallOutputItem,
     HistoryItem,
     ImagePart,
+    MessageItem,
     user_message,
 )
 from ..errors import ProviderError, StorageError
@@ -71,6 +72,7 @@ from .ports import ApprovalReply, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
+from .skills_context import refresh_skills
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -84,6 +86,7 @@ from .toolcalls import (
     unusable_arguments,
     wire_raw_output,
 )
+from .turn_hooks import TurnHooks, TurnStopped, hook_input
 from .usage import add_usage, record_call
 
 __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
@@ -120,6 +123,8 @@ class TurnEnv:
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
     absent: Mapping[str, str] = field(default_factory=dict)
     """Tools not offered in this session (`Tool.unavailable`), with why."""
+    model_problem: Callable[[str], str | None] | None = None
+    """Why a model is not one of the provider's (None: it is); for a command's `model`."""
 
 
 @dataclass(slots=True)
@@ -149,6 +154,14 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self.hooks = TurnHooks(
+            session,
+            turn_id=self.state.turn_id,
+            env=env.secrets.child_environment(env.env),
+            emit=self._emit,
+        )
+        self._model: str | None = None
+        """A custom command's model for this turn (else the session's)."""
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
@@ -160,11 +173,17 @@ class TurnRunner:
         prompt_text: str,
         images: Sequence[ImagePart] = (),
         client_content: list[dict[str, Any]] | None = None,
+        *,
+        shell: Sequence[str] = (),
+        model: str | None = None,
     ) -> TurnOutcome:
         """One turn for the user's `prompt_text` (and `images`); `client_content`: the prompt's
         ACP blocks when they were more than text and images (kept with the message for the
-        replay)."""
+        replay); `shell`: a custom command's `` !`command` ``s, run through the approvals
+        before the message is written, their output in place of their placeholders;
+        `model`: a custom command's model for this turn (when the provider has it)."""
         session = self.session
+        self._use_model(model)
         session.grants.turn_rejected.clear()
         settings = session.settings
         session.file.append(
@@ -180,16 +199,20 @@ class TurnRunner:
                 session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
             ),
         )
+        refresh_skills(session, session.extensions.skills, self.env.context_window)
         user_item = user_message(new_id("msg_"), prompt_text, images)
         user_item.client_content = client_content
         session.file.append("response_item", user_item.payload())
         session.history.append(user_item)
+        self.hooks.flush()  # UserPromptSubmit's text follows the message it is about
         if (title := session.title_from_prompt(prompt_text)) is not None:
             self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
         try:
             stop = await self._loop()
+        except TurnStopped as exc:
+            self._emit(AgentText(f"\n[The turn was stopped by a hook: {exc.reason}]"))
         except asyncio.CancelledError:
             stop = "cancelled"
             task = asyncio.current_task()
@@ -218,6 +241,35 @@ class TurnRunner:
             ),
         )
 
+    def _use_model(self, model: str | None) -> None:
+        if model is None or model == self.session.settings.model:
+            return
+        check = self.env.model_problem
+        problem = check(model) if check is not None else "the provider's models are unknown"
+        if problem is None:
+            self._model = model
+        else:
+            self._emit(
+                AgentText(
+                    f"[Cody: the command asks for the model {model}, which this session's "
+                    f"provider does not have ({problem}); using {self.session.settings.model}.]\n"
+                )
+            )
+
+    async def answer(self, text: str, stop: str = "end_turn") -> TurnOutcome:
+        """End the turn before it began (a hook blocked the prompt, a command cannot run):
+        `text` for the user, nothing stored, no model call."""
+        self._emit(AgentText(text))
+        self._closed = True
+        await self.env.link.flush(self.session.id)
+        return TurnOutcome(
+            stop_reason=stop,
+            turn_id=self.state.turn_id,
+            last=TokenUsage(),
+            turn=TokenUsage(),
+            total=self.session.usage_total,
+        )
+
     # -- the loop -------------------------------------------------------------------------
 
     async def _loop(self) -> str:
@@ -231,9 +283,12 @@ class TurnRunner:
             self.env.context_window,
             emit=self._emit,
             on_usage=lambda report: self._record_usage(report, meter=False),
+            before=self.hooks.pre_compact,
         )
         for _ in range(settings.max_tool_iterations):
             template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
+            if self._model is not None:
+                template = replace(template, model=self._model)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -244,8 +299,11 @@ class TurnRunner:
                 history = self._readable(keeper.view())
                 calls, end = await self._model_call(replace(template, history=history))
             if not calls:
+                if end == "end_turn" and await self.hooks.stop(_last_answer(self.session)):
+                    continue  # a Stop hook asked the model to go on (bounded)
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
+            self.hooks.flush()  # PostToolUse texts, after the whole batch of outputs
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
 
@@ -474,6 +532,13 @@ class TurnRunner:
         if edited is not None:
             result = edited_note(result, edited.raw_input)
         self._finish_call(call.call_id, result)
+        if self.hooks.wants("PostToolUse"):
+            await self.hooks.post_tool(
+                tool.name,
+                hook_input(args, self.session.cwd),
+                call.call_id,
+                redact_result(self.env.secrets, result),
+            )
 
     async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
         """What `policy.approval.decide` needs to know about a call (may raise on arguments
@@ -628,6 +693,14 @@ class TurnRunner:
             logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
             return
         self.env.link.emit(self.session.id, event)
+
+
+def _last_answer(session: Session) -> str:
+    """The text of the model's last message (a Stop hook's `last_assistant_message`)."""
+    for item in reversed(session.history):
+        if isinstance(item, MessageItem):
+            return item.text if item.role == "assistant" else ""
+    return ""
 
 
 async def _sandbox_available(sandbox: SandboxPolicy) -> bool:

@@ -151,7 +151,7 @@ def _command(name: str, path: Path, place: Place, head: str) -> CustomCommand:
     return CustomCommand(
         name=name,
         description=describe(fields, body, fallback=f"custom command ({place.origin})"),
-        hint=text_field(fields, "argument-hint", "argument_hint"),
+        hint=text_field(fields, "argument-hint", "argument_hint", as_written=True),
         path=path,
         scope=place.scope,
         origin=place.origin,

@@ -16,12 +16,20 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_LINES", "FrontMatter", "flag", "split_front_matter", "text_field"]
+__all__ = ["MAX_LINES", "FlowList", "FrontMatter", "flag", "split_front_matter", "text_field"]
 
 MAX_LINES: Final = 400
 """How many lines a front-matter block may have (real ones have a handful)."""
 
 FrontMatter = dict[str, str | list[str]]
+
+
+class FlowList(list[str]):
+    """A `[a, b]` value; `source` is the text as written (`argument-hint: [name]` is meant to
+    be shown as `[name]`)."""
+
+    source: str = ""
+
 
 _KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*:(?:\s+(.*)|\s*)$")
 _ITEM = re.compile(r"^\s+-\s?(.*)$|^-\s(.*)$")
@@ -49,10 +57,13 @@ def split_front_matter(text: str) -> tuple[FrontMatter, str]:
     return _parse(lines[1:end]), body
 
 
-def text_field(fields: FrontMatter, *names: str) -> str | None:
-    """The first of `names` that is set, as one line of text (a list is joined with ", ")."""
+def text_field(fields: FrontMatter, *names: str, as_written: bool = False) -> str | None:
+    """The first of `names` that is set, as one line of text (a list is joined with ", ";
+    `as_written`: a `[a, b]` value as it was written)."""
     for name in names:
         value = fields.get(name)
+        if as_written and isinstance(value, FlowList):
+            value = value.source
         if isinstance(value, list):
             value = ", ".join(value)
         if value is not None and value.strip():
@@ -122,7 +133,7 @@ def _block_scalar(indicator: str, block: list[str]) -> str:
     return "\n".join(rows)
 
 
-def _flow_list(raw: str) -> list[str]:
+def _flow_list(raw: str) -> FlowList:
     inner = raw[1 : raw.rindex("]")] if "]" in raw else raw[1:]
     items: list[str] = []
     current: list[str] = []
@@ -141,7 +152,9 @@ def _flow_list(raw: str) -> list[str]:
         else:
             current.append(char)
     items.append("".join(current))
-    return [_scalar(item) for item in items if item.strip()]
+    found = FlowList(_scalar(item) for item in items if item.strip())
+    found.source = raw[: raw.rindex("]") + 1] if "]" in raw else raw
+    return found
 
 
 def _scalar(raw: str) -> str:

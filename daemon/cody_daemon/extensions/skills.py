@@ -142,5 +142,5 @@ def _skill(folder: str, path: Path, place: Place, head: str, warnings: list[str]
         root=place.root,
         model_invocable=not flag(fields, "disable-model-invocation", False),
         user_invocable=flag(fields, "user-invocable", True),
-        hint=text_field(fields, "argument-hint", "argument_hint"),
+        hint=text_field(fields, "argument-hint", "argument_hint", as_written=True),
     )
