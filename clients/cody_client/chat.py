@@ -2,9 +2,10 @@
 
 Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
 Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /help,
-/quit run here (with this terminal's own pickers and listings); /init and /review are sent to
-the daemon, which runs them as turns with its built-in prompts (the same commands it
-advertises to editors over ACP).
+/quit run here (with this terminal's own pickers and listings); /init and /review, and the
+session's custom commands and skills (`_meta.cody.commands`: `.claude/commands`, Codex
+prompts, skills...), are sent to the daemon, which runs them as turns (the same commands it
+advertises to editors over ACP). `/help` lists them too, and Tab completes every command.
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
 """
@@ -21,10 +22,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cody_protocol.session import CustomCommandInfo
 from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
+from .extensions_view import command_help_rows, hook_status_line, short
 from .headless import EXIT_CODES, run_turn, session_settings
 from .inert import one_line
 from .progress import Spinner
@@ -95,6 +98,8 @@ class Chat:
             from prompt_toolkit import PromptSession
             from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+            from .completion import SlashCompleter
+
             bindings = KeyBindings()
 
             # Alt-Enter (Escape, Enter) starts a new line. Not Ctrl-J: keys typed before the prompt
@@ -104,7 +109,10 @@ class Chat:
                 event.current_buffer.insert_text("\n")
 
             self._prompt_session = PromptSession(
-                bottom_toolbar=self._toolbar, key_bindings=bindings
+                bottom_toolbar=self._toolbar,
+                key_bindings=bindings,
+                completer=SlashCompleter(self.completions),
+                complete_while_typing=False,
             )
         while True:
             if self._quit:
@@ -158,7 +166,7 @@ class Chat:
             text = text.strip()
             if not text:
                 continue
-            if text.startswith("/") and text.split()[0] not in DAEMON_COMMANDS:
+            if text.startswith("/") and text.split()[0] not in self.daemon_commands():
                 if not await self.command(text):
                     break
                 continue
@@ -218,8 +226,39 @@ class Chat:
             self.renderer.line(command.usage_error or f"usage: see /help for {name}")
         return True
 
+    def completions(self) -> list[tuple[str, str]]:
+        """Every slash command this chat runs or sends, with a short description."""
+        found = [(name, command.help.split("\n")[0]) for name, command in COMMANDS.items()]
+        found += [(usage.split()[0], text) for usage, text in DAEMON_HELP.items()]
+        found += [
+            (f"/{command.name}", short(command.description, 60))
+            for command in self.custom_commands()
+            if f"/{command.name}" not in COMMANDS
+        ]
+        return found
+
+    def custom_commands(self) -> list[CustomCommandInfo]:
+        """The session's custom commands and skills (`_meta.cody.commands`)."""
+        return list(self.session.meta.commands) if self.session.meta is not None else []
+
+    def daemon_commands(self) -> frozenset[str]:
+        """What is sent to the daemon as a prompt: its turn commands and the session's own
+        (a name the terminal has a command of its own for stays the terminal's)."""
+        own = {f"/{command.name}" for command in self.custom_commands()}
+        return DAEMON_COMMANDS | frozenset(own - set(COMMANDS))
+
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
+        rows = [
+            (usage, text)
+            for usage, text in command_help_rows(self.custom_commands())
+            if usage.split()[0] not in COMMANDS
+        ]
+        if rows:
+            width = min(max(len(usage) for usage, _ in rows) + 2, 42)
+            self.renderer.line("Commands from your files (sent to the daemon):")
+            for usage, text in rows:
+                self.renderer.line(f"  {usage:<{width}}{text}")
 
     async def _leave(self, words: list[str]) -> bool:
         return False
@@ -428,6 +467,9 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
         ) as client:
             client.on_permission = TerminalApprover(renderer, "ask")
+            client.on_hook_status = lambda status: renderer.line(
+                renderer.style.yellow(f"hook: {hook_status_line(status)}")
+            )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.load_session(

@@ -29,6 +29,7 @@ from .client import ClientSession, RemoteError, SessionLookupError
 from .connection import ConnectionClosed
 from .daemon_command import DaemonNotFound
 from .exec_options import ConfigOverrideError, FinalText, config_overrides, write_last_message
+from .extensions_view import hook_status_line
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
@@ -219,6 +220,9 @@ async def run_exec(
         ) as client:
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal
+            )
+            client.on_hook_status = lambda status: renderer.line(
+                renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
