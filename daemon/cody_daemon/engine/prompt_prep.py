@@ -32,13 +32,36 @@ async def run_native(
     command: CommandCall | None,
     images: Sequence[ImagePart],
 ) -> TurnOutcome:
-    session = runner.session
-    typed = prompt_to_text(blocks)
     try:
-        await runner.hooks.session_start()
-        blocked = await runner.hooks.prompt_submitted(typed)
+        prepared = await _prepare(runner, blocks, command)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # session/cancel before the turn began: nothing ran or is stored
+        return await runner.answer("", "cancelled")
     except TurnStopped as exc:
         return await runner.answer(f"[The turn was stopped by a hook: {exc.reason}]")
+    if isinstance(prepared, TurnOutcome):
+        return prepared
+    invocation, prompt = prepared
+    return await runner.run(
+        prompt_to_text(prompt),
+        images,
+        client_content(prompt),
+        shell=invocation.shell,
+        model=invocation.model,
+    )
+
+
+async def _prepare(
+    runner: TurnRunner, blocks: list[ContentBlock], command: CommandCall | None
+) -> TurnOutcome | tuple[Invocation, list[ContentBlock]]:
+    """The hooks before the turn, then the prompt the model gets; an outcome when the turn
+    ends here (a blocked prompt, a command that cannot run)."""
+    session = runner.session
+    typed = prompt_to_text(blocks)
+    await runner.hooks.session_start()
+    blocked = await runner.hooks.prompt_submitted(typed)
     if blocked is not None:
         return await runner.answer(blocked_answer(blocked).text, "refusal")
     invocation = Invocation(blocks=blocks)
@@ -54,10 +77,4 @@ async def run_native(
     prompt = list(invocation.blocks)
     if session.extensions.skills and "$" in typed:
         prompt += await asyncio.to_thread(skill_mentions, typed, session.extensions)
-    return await runner.run(
-        prompt_to_text(prompt),
-        images,
-        client_content(prompt),
-        shell=invocation.shell,
-        model=invocation.model,
-    )
+    return invocation, prompt

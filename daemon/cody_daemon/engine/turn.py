@@ -259,7 +259,8 @@ class TurnRunner:
     async def answer(self, text: str, stop: str = "end_turn") -> TurnOutcome:
         """End the turn before it began (a hook blocked the prompt, a command cannot run):
         `text` for the user, nothing stored, no model call."""
-        self._emit(AgentText(text))
+        if text:
+            self._emit(AgentText(text))
         self._closed = True
         await self.env.link.flush(self.session.id)
         return TurnOutcome(

@@ -103,6 +103,11 @@ async def run_hook(
         if timed_out:
             await proc.wait()
         await asyncio.wait({out, err}, timeout=DRAIN_S)
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)  # the turn or the session ended: the hook goes with it
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(proc.wait(), DRAIN_S)  # reaped, not left a zombie
+        raise
     finally:
         _kill_group(proc.pid)
         if processes is not None:

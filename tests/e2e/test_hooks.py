@@ -1,0 +1,319 @@
+"""Hooks through the real daemon, in the shape Claude Code and Codex share: where they come
+from (an untrusted project's never run: a marker file proves it), what they are told (stdin
+fields, the scrubbed environment, the project directory), what their answers do
+(SessionStart and UserPromptSubmit context, a blocked prompt, PreToolUse exit 2 and
+`permissionDecision`, PostToolUse text, a Stop hook that makes the turn go on once), and what
+a failing or hanging hook costs (reported, killed, the turn goes on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import CodyEnv, Daemon
+from tests.support.mock_responses import MockResponsesServer, RecordedRequest, text, tool_call
+from tests.support.model_inputs import input_items
+
+pytestmark = pytest.mark.e2e
+
+
+def script(env: CodyEnv, name: str, body: str) -> str:
+    """A Python hook script; returns the command that runs it."""
+    path = env.root / "hooks" / f"{name}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("import json, os, sys, time\n" + body)
+    return f"{sys.executable} {path}"
+
+
+def hooks_file(path: Path, hooks: dict[str, Any], key: str = "hooks") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({key: hooks}))
+
+
+def group(command: str, matcher: str | None = None, **extra: Any) -> list[dict[str, Any]]:
+    entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, **extra}]}
+    if matcher is not None:
+        entry["matcher"] = matcher
+    return [entry]
+
+
+def hook_texts(request: RecordedRequest, event: str) -> list[str]:
+    found = []
+    for item in input_items(request):
+        if item.get("type") == "message" and item.get("role") == "developer":
+            body = str(item["content"][0].get("text", ""))
+            if body.startswith(f'<hook event="{event}'):
+                found.append(body)
+    return found
+
+
+def roles(request: RecordedRequest) -> list[str]:
+    out = []
+    for item in input_items(request):
+        if item.get("type") == "message":
+            first = str(item["content"][0].get("text", ""))
+            out.append(f"{item['role']}:{first[:24]}")
+    return out
+
+
+def hook_reports(daemon: Daemon) -> list[dict[str, Any]]:
+    return [
+        message["params"]
+        for message in daemon.received
+        if message.get("method") == "_cody/hook/status"
+    ]
+
+
+def trusted_project(env: CodyEnv, model: MockResponsesServer, *, trust: bool) -> Path:
+    root = env.workspace / "proj"
+    (root / ".git").mkdir(parents=True)
+    extra = f'trusted_projects = ["{root}"]' if trust else ""
+    env.use_mock_provider(model.base_url, extra)
+    return root
+
+
+@pytest.mark.parametrize("trust", [False, True])
+async def test_an_untrusted_projects_hooks_never_run_and_the_warning_names_them(
+    cody_env: CodyEnv, model: MockResponsesServer, trust: bool
+) -> None:
+    root = trusted_project(cody_env, model, trust=trust)
+    marker = cody_env.root / "MARKER"
+    touch = f"touch {marker}"
+    hooks_file(
+        root / ".claude" / "settings.json",
+        {
+            "SessionStart": group(touch),
+            "UserPromptSubmit": group(touch),
+            "PreToolUse": group(touch, "Bash"),
+            "PostToolUse": group(touch),
+            "Stop": group(touch),
+        },
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
+        model.enqueue(tool_call("exec", {"command": ["true"]}, call_id="c1"))
+        model.enqueue(text("done"))
+        await daemon.prompt(created["sessionId"], "run true")
+    finally:
+        await daemon.close()
+    warnings = "\n".join(created["_meta"]["cody"]["warnings"])
+    listed = created["_meta"]["cody"]["hooks"]
+    if trust:
+        assert marker.exists(), "a trusted project's hooks run (the marker proves the check)"
+        assert {hook["event"] for hook in listed} >= {"SessionStart", "PreToolUse", "Stop"}
+        assert "not trusted" not in warnings
+    else:
+        assert not marker.exists(), "an untrusted project's hook ran"
+        assert listed == []
+        assert str(root / ".claude" / "settings.json") in warnings
+        assert f"PreToolUse `{touch}`" in warnings and "not trusted" in warnings
+        assert f'add "{root}" to trusted_projects' in warnings
+
+
+async def test_what_a_hook_is_told_and_what_its_context_does(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    root = trusted_project(cody_env, model, trust=False)
+    seen = cody_env.root / "seen.jsonl"
+    record = (
+        f"data = json.load(sys.stdin)\n"
+        f"data['env'] = {{k: os.environ.get(k) for k in ('MOCK_API_KEY', 'CLAUDE_PROJECT_DIR', 'CODY_SESSION_ID')}}\n"
+        f"data['pwd'] = os.getcwd()\n"
+        f"open({str(seen)!r}, 'a').write(json.dumps(data) + '\\n')\n"
+    )
+    start = script(cody_env, "start", record + "print('START-CONTEXT: the build uses make')\n")
+    prompt = script(
+        cody_env,
+        "prompt",
+        record + "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'UserPromptSubmit', "
+        "'additionalContext': 'PROMPT-CONTEXT: today is release day'}}))\n",
+    )
+    hooks_file(
+        cody_env.root / "codex-home" / "hooks.json",
+        {"SessionStart": group(start, "startup"), "UserPromptSubmit": group(prompt)},
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
+        sid = created["sessionId"]
+        assert {h["event"] for h in created["_meta"]["cody"]["hooks"]} == {
+            "SessionStart",
+            "UserPromptSubmit",
+        }
+        model.enqueue(text("ok"))
+        model.enqueue(text("ok"))
+        await daemon.prompt(sid, "ship it")
+        await daemon.prompt(sid, "again")
+    finally:
+        await daemon.close()
+    first = model.requests[0]
+    order = roles(first)
+    start_at = next(i for i, r in enumerate(order) if r.startswith('developer:<hook event="Sess'))
+    user_at = next(i for i, r in enumerate(order) if r.startswith("user:ship it"))
+    prompt_at = next(i for i, r in enumerate(order) if r.startswith('developer:<hook event="User'))
+    assert start_at < user_at < prompt_at, order
+    assert "START-CONTEXT: the build uses make" in hook_texts(first, "SessionStart")[0]
+    assert "PROMPT-CONTEXT" in hook_texts(first, "UserPromptSubmit")[0]
+    assert len(hook_texts(model.requests[1], "SessionStart")) == 1, "SessionStart ran once"
+    calls = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert [c["hook_event_name"] for c in calls] == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "UserPromptSubmit",
+    ]
+    first_call = calls[0]
+    assert first_call["session_id"] == sid and first_call["source"] == "startup"
+    assert first_call["cwd"] == str(root) and first_call["pwd"] == str(root)
+    assert first_call["transcript_path"] == created["_meta"]["cody"]["sessionFile"]
+    assert first_call["permission_mode"] == "acceptEdits"  # Cody's `auto` mode
+    assert calls[1]["prompt"] == "ship it"
+    assert first_call["env"] == {
+        "MOCK_API_KEY": None,  # the provider key never reaches a hook
+        "CLAUDE_PROJECT_DIR": str(root),
+        "CODY_SESSION_ID": sid,
+    }
+
+
+async def test_a_prompt_blocked_by_a_hook_never_reaches_the_model(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    block = script(
+        cody_env,
+        "block",
+        "data = json.load(sys.stdin)\n"
+        "if 'password' in data['prompt']:\n"
+        "    print('prompts must not hold passwords', file=sys.stderr)\n"
+        "    sys.exit(2)\n",
+    )
+    hooks_file(
+        cody_env.root / "claude-config" / "settings.json", {"UserPromptSubmit": group(block)}
+    )
+    sid = await daemon.new_session()
+    result = await daemon.prompt(sid, "my password is hunter2")
+    assert result["stopReason"] == "refusal"
+    assert not model.requests
+    assert "prompts must not hold passwords" in daemon.agent_text(sid)
+    model.enqueue(text("fine"))
+    result = await daemon.prompt(sid, "hello")
+    assert result["stopReason"] == "end_turn"
+    assert "hunter2" not in json.dumps(model.requests[0].body), "the blocked prompt is gone"
+
+
+async def test_post_tool_use_text_reaches_the_next_request(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    note = script(
+        cody_env,
+        "note",
+        "data = json.load(sys.stdin)\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse', "
+        "'additionalContext': 'LINT: ' + data['tool_name'] + ' exit ' + "
+        "str(data['tool_response'].get('exit_code'))}}))\n",
+    )
+    hooks_file(cody_env.cody_home / "hooks.json", {"PostToolUse": group(note, "Bash")})
+    sid = await daemon.new_session()
+    model.enqueue(tool_call("exec", {"command": ["true"]}, call_id="c1"))
+    model.enqueue(text("done"))
+    await daemon.prompt(sid, "run true")
+    after = model.requests[1]
+    (found,) = hook_texts(after, "PostToolUse (exec)")
+    assert "LINT: exec exit 0" in found
+    order = [item.get("type") for item in input_items(after)]
+    assert order.index("function_call_output") < len(order) - 1
+    assert input_items(after)[-1]["role"] == "developer", "after the tool output"
+
+
+async def test_a_stop_hook_makes_the_turn_go_on_once(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    stop = script(
+        cody_env,
+        "stop",
+        "data = json.load(sys.stdin)\n"
+        "if not data['stop_hook_active'] and 'TESTS PASS' not in data['last_assistant_message']:\n"
+        "    print(json.dumps({'decision': 'block', 'reason': 'Run the tests first.'}))\n",
+    )
+    hooks_file(cody_env.root / "codex-home" / "hooks.json", {"Stop": group(stop)})
+    sid = await daemon.new_session()
+    model.enqueue(text("I changed the code."))
+    model.enqueue(text("Ran them: TESTS PASS"))
+    result = await daemon.prompt(sid, "fix it")
+    assert result["stopReason"] == "end_turn"
+    assert len(model.requests) == 2
+    (reason,) = hook_texts(model.requests[1], "Stop")
+    assert "Run the tests first." in reason
+
+
+async def test_a_hanging_hook_times_out_is_killed_and_reported(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    pid_file = cody_env.root / "hang.pid"
+    hang = script(
+        cody_env, "hang", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    hooks_file(cody_env.cody_home / "hooks.json", {"UserPromptSubmit": group(hang, timeout=1)})
+    sid = await daemon.new_session()
+    model.enqueue(text("answered anyway"))
+    result = await daemon.prompt(sid, "hello")
+    assert result["stopReason"] == "end_turn"
+    assert "answered anyway" in daemon.agent_text(sid)
+    (report,) = hook_reports(daemon)
+    assert report["status"] == "timed_out" and report["event"] == "UserPromptSubmit"
+    assert report["command"] == hang and "timed out after 1 s" in report["message"]
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_a_failing_hook_is_reported_and_blocks_nothing_unless_fail_closed(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    broken = script(cody_env, "broken", "raise SystemExit('cannot reach the policy server')\n")
+    hooks_file(cody_env.cody_home / "hooks.json", {"UserPromptSubmit": group(broken)})
+    sid = await daemon.new_session()
+    model.enqueue(text("ok"))
+    result = await daemon.prompt(sid, "hello")
+    assert result["stopReason"] == "end_turn"
+    (report,) = hook_reports(daemon)
+    assert report["status"] == "failed"
+    assert "exited with code 1: cannot reach the policy server" in report["message"]
+    assert len(model.requests) == 1
+
+    # The same hook marked failClosed (Cody's key) blocks the prompt when it fails.
+    hooks_file(
+        cody_env.cody_home / "hooks.json", {"UserPromptSubmit": group(broken, failClosed=True)}
+    )
+    closed = await daemon.new_session()
+    result = await daemon.prompt(closed, "hello")
+    assert result["stopReason"] == "refusal"
+    assert len(model.requests) == 1
+    assert "cannot reach the policy server" in daemon.agent_text(closed)
+
+
+async def test_cancelling_the_turn_kills_its_running_hook(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    pid_file = cody_env.root / "slow.pid"
+    slow = script(
+        cody_env, "slow", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    hooks_file(cody_env.cody_home / "hooks.json", {"UserPromptSubmit": group(slow)})
+    sid = await daemon.new_session()
+    turn = asyncio.create_task(daemon.prompt(sid, "hello"))
+    await daemon.wait_for(lambda: pid_file.exists() and bool(pid_file.read_text()))
+    daemon.conn.notify("session/cancel", {"sessionId": sid})
+    result = await turn
+    assert result["stopReason"] == "cancelled"
+    assert not model.requests
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
