@@ -27,7 +27,7 @@ from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
-from .extensions_view import command_help_rows, hook_status_line, short
+from .extensions_view import command_help_rows, hook_status_line, short, skill_command
 from .headless import EXIT_CODES, run_turn, session_settings
 from .inert import one_line
 from .progress import Spinner
@@ -238,8 +238,18 @@ class Chat:
         return found
 
     def custom_commands(self) -> list[CustomCommandInfo]:
-        """The session's custom commands and skills (`_meta.cody.commands`)."""
-        return list(self.session.meta.commands) if self.session.meta is not None else []
+        """The session's custom commands and the skills a user may run
+        (`_meta.cody.commands`, `skills`)."""
+        meta = self.session.meta
+        if meta is None:
+            return []
+        names = {command.name for command in meta.commands}
+        skills = [
+            skill_command(skill)
+            for skill in meta.skills
+            if skill.user_invocable and skill.name not in names
+        ]
+        return [*meta.commands, *skills]
 
     def daemon_commands(self) -> frozenset[str]:
         """What is sent to the daemon as a prompt: its turn commands and the session's own

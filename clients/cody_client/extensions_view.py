@@ -22,6 +22,7 @@ __all__ = [
     "extension_lines",
     "hook_status_line",
     "short",
+    "skill_command",
 ]
 
 _WIDTH = 100
@@ -33,6 +34,18 @@ def short(text: str, width: int = _WIDTH) -> str:
     if len(line) > width:
         line = line[: width - 1] + "…"
     return one_line(line)
+
+
+def skill_command(skill: SkillInfo) -> CustomCommandInfo:
+    """A skill a user may run, as the command `/<name>` it is."""
+    return CustomCommandInfo(
+        name=skill.name,
+        description=skill.description,
+        source=skill.path,
+        scope=skill.scope,
+        origin=skill.origin,
+        kind="skill",
+    )
 
 
 def command_help_rows(commands: Sequence[CustomCommandInfo]) -> list[tuple[str, str]]:

@@ -229,8 +229,8 @@ class CodySessionResultMeta(WireModel):
     """The project instructions the model is given, global file first (native sessions;
     an agent CLI reads its own)."""
     commands: list[CustomCommandInfo] = Field(default_factory=list)
-    """Custom commands and skills runnable as `/<name>` (Cody's built-ins are not listed:
-    `available_commands_update` has every command)."""
+    """Custom commands runnable as `/<name>` (Cody's built-ins are not listed, nor skills,
+    which `skills` lists with `userInvocable`; `available_commands_update` has them all)."""
     skills: list[SkillInfo] = Field(default_factory=list)
     hooks: list[HookInfo] = Field(default_factory=list)
 

@@ -64,9 +64,10 @@ class Extensions:
     warnings: tuple[str, ...] = ()
 
     def wire(self) -> dict[str, list[dict[str, Any]]]:
-        """`_meta.cody`'s `commands`, `skills` and `hooks`."""
+        """`_meta.cody`'s `commands` (the command files: a skill is listed once, in
+        `skills`, with `userInvocable`), `skills` and `hooks`."""
         return {
-            "commands": [command.wire() for command in self.commands.values()],
+            "commands": [command.wire() for command in self.commands.values() if not command.skill],
             "skills": [skill.wire() for skill in self.skills],
             "hooks": [hook.wire() for hook in self.hooks],
         }

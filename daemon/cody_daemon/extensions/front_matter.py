@@ -38,23 +38,23 @@ _BLOCK = re.compile(r"^[|>][+-]?\d*$")
 
 def split_front_matter(text: str) -> tuple[FrontMatter, str]:
     """The fields of `text`'s front matter and the body after it (`({}, text)` when the text
-    has none)."""
+    has none). Only the block's own lines are split: a long body costs nothing here."""
     text = text.removeprefix("\ufeff")
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
+    end = text.find("\n")
+    if end < 0 or text[:end].rstrip() != "---":
         return {}, text
-    end = next(
-        (
-            index
-            for index in range(1, min(len(lines), MAX_LINES + 1))
-            if lines[index].rstrip() in ("---", "...")
-        ),
-        None,
-    )
-    if end is None:
-        return {}, text
-    body = "\n".join(lines[end + 1 :])
-    return _parse(lines[1:end]), body
+    lines: list[str] = []
+    start = end + 1
+    while len(lines) < MAX_LINES:
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        if line.rstrip() in ("---", "..."):
+            return _parse(lines), "" if end < 0 else text[end + 1 :]
+        if end < 0:
+            break
+        lines.append(line)
+        start = end + 1
+    return {}, text
 
 
 def text_field(fields: FrontMatter, *names: str, as_written: bool = False) -> str | None:
