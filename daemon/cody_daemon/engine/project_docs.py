@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from ..core.project import project_chain, project_root
+from ..core.project import project_chain, project_root, shared_directory
 from ..core.safe_read import NotRegularFile, OutsideRoot, read_head
 from .prompt_files import render
 
@@ -129,7 +129,9 @@ def read_project_docs(
     names = _names(fallbacks)
     for directory in project_chain(root, real_cwd):
         found = next((directory / n for n in names if os.path.lexists(directory / n)), None)
-        if found is not None:
+        if found is not None and shared_directory(directory):
+            _skip(budget, str(found), "project", "in a directory other users can write")
+        elif found is not None:
             _read_one(found, budget, scope="project", root=root)
     if not budget.files:
         return ProjectDocs()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..config.loader import HookTable
-from ..core.project import project_chain, project_root
+from ..core.project import project_chain, project_root, shared_directory
 from ..core.safe_read import JSON_FILE_LIMIT
 from .commands import CustomCommand, command_places, find_commands
 from .files import Scope, UnreadableFile, read_text
@@ -87,7 +87,8 @@ def discover(
     """The extensions of a session in `cwd` (blocking file I/O)."""
     real_cwd = Path(os.path.realpath(cwd))
     root = project_root(real_cwd)
-    nearest_first = list(reversed(project_chain(root, real_cwd)))
+    chain = [d for d in project_chain(root, real_cwd) if not shared_directory(d)]
+    nearest_first = list(reversed(chain))
     warnings: list[str] = []
     commands = find_commands(
         command_places(
@@ -189,6 +190,8 @@ def _hooks(
             )
             project += found
     for directory in project_chain(root, cwd):
+        if shared_directory(directory):
+            continue  # anyone may write there: nothing in it is the project's
         for relative in (
             ".cody/hooks.json",
             ".codex/hooks.json",
