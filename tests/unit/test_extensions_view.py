@@ -4,9 +4,6 @@ Tab completion, the hook report, doctor's lines."""
 
 from __future__ import annotations
 
-from prompt_toolkit.completion import CompleteEvent
-from prompt_toolkit.document import Document
-
 from cody_client.completion import SlashCompleter
 from cody_client.extensions_view import (
     command_help_rows,
@@ -16,6 +13,8 @@ from cody_client.extensions_view import (
 )
 from cody_protocol.extensions import HookStatusNotification
 from cody_protocol.session import CustomCommandInfo, HookInfo, SkillInfo
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 HOSTILE = "evil\x1b[2J\nfake line\u202e"
 
