@@ -160,3 +160,40 @@ async def test_a_users_command_is_not_replaced_by_a_repositorys(
     await daemon.prompt(created["sessionId"], "/deploy")
     sent = "\n".join(user_texts(model.requests[0]))
     assert "USER-DEPLOY" in sent and "REPO-DEPLOY" not in sent
+
+
+async def test_a_commands_shell_lines_run_through_the_approvals(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "untrusted"')
+    root = project(cody_env)
+    (root / ".claude" / "commands" / "status.md").write_text(
+        "Count: !`python3 -c 'print(1)'`\nFiles: !`ls`\n"
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        created = await new_session(daemon, root)
+        sid = created["sessionId"]
+        model.enqueue(text("ok"))
+        daemon.answer("allow_once")
+        await daemon.prompt(sid, "/status")
+        # Only python asked (ls is a known-safe read-only command); both were shown as calls.
+        asked = [r["toolCall"]["rawInput"]["command"] for r in daemon.permission_requests]
+        assert asked == ["python3 -c 'print(1)'"]
+        opened = daemon.session_updates(sid, "tool_call")
+        assert [u["rawInput"]["command"] for u in opened] == ["python3 -c 'print(1)'", "ls"]
+        sent = user_texts(model.requests[0])[-1]
+        assert sent.startswith("Count: 1\nFiles: ") and "README.md" in sent
+
+        # Rejected: the prompt says so, nothing runs, the model still gets the prompt.
+        model.enqueue(text("ok"))
+        daemon.answer("reject_once")
+        await daemon.prompt(sid, "/status")
+        sent = user_texts(model.requests[1])[-1]
+        assert "[Cody: `python3 -c 'print(1)'` was not run: User denied approval]" in sent
+        # The calls are not part of the model's history: no function_call items in requests.
+        for request in model.requests:
+            assert not [i for i in request.body["input"] if i.get("type") == "function_call"]
+    finally:
+        await daemon.close()

@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from typing import Final
 
 from cody_protocol.content import (
     ContentBlock,
+    ContentToolCallContent,
     EmbeddedResource,
     TextContent,
     TextResourceContents,
@@ -36,6 +38,7 @@ from ..extensions.discovery import Extensions
 from ..extensions.expand import SHELL_MARK, ExpansionError, expand, file_references
 from ..extensions.files import UnreadableFile, read_text
 from ..extensions.skills import Skill
+from ..tools.base import ToolResult
 from .prompt_files import render
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "Invocation",
     "fill_shell",
     "invoke",
+    "shell_text",
     "skill_mentions",
 ]
 
@@ -158,6 +162,35 @@ def _skill_blocks(skill: Skill) -> list[ContentBlock]:
     except UnreadableFile as exc:
         return [TextContent(text=f"{note}\n[Cody: {skill.path} cannot be read: {exc}.]")]
     return [TextContent(text=note), _resource(skill.path, content)]
+
+
+def shell_text(command: str, result: ToolResult | None) -> str:
+    """What a `` !`command` `` puts in the prompt: its output, or why there is none."""
+    if result is None:
+        return f"[Cody: `{command}` did not run.]"
+    raw = result.raw_output if isinstance(result.raw_output, dict) else {}
+    if "refused" in raw:
+        return f"[Cody: `{command}` was not run: {_error_text(result.output)}]"
+    texts = [
+        block.content.text
+        for block in result.content
+        if isinstance(block, ContentToolCallContent) and isinstance(block.content, TextContent)
+    ]
+    text = ("\n".join(texts) if texts else result.output).rstrip("\n")
+    if not result.success:
+        code = raw.get("exitCode")
+        text += f"\n[Cody: `{command}` failed" + (f" with exit code {code}]" if code else "]")
+    return text
+
+
+def _error_text(output: str) -> str:
+    """An error result's message (`{"error": message}`), else the output as it is."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return output
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, str) else output
 
 
 def fill_shell(text: str, outputs: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from ..providers.pricing import Price
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .custom_commands import fill_shell, shell_text
 from .edited_input import EditRefused, check_edit, edited_note
 from .editor_files import editor_files_for
 from .events import (
@@ -162,6 +164,8 @@ class TurnRunner:
         )
         self._model: str | None = None
         """A custom command's model for this turn (else the session's)."""
+        self._detached: dict[str, ToolResult | None] = {}
+        """Calls of a command's !`cmd`s, not in the model's history: their results."""
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
@@ -200,16 +204,18 @@ class TurnRunner:
             ),
         )
         refresh_skills(session, session.extensions.skills, self.env.context_window)
-        user_item = user_message(new_id("msg_"), prompt_text, images)
-        user_item.client_content = client_content
-        session.file.append("response_item", user_item.payload())
-        session.history.append(user_item)
-        self.hooks.flush()  # UserPromptSubmit's text follows the message it is about
-        if (title := session.title_from_prompt(prompt_text)) is not None:
-            self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
         try:
+            if shell:  # a custom command's !`cmd`s, each an exec call through the approvals
+                prompt_text = fill_shell(prompt_text, [await self._shell(c) for c in shell])
+            user_item = user_message(new_id("msg_"), prompt_text, images)
+            user_item.client_content = client_content
+            session.file.append("response_item", user_item.payload())
+            session.history.append(user_item)
+            self.hooks.flush()  # UserPromptSubmit's text follows the message it is about
+            if (title := session.title_from_prompt(prompt_text)) is not None:
+                self._emit(TitleChanged(title))
             stop = await self._loop()
         except TurnStopped as exc:
             self._emit(AgentText(f"\n[The turn was stopped by a hook: {exc.reason}]"))
@@ -240,6 +246,21 @@ class TurnRunner:
                 else None
             ),
         )
+
+    async def _shell(self, command: str) -> str:
+        """Run a command's `` !`command` `` as an `exec` call the user sees and the approvals
+        decide, outside the model's history; its output (or why it did not run) for the
+        prompt."""
+        call_id = new_id("cmd_")
+        self._detached[call_id] = None
+        await self._run_calls(
+            [
+                ToolCallRequested(
+                    call_id=call_id, name="exec", arguments=json.dumps({"command": command})
+                )
+            ]
+        )
+        return shell_text(command, self._detached.pop(call_id, None))
 
     def _use_model(self, model: str | None) -> None:
         if model is None or model == self.session.settings.model:
@@ -654,6 +675,17 @@ class TurnRunner:
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         content: list[ToolCallContent] = result.content or text_content(result.output)
         call = self.state.open_calls.pop(call_id, None)
+        if call_id in self._detached:  # a command's !`cmd`: shown, not the model's history
+            self._detached[call_id] = result
+            self._emit(
+                ToolCallProgress(
+                    call_id=call_id,
+                    status=status,
+                    content=content,
+                    raw_output=wire_raw_output(result.output, result.raw_output),
+                )
+            )
+            return
         item = FunctionCallOutputItem(
             call_id=call_id,
             output=result.output,
