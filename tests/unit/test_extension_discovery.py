@@ -186,3 +186,15 @@ def test_nothing_is_read_from_a_directory_anyone_may_write(tmp_path: Path) -> No
     cwd.mkdir()
     got = found(tmp_path, cwd, trusted=True)
     assert "planted" not in got.commands and not got.hooks
+
+
+def test_a_thousand_bad_files_give_a_bounded_list_of_warnings(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    commands = repo / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    for index in range(300):
+        os.mkfifo(commands / f"f{index:03d}.md")
+    got = found(tmp_path, repo)
+    assert not got.commands
+    assert len(got.warnings) == 20
+    assert got.warnings[-1] == "... and 281 more warnings like these"

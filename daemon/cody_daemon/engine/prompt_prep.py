@@ -44,13 +44,15 @@ async def run_native(
     if isinstance(prepared, TurnOutcome):
         return prepared
     invocation, prompt = prepared
-    return await runner.run(
+    outcome = await runner.run(
         prompt_to_text(prompt),
         images,
         client_content(prompt),
         shell=invocation.shell,
         model=invocation.model,
     )
+    runner.hooks.notify("idle_prompt", "Cody finished the turn and is waiting for your input")
+    return outcome
 
 
 async def _prepare(

@@ -16,7 +16,8 @@ Invariants:
   `settings.local.json`, from the project root down to the working directory). An untrusted
   project's hooks are parsed only to be named in a warning: they are never kept, so nothing
   can run them;
-- every warning names the file it is about; nothing here raises for a bad file.
+- every warning names the file it is about (at most `MAX_WARNINGS`, the last saying how many
+  more); nothing here raises for a bad file.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ __all__ = ["CODEX_PROMPT_PREFIX", "Extensions", "Locations", "discover"]
 
 CODEX_PROMPT_PREFIX: Final = "prompts:"
 MAX_HOOKS: Final = 200
+MAX_WARNINGS: Final = 20
+"""Warnings kept (a repository with a thousand bad files must not flood every client)."""
 _SHOWN_COMMAND: Final = 80
 
 
@@ -113,9 +116,14 @@ def discover(
     )
     skills = _first_of_each(found_skills)
     table = _command_table(commands, skills, reserved, warnings)
+    about_hooks: list[str] = []
     hooks = _hooks(
-        where, root=root, cwd=real_cwd, trusted=trusted, tables=hook_tables, warnings=warnings
+        where, root=root, cwd=real_cwd, trusted=trusted, tables=hook_tables, warnings=about_hooks
     )
+    warnings = [*about_hooks, *warnings]  # first: an untrusted project's hooks are named
+    if len(warnings) > MAX_WARNINGS:
+        more = len(warnings) - MAX_WARNINGS + 1
+        warnings = [*warnings[: MAX_WARNINGS - 1], f"... and {more} more warnings like these"]
     return Extensions(
         commands=table, skills=tuple(skills), hooks=tuple(hooks), warnings=tuple(warnings)
     )
