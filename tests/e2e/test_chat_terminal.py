@@ -254,3 +254,31 @@ async def test_the_approval_options_fit_an_80_column_terminal(
         await tmux.wait_for("stop: end_turn")
     finally:
         tmux.close()
+
+
+async def test_the_sessions_own_commands_are_in_help_complete_with_tab_and_run(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    commands = cody_env.workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet-team.md").write_text(
+        "---\ndescription: Greet the team\nargument-hint: [team]\n---\nSay hello to $ARGUMENTS.\n"
+    )
+    model.enqueue(text("hello, core team"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("/help", "Enter")
+        screen = await tmux.wait_for("Commands from your files")
+        assert "/greet-team [team]" in screen and "Greet the team (project claude)" in screen
+
+        tmux.keys("/greet-t", "Tab")
+        await tmux.wait_for("› /greet-team")
+        tmux.keys(" core", "Enter")
+        await tmux.wait_for("hello, core team")
+        assert model.requests[0].body["input"][-1]["content"][0]["text"] == "Say hello to core."
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()
