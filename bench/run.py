@@ -505,6 +505,13 @@ async def bench_warm(runs: int) -> dict[str, Any]:
     return {"exec_warm_ms": summary(warm), "exec_spawned_ms": summary(spawned)}
 
 
+async def bench_web(runs: int) -> dict[str, Any]:
+    """The same streamed turn over stdio and over the WebSocket listener (bench/web.py)."""
+    from bench.web import bench_web as run
+
+    return await run(runs)
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
@@ -517,6 +524,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "warm": bench_warm,
     "prompt": bench_prompt,
     "extensions": bench_extensions,
+    "web": bench_web,
 }
 
 
