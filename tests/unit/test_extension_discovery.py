@@ -198,3 +198,29 @@ def test_a_thousand_bad_files_give_a_bounded_list_of_warnings(tmp_path: Path) ->
     assert not got.commands
     assert len(got.warnings) == 20
     assert got.warnings[-1] == "... and 281 more warnings like these"
+
+
+def test_hooks_tables_of_config_files_are_set_aside_per_file(tmp_path: Path) -> None:
+    from cody_daemon.config.loader import load_effective_config
+    from cody_daemon.config.paths import CodyPaths
+
+    paths = CodyPaths.under(tmp_path / "cody", tmp_path / "data")
+    write(
+        paths.config_file,
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
+        '[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "user-hook"\n',
+    )
+    repo = project(tmp_path)
+    write(
+        repo / ".cody" / "config.toml",
+        '[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "repo-hook"\n',
+    )
+    loaded = load_effective_config(cwd=repo, paths=paths)
+    assert [(t.source, t.project) for t in loaded.hook_tables] == [
+        (str(paths.config_file), False),
+        (str(repo / ".cody" / "config.toml"), True),
+    ]
+    assert not any("hooks" in warning for warning in loaded.warnings), loaded.warnings
+    got = discover(repo, where(tmp_path), trusted=False, hook_tables=loaded.hook_tables)
+    assert [hook.command for hook in got.hooks] == ["user-hook"]
+    assert "`repo-hook`" in "\n".join(got.warnings)
