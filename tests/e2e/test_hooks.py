@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, RecordedRequest, text, tool_call
-from tests.support.model_inputs import input_items
+from tests.support.model_inputs import input_items, tool_outputs
 
 pytestmark = pytest.mark.e2e
 
@@ -317,3 +317,148 @@ async def test_cancelling_the_turn_kills_its_running_hook(
     assert not model.requests
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+NO_RM = (
+    "data = json.load(sys.stdin)\n"
+    "if data['tool_input']['command'].split()[0] == 'rm':\n"
+    "    print('rm is not allowed here; move files to trash/ instead', file=sys.stderr)\n"
+    "    sys.exit(2)\n"
+)
+ALLOW_GIT = (
+    "data = json.load(sys.stdin)\n"
+    "if data['tool_input']['command'].startswith('git '):\n"
+    "    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
+    "'permissionDecision': 'allow', 'permissionDecisionReason': 'read-only git'}}))\n"
+)
+
+
+async def test_pre_tool_use_exit_2_blocks_rm_and_the_model_sees_why(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "never"')
+    victim = cody_env.workspace / "keep.txt"
+    victim.write_text("precious")
+    hooks_file(
+        cody_env.root / "codex-home" / "hooks.json",
+        {"PreToolUse": group(script(cody_env, "no_rm", NO_RM), "Bash")},
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(tool_call("exec", {"command": ["rm", "keep.txt"]}, call_id="c1"))
+        model.enqueue(tool_call("exec", {"command": "echo fine"}, call_id="c2"))
+        model.enqueue(text("done"))
+        await daemon.prompt(sid, "clean up")
+    finally:
+        await daemon.close()
+    assert victim.exists(), "the hook's exit 2 blocked rm"
+    outputs = tool_outputs(model.requests[1])
+    assert "rm is not allowed here; move files to trash/ instead" in outputs["c1"]
+    assert "fine" in tool_outputs(model.requests[2])["c2"], "only rm was blocked"
+    assert not daemon.permission_requests
+
+
+async def test_a_hooks_allow_skips_the_prompt_and_its_ask_asks(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "untrusted"')
+    ask = script(
+        cody_env,
+        "ask",
+        "data = json.load(sys.stdin)\n"
+        "if 'make' in data['tool_input']['command']:\n"
+        "    print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'ask'}}))\n",
+    )
+    hooks_file(
+        cody_env.root / "claude-config" / "settings.json",
+        {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [{"type": "command", "command": script(cody_env, "git", ALLOW_GIT)}],
+                },
+                {"matcher": "exec", "hooks": [{"type": "command", "command": ask}]},
+            ]
+        },
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        # untrusted would ask for `git --version` (not a known-safe form): the hook allows it.
+        model.enqueue(tool_call("exec", {"command": "git --version"}, call_id="c1"))
+        model.enqueue(tool_call("exec", {"command": "echo make"}, call_id="c2"))
+        model.enqueue(text("done"))
+        daemon.answer("allow_once")
+        await daemon.prompt(sid, "go")
+    finally:
+        await daemon.close()
+    asked = [r["toolCall"]["rawInput"]["command"] for r in daemon.permission_requests]
+    assert asked == ["echo make"], "git ran unasked (the hook allowed it); make asked"
+    assert "git version" in tool_outputs(model.requests[1])["c1"]
+
+
+async def test_a_permission_request_hook_answers_instead_of_the_user(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "untrusted"')
+    decide = script(
+        cody_env,
+        "decide",
+        "data = json.load(sys.stdin)\n"
+        "behavior = 'allow' if 'hello' in data['tool_input']['command'] else 'deny'\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PermissionRequest', "
+        "'decision': {'behavior': behavior, 'message': 'only greetings'}}}))\n",
+    )
+    notes = cody_env.root / "notes.jsonl"
+    note = script(
+        cody_env, "note", f"open({str(notes)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n"
+    )
+    hooks_file(
+        cody_env.cody_home / "hooks.json",
+        {"PermissionRequest": group(decide, "Bash"), "Notification": group(note)},
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(tool_call("exec", {"command": "echo hello > greeting.txt"}, call_id="c1"))
+        model.enqueue(tool_call("exec", {"command": "python3 -c 'print(2)'"}, call_id="c2"))
+        model.enqueue(text("done"))
+        await daemon.prompt(sid, "go")
+        await daemon.wait_for(lambda: notes.exists() and "idle_prompt" in notes.read_text())
+    finally:
+        await daemon.close()
+    assert not daemon.permission_requests, "the hook answered both"
+    outputs = tool_outputs(model.requests[2])
+    assert (cody_env.workspace / "greeting.txt").read_text() == "hello\n"
+    assert "only greetings" in outputs["c2"] and "User denied" not in outputs["c2"]
+    kinds = [json.loads(line)["notification_type"] for line in notes.read_text().splitlines()]
+    assert kinds == ["idle_prompt"], "no approval was left waiting for the user"
+
+
+async def test_notification_hooks_hear_of_a_waiting_approval_and_the_end_of_a_turn(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "untrusted"')
+    notes = cody_env.root / "notes.jsonl"
+    note = script(
+        cody_env, "note", f"open({str(notes)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n"
+    )
+    hooks_file(cody_env.cody_home / "hooks.json", {"Notification": group(note)})
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(tool_call("exec", {"command": "python3 -c 'print(3)'"}, call_id="c1"))
+        model.enqueue(text("done"))
+        daemon.answer("allow_once")
+        await daemon.prompt(sid, "go")
+        await daemon.wait_for(lambda: notes.exists() and "idle_prompt" in notes.read_text())
+    finally:
+        await daemon.close()
+    seen = [json.loads(line) for line in notes.read_text().splitlines()]
+    assert [n["notification_type"] for n in seen] == ["permission_prompt", "idle_prompt"]
+    assert seen[0]["message"] == "Cody needs your permission to use exec"

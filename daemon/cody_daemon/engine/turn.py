@@ -37,7 +37,7 @@ from ..core.history import (
 )
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
-from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
+from ..policy.approval import Allow, Ask, CallFacts, Deny, HookDecision, decide
 from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
@@ -70,7 +70,7 @@ from .events import (
 )
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalReply, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -460,6 +460,8 @@ class TurnRunner:
         )
         try:
             facts = await self._facts(tool, args, ctx)
+        except TurnStopped:
+            raise
         except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
             logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
             self._finish_call(
@@ -498,6 +500,10 @@ class TurnRunner:
                 reason = "user (edited input)"
             self._settle(call.call_id, tool.name, reply, reason, grant_key)
             if reply.answer not in ("allow_once", "allow_session"):
+                if reason == "hook":  # a PermissionRequest hook answered: its words
+                    refusal = error_result(reply.message or DENIED, {"refused": "hook"})
+                    self._finish_call(call.call_id, refusal)
+                    return
                 denied = f"{DENIED}: {reply.message}" if reply.message else DENIED
                 self._finish_call(call.call_id, error_result(denied, {"refused": "user"}))
                 return
@@ -584,8 +590,21 @@ class TurnRunner:
             grant_key=grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,
+            hook=await self._pre_tool_hook(tool, args, ctx),
         )
         return facts
+
+    async def _pre_tool_hook(
+        self, tool: Tool[Any], args: Any, ctx: ToolContext
+    ) -> HookDecision | None:
+        """What the PreToolUse hooks say about the call (they run for every call, before the
+        rules and the policy: policy/approval.py)."""
+        if not self.hooks.wants("PreToolUse"):
+            return None
+        verdict = await self.hooks.pre_tool(tool.name, hook_input(args, ctx.cwd), ctx.call_id)
+        if verdict is None:
+            return None
+        return HookDecision(verdict.decision, verdict.reason, verdict.command)
 
     async def _ask(
         self,
@@ -596,9 +615,25 @@ class TurnRunner:
         unsandboxed: bool,
         ctx: ToolContext,
     ) -> tuple[ApprovalReply, str]:
-        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`); a
-        timeout or an invalid answer is `reject_once`; `cancelled` stops the turn."""
+        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`, `hook`:
+        a PermissionRequest hook answered instead); a timeout or an invalid answer is
+        `reject_once`; `cancelled` stops the turn."""
         assert info.tool is not None and info.args is not None
+        if self.hooks.wants("PermissionRequest"):
+            verdict = await self.hooks.permission_request(
+                info.tool.name, hook_input(info.args, ctx.cwd), call_id
+            )
+            if verdict is not None:
+                answer: ApprovalAnswer = (
+                    "allow_once" if verdict.decision == "allow" else "reject_once"
+                )
+                message = (
+                    verdict.reason or f"refused by the PermissionRequest hook `{verdict.command}`"
+                )
+                return ApprovalReply(answer, None if answer == "allow_once" else message), "hook"
+        self.hooks.notify(
+            "permission_prompt", f"Cody needs your permission to use {info.tool.name}"
+        )
         try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
             preview = await asyncio.wait_for(
                 info.tool.preview_async(info.args, ctx), PREVIEW_TIMEOUT_S
@@ -633,9 +668,12 @@ class TurnRunner:
     def _settle(
         self, call_id: str, tool: str, reply: ApprovalReply, reason: str, grant_key: GrantKey
     ) -> None:
-        """Remember the user's answer for `grant_key` (session or turn) and record it."""
+        """Remember the user's answer for `grant_key` (session or turn) and record it (a
+        hook's answer is recorded, not remembered: the hook is asked again next time)."""
         grants = self.session.grants
-        if reply.answer == "allow_session":
+        if reason == "hook":
+            pass
+        elif reply.answer == "allow_session":
             grants.allowed.add(grant_key)
         elif reply.answer == "reject_session":
             grants.rejected.add(grant_key)

@@ -1,8 +1,15 @@
 """The approval decision for one tool call (docs/protocol.md "Approvals", order of decision).
 
-    allowlist -> credentials -> sandbox -> session rejections -> session grants -> policy
+    allowlist -> credentials -> sandbox -> hooks -> session rejections -> session grants
+    -> policy
 
 (`credentials`: a call that would read a login file is refused in every policy and mode.)
+
+`hooks`: what the PreToolUse hooks answered (`CallFacts.hook`, engine/turn_hooks.py): `deny`
+refuses the call with the hook's reason; `ask` asks the user (a rejection of the user's
+stands; under `never` nobody can be asked, so the call is refused); `allow` runs it without
+asking, except that a rejection of the user's still stands and a command that would run
+without the sandbox still warns first (`sandbox_unavailable = "ask"`).
 
 `decide` is pure: the engine gathers the facts (`CallFacts`) and acts on the `Verdict`.
 Turn-level rejections (`reject_once` answers) are checked with the session rejections, so
@@ -24,14 +31,26 @@ __all__ = [
     "CallFacts",
     "Deny",
     "Grants",
+    "HookDecision",
     "Verdict",
     "decide",
 ]
 
-AllowReason = Literal["policy", "grant", "read-only tool", "known-safe command"]
+AllowReason = Literal["policy", "grant", "read-only tool", "known-safe command", "hook"]
 DenyReason = Literal[
-    "allowlist", "credentials", "sandbox", "session rejection", "turn rejection", "policy"
+    "allowlist", "credentials", "sandbox", "session rejection", "turn rejection", "policy", "hook"
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class HookDecision:
+    """What the PreToolUse hooks decided (the strongest of their answers)."""
+
+    decision: Literal["allow", "deny", "ask"]
+    reason: str
+    """Why (a deny's reason is what the model is told)."""
+    command: str
+    """The deciding hook's command (the decision's audit names it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +103,8 @@ class CallFacts:
     policy: ApprovalPolicy
     failure_seen: bool
     """A tool result in this turn has failed (for `on-failure`)."""
+    hook: HookDecision | None = None
+    """What the PreToolUse hooks decided (None: no hook decided)."""
 
 
 def decide(facts: CallFacts, grants: Grants) -> Verdict:
@@ -102,13 +123,26 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
             f"cannot run: no sandbox is available ({facts.no_sandbox_because}) and "
             'sandbox_unavailable = "refuse"',
         )
+    if facts.hook is not None and facts.hook.decision == "deny":
+        hook = facts.hook
+        return Deny("hook", hook.reason or f"blocked by the PreToolUse hook `{hook.command}`")
     if facts.grant_key in grants.rejected:
         return Deny("session rejection", "User denied approval")
     if facts.grant_key in grants.turn_rejected:
         return Deny("turn rejection", "User denied approval")
+    must_warn = facts.unsandboxed and facts.sandbox_unavailable == "ask"
+    if facts.hook is not None:
+        if facts.hook.decision == "allow" and not must_warn:
+            return Allow("hook")
+        if facts.policy == "never":
+            return Deny(
+                "hook",
+                f"the PreToolUse hook `{facts.hook.command}` asks for approval, but the "
+                "approval policy is `never`, so nobody can be asked",
+            )
+        return Ask(unsandboxed=facts.unsandboxed)
     if facts.grant_key in grants.allowed:
         return Allow("grant")
-    must_warn = facts.unsandboxed and facts.sandbox_unavailable == "ask"
     if facts.policy == "never":
         if must_warn:
             return Deny(
