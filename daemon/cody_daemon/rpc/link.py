@@ -35,6 +35,7 @@ from typing import Any
 from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
 from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import (
+    CODY_DIAGNOSTICS,
     CODY_HOOK_STATUS,
     CODY_MCP_STATUS,
     FS_READ_TEXT_FILE,
@@ -58,6 +59,7 @@ from pygls.exceptions import JsonRpcException
 from ..engine.events import (
     AgentText,
     AgentThought,
+    DiagnosticsReported,
     EngineEvent,
     HookReported,
     McpStatusChanged,
@@ -67,7 +69,13 @@ from ..errors import ClientFileError
 from .live_output import TerminalView
 from .output_so_far import OutputSoFar
 from .protocol import CodyProtocol
-from .updates import chunk_update, event_updates, hook_status_params, mcp_status_params
+from .updates import (
+    chunk_update,
+    diagnostics_params,
+    event_updates,
+    hook_status_params,
+    mcp_status_params,
+)
 
 __all__ = ["COALESCE_S", "RpcClientLink"]
 
@@ -118,6 +126,9 @@ class RpcClientLink:
         if isinstance(event, HookReported):
             self._flush_pending(session_id)
             self._protocol.notify(CODY_HOOK_STATUS, hook_status_params(session_id, event))
+        if isinstance(event, DiagnosticsReported):
+            self._flush_pending(session_id)
+            self._protocol.notify(CODY_DIAGNOSTICS, diagnostics_params(session_id, event))
             return
         self._flush_pending(session_id)
         updates = None
