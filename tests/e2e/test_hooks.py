@@ -462,3 +462,17 @@ async def test_notification_hooks_hear_of_a_waiting_approval_and_the_end_of_a_tu
     seen = [json.loads(line) for line in notes.read_text().splitlines()]
     assert [n["notification_type"] for n in seen] == ["permission_prompt", "idle_prompt"]
     assert seen[0]["message"] == "Cody needs your permission to use exec"
+
+
+async def test_a_notification_hook_that_fails_after_the_turn_is_still_reported(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    broken = script(cody_env, "late", "raise SystemExit('no desktop to notify')\n")
+    hooks_file(cody_env.cody_home / "hooks.json", {"Notification": group(broken, "idle_prompt")})
+    sid = await daemon.new_session()
+    model.enqueue(text("ok"))
+    await daemon.prompt(sid, "hello")
+    await daemon.wait_for(lambda: bool(hook_reports(daemon)))
+    (report,) = hook_reports(daemon)
+    assert report["event"] == "Notification" and report["sessionId"] == sid
+    assert "no desktop to notify" in report["message"]

@@ -175,6 +175,7 @@ class TurnRunner:
             turn_id=self.state.turn_id,
             env=env.secrets.child_environment(env.env),
             emit=self._emit,
+            report=lambda event: env.link.emit(session.id, event),
         )
         self._model: str | None = None
         """A custom command's model for this turn (else the session's)."""

@@ -84,11 +84,15 @@ class TurnHooks:
         turn_id: str,
         env: Mapping[str, str],
         emit: Callable[[EngineEvent], None],
+        report: Callable[[HookReported], None] | None = None,
     ) -> None:
+        """`report`: where hook failures and messages go (default `emit`); a turn gives the
+        link itself, so a Notification hook that fails after the turn is still reported."""
         self.session = session
         self.turn_id = turn_id
         self.env = env
         self.emit = emit
+        self.report = report or emit
         self.hooks = session.hooks
         self.stops = 0
         self.pending: list[str] = []
@@ -105,11 +109,8 @@ class TurnHooks:
             model=settings.model,
             turn_id=self.turn_id,
             env=self.env,
-            emit=self._report,
+            emit=self.report,
         )
-
-    def _report(self, event: HookReported) -> None:
-        self.emit(event)
 
     async def _run(
         self, event: Any, fields: Mapping[str, Any], match: Sequence[str] = ()
