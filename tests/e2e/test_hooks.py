@@ -71,6 +71,15 @@ def hook_reports(daemon: Daemon) -> list[dict[str, Any]]:
     ]
 
 
+def decision_of(daemon: Daemon, sid: str, call_id: str) -> dict[str, Any]:
+    """The `_meta.cody.decision` a call's updates carried."""
+    for update in daemon.tool_updates(sid, call_id):
+        decision = (update.get("_meta") or {}).get("cody", {}).get("decision")
+        if decision is not None:
+            return dict(decision)
+    raise AssertionError(f"no decision for {call_id}")
+
+
 def trusted_project(env: CodyEnv, model: MockResponsesServer, *, trust: bool) -> Path:
     root = env.workspace / "proj"
     (root / ".git").mkdir(parents=True)
@@ -339,10 +348,8 @@ async def test_pre_tool_use_exit_2_blocks_rm_and_the_model_sees_why(
     cody_env.use_mock_provider(model.base_url, 'approval_policy = "never"')
     victim = cody_env.workspace / "keep.txt"
     victim.write_text("precious")
-    hooks_file(
-        cody_env.root / "codex-home" / "hooks.json",
-        {"PreToolUse": group(script(cody_env, "no_rm", NO_RM), "Bash")},
-    )
+    no_rm = script(cody_env, "no_rm", NO_RM)
+    hooks_file(cody_env.root / "codex-home" / "hooks.json", {"PreToolUse": group(no_rm, "Bash")})
     daemon = await Daemon.start(cody_env)
     try:
         await daemon.initialize()
@@ -351,8 +358,26 @@ async def test_pre_tool_use_exit_2_blocks_rm_and_the_model_sees_why(
         model.enqueue(tool_call("exec", {"command": "echo fine"}, call_id="c2"))
         model.enqueue(text("done"))
         await daemon.prompt(sid, "clean up")
+        assert decision_of(daemon, sid, "c1") == {
+            "by": "hook",
+            "detail": f"the PreToolUse hook `{no_rm}`",
+            "outcome": "deny",
+        }
+        session_file = Path(
+            (
+                await daemon.request(
+                    "session/resume", {"sessionId": sid, "cwd": str(cody_env.workspace)}
+                )
+            )["_meta"]["cody"]["sessionFile"]
+        )
     finally:
         await daemon.close()
+    recorded = [
+        json.loads(line)["payload"]
+        for line in session_file.read_text().splitlines()
+        if '"approval"' in line
+    ]
+    assert {"callId": "c1", "by": "hook", "decision": "deny"}.items() <= recorded[0].items()
     assert victim.exists(), "the hook's exit 2 blocked rm"
     outputs = tool_outputs(model.requests[1])
     assert "rm is not allowed here; move files to trash/ instead" in outputs["c1"]
@@ -393,10 +418,16 @@ async def test_a_hooks_allow_skips_the_prompt_and_its_ask_asks(
         model.enqueue(text("done"))
         daemon.answer("allow_once")
         await daemon.prompt(sid, "go")
+        allowed = decision_of(daemon, sid, "c1")
+        asked_why = decision_of(daemon, sid, "c2")
     finally:
         await daemon.close()
     asked = [r["toolCall"]["rawInput"]["command"] for r in daemon.permission_requests]
     assert asked == ["echo make"], "git ran unasked (the hook allowed it); make asked"
+    assert allowed["by"] == "hook" and allowed["detail"].endswith(": read-only git")
+    assert (
+        asked_why["by"] == "user" and "asked because of the PreToolUse hook" in asked_why["detail"]
+    )
     assert "git version" in tool_outputs(model.requests[1])["c1"]
 
 
@@ -429,9 +460,15 @@ async def test_a_permission_request_hook_answers_instead_of_the_user(
         model.enqueue(text("done"))
         await daemon.prompt(sid, "go")
         await daemon.wait_for(lambda: notes.exists() and "idle_prompt" in notes.read_text())
+        denied = decision_of(daemon, sid, "c2")
     finally:
         await daemon.close()
     assert not daemon.permission_requests, "the hook answered both"
+    assert denied == {
+        "by": "hook",
+        "detail": f"the PermissionRequest hook `{decide}`: only greetings",
+        "outcome": "deny",
+    }
     outputs = tool_outputs(model.requests[2])
     assert (cody_env.workspace / "greeting.txt").read_text() == "hello\n"
     assert "only greetings" in outputs["c2"] and "User denied" not in outputs["c2"]
