@@ -7,7 +7,10 @@ files (a FIFO, a symlink out of the project) cost only themselves.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +200,45 @@ async def test_a_commands_shell_lines_run_through_the_approvals(
             assert not [i for i in request.body["input"] if i.get("type") == "function_call"]
     finally:
         await daemon.close()
+
+
+async def test_doctor_lists_commands_skills_and_hooks_and_names_an_untrusted_projects_hooks(
+    cody_env: CodyEnv,
+) -> None:
+    root = project(cody_env)
+    skill = root / ".agents" / "skills" / "notes" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: notes\ndescription: Writes release notes\n---\nbody\n")
+    marker = cody_env.root / "MARKER"
+    (root / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]
+                }
+            }
+        )
+    )
+    codex_hooks = cody_env.root / "codex-home" / "hooks.json"
+    codex_hooks.write_text(
+        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "make test"}]}]}})
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cody_client",
+        "doctor",
+        "--no-daemon-socket",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=cody_env.env,
+        cwd=root,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    text = out.decode()
+    assert "Commands      1 custom command" in text
+    assert "  /hello" in text and ".claude/commands/hello.md" in text
+    assert "Skills        1 skill" in text and ".agents/skills/notes/SKILL.md" in text
+    assert "Hooks         1 hook" in text and "  Stop: make test" in text
+    assert f"SessionStart `touch {marker}`" in text and "not trusted" in text
+    assert not marker.exists(), "doctor opened a session but ran no hook"
