@@ -513,3 +513,22 @@ async def test_a_notification_hook_that_fails_after_the_turn_is_still_reported(
     (report,) = hook_reports(daemon)
     assert report["event"] == "Notification" and report["sessionId"] == sid
     assert "no desktop to notify" in report["message"]
+
+
+async def test_closing_the_session_kills_a_hook_still_running(
+    cody_env: CodyEnv, daemon: Daemon, model: MockResponsesServer
+) -> None:
+    pid_file = cody_env.root / "idle.pid"
+    slow = script(
+        cody_env, "idle", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    hooks_file(cody_env.cody_home / "hooks.json", {"Notification": group(slow, "idle_prompt")})
+    sid = await daemon.new_session()
+    model.enqueue(text("ok"))
+    await daemon.prompt(sid, "hello")  # answered while the Notification hook still runs
+    await daemon.wait_for(lambda: pid_file.exists() and bool(pid_file.read_text()))
+    pid = int(pid_file.read_text())
+    os.kill(pid, 0)  # alive
+    await daemon.request("session/close", {"sessionId": sid})
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
