@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|warm|diagnostics|prompt|web|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|warm|diagnostics|prompt|web|extensions|all] [--runs 9]
     uv run python bench/run.py --peers [--runs 9]   (or `peers`: against the Codex CLI, codex-acp
                                                      and Claude Code; see bench/peers.py)
 
@@ -364,6 +364,14 @@ async def bench_prompt(runs: int) -> dict[str, Any]:
     return await run(runs)
 
 
+async def bench_extensions(runs: int) -> dict[str, Any]:
+    """What finding 100 commands, 200 skills and 20 hooks adds to `session/new`
+    (bench/extensions.py)."""
+    from bench.extensions import bench_extensions as run
+
+    return await run(runs)
+
+
 async def bench_concurrent(runs: int) -> dict[str, Any]:
     """50 sessions streaming at once: per-delta latency from the model server to the client.
 
@@ -532,6 +540,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "warm": bench_warm,
     "diagnostics": bench_diagnostics,
     "prompt": bench_prompt,
+    "extensions": bench_extensions,
     "web": bench_web,
     "processes": bench_processes,
 }

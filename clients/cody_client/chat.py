@@ -6,9 +6,10 @@ a turn runs the input line stays up: Enter steers the turn, Tab queues the next 
 (or a pasted image path) attaches an image to the next message (attachments.py).
 Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /undo,
 /rewind (rewind_cli.py), /ps (processes.py), /help, /quit run here (`COMMANDS`: this
-terminal's own pickers and listings); /init and /review are sent to the daemon, which runs
-them as turns with its built-in prompts (the same commands it
-advertises to editors over ACP).
+terminal's own pickers and listings); /init and /review, and the session's custom commands
+and skills (`_meta.cody.commands`: `.claude/commands`, Codex prompts, skills...), are sent to
+the daemon, which runs them as turns (the same commands it advertises to editors over ACP).
+`/help` lists them too, and Tab completes every command.
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
 """
@@ -26,12 +27,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cody_protocol.session import CustomCommandInfo
 from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
 from .attachments import AttachmentError, Attachments, mention_blocks, pasted_image_path
 from .chat_turns import ChatTurns
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
+from .extensions_view import command_help_rows, hook_status_line, short, skill_command
 from .headless import EXIT_CODES, session_settings
 from .inert import one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
@@ -98,11 +101,16 @@ class Chat:
         self.approver: Any = None
         """Asks the user about an approval (set by `run_chat`: a TerminalApprover)."""
         if self.interactive:
+            from prompt_toolkit.completion import merge_completers
             from prompt_toolkit.key_binding import KeyBindings
 
+            from .completion import SlashCompleter
             from .mentions import MentionCompleter
 
-            self.completer = MentionCompleter(lambda: self.session)
+            # `/` starts a command's name, `@` a file's path: each completer keeps to its own.
+            self.completer = merge_completers(
+                [SlashCompleter(self.completions), MentionCompleter(lambda: self.session)]
+            )
             self.focus_bindings = KeyBindings()
             enable_focus_reports(self.focus_bindings, self.notifier)
         self.process_count = ProcessCount(on_change=self._redraw)
@@ -154,13 +162,21 @@ class Chat:
             def _newline(event: KeyPressEvent) -> None:
                 event.current_buffer.insert_text("\n")
 
+            from prompt_toolkit.application.current import get_app
+            from prompt_toolkit.filters import Condition
             from prompt_toolkit.key_binding import merge_key_bindings
+
+            from .mentions import typing_mention
+
+            @Condition
+            def _mention() -> bool:
+                return typing_mention(get_app().current_buffer.document.text_before_cursor)
 
             self._prompt_session = PromptSession(
                 bottom_toolbar=self.toolbar,
                 key_bindings=merge_key_bindings([bindings, self.focus_bindings]),
                 completer=self.completer,
-                complete_while_typing=True,
+                complete_while_typing=_mention,
             )
         while True:
             if self._quit:
@@ -224,7 +240,7 @@ class Chat:
             text = text.strip()
             if not text:
                 continue
-            if text.startswith("/") and text.split()[0] not in DAEMON_COMMANDS:
+            if text.startswith("/") and text.split()[0] not in self.daemon_commands():
                 if not await self.command(text):
                     break
                 continue
@@ -300,8 +316,49 @@ class Chat:
             self.renderer.line(command.usage_error or f"usage: see /help for {name}")
         return True
 
+    def completions(self) -> list[tuple[str, str]]:
+        """Every slash command this chat runs or sends, with a short description."""
+        found = [(name, command.help.split("\n")[0]) for name, command in COMMANDS.items()]
+        found += [(usage.split()[0], text) for usage, text in DAEMON_HELP.items()]
+        found += [
+            (f"/{command.name}", short(command.description, 60))
+            for command in self.custom_commands()
+            if f"/{command.name}" not in COMMANDS
+        ]
+        return found
+
+    def custom_commands(self) -> list[CustomCommandInfo]:
+        """The session's custom commands and the skills a user may run
+        (`_meta.cody.commands`, `skills`)."""
+        meta = self.session.meta
+        if meta is None:
+            return []
+        names = {command.name for command in meta.commands}
+        skills = [
+            skill_command(skill)
+            for skill in meta.skills
+            if skill.user_invocable and skill.name not in names
+        ]
+        return [*meta.commands, *skills]
+
+    def daemon_commands(self) -> frozenset[str]:
+        """What is sent to the daemon as a prompt: its turn commands and the session's own
+        (a name the terminal has a command of its own for stays the terminal's)."""
+        own = {f"/{command.name}" for command in self.custom_commands()}
+        return DAEMON_COMMANDS | frozenset(own - set(COMMANDS))
+
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
+        rows = [
+            (usage, text)
+            for usage, text in command_help_rows(self.custom_commands())
+            if usage.split()[0] not in COMMANDS
+        ]
+        if rows:
+            width = min(max(len(usage) for usage, _ in rows) + 2, 42)
+            self.renderer.line("Commands from your files (sent to the daemon):")
+            for usage, text in rows:
+                self.renderer.line(f"  {usage:<{width}}{text}")
 
     async def _ps(self, words: list[str]) -> None:
         width = shutil.get_terminal_size((100, 24)).columns
@@ -562,6 +619,9 @@ async def _chat(
         ) as client:
             approver = TerminalApprover(renderer, "ask")
             client.on_permission = approver
+            client.on_hook_status = lambda status: renderer.line(
+                renderer.style.yellow(f"hook: {hook_status_line(status)}")
+            )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.load_session(

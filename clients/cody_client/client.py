@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol.extensions import (
+    HookStatusNotification,
     LanguageServersResult,
     ModelsListResult,
     PermissionRuleInfo,
@@ -109,10 +110,14 @@ class CodyClient:
         self.warm_skipped: str | None = None
         """Why a warm daemon was there but not used (cody_client.warm), for `doctor`."""
         self.on_permission: PermissionCallback | None = None
+        self.on_hook_status: Callable[[HookStatusNotification], None] | None = None
+        """Called when a session's hook failed, timed out or has a message for the user
+        (`_cody/hook/status`)."""
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
         self._runs: dict[str, PromptRun] = {}
         connection.on_notification("session/update", self._on_update)
+        connection.on_notification("_cody/hook/status", self._on_hook_status)
         connection.on_request("session/request_permission", self._on_permission)
 
     @classmethod
@@ -188,6 +193,18 @@ class CodyClient:
                 listener(notification.update)
             except Exception:
                 logger.exception("an update listener raised")
+
+    def _on_hook_status(self, params: Any) -> None:
+        if self.on_hook_status is None:
+            return
+        try:
+            notification = HookStatusNotification.model_validate(params)
+        except Exception:
+            return
+        try:
+            self.on_hook_status(notification)
+        except Exception:
+            logger.exception("the hook status callback raised")
 
     async def _on_permission(self, params: Any) -> Any:
         request = RequestPermissionParams.model_validate(params)

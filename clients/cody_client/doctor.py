@@ -37,8 +37,9 @@ from cody_protocol.extensions import (
 )
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
 from cody_protocol.methods import CODY_CONFIG_CHECK
-from cody_protocol.session import ProjectDoc
+from cody_protocol.session import CustomCommandInfo, HookInfo, ProjectDoc, SkillInfo
 
+from .extensions_view import extension_lines
 from .inert import guard, one_line
 from .project_docs import printable, project_docs_line
 
@@ -121,7 +122,11 @@ async def run_doctor(
     lines, problems = report_lines(
         meta,
         config=config_lines(check, cwd),
-        session=session_lines(here, cwd) if check is None or check.error is None else (),
+        session=(
+            session_lines(here, cwd, check.warnings if check is not None else ())
+            if check is None or check.error is None
+            else ()
+        ),
         session_problems=session_problems,
         language_servers=language_server_lines(servers),
     )
@@ -139,6 +144,10 @@ async def run_doctor(
             "cwd": cwd,
             "projectDocs": [doc.model_dump(mode="json", by_alias=True) for doc in here.docs],
             "absentTools": [tool.model_dump(mode="json", by_alias=True) for tool in here.absent],
+            "commands": [c.model_dump(mode="json", by_alias=True) for c in here.commands],
+            "skills": [s.model_dump(mode="json", by_alias=True) for s in here.skills],
+            "hooks": [h.model_dump(mode="json", by_alias=True) for h in here.hooks],
+            "warnings": here.warnings,
         }
         report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
         report["problems"] = problems
@@ -160,6 +169,11 @@ class SessionHere:
     docs: list[ProjectDoc] = field(default_factory=list)
     absent: list[AbsentTool] = field(default_factory=list)
     mcp: list[McpServerStatus] = field(default_factory=list)
+    commands: list[CustomCommandInfo] = field(default_factory=list)
+    skills: list[SkillInfo] = field(default_factory=list)
+    hooks: list[HookInfo] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """The session's warnings (the configuration's, and about its commands, skills, hooks)."""
     problem: str | None = None
     """Why no session could be opened here (e.g. an invalid configuration)."""
 
@@ -178,17 +192,34 @@ async def session_here(client: CodyClient, cwd: str) -> SessionHere:
         tools = ToolsListResult.model_validate(raw)
     finally:
         await session.close()
-    docs = list(session.meta.project_docs) if session.meta is not None else []
-    return SessionHere(docs=docs, absent=list(tools.absent), mcp=list(tools.mcp_servers))
+    meta = session.meta
+    if meta is None:
+        return SessionHere(absent=list(tools.absent), mcp=list(tools.mcp_servers))
+    return SessionHere(
+        docs=list(meta.project_docs),
+        absent=list(tools.absent),
+        mcp=list(tools.mcp_servers),
+        commands=list(meta.commands),
+        skills=list(meta.skills),
+        hooks=list(meta.hooks),
+        warnings=list(meta.warnings),
+    )
 
 
-def session_lines(here: SessionHere, cwd: str) -> list[str]:
-    """The report's lines about a session here: its project instructions, the tools the
-    model is not offered and why, MCP servers that failed."""
+def session_lines(here: SessionHere, cwd: str, shown_warnings: Sequence[str] = ()) -> list[str]:
+    """The report's lines about a session here: its project instructions, its commands,
+    skills and hooks (with the warnings about them not `shown_warnings` already), the tools
+    the model is not offered and why, MCP servers that failed."""
     if here.problem is not None:
         return [f"Session here  cannot start: {printable(here.problem)}"]
     line = project_docs_line(here.docs, cwd)
     lines = [line or "Project instructions: none (no AGENTS.md or CLAUDE.md here)"]
+    lines += extension_lines(here.commands, here.skills, here.hooks, cwd)
+    lines += [
+        f"  warning: {one_line(warning)}"
+        for warning in here.warnings
+        if warning not in shown_warnings
+    ]
     if here.absent:
         lines.append("Tools not offered to the model")
         lines += [f"  --  {t.name:<16} {printable(t.reason)}" for t in here.absent]

@@ -42,6 +42,7 @@ from .exec_options import (
     read_output_schema,
     write_last_message,
 )
+from .extensions_view import hook_status_line
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
@@ -244,6 +245,9 @@ async def run_exec(
         ) as client:
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal
+            )
+            client.on_hook_status = lambda status: renderer.line(
+                renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)

@@ -21,10 +21,16 @@ from .inert import one_line
 if TYPE_CHECKING:
     from .session import ClientSession
 
-__all__ = ["MentionCompleter"]
+__all__ = ["MentionCompleter", "typing_mention"]
 
 _WORD = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )*)$")
 LIMIT = 12
+
+
+def typing_mention(text_before_cursor: str) -> bool:
+    """Whether the cursor ends an `@word` (the menu of files opens as it is typed; a slash
+    command's name waits for Tab, so a Tab typed right after the name is never raced)."""
+    return _WORD.search(text_before_cursor) is not None
 
 
 class MentionCompleter(Completer):

@@ -19,6 +19,7 @@ __all__ = [
     "ConfigFileInfo",
     "DiagnosticInfo",
     "DiagnosticsNotification",
+    "HookStatusNotification",
     "LanguageServerInfo",
     "LanguageServersParams",
     "LanguageServersResult",
@@ -66,6 +67,21 @@ class McpStatusNotification(McpServerStatus):
     """`_cody/mcp/status`: sent for every state change of a session's MCP server."""
 
     session_id: str
+
+
+class HookStatusNotification(WireModel):
+    """`_cody/hook/status`: a hook failed or timed out (it then blocks nothing unless it is
+    `failClosed`), or wrote a `systemMessage` for the user."""
+
+    session_id: str
+    event: str
+    """The hook event (`PreToolUse`...)."""
+    command: str
+    source: str
+    """The file the hook comes from."""
+    status: Literal["failed", "timed_out", "message"]
+    message: str
+    """Why it failed, or its message, in words."""
 
 
 class AbsentTool(WireModel):

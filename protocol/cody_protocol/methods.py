@@ -39,6 +39,7 @@ __all__ = [
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
+    "CODY_HOOK_STATUS",
     "CODY_LSP_SERVERS",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
@@ -472,6 +473,9 @@ CODY_PROCESS_KILL = request(
     params="processes:KillProcessParams",
     result="processes:KillProcessResult",
     spec="cody",
+)
+CODY_HOOK_STATUS = notification(
+    "_cody/hook/status", sender="agent", params="extensions:HookStatusNotification", spec="cody"
 )
 
 # -- derived ---------------------------------------------------------------------------------

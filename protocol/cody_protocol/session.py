@@ -15,10 +15,12 @@ __all__ = [
     "CodySessionMeta",
     "CodySessionResultMeta",
     "ConfigOptionValue",
+    "CustomCommandInfo",
     "DeleteSessionParams",
     "EnvVariable",
     "ForkSessionParams",
     "ForkSessionResult",
+    "HookInfo",
     "HttpHeader",
     "ListSessionsParams",
     "ListSessionsResult",
@@ -43,6 +45,7 @@ __all__ = [
     "SetConfigOptionParams",
     "SetConfigOptionResult",
     "SetModeParams",
+    "SkillInfo",
 ]
 
 
@@ -170,6 +173,53 @@ class ProjectDoc(WireModel):
     """Why the file was not read (binary, unreadable, a symlink out of the project)."""
 
 
+ExtensionScope = Literal["user", "project"]
+ExtensionOrigin = Literal["cody", "claude", "codex", "agents"]
+
+
+class CustomCommandInfo(WireModel):
+    """A custom command (or a skill run as one) the session runs as `/<name>`."""
+
+    name: str
+    description: str
+    source: str
+    """The file it comes from."""
+    scope: ExtensionScope
+    origin: ExtensionOrigin
+    """Whose format: Cody's, Claude Code's, Codex's (its arguments are numbered as there)."""
+    kind: Literal["command", "skill"] = "command"
+    hint: str | None = None
+    """What may follow the name (`argument-hint`)."""
+
+
+class SkillInfo(WireModel):
+    """A skill: its name, description and `SKILL.md` (the model reads the body when used)."""
+
+    name: str
+    description: str
+    path: str
+    scope: ExtensionScope
+    origin: ExtensionOrigin
+    model_invocable: bool = True
+    """Listed for the model (false: `disable-model-invocation`, only the user runs it)."""
+    user_invocable: bool = True
+    """Offered as `/<name>` (false: `user-invocable: false`)."""
+
+
+class HookInfo(WireModel):
+    """A hook that runs in this session (an untrusted project's never do: see `warnings`)."""
+
+    event: str
+    command: str
+    source: str
+    scope: ExtensionScope
+    timeout_sec: float
+    matcher: str | None = None
+    fail_closed: bool = False
+    background: bool = Field(default=False, alias="async")
+    """`async: true`: started and not waited for."""
+
+
 class CodySessionResultMeta(WireModel):
     provider: str
     model: str
@@ -181,6 +231,11 @@ class CodySessionResultMeta(WireModel):
     project_docs: list[ProjectDoc] = Field(default_factory=list)
     """The project instructions the model is given, global file first (native sessions;
     an agent CLI reads its own)."""
+    commands: list[CustomCommandInfo] = Field(default_factory=list)
+    """Custom commands runnable as `/<name>` (Cody's built-ins are not listed, nor skills,
+    which `skills` lists with `userInvocable`; `available_commands_update` has them all)."""
+    skills: list[SkillInfo] = Field(default_factory=list)
+    hooks: list[HookInfo] = Field(default_factory=list)
 
 
 class SessionResultMeta(WireModel):

@@ -7,6 +7,7 @@ is in its way."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import time
@@ -267,6 +268,62 @@ async def test_the_approval_options_fit_an_80_column_terminal(
         assert options.rstrip().endswith("c cancel"), screen
         tmux.keys("n")
         await tmux.wait_for("stop: end_turn")
+    finally:
+        tmux.close()
+
+
+async def test_the_sessions_own_commands_are_in_help_complete_with_tab_and_run(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    commands = cody_env.workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet-team.md").write_text(
+        "---\ndescription: Greet the team\nargument-hint: [team]\n---\nSay hello to $ARGUMENTS.\n"
+    )
+    model.enqueue(text("hello, core team"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("/help", "Enter")
+        screen = await tmux.wait_for("Commands from your files")
+        assert "/greet-team [team]" in screen and "Greet the team (project claude)" in screen
+
+        tmux.keys("/greet-t", "Tab")
+        await tmux.wait_for("› /greet-team")
+        tmux.keys(" core", "Enter")
+        await tmux.wait_for("hello, core team")
+        assert model.requests[0].body["input"][-1]["content"][0]["text"] == "Say hello to core."
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()
+
+
+async def test_at_opens_the_files_menu_as_typed_and_a_slash_name_waits_for_tab(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`@` completion and `/` completion share one prompt: the files' menu opens while an
+    `@word` is typed; a command's name completes on Tab only (no menu racing the Tab)."""
+    cody_env.use_mock_provider(model.base_url)
+    (cody_env.workspace / "notes-for-review.txt").write_text("remember the milk\n")
+    model.enqueue(text("read it"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("/rev")
+        await asyncio.sleep(0.5)
+        assert "have the model review" not in tmux.screen()  # no menu for a name as typed
+        tmux.keys("BSpace", "BSpace", "BSpace", "BSpace", "look at @notes-for")
+        await tmux.wait_for("notes-for-review.txt")  # the menu, as typed
+        tmux.keys("Tab")
+        await tmux.wait_for("look at @notes-for-review.txt")
+        tmux.keys("Enter")
+        await tmux.wait_for("read it")
+        sent = json.dumps(model.requests[0].body["input"][-1])
+        assert "remember the milk" in sent
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
     finally:
         tmux.close()
 

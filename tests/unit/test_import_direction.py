@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"core", "config", "policy", "errors", "ids", "__init__"},
     "history": {"core", "errors", "ids", "store"},
     "backends": {"core", "config", "errors", "ids", "policy"},
+    "extensions": {"core", "config", "errors", "policy"},
     # Language servers: pygls' LSP client; launched in the exec sandbox (policy). The engine
     # reaches it only through its CodeServers port, which app.py fills (docs/architecture.md).
     "lsp": {"core", "config", "errors", "policy"},
@@ -45,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "backends",
         "history",
         "checkpoints",
+        "extensions",
     },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }

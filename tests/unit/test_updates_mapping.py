@@ -14,6 +14,7 @@ from cody_daemon.engine.events import (
     ConfigChanged,
     DiagnosticsReported,
     EngineEvent,
+    HookReported,
     McpStatusChanged,
     PlanChanged,
     TitleChanged,
@@ -276,6 +277,14 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         {},
     ),
     (
+        "hook status (not a session update)",
+        HookReported(
+            event="PreToolUse", command="./check.sh", source="/h.json", status="failed", message="x"
+        ),
+        [],
+        {},
+    ),
+    (
         "diagnostics (not a session update: `_cody/diagnostics`)",
         DiagnosticsReported(call_id="c1", path="/w/a.py", diagnostics=(), servers=("ruff",)),
         [],
@@ -383,6 +392,29 @@ def test_mcp_status_is_sent_as_its_own_notification() -> None:
         "tools": 0,
     }
     assert McpStatusNotification.model_validate(params).reason == "timed out after 1 s"
+
+
+def test_a_hook_status_notification_carries_what_failed_and_where() -> None:
+    from cody_daemon.rpc.updates import hook_status_params
+    from cody_protocol.extensions import HookStatusNotification
+
+    event = HookReported(
+        event="Stop",
+        command="make test",
+        source="/home/u/.codex/hooks.json",
+        status="timed_out",
+        message="the hook timed out after 60 s",
+    )
+    params = hook_status_params("s1", event)
+    assert params == {
+        "sessionId": "s1",
+        "event": "Stop",
+        "command": "make test",
+        "source": "/home/u/.codex/hooks.json",
+        "status": "timed_out",
+        "message": "the hook timed out after 60 s",
+    }
+    assert HookStatusNotification.model_validate(params).status == "timed_out"
 
 
 def _valid(update: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ __all__ = [
     "PROTECTED_KEYS",
     "PROTECTED_LSP_KEYS",
     "PROTECTED_TOOL_KEYS",
+    "HookTable",
     "LoadedConfig",
     "PermissionLayer",
     "user_permission_layers",
@@ -126,7 +127,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "approvals_reviewer",
         "agents",
         "skills",
-        "hooks",
         "plugins",
         "apps",
         "memories",
@@ -152,6 +152,17 @@ _SECRET_TABLES: Final[frozenset[str]] = frozenset({"http_headers", "headers", "e
 _UNKNOWN_KEY: Final = "unknown key"
 _MAX_VALUE_CHARS: Final = 80
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True, slots=True)
+class HookTable:
+    """The `[hooks]` table of one config file, kept out of the merge: every file's hooks run
+    (a project's only when it is trusted), each named with its file (extensions/discovery.py
+    reads and checks them; this loader only sets them aside)."""
+
+    source: str
+    table: Any
+    project: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +191,8 @@ class LoadedConfig:
     """The config files that were read, lowest precedence first."""
     project_trusted: bool = False
     """`cwd` is listed in the user file's `trusted_projects`."""
+    hook_tables: list[HookTable] = field(default_factory=list)
+    """The `[hooks]` of the user file and of the project file, in that order."""
     permissions: list[PermissionLayer] = field(default_factory=list)
     """The rules of each file that applies in `cwd`, in load order (policy/rule_sources.py)."""
 
@@ -205,6 +218,7 @@ class _Loader:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     problems: list[_Problem] = field(default_factory=list)
+    hook_tables: list[HookTable] = field(default_factory=list)
     names: dict[str, Mapping[str, str]] = field(default_factory=dict)
     """source -> config key -> the name its caller used (`_meta.cody.provider`)."""
 
@@ -235,9 +249,14 @@ class _Loader:
         self.sources.append(str(path))
         return data
 
-    def add_layer(self, data: Mapping[str, Any], source: str) -> CodyConfig | None:
-        """Validate one layer on its own; keep its canonical form when it is valid."""
+    def add_layer(
+        self, data: Mapping[str, Any], source: str, *, project: bool = False
+    ) -> CodyConfig | None:
+        """Validate one layer on its own; keep its canonical form when it is valid. Its
+        `[hooks]` are set aside (`hook_tables`), never merged."""
         data = _without_codex_only_keys(data, source, self.warnings)
+        if "hooks" in data:
+            self.hook_tables.append(HookTable(source, data.pop("hooks"), project))
         try:
             partial = CodyConfig.model_validate(dict(data), context=PARTIAL)
         except ValidationError as exc:
@@ -392,7 +411,7 @@ def load_effective_config(
                 paths=paths,
                 warnings=loader.warnings,
             )
-            project = loader.add_layer(kept, str(project_file))
+            project = loader.add_layer(kept, str(project_file), project=True)
             if project is not None and "permissions" in project.model_fields_set:
                 permissions.append(
                     PermissionLayer(
@@ -414,6 +433,7 @@ def load_effective_config(
         warnings=loader.warnings,
         sources=loader.sources,
         project_trusted=_is_trusted(cwd, trusted),
+        hook_tables=loader.hook_tables,
         permissions=permissions,
     )
 

@@ -13,8 +13,13 @@ Invariants:
   result is checked again with `fstat` (the path may have been swapped in between); then the
   fd is made blocking again (reads of a regular file never wait for another process);
 - `read_regular` never reads more than `limit` bytes: a larger file is refused, not read;
-- the refusals are `OSError`s (`NotRegularFile`, `FileTooLarge`) whose `strerror` says what
-  was found, so callers that already treat `OSError` as "cannot read" need nothing new.
+- `read_head(..., root=...)` (a repository's own files: commands, skills, `@path`) reads a
+  file only when its real path lies inside `root`; a symlink out of it is refused without its
+  target being opened, and the real path is opened with `O_NOFOLLOW` (a symlink swapped in
+  since is refused too);
+- the refusals are `OSError`s (`NotRegularFile`, `FileTooLarge`, `OutsideRoot`) whose
+  `strerror` says what was found, so callers that already treat `OSError` as "cannot read"
+  need nothing new.
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ __all__ = [
     "JSON_FILE_LIMIT",
     "FileTooLarge",
     "NotRegularFile",
+    "OutsideRoot",
+    "inside",
     "open_regular",
+    "read_head",
     "read_regular",
     "read_regular_text",
 ]
@@ -49,6 +57,10 @@ class NotRegularFile(OSError):
 
 class FileTooLarge(OSError):
     """The file is larger than the reader's limit."""
+
+
+class OutsideRoot(OSError):
+    """The file's real path (a symlink's target) lies outside the directory it must be in."""
 
 
 def _kind(mode: int) -> str:
@@ -103,3 +115,39 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
 def read_regular_text(path: Path | str, limit: int) -> str:
     """`read_regular` decoded as UTF-8 (UnicodeDecodeError, a ValueError, when it is not)."""
     return read_regular(path, limit).decode("utf-8")
+
+
+def inside(real_path: str, real_root: str) -> bool:
+    """Whether `real_path` is `real_root` or below it (both already real paths)."""
+    return real_path == real_root or real_path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def read_head(path: str | os.PathLike[str], limit: int, *, root: str | None = None) -> bytes:
+    """At most the first `limit` bytes of the regular file at `path` (a longer file is not an
+    error: the caller sees `limit` bytes). With `root` (a real path), the file's real path must
+    lie inside it (else `OutsideRoot`, the target never opened)."""
+    target = os.fspath(path)
+    flags = os.O_RDONLY
+    if root is not None:
+        real = os.path.realpath(target)
+        if not inside(real, root):
+            why = (
+                "a symlink to a file outside the project (not followed)"
+                if os.path.islink(target)
+                else "outside the project"
+            )
+            raise OutsideRoot(errno.EACCES, why, target)
+        target, flags = real, flags | os.O_NOFOLLOW
+    fd = open_regular(target, flags)
+    chunks: list[bytes] = []
+    try:
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

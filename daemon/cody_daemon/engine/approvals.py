@@ -40,6 +40,7 @@ from ..policy.approval import (
     CallFacts,
     Deny,
     Escalation,
+    HookDecision,
     decide,
     decided_by,
     remembered_key,
@@ -54,6 +55,7 @@ from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content
 from .session import Session
 from .toolcalls import DescribedCall, describe_grant
+from .turn_hooks import TurnHooks, hook_input
 
 __all__ = ["DENIED", "CallGate", "Decided", "Rerun", "TurnCancelled", "save_project_rules"]
 
@@ -134,8 +136,11 @@ class CallGate:
         secrets: SecretGuard,
         rules_file: Path | None = None,
         refresh_rules: Callable[[], Awaitable[None]] | None = None,
+        hooks: TurnHooks | None = None,
     ) -> None:
         self.session = session
+        self.hooks = hooks
+        """The turn's hooks: PreToolUse in the facts, PermissionRequest before the question."""
         self.link = link
         self.turn_id = turn_id
         self.allowed = allowed
@@ -185,7 +190,7 @@ class CallGate:
             )
             return self._allowed(decision, facts)
         proposal = None
-        if verdict.rule is None and self.rules_file is not None:
+        if verdict.rule is None and verdict.hook is None and self.rules_file is not None:
             proposal = propose_rules(
                 tool.name, tool.permission_subject(args, ctx), self.session.cwd
             )
@@ -244,7 +249,19 @@ class CallGate:
             outside_reason=needs[1] if needs is not None else None,
             rule=rule,
             allow_rule_void=void,
+            hook=None if rerun is not None else await self._pre_tool_hook(tool, args, ctx),
         )
+
+    async def _pre_tool_hook(
+        self, tool: Tool[Any], args: Any, ctx: ToolContext
+    ) -> HookDecision | None:
+        """What the PreToolUse hooks say about the call (policy/approval.py weighs it)."""
+        if self.hooks is None or not self.hooks.wants("PreToolUse"):
+            return None
+        verdict = await self.hooks.pre_tool(tool.name, hook_input(args, ctx.cwd), ctx.call_id)
+        if verdict is None:
+            return None
+        return HookDecision(verdict.decision, verdict.reason, verdict.command)
 
     @staticmethod
     def _allowed(
@@ -276,6 +293,11 @@ class CallGate:
     ) -> Decided:
         tool, args = info.tool, info.args
         assert tool is not None and args is not None
+        answered = await self._permission_hook(
+            call_id, tool=tool, args=args, ctx=ctx, facts=facts, key=key
+        )
+        if answered is not None:
+            return answered
         request = ApprovalRequest(
             call_id=call_id,
             title=info.title,
@@ -314,6 +336,8 @@ class CallGate:
             detail = "an invalid answer (counts as a rejection)"
         if verdict.rule is not None:
             detail += f"; asked because of the rule {verdict.rule.describe()}"
+        if verdict.hook is not None:
+            detail += f"; asked because of the PreToolUse hook `{verdict.hook.command}`"
         edited: DescribedCall | None = None
         if outcome == "allow" and reply.updated_input is not None:
             # The user's edit is decided on as the model's call would be: rules, sandbox,
@@ -361,6 +385,41 @@ class CallGate:
             message = f"{DENIED}: {reply.message}" if reply.message else DENIED
             return Decided(False, decision, message)
         return self._allowed(decision, facts, edited)
+
+    async def _permission_hook(
+        self,
+        call_id: str,
+        *,
+        tool: Tool[Any],
+        args: Any,
+        ctx: ToolContext,
+        facts: CallFacts,
+        key: GrantKey,
+    ) -> Decided | None:
+        """A PermissionRequest hook's answer in the user's place (recorded, never remembered
+        as a grant: the hook is asked again next time); None: ask the user (the Notification
+        hooks hear that an approval waits)."""
+        if self.hooks is None:
+            return None
+        verdict = None
+        if self.hooks.wants("PermissionRequest"):
+            verdict = await self.hooks.permission_request(
+                tool.name, hook_input(args, ctx.cwd), call_id
+            )
+        if verdict is None:
+            self.hooks.notify("permission_prompt", f"Cody needs your permission to use {tool.name}")
+            return None
+        named = f"the PermissionRequest hook `{verdict.command}`"
+        outcome: Literal["allow", "deny"] = "allow" if verdict.decision == "allow" else "deny"
+        decision = CallDecision(
+            "hook", named + (f": {verdict.reason}" if verdict.reason else ""), outcome
+        )
+        self._record(
+            call_id, tool=tool.name, decision=outcome, reason="hook", grant_key=key, audit=decision
+        )
+        if outcome == "allow":
+            return self._allowed(decision, facts)
+        return Decided(False, decision, verdict.reason or f"refused by {named}", "hook")
 
     def _edit_refused(
         self, call_id: str, tool: str, key: GrantKey, refused: EditRefused

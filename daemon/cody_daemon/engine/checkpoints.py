@@ -282,18 +282,22 @@ class TurnCheckpoint:
         self._recorded = False
         self._before: Snapshot | None = None
 
-    def start(self, turn_id: str) -> None:
-        """Begin the snapshot (call right after the user message is in the history)."""
+    def start(self, turn_id: str, message_id: str | None = None) -> None:
+        """Begin the snapshot: right after the user message is in the history, or before it
+        is written when the turn runs commands first (a custom command's `` !`cmd` ``s) with
+        `message_id` the id that message will have."""
         if self.service.store is None or self._task is not None:
             return
         self.turn_id = turn_id
         users = [
-            item
+            item.id
             for item in self.session.history
             if isinstance(item, MessageItem) and item.role == "user"
         ]
+        if message_id is not None and message_id not in users:
+            users.append(message_id)
         self._turn = len(users)
-        self._message_id = users[-1].id if users else None
+        self._message_id = users[-1] if users else None
         self._task = asyncio.get_running_loop().create_task(
             self.service.snapshot(
                 self.session, f"before turn {self.turn_id}", running=self.checkpoint_id

@@ -37,7 +37,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -393,10 +393,14 @@ async def compact_session(
     context_window: int,
     price: Price | None,
     emit: Callable[[EngineEvent], None],
+    before: Callable[[Literal["auto", "manual"]], Awaitable[None]] | None = None,
 ) -> CompactionResult | None:
     """`/compact`: summarise everything now (the latest user message stays verbatim); usage
     and cost are added to the session's totals; the client gets the notice. The entry point
-    for `_cody/session/compact` and an ACP slash command alike."""
+    for `_cody/session/compact` and an ACP slash command alike. `before` runs first (the
+    PreCompact hooks)."""
+    if before is not None:
+        await before("manual")
     result = await compact(
         session,
         provider,
@@ -427,8 +431,11 @@ class ContextKeeper:
         *,
         emit: Callable[[EngineEvent], None],
         on_usage: Callable[[UsageReport], None],
+        before: Callable[[Literal["auto", "manual"]], Awaitable[None]] | None = None,
     ) -> None:
         self._session = session
+        self._before = before
+        """Runs before a summary is made (the PreCompact hooks)."""
         self._provider = provider
         self._window = context_window
         self._emit = emit
@@ -476,6 +483,8 @@ class ContextKeeper:
         return await self._compact(template, "auto")
 
     async def _compact(self, template: ModelRequest, reason: Literal["auto", "manual"]) -> bool:
+        if self._before is not None:
+            await self._before(reason)
         try:
             result = await compact(
                 self._session,

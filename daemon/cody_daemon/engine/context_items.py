@@ -1,6 +1,6 @@
 """Context items: what Cody tells the model besides the system prompt, kept in the session.
 
-Three kinds, each a message the model receives between the history items:
+Five kinds, each a message the model receives between the history items:
 - `project_docs`: the project instructions (engine/project_docs.py), a user message, read
   when the session is created (or, for a session from before Cody read them, when it is
   first opened again) and never re-read: resume and fork send the same text;
@@ -8,7 +8,11 @@ Three kinds, each a message the model receives between the history items:
   developer message, added at the start of a turn whenever the permissions text differs from
   the last one sent (the first turn, a changed sandbox or approval policy);
 - `answer_check`: a user message telling the model why its final answer did not validate
-  against the turn's output schema (engine/final_answer.py), after that answer.
+  against the turn's output schema (engine/final_answer.py), after that answer;
+- `skills`: the skills the model may use (engine/skills_context.py), a developer message,
+  added at the start of a turn whenever the list differs from the last one sent;
+- `hook`: what a hook gave the model (SessionStart and UserPromptSubmit context, PostToolUse
+  notes, a Stop hook's reason to go on: engine/hooks.py), a developer message.
 
 Invariants:
 - an item, once sent, is never changed or moved while the history it follows is sent
@@ -20,7 +24,8 @@ Invariants:
   history exports see only the conversation;
 - when the item an entry follows is not in the view (compacted away, or a stored anchor that
   no longer exists), the entry goes to the front, and of those only the latest of each kind
-  is kept (the latest permissions still apply; older ones are history).
+  is kept (the latest permissions still apply; older ones are history), except `hook`
+  entries, which belong to their moment and are dropped with it (the summary covers them).
 """
 
 from __future__ import annotations
@@ -42,14 +47,23 @@ __all__ = [
     "ContextKind",
     "answer_check_entry",
     "latest",
+    "hook_entry",
     "project_docs_entry",
     "record",
     "session_context_entry",
+    "skills_entry",
     "splice",
 ]
 
-ContextKind = Literal["project_docs", "session_context", "answer_check"]
-_KINDS: tuple[ContextKind, ...] = ("project_docs", "session_context", "answer_check")
+ContextKind = Literal["project_docs", "session_context", "answer_check", "skills", "hook"]
+_KINDS: tuple[ContextKind, ...] = (
+    "project_docs",
+    "session_context",
+    "answer_check",
+    "skills",
+    "hook",
+)
+_TRANSIENT: frozenset[ContextKind] = frozenset({"hook"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +74,8 @@ class ContextEntry:
     item: MessageItem | None
     """What the model receives (None: recorded, but nothing to send, e.g. no AGENTS.md)."""
     key: str = ""
-    """`session_context`: the permissions text; a different one means a new item."""
+    """`session_context`, `skills`: the text it was made from; a different one means a new
+    item."""
     docs: tuple[dict[str, Any], ...] = ()
     """`project_docs`: the files found (`_meta.cody.projectDocs` entries)."""
 
@@ -150,6 +165,18 @@ def answer_check_entry(history: Sequence[HistoryItem], text: str) -> ContextEntr
     return ContextEntry(kind="answer_check", after=_anchor(history), item=_message("user", text))
 
 
+def skills_entry(history: Sequence[HistoryItem], key: str, text: str) -> ContextEntry:
+    """The skills the model may use (`key`: what decides whether the list changed)."""
+    return ContextEntry(
+        kind="skills", after=_anchor(history), item=_message("developer", text), key=key
+    )
+
+
+def hook_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:
+    """What hooks gave the model, after `history`'s end."""
+    return ContextEntry(kind="hook", after=_anchor(history), item=_message("developer", text))
+
+
 def record(session: Session, entry: ContextEntry) -> None:
     """Write `entry` to the session file, then make it part of the session."""
     session.file.append("event", entry.event())
@@ -165,7 +192,12 @@ def splice(view: Sequence[HistoryItem], entries: Sequence[ContextEntry]) -> list
     if not entries:
         return list(view)
     keys = {item_key(item) for item in view}
-    front = [e for e in entries if e.after is None or e.after not in keys]
+    front = [
+        e
+        for e in entries
+        if (e.after is None or e.after not in keys)
+        and (e.after is None or e.kind not in _TRANSIENT)
+    ]
     last_of_kind = {entry.kind: index for index, entry in enumerate(front)}
     out: list[HistoryItem] = [
         e.item for i, e in enumerate(front) if last_of_kind[e.kind] == i and e.item is not None

@@ -25,6 +25,7 @@ __all__ = [
     "DiagnosticsReported",
     "ConfigChanged",
     "EngineEvent",
+    "HookReported",
     "McpStatusChanged",
     "PlanChanged",
     "TitleChanged",
@@ -193,6 +194,17 @@ class McpStatusChanged:
     tools: int = 0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookReported:
+    """A hook failed, timed out or has a message for the user (sent as `_cody/hook/status`)."""
+
+    event: str
+    command: str
+    source: str
+    status: Literal["failed", "timed_out", "message"]
+    message: str
+
+
 @dataclass(frozen=True, slots=True)
 class CommandsAvailable:
     """The slash commands a session offers (sent as `available_commands_update`)."""
@@ -227,6 +239,7 @@ EngineEvent = (
     | ConfigChanged
     | TitleChanged
     | McpStatusChanged
+    | HookReported
     | Compacted
     | CommandsAvailable
     | DiagnosticsReported

@@ -296,6 +296,7 @@ class SessionLoader:
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
             notify=tuple(config.notify),
+            hook_tables=tuple(loaded.hook_tables),
         )
         return settings, catalog
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
@@ -22,6 +23,8 @@ from cody_protocol.settings import WIRE_APIS
 from ..config.loader import project_trusted
 from ..core.history import item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
+from ..extensions.discovery import Locations, discover
+from ..ids import new_id
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
@@ -38,6 +41,7 @@ from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
 from .final_answer import FinalAnswer, check_schema
+from .hooks import SessionHooks
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
@@ -45,7 +49,8 @@ from .notify import Notifier, NotifyingLink
 from .ports import ClientLink
 from .processes import attach_processes, kill_process, list_processes
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
-from .replay import client_content, prompt_to_text, replay_events
+from .prompt_prep import run_native
+from .replay import prompt_to_text, replay_events
 from .secrets import login_files, secret_guard
 from .session import Session, TurnOutcome
 from .settings import (
@@ -55,10 +60,11 @@ from .settings import (
     build_config_options,
     mode_of,
 )
-from .slash import parse_command
+from .slash import BUILTIN_NAMES, parse_command
 from .slash_runner import run_local_command
 from .steer_requests import dropped_outcome, join_turn
 from .turn import TurnEnv, TurnRunner
+from .turn_hooks import TurnHooks
 from .workdir import refuse_live_move, require_workdir
 
 if TYPE_CHECKING:
@@ -104,13 +110,15 @@ class SessionManager:
         mcp_servers: Sequence[McpServer] = (),
         *,
         read_docs: bool = True,
+        start_source: str = "startup",
     ) -> Session:
         """A new live session; `read_docs`: read its project instructions now (a fork copies
-        its source's instead)."""
+        its source's instead); `start_source`: what its SessionStart hooks are told."""
         session, catalog = self._loader.create(cwd, meta)
         try:
             if read_docs:
                 await self._read_project_docs(session)
+            await self._discover(session, start_source)
         except BaseException:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
@@ -137,6 +145,38 @@ class SessionManager:
         )
         entry = project_docs_entry(session.history, docs.text, [doc.wire() for doc in docs.files])
         record(session, entry)
+
+    async def _discover(self, session: Session, start_source: str) -> None:
+        """Find the session's commands, skills and hooks (native sessions: an agent CLI reads
+        its own), off the event loop (extensions/discovery.py)."""
+        if session.settings.backend != "native":
+            return
+        home = self.deps.env.get("HOME")
+        where = Locations(
+            cody_dir=self.deps.paths.config_dir,
+            claude_dir=self.deps.claude_dir,
+            codex_home=self.deps.codex_home,
+            home=Path(home) if home else None,
+            config_file=self.deps.paths.config_file,
+        )
+        found = await asyncio.to_thread(
+            discover,
+            session.cwd,
+            where,
+            trusted=session.settings.project_trusted,
+            hook_tables=session.settings.hook_tables,
+            reserved=BUILTIN_NAMES,
+        )
+        session.extensions = found
+        session.settings.warnings.extend(found.warnings)
+        if found.hooks:
+            session.hooks = SessionHooks(
+                specs=found.hooks,
+                session_id=session.id,
+                cwd=session.cwd,
+                transcript_path=session.file.path,
+            )
+            session.start_source = start_source
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
@@ -214,6 +254,7 @@ class SessionManager:
                 # A session from before Cody read project instructions: read them once now
                 # (appended after its history, so nothing it sent before changes).
                 await self._read_project_docs(session)
+            await self._discover(session, "resume")
         except BaseException:
             session.file.close()
             raise
@@ -268,11 +309,10 @@ class SessionManager:
         output_schema: dict[str, Any] | None,
     ) -> TurnOutcome:
         refuse_audio(blocks)
-        command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
-        if command is not None:
-            if command.command.kind == "local":
-                return await run_local_command(self, session, command, link)
-            blocks = command.turn_prompt()
+        # `/compact`, `/init`, a custom command...: engine/slash.py
+        command = parse_command(blocks, session.extensions.commands)
+        if command is not None and command.command.kind == "local":
+            return await run_local_command(self, session, command, link)
         require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
         checkpoint = (
@@ -286,7 +326,11 @@ class SessionManager:
         )
         link = notifying or link
         runner: TurnRunner | BackendTurnRunner
+        run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
+            if command is not None:
+                blocks = command.turn_prompt()
+            text = prompt_to_text(blocks)
             from .agents import agent_for
             from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
@@ -335,7 +379,7 @@ class SessionManager:
                     output_schema, structured_output=takes_output_schema(env.provider)
                 )
             runner = TurnRunner(session, env)
-            run = runner.run(text, images, client_content(blocks))
+            run = run_native(runner, blocks, command, images)
         if notifying is not None:
             notifying.turn_id = runner.state.turn_id
         start = len(session.history)
@@ -410,6 +454,12 @@ class SessionManager:
             if session.mcp is not None:
                 extra = await session.mcp.session_tools()
                 env.tools = ToolRegistry([*env.tools.tools(), *extra])
+            hooks = TurnHooks(
+                session,
+                turn_id=new_id(),
+                env=env.secrets.child_environment(env.env),
+                emit=lambda event: link.emit(session.id, event),
+            )
             return await compact_session(
                 session,
                 env.provider,
@@ -417,6 +467,7 @@ class SessionManager:
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
+                before=hooks.pre_compact if hooks.wants("PreCompact") else None,
             )
 
         task = asyncio.create_task(compact())
@@ -513,6 +564,7 @@ class SessionManager:
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
+            model_problem=spec.model_problem,
             secrets=self._secrets(session),
             code=self.deps.code,
         )
@@ -692,6 +744,8 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        if session.hooks is not None:
+            await session.hooks.close()
         if self.deps.code is not None:
             await self.deps.code.release(session.id)
         await session.file.sync()
@@ -753,7 +807,11 @@ class SessionManager:
         # A fork is a native session whatever config.toml chooses: the copied history is
         # Cody's, and no agent CLI has a thread for it.
         session = await self.new_session(
-            cwd, CodySessionMeta(backend="native"), mcp_servers, read_docs=False
+            cwd,
+            CodySessionMeta(backend="native"),
+            mcp_servers,
+            read_docs=False,
+            start_source="resume",
         )
         if settings_source is not None:
             self._apply_persisted(session, settings_source)
@@ -795,6 +853,8 @@ class SessionManager:
             try:
                 await _stop_agent(session)
                 await _close_mcp(session)
+                if session.hooks is not None:
+                    await session.hooks.close()
                 await session.file.sync()
             finally:
                 _close_file(session)

@@ -15,12 +15,12 @@ silences the directory's `AGENTS.md`, as in Codex).
 
 Invariants:
 - the text is model input only: nothing here changes settings, tools or the sandbox;
-- only regular files are read. A path is `lstat`ed first and opened with `O_NONBLOCK`, then
-  checked again with `fstat`, so a FIFO, device or socket (or a symlink to one, such as
-  `/dev/zero`) is never read from and never blocks;
-- a project file that is a symlink is followed only when its target lies inside the project
-  root; otherwise it is skipped with a note and its target is never opened (the resolved
-  path is opened with `O_NOFOLLOW`, so a symlink swapped in after the check is refused).
+- only regular files are read (core/safe_read.py `read_head`: `stat`ed first and opened with
+  `O_NONBLOCK`, then checked again with `fstat`), so a FIFO, device or socket (or a symlink
+  to one, such as `/dev/zero`) is never read from and never blocks;
+- a project file is read only when its real path lies inside the project root (a symlink
+  out of it is skipped with a note and its target is never opened; the real path is opened
+  with `O_NOFOLLOW`, so a symlink swapped in after the check is refused).
   Global files are the user's own and may be symlinks anywhere (still regular files only);
 - `max_bytes` caps the joined file text (headings and notes are not counted): each read asks
   for at most the remaining budget plus one byte; a file that does not fit is cut at a
@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import codecs
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from ..core.project import project_chain, project_root, shared_directory
+from ..core.safe_read import NotRegularFile, OutsideRoot, read_head
 from .prompt_files import render
 
 __all__ = [
@@ -56,7 +57,6 @@ DEFAULT_MAX_BYTES: Final = 32 * 1024
 DEFAULT_FALLBACKS: Final[tuple[str, ...]] = ("CLAUDE.md",)
 OVERRIDE_NAME: Final = "AGENTS.override.md"
 AGENTS_NAME: Final = "AGENTS.md"
-_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 Scope = Literal["global", "project"]
 
@@ -98,28 +98,6 @@ class _Budget:
     files: list[DocFile] = field(default_factory=list)
 
 
-def project_root(cwd: Path) -> Path:
-    """The nearest ancestor of `cwd` (itself included) holding a `.git`; else `cwd`. A
-    directory other users may write (`/tmp`) is never a project root: anyone could have put a
-    `.git` there (the Codex CLI's sandbox leaves empty `.git` mount points in `/tmp`), which
-    would make that shared directory's instruction files the project's."""
-    probe = cwd
-    while True:
-        if os.path.lexists(probe / ".git") and not _shared(probe):
-            return probe
-        if probe.parent == probe:
-            return cwd
-        probe = probe.parent
-
-
-def _shared(directory: Path) -> bool:
-    """Other users may create files in `directory` (world-writable, like `/tmp`)."""
-    try:
-        return bool(os.stat(directory).st_mode & stat.S_IWOTH)
-    except OSError:
-        return False
-
-
 def global_candidates(cody_config_dir: Path, codex_home: Path, claude_dir: Path) -> list[Path]:
     """Where the global file may be, in order (the first that exists is read)."""
     return [
@@ -149,9 +127,9 @@ def read_project_docs(
     if first is not None:
         _read_one(first, budget, scope="global", root=None)
     names = _names(fallbacks)
-    for directory in _chain(root, real_cwd):
+    for directory in project_chain(root, real_cwd):
         found = next((directory / n for n in names if os.path.lexists(directory / n)), None)
-        if found is not None and _shared(directory):
+        if found is not None and shared_directory(directory):
             _skip(budget, str(found), "project", "in a directory other users can write")
         elif found is not None:
             _read_one(found, budget, scope="project", root=root)
@@ -169,33 +147,23 @@ def _names(fallbacks: Sequence[str]) -> list[str]:
     return names
 
 
-def _chain(root: Path, cwd: Path) -> list[Path]:
-    """The directories from `root` down to `cwd`, both included."""
-    chain = [cwd]
-    probe = cwd
-    while probe not in (root, probe.parent):
-        probe = probe.parent
-        chain.append(probe)
-    return list(reversed(chain))
-
-
 def _read_one(path: Path, budget: _Budget, *, scope: Scope, root: Path | None) -> None:
     shown = str(path)
-    target, problem = _target(path, root)
-    if problem is not None:
-        _skip(budget, shown, scope, problem)
+    within = str(root) if root is not None else None
+    try:  # a file past the cap is still opened (0 bytes read): a bad one is named as such
+        data = read_head(path, max(budget.remaining + 1, 0), root=within)
+    except (NotRegularFile, IsADirectoryError):
+        _skip(budget, shown, scope, "not a regular file")
+        return
+    except OutsideRoot as exc:
+        _skip(budget, shown, scope, exc.strerror or "outside the project")
+        return
+    except OSError as exc:
+        _skip(budget, shown, scope, f"cannot be read: {exc.strerror or type(exc).__name__}")
         return
     if budget.remaining <= 0:
         budget.files.append(DocFile(shown, 0, truncated=True, scope=scope))
         budget.sections.append(_note(f"{shown} left out: project_doc_max_bytes was reached"))
-        return
-    try:
-        data = _read_regular(target, budget.remaining + 1, follow=root is None)
-    except _NotRegular:
-        _skip(budget, shown, scope, "not a regular file")
-        return
-    except OSError as exc:
-        _skip(budget, shown, scope, f"cannot be read: {exc.strerror or type(exc).__name__}")
         return
     truncated = len(data) > budget.remaining
     if truncated:
@@ -221,45 +189,6 @@ def _read_one(path: Path, budget: _Budget, *, scope: Scope, root: Path | None) -
         )
     label = ' scope="global"' if scope == "global" else ""
     budget.sections.append(f'<instructions path="{shown}"{label}>\n{body}\n</instructions>')
-
-
-def _target(path: Path, root: Path | None) -> tuple[Path, str | None]:
-    """The path to open, or why the file is not read (a project symlink out of `root`)."""
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        return path, f"cannot be read: {exc.strerror or type(exc).__name__}"
-    if not stat.S_ISLNK(info.st_mode):
-        return path, None if stat.S_ISREG(info.st_mode) else "not a regular file"
-    real = Path(os.path.realpath(path))
-    if root is not None and real != root and root not in real.parents:
-        return path, "a symlink to a file outside the project (not followed)"
-    return real, None
-
-
-class _NotRegular(Exception):
-    pass
-
-
-def _read_regular(path: Path, limit: int, *, follow: bool) -> bytes:
-    """At most `limit` bytes of `path`, which must be a regular file (see the invariants).
-    Without `follow`, a symlink swapped in since the `lstat` is refused (`O_NOFOLLOW`)."""
-    fd = os.open(path, _OPEN_FLAGS | (0 if follow else os.O_NOFOLLOW))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _NotRegular()
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _skip(budget: _Budget, shown: str, scope: Scope, why: str) -> None:

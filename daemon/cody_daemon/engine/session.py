@@ -16,6 +16,7 @@ from cody_protocol.prompt import StructuredOutput, TokenUsage
 
 from ..core.history import HistoryItem
 from ..errors import StorageError
+from ..extensions.discovery import Extensions
 from ..policy.approval import Grants
 from ..store.checkpoint_log import CheckpointLog
 from ..store.reader import make_title
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
     from ..tools.processes.table import ProcessTable
+    from .hooks import SessionHooks
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -84,6 +86,13 @@ class Session:
     """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
     processes: ProcessTable | None = None
     """The processes its commands run (tools/processes/): all stopped when it closes."""
+    extensions: Extensions = field(default_factory=Extensions)
+    """Its custom commands, skills and hooks (found when it became live; native sessions)."""
+    hooks: SessionHooks | None = None
+    """Runs its hooks (None: it has none)."""
+    start_source: str | None = None
+    """SessionStart's `source` (`startup`, `resume`) while the hook has yet to run: at the
+    start of the next turn."""
 
     @property
     def busy(self) -> bool:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol.settings import ApprovalPolicy, SandboxMode, SandboxUnavailable
 
+from ..core.project import project_root
 from .context_items import latest, record, session_context_entry
-from .project_docs import project_root
 from .prompt_files import prompt, render
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
+from ..config.loader import HookTable
 from ..config.model import LspConfig, McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 from ..policy.rules import RuleSet
@@ -147,6 +148,9 @@ class SessionSettings:
     notify: tuple[str, ...] = ()
     """`notify`: the program run when a turn ends or an approval waits (not persisted;
     engine/notify.py)."""
+    hook_tables: tuple[HookTable, ...] = ()
+    """The `[hooks]` of the user and project config files (not persisted: read again when
+    the session becomes live; extensions/discovery.py decides which run)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

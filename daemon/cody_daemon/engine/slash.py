@@ -17,6 +17,11 @@ Two kinds:
   (stored, replayed, seen by the model), and every tool call goes through the usual
   approvals and sandbox.
 
+Besides Cody's own, a session runs the custom commands and skills it found
+(extensions/discovery.py): `custom` calls, expanded into a normal turn by
+engine/custom_commands.py. A built-in always wins a name (discovery leaves such a file out,
+with a warning).
+
 A command's mistake (an unknown model, a bad number) is answered as text, like the rest of
 its output: a chat user reads it where they typed. Only a busy session or a failed model call
 is a JSON-RPC error, as for any prompt.
@@ -24,15 +29,19 @@ is a JSON-RPC error, as for any prompt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from cody_protocol.content import ContentBlock, TextContent
 
+from ..extensions.commands import CustomCommand
 from .events import CommandsAvailable
 from .prompt_files import prompt
 
 __all__ = [
+    "BUILTIN_NAMES",
     "COMMANDS",
     "CommandCall",
     "SlashCommand",
@@ -47,8 +56,9 @@ class SlashCommand:
     description: str
     hint: str | None = None
     """What may follow the name (shown by clients while the input is empty)."""
-    kind: Literal["local", "turn"] = "local"
-    """`local`: answered by the daemon; `turn`: a model turn with a built-in prompt."""
+    kind: Literal["local", "turn", "custom"] = "local"
+    """`local`: answered by the daemon; `turn`: a model turn with a built-in prompt;
+    `custom`: a custom command or skill (`CommandCall.custom`)."""
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
@@ -113,6 +123,8 @@ class CommandCall:
     """The text after the name (stripped; may be empty)."""
     rest: tuple[ContentBlock, ...] = ()
     """The prompt's other blocks (resources the user attached), kept for `turn` commands."""
+    custom: CustomCommand | None = None
+    """The file a `custom` call runs."""
 
     def turn_prompt(self) -> list[ContentBlock]:
         """The prompt a `turn` command runs: its built-in text, the user's words, the rest."""
@@ -123,10 +135,15 @@ class CommandCall:
 
 
 _BY_NAME = {command.name: command for command in COMMANDS}
+BUILTIN_NAMES: frozenset[str] = frozenset(_BY_NAME)
+_NO_CUSTOM: Mapping[str, CustomCommand] = MappingProxyType({})
 
 
-def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
-    """The command a prompt runs, or None when it is an ordinary prompt."""
+def parse_command(
+    blocks: list[ContentBlock], custom: Mapping[str, CustomCommand] = _NO_CUSTOM
+) -> CommandCall | None:
+    """The command a prompt runs (a built-in, else one of the session's `custom` ones), or
+    None when it is an ordinary prompt."""
     if not blocks or not isinstance(blocks[0], TextContent):
         return None
     text = blocks[0].text.lstrip()
@@ -137,11 +154,28 @@ def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
     if newline:
         argument = f"{after} {argument}" if argument else after
     command = _BY_NAME.get(name)
+    found = custom.get(name) if command is None else None
+    if found is not None:
+        command = _custom_entry(found)
     if command is None:
         return None
-    return CommandCall(command=command, argument=argument.strip(), rest=tuple(blocks[1:]))
+    return CommandCall(
+        command=command, argument=argument.strip(), rest=tuple(blocks[1:]), custom=found
+    )
 
 
-def commands_event() -> CommandsAvailable:
-    """What to advertise after a session is created, loaded, resumed or forked."""
-    return CommandsAvailable(tuple((c.name, c.description, c.hint) for c in COMMANDS))
+def _custom_entry(custom: CustomCommand) -> SlashCommand:
+    what = f"{custom.scope} skill" if custom.skill else custom.scope
+    return SlashCommand(
+        name=custom.name,
+        description=f"{custom.description} ({what})",
+        hint=custom.hint,
+        kind="custom",
+    )
+
+
+def commands_event(custom: Mapping[str, CustomCommand] = _NO_CUSTOM) -> CommandsAvailable:
+    """What to advertise after a session is created, loaded, resumed or forked: Cody's
+    commands, then the session's custom commands and skills."""
+    entries = [*COMMANDS, *map(_custom_entry, custom.values())]
+    return CommandsAvailable(tuple((c.name, c.description, c.hint) for c in entries))

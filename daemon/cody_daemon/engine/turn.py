@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ from ..core.history import (
     FunctionCallOutputItem,
     HistoryItem,
     ImagePart,
+    MessageItem,
     user_message,
 )
 from ..errors import ProviderError, StorageError
@@ -60,6 +62,7 @@ from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .checkpoints import TurnCheckpoint, may_change_files
 from .compaction import ContextKeeper
 from .context_items import answer_check_entry, record
+from .custom_commands import fill_shell, shell_text
 from .diagnostics import EditChecks
 from .edited_input import edited_note
 from .editor_files import editor_files_for
@@ -85,6 +88,7 @@ from .processes import prepare_processes
 from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
+from .skills_context import refresh_skills
 from .steering import STEERED, SteerInbox, steered_message, until_steered
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
@@ -98,6 +102,7 @@ from .toolcalls import (
     unusable_arguments,
     wire_raw_output,
 )
+from .turn_hooks import TurnHooks, TurnStopped, hook_input
 from .usage import add_usage, record_call
 
 __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
@@ -139,6 +144,8 @@ class TurnEnv:
     """The language servers: diagnostics after edits (engine/diagnostics.py)."""
     checkpoint: TurnCheckpoint | None = None
     """The turn's checkpoint of the workspace (engine/checkpoints.py); None: none is taken."""
+    model_problem: Callable[[str], str | None] | None = None
+    """Why a model is not one of the provider's (None: it is); for a command's `model`."""
 
     def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
         """The tools the model is offered now, and why the others of `tools` are not
@@ -179,6 +186,13 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self.hooks = TurnHooks(
+            session,
+            turn_id=self.state.turn_id,
+            env=env.secrets.child_environment(env.env),
+            emit=self._emit,
+            report=lambda event: env.link.emit(session.id, event),
+        )
         self._gate = CallGate(
             session,
             env.link,
@@ -187,7 +201,12 @@ class TurnRunner:
             secrets=env.secrets,
             rules_file=env.rules_file,
             refresh_rules=env.refresh_rules,
+            hooks=self.hooks,
         )
+        self._model: str | None = None
+        """A custom command's model for this turn (else the session's)."""
+        self._detached: dict[str, ToolResult | None] = {}
+        """Calls of a command's !`cmd`s, not in the model's history: their results."""
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
@@ -212,11 +231,17 @@ class TurnRunner:
         prompt_text: str,
         images: Sequence[ImagePart] = (),
         client_content: list[dict[str, Any]] | None = None,
+        *,
+        shell: Sequence[str] = (),
+        model: str | None = None,
     ) -> TurnOutcome:
         """One turn for the user's `prompt_text` (and `images`); `client_content`: the prompt's
         ACP blocks when they were more than text and images (kept with the message for the
-        replay)."""
+        replay); `shell`: a custom command's `` !`command` ``s, run through the approvals
+        before the message is written, their output in place of their placeholders;
+        `model`: a custom command's model for this turn (when the provider has it)."""
         session = self.session
+        self._use_model(model)
         session.grants.turn_rejected.clear()
         settings = session.settings
         session.file.append(
@@ -233,19 +258,29 @@ class TurnRunner:
             ),
         )
         prepare_processes(session, self.env.sandbox, self.env.tools)
-        user_item = user_message(new_id("msg_"), prompt_text, images)
-        user_item.client_content = client_content
-        session.file.append("response_item", user_item.payload())
-        session.history.append(user_item)
+        refresh_skills(session, session.extensions.skills, self.env.context_window)
+        message_id = new_id("msg_")
         if self.env.checkpoint is not None:
-            self.env.checkpoint.start(self.state.turn_id)
-        if (title := session.title_from_prompt(prompt_text)) is not None:
-            self._emit(TitleChanged(title))
+            # Before a custom command's !`cmd`s: what they change is undone with the turn.
+            self.env.checkpoint.start(self.state.turn_id, message_id)
         stop = "end_turn"
         failure: BaseException | None = None
         session.steering = self.inbox
         try:
+            if shell:  # a custom command's !`cmd`s, each an exec call through the approvals
+                if self.env.refresh_rules is not None:
+                    await self.env.refresh_rules()
+                prompt_text = fill_shell(prompt_text, [await self._shell(c) for c in shell])
+            user_item = user_message(message_id, prompt_text, images)
+            user_item.client_content = client_content
+            session.file.append("response_item", user_item.payload())
+            session.history.append(user_item)
+            self.hooks.flush()  # UserPromptSubmit's text follows the message it is about
+            if (title := session.title_from_prompt(prompt_text)) is not None:
+                self._emit(TitleChanged(title))
             stop = await self._loop()
+        except TurnStopped as exc:
+            self._emit(AgentText(f"\n[The turn was stopped by a hook: {exc.reason}]"))
         except asyncio.CancelledError:
             stop = "cancelled"
             task = asyncio.current_task()
@@ -293,6 +328,48 @@ class TurnRunner:
             valid=False, errors=[f"no final answer: the turn ended ({stop})"], via=answer.via
         )
 
+    async def _shell(self, command: str) -> str:
+        """Run a command's `` !`command` `` as an `exec` call the user sees and the approvals
+        decide, outside the model's history; its output (or why it did not run) for the
+        prompt."""
+        call_id = new_id("cmd_")
+        self._detached[call_id] = None
+        arguments = json.dumps({"command": command})
+        await self._run_calls(
+            [ToolCallRequested(call_id=call_id, name="exec", arguments=arguments)]
+        )
+        return shell_text(command, self._detached.pop(call_id, None))
+
+    def _use_model(self, model: str | None) -> None:
+        if model is None or model == self.session.settings.model:
+            return
+        check = self.env.model_problem
+        problem = check(model) if check is not None else "the provider's models are unknown"
+        if problem is None:
+            self._model = model
+        else:
+            self._emit(
+                AgentText(
+                    f"[Cody: the command asks for the model {model}, which this session's "
+                    f"provider does not have ({problem}); using {self.session.settings.model}.]\n"
+                )
+            )
+
+    async def answer(self, text: str, stop: str = "end_turn") -> TurnOutcome:
+        """End the turn before it began (a hook blocked the prompt, a command cannot run):
+        `text` for the user, nothing stored, no model call."""
+        if text:
+            self._emit(AgentText(text))
+        self._closed = True
+        await self.env.link.flush(self.session.id)
+        return TurnOutcome(
+            stop_reason=stop,
+            turn_id=self.state.turn_id,
+            last=TokenUsage(),
+            turn=TokenUsage(),
+            total=self.session.usage_total,
+        )
+
     # -- the loop -------------------------------------------------------------------------
 
     async def _loop(self) -> str:
@@ -308,6 +385,7 @@ class TurnRunner:
             self.env.context_window,
             emit=self._emit,
             on_usage=lambda report: self._record_usage(report, meter=False),
+            before=self.hooks.pre_compact,
         )
         answer = self.env.final_answer
         for _ in range(settings.max_tool_iterations):
@@ -316,6 +394,8 @@ class TurnRunner:
             template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             if answer is not None:
                 template = answer.shape(template)
+            if self._model is not None:
+                template = replace(template, model=self._model)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -335,9 +415,12 @@ class TurnRunner:
             if not calls:
                 if end == STEERED or self.inbox.pending:
                     continue  # the model answers the steered message next
+                if end == "end_turn" and await self.hooks.stop(_last_answer(self.session)):
+                    continue  # a Stop hook asked the model to go on (bounded)
                 self.inbox.close()  # the turn ends here: a later steer is refused, not lost
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
+            self.hooks.flush()  # PostToolUse texts, after the whole batch of outputs
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
 
@@ -539,6 +622,13 @@ class TurnRunner:
         self._finish_call(call.call_id, result, live_continues=continues is not None)
         if continues is not None:
             continues()
+        if self.hooks.wants("PostToolUse"):
+            await self.hooks.post_tool(
+                tool.name,
+                hook_input(args, self.session.cwd),
+                call.call_id,
+                redact_result(self.env.secrets, result),
+            )
 
     async def _decide(
         self, call_id: str, info: DescribedCall, ctx: ToolContext, rerun: Rerun | None = None
@@ -553,7 +643,7 @@ class TurnRunner:
                 failure_seen=self.state.failure_seen,
                 rerun=rerun,
             )
-        except TurnCancelled:
+        except (TurnCancelled, TurnStopped):
             raise
         except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
             logger.info(
@@ -695,6 +785,18 @@ class TurnRunner:
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         content: list[ToolCallContent] = result.content or text_content(result.output)
         call = self.state.open_calls.pop(call_id, None)
+        if call_id in self._detached:  # a command's !`cmd`: shown, not the model's history
+            self._detached[call_id] = result
+            self._emit(
+                ToolCallProgress(
+                    call_id=call_id,
+                    status=status,
+                    content=content,
+                    raw_output=wire_raw_output(result.output, result.raw_output),
+                    decision=decision,
+                )
+            )
+            return
         item = FunctionCallOutputItem(
             call_id=call_id,
             output=result.output,
@@ -738,6 +840,14 @@ class TurnRunner:
             logger.info("dropped a %s emitted after the turn ended", type(event).__name__)
             return
         self.env.link.emit(self.session.id, event)
+
+
+def _last_answer(session: Session) -> str:
+    """The text of the model's last message (a Stop hook's `last_assistant_message`)."""
+    for item in reversed(session.history):
+        if isinstance(item, MessageItem):
+            return item.text if item.role == "assistant" else ""
+    return ""
 
 
 async def _sandbox_available(sandbox: SandboxPolicy) -> bool:

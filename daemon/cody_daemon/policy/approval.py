@@ -8,8 +8,15 @@ make git run a program, nor to a command without a sandbox while `sandbox_unavai
 "ask"`: such a call goes on as if no allow rule matched.)
 
 (`credentials`: a call that would read a login file is refused in every policy and mode;
-what cannot run at all: `sandbox_unavailable = "refuse"` without bubblewrap. Hooks, issue
-27, will decide between the refusals and the rules.)
+what cannot run at all: `sandbox_unavailable = "refuse"` without bubblewrap.)
+
+`hooks`: what the PreToolUse hooks answered (`CallFacts.hook`, engine/turn_hooks.py). A
+`deny` refuses the call with the hook's reason, whatever the rules say. An `ask` or `allow`
+is weighed with the rules: a deny rule still denies and a rejection of the user's still
+stands; an `ask` (or an ask rule) asks even where a rule or a grant would allow (under
+`never` nobody can be asked: refused); an `allow` runs the call without the policy's
+question, except where an ask rule asks or a command would run without a sandbox while
+`sandbox_unavailable = "ask"` (that question is about the missing sandbox).
 
 The policy weighs whether the sandbox contains the call (`CallFacts.contained`): under
 `on-request` and `on-failure` a contained call runs unasked and a call that needs more
@@ -46,6 +53,7 @@ __all__ = [
     "Deny",
     "Escalation",
     "Grants",
+    "HookDecision",
     "Verdict",
     "decide",
     "decided_by",
@@ -53,7 +61,9 @@ __all__ = [
     "remembered_key",
 ]
 
-AllowReason = Literal["policy", "grant", "read-only tool", "known-safe command", "rule", "sandbox"]
+AllowReason = Literal[
+    "policy", "grant", "read-only tool", "known-safe command", "rule", "sandbox", "hook"
+]
 DenyReason = Literal[
     "allowlist",
     "credentials",
@@ -62,6 +72,7 @@ DenyReason = Literal[
     "turn rejection",
     "policy",
     "rule",
+    "hook",
 ]
 Escalation = Literal["escalate", "rerun", "write", "network", "mcp", "other"]
 """Why a call needs more than the sandbox: the model asked to run a command outside it
@@ -69,6 +80,17 @@ Escalation = Literal["escalate", "rerun", "write", "network", "mcp", "other"]
 a file tool writes outside the writable roots (`write`), a network tool, an MCP tool, any
 other tool the sandbox does not contain."""
 _OUTSIDE: frozenset[str] = frozenset({"escalate", "rerun"})
+
+
+@dataclass(frozen=True, slots=True)
+class HookDecision:
+    """What the PreToolUse hooks decided (the strongest of their answers)."""
+
+    decision: Literal["allow", "deny", "ask"]
+    reason: str
+    """Why (a deny's reason is what the model is told)."""
+    command: str
+    """The deciding hook's command (`_meta.cody.decision.detail` names it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +114,8 @@ class Ask:
     """The call would run outside the sandbox; the request must say so plainly."""
     rule: RuleVerdict | None = None
     """An ask rule that made the call ask (else the policy did)."""
+    hook: HookDecision | None = None
+    """A PreToolUse hook that made the call ask (`ask`)."""
 
 
 Verdict = Allow | Deny | Ask
@@ -148,6 +172,8 @@ class CallFacts:
     allow_rule_void: str | None = None
     """Why an allow rule cannot allow this call (a git command where the repository's own
     configuration can make git run a program): it is decided as if no allow rule matched."""
+    hook: HookDecision | None = None
+    """What the PreToolUse hooks decided (None: no hook decided)."""
 
 
 def decide(facts: CallFacts, grants: Grants) -> Verdict:
@@ -166,10 +192,15 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
             f"cannot run: no sandbox is available ({facts.no_sandbox_because}) and "
             'sandbox_unavailable = "refuse"',
         )
-    # Hooks (issue 27) come here: a PreToolUse hook may deny, ask or allow.
+    hook = facts.hook
+    if hook is not None and hook.decision == "deny":
+        why = hook.reason or f"blocked by the PreToolUse hook `{hook.command}`"
+        return Deny("hook", why, f"the PreToolUse hook `{hook.command}`")
     rule = facts.rule
     if rule is not None and rule.decision == "allow" and _allow_rule_void(facts):
         rule = None  # decided as if no allow rule matched: the question stays
+    if hook is not None:
+        return _hooked(facts, grants, hook, rule)
     if rule is not None:
         detail = rule.describe()
         if rule.decision == "deny":
@@ -196,6 +227,35 @@ def decide(facts: CallFacts, grants: Grants) -> Verdict:
     ):
         return Allow("grant", "allowed for this session")
     return _policy(facts)
+
+
+def _hooked(
+    facts: CallFacts, grants: Grants, hook: HookDecision, rule: RuleVerdict | None
+) -> Verdict:
+    """A PreToolUse hook's `ask` or `allow`, weighed with the rules (module docstring)."""
+    named = f"the PreToolUse hook `{hook.command}`"
+    if rule is not None and rule.decision == "deny":
+        detail = rule.describe()
+        return Deny("rule", f"denied by the permission rule {detail}", detail)
+    refused = _rejected(facts, grants)
+    if refused is not None:
+        return refused
+    ask_rule = rule if rule is not None and rule.decision == "ask" else None
+    must_warn = facts.unsandboxed and facts.sandbox_unavailable == "ask"
+    if hook.decision == "allow" and ask_rule is None and not must_warn:
+        return Allow("hook", named + (f": {hook.reason}" if hook.reason else ""))
+    if facts.policy == "never":
+        return Deny(
+            "hook",
+            f"{named} lets the call run only after asking, but the approval policy is `never`, "
+            "so nobody can be asked",
+            named,
+        )
+    return Ask(
+        unsandboxed=facts.unsandboxed,
+        rule=ask_rule,
+        hook=hook if hook.decision == "ask" else None,
+    )
 
 
 def _allow_rule_void(facts: CallFacts) -> bool:
@@ -252,11 +312,12 @@ def _policy(facts: CallFacts) -> Verdict:
     return Ask(unsandboxed=facts.unsandboxed)
 
 
-_BY_ALLOW = {"grant": "grant", "rule": "rule", "sandbox": "sandbox"}
+_BY_ALLOW = {"grant": "grant", "rule": "rule", "sandbox": "sandbox", "hook": "hook"}
 _BY_DENY = {
     "allowlist": "allowlist",
     "sandbox": "sandbox",
     "rule": "rule",
+    "hook": "hook",
     "session rejection": "grant",
     "turn rejection": "grant",
 }

@@ -72,7 +72,8 @@ class ConnectionApp(DaemonApp):
         """`session/resume` of a session whose turn is running: attach and watch it."""
         session = self.manager.get(session_id)
         link = self.link
-        _after_response(lambda: link.emit(session_id, commands_event()))
+        event = commands_event(session.extensions.commands)
+        _after_response(lambda: link.emit(session_id, event))
         return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )

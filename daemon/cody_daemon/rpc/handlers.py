@@ -87,10 +87,18 @@ def _after_response(action: Callable[[], None]) -> None:
 
 
 def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
-    from cody_protocol.session import CodySessionResultMeta, ProjectDoc, SessionResultMeta
+    from cody_protocol.session import (
+        CodySessionResultMeta,
+        CustomCommandInfo,
+        HookInfo,
+        ProjectDoc,
+        SessionResultMeta,
+        SkillInfo,
+    )
 
     from ..engine.settings import build_modes
 
+    listed = session.extensions.wire()
     return {
         "modes": build_modes(session.settings),
         "configOptions": app.manager.config_options(session),
@@ -106,6 +114,9 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
                 session_file=str(session.file.path),
                 warnings=session.settings.warnings,
                 project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
+                commands=[CustomCommandInfo.model_validate(c) for c in listed["commands"]],
+                skills=[SkillInfo.model_validate(skill) for skill in listed["skills"]],
+                hooks=[HookInfo.model_validate(hook) for hook in listed["hooks"]],
             )
         ),
     }
@@ -115,12 +126,14 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     """The method table. The engine (`app.manager`, `app.link`) and the modules a session
     needs are reached when a handler first runs, never here: `initialize` needs neither."""
 
-    def advertise_commands(session_id: str) -> None:
-        """After this request's response: the session's slash commands (a client learns the
-        session id from the response, so the update must follow it)."""
+    def advertise_commands(session: Session) -> None:
+        """After this request's response: the session's slash commands, its custom ones
+        included (a client learns the session id from the response, so the update must
+        follow it)."""
         from ..engine.slash import commands_event
 
-        _after_response(lambda: app.link.emit(session_id, commands_event()))
+        event = commands_event(session.extensions.commands)
+        _after_response(lambda: app.link.emit(session.id, event))
 
     async def initialize(params: Any) -> Any:
         capabilities = plain_client_capabilities(params)
@@ -158,7 +171,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         parsed = parse(NewSessionParams, params)
         meta = parsed.meta.cody if parsed.meta is not None else None
         session = await app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
-        advertise_commands(session.id)
+        advertise_commands(session)
         return NewSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )
@@ -174,7 +187,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             mcp_servers=parsed.mcp_servers,
             relocate_to=parsed.cwd if parsed.relocate else None,
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_resume(params: Any) -> Any:
@@ -188,7 +201,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             mcp_servers=parsed.mcp_servers,
             relocate_to=parsed.cwd if parsed.relocate else None,
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return SessionStateResult.model_validate(_session_state(app, session))
 
     async def session_list(params: Any) -> Any:
@@ -295,7 +308,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         session = await app.manager.fork(
             parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
         )
-        advertise_commands(session.id)
+        advertise_commands(session)
         return ForkSessionResult.model_validate(
             {"sessionId": session.id, **_session_state(app, session)}
         )

@@ -37,6 +37,7 @@ from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTex
 from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import (
     CODY_DIAGNOSTICS,
+    CODY_HOOK_STATUS,
     CODY_MCP_STATUS,
     FS_READ_TEXT_FILE,
     FS_WRITE_TEXT_FILE,
@@ -64,6 +65,7 @@ from ..engine.events import (
     AgentThought,
     DiagnosticsReported,
     EngineEvent,
+    HookReported,
     McpStatusChanged,
 )
 from ..engine.ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientFileAccess
@@ -71,7 +73,13 @@ from ..errors import ClientFileError
 from .live_output import TerminalView
 from .output_so_far import OutputSoFar
 from .protocol import CodyProtocol
-from .updates import chunk_update, diagnostics_params, event_updates, mcp_status_params
+from .updates import (
+    chunk_update,
+    diagnostics_params,
+    event_updates,
+    hook_status_params,
+    mcp_status_params,
+)
 
 __all__ = ["COALESCE_S", "RpcClientLink"]
 
@@ -120,6 +128,9 @@ class RpcClientLink:
             self._flush_pending(session_id)
             self._protocol.notify(CODY_MCP_STATUS, mcp_status_params(session_id, event))
             return
+        if isinstance(event, HookReported):
+            self._flush_pending(session_id)
+            self._protocol.notify(CODY_HOOK_STATUS, hook_status_params(session_id, event))
         if isinstance(event, DiagnosticsReported):
             self._flush_pending(session_id)
             self._protocol.notify(CODY_DIAGNOSTICS, diagnostics_params(session_id, event))

@@ -11,7 +11,12 @@ from typing import Any
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
 from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
-from cody_protocol.extensions import DiagnosticInfo, DiagnosticsNotification, McpStatusNotification
+from cody_protocol.extensions import (
+    DiagnosticInfo,
+    DiagnosticsNotification,
+    HookStatusNotification,
+    McpStatusNotification,
+)
 from cody_protocol.updates import (
     CodySessionInfoMeta,
     CompactionNotice,
@@ -39,6 +44,7 @@ from ..engine.events import (
     ConfigChanged,
     DiagnosticsReported,
     EngineEvent,
+    HookReported,
     McpStatusChanged,
     PlanChanged,
     TitleChanged,
@@ -165,6 +171,8 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return []  # not a session update: sent as `_cody/mcp/status` (see mcp_status_params)
     if isinstance(event, DiagnosticsReported):
         return []  # not a session update: sent as `_cody/diagnostics` (diagnostics_params)
+    if isinstance(event, HookReported):
+        return []  # not a session update: sent as `_cody/hook/status` (hook_status_params)
     if isinstance(event, Compacted):
         notice = CompactionNotice(
             reason=event.reason,
@@ -227,4 +235,16 @@ def diagnostics_params(session_id: str, event: DiagnosticsReported) -> dict[str,
         ],
         servers=list(event.servers),
         late=list(event.late),
+    ).wire()
+
+
+def hook_status_params(session_id: str, event: HookReported) -> dict[str, Any]:
+    """The params of a `_cody/hook/status` notification."""
+    return HookStatusNotification(
+        session_id=session_id,
+        event=event.event,
+        command=event.command,
+        source=event.source,
+        status=event.status,
+        message=event.message,
     ).wire()

@@ -258,10 +258,13 @@ export interface CodySessionMeta {
 /** `CodySessionResultMeta` */
 export interface CodySessionResultMeta {
   backend?: "native" | "codex" | "claude";
+  commands?: CustomCommandInfo[];
+  hooks?: HookInfo[];
   model: string;
   projectDocs?: ProjectDoc[];
   provider: string;
   sessionFile: string;
+  skills?: SkillInfo[];
   warnings?: string[];
 }
 
@@ -354,6 +357,17 @@ export interface Cost {
 export interface CurrentModeUpdate {
   currentModeId: string;
   sessionUpdate: "current_mode_update";
+}
+
+/** A custom command (or a skill run as one) the session runs as `/<name>`. */
+export interface CustomCommandInfo {
+  description: string;
+  hint?: string | null;
+  kind?: "command" | "skill";
+  name: string;
+  origin: "cody" | "claude" | "codex" | "agents";
+  scope: "user" | "project";
+  source: string;
 }
 
 /**
@@ -465,6 +479,31 @@ export interface ForkSessionResult {
   configOptions: SessionConfigOption[];
   modes: SessionModeState;
   sessionId: string;
+}
+
+/** A hook that runs in this session (an untrusted project's never do: see `warnings`). */
+export interface HookInfo {
+  async?: boolean;
+  command: string;
+  event: string;
+  failClosed?: boolean;
+  matcher?: string | null;
+  scope: "user" | "project";
+  source: string;
+  timeoutSec: number;
+}
+
+/**
+ * `_cody/hook/status`: a hook failed or timed out (it then blocks nothing unless it is
+ * `failClosed`), or wrote a `systemMessage` for the user.
+ */
+export interface HookStatusNotification {
+  command: string;
+  event: string;
+  message: string;
+  sessionId: string;
+  source: string;
+  status: "failed" | "timed_out" | "message";
 }
 
 /** `HttpHeader` */
@@ -1033,6 +1072,17 @@ export interface SetModeParams {
   sessionId: string;
 }
 
+/** A skill: its name, description and `SKILL.md` (the model reads the body when used). */
+export interface SkillInfo {
+  description: string;
+  modelInvocable?: boolean;
+  name: string;
+  origin: "cody" | "claude" | "codex" | "agents";
+  path: string;
+  scope: "user" | "project";
+  userInvocable?: boolean;
+}
+
 /** `_cody/session/steer`: add a user message to the running turn (docs/protocol.md). */
 export interface SteerParams {
   prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
@@ -1240,6 +1290,7 @@ export const Method = {
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
+  codyHookStatus: "_cody/hook/status",
   codyLspServers: "_cody/lsp/servers",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
