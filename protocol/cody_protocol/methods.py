@@ -36,6 +36,7 @@ __all__ = [
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
+    "CODY_MCP_ELICIT",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_SESSION_COMPACT",
@@ -384,6 +385,14 @@ CODY_HISTORY_IMPORT = request(
 CODY_AGENTS_LIST = request("_cody/agents/list", result="extensions:AgentsListResult", spec="cody")
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
+)
+CODY_MCP_ELICIT = request(
+    "_cody/mcp/elicit",
+    sender="agent",
+    params="mcp:McpElicitParams",
+    result="mcp:McpElicitResult",
+    spec="cody",
+    stability="unstable",
 )
 
 # -- derived ---------------------------------------------------------------------------------

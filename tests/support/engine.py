@@ -40,7 +40,13 @@ from cody_daemon.core.history import FunctionCallOutputItem, ReasoningItem, Summ
 from cody_daemon.engine.deps import EngineDeps
 from cody_daemon.engine.events import AgentText, EngineEvent, ToolCallOpened, ToolCallProgress
 from cody_daemon.engine.manager import SessionManager
-from cody_daemon.engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from cody_daemon.engine.ports import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ClientFileAccess,
+    Elicitation,
+    ElicitationAnswer,
+)
 from cody_daemon.engine.session import TurnOutcome
 from cody_daemon.errors import ProviderError
 from cody_daemon.providers.base import (
@@ -224,6 +230,8 @@ class RecordingLink:
     def __init__(self) -> None:
         self.events: list[tuple[str, EngineEvent]] = []
         self.approvals: list[tuple[str, ApprovalRequest]] = []
+        self.elicitations: list[tuple[str, Elicitation]] = []
+        """MCP elicitations forwarded to the client (each is declined)."""
         self.answer_fn: Callable[[ApprovalRequest], ApprovalAnswer] | None = None
         self._answers: list[ApprovalAnswer] = []
 
@@ -249,6 +257,10 @@ class RecordingLink:
         if self._answers:
             return self._answers.pop(0)
         return self.answer_fn(request) if self.answer_fn is not None else "allow_once"
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        self.elicitations.append((session_id, request))
+        return ElicitationAnswer("decline")
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()  # the disk is used

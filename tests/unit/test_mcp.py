@@ -36,12 +36,13 @@ from cody_daemon.tools.mcp import (
     specs_from_session,
     tool_name,
 )
-from cody_daemon.tools.mcp.tool import render_result
+from cody_daemon.tools.mcp.results import render_result
 from cody_protocol.content import ContentToolCallContent, ImageContent
 from cody_protocol.session import NewSessionParams
 from mcp_types import CallToolResult, EmbeddedResource, ResourceLink, TextResourceContents
 
 from tests.support.mcp_servers import SCRIPTS
+from tests.support.mcp_servers.demo_tools import PIXEL_PNG
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -134,7 +135,9 @@ async def test_calls_map_results(
     assert ok and json.loads(output) == {"files": 3, "ok": True}
     pixel = tools["mcp__demo__pixel"]
     result = await pixel.run(pixel.parse({}), ctx)
-    assert result.output == "[image: image/png, 12 bytes]"
+    assert result.output == "[image 1: image/png, 12 bytes]", "a marker, never the base64"
+    [part] = result.images
+    assert part.image_url == f"data:image/png;base64,{PIXEL_PNG}", "the image, for the model"
     image = result.content[1]
     assert isinstance(image, ContentToolCallContent) and isinstance(image.content, ImageContent)
     # Bad arguments reach the server, which says what is wrong.
@@ -163,8 +166,8 @@ async def test_read_mcp_resource(
     demo: tuple[McpSessionManager, list[McpStatus]], tmp_path: Path
 ) -> None:
     manager = demo[0]
-    tools = await manager.session_tools()
-    read = tools[-1]
+    tools = by_name(await manager.session_tools())
+    read = tools["readMcpResource"]
     assert (read.name, read.kind, read.requires_approval) == ("readMcpResource", "read", False)
     assert "demo" in read.description
     ctx = context(tmp_path)
@@ -219,8 +222,9 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
         crash = final["crash"].reason or ""
         assert "exited with code 3" in crash and "DEMO_TOKEN is not set" in crash
         assert "stdout: this log line should have gone to stderr" in crash
-        assert (
-            final["missing"].reason == "command not found: 'no-such-mcp-server-cmd' (not on PATH)"
+        assert final["missing"].reason == (
+            "command not found: 'no-such-mcp-server-cmd' is not on the daemon's PATH; give its "
+            "full path in `command`"
         )
         assert (final["secret"].state, final["secret"].reason) == ("failed", "no token")
         for server in final:  # each transition once: starting, then ready or failed
@@ -242,8 +246,15 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
         dead = manager.statuses()[0]
         assert dead.state == "failed" and "exited with code 5" in (dead.reason or "")
         assert "crashing with code 5 as asked" in (dead.reason or "")
-        with pytest.raises(ToolError, match="'demo' is not available: exited with code 5"):
-            await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx)
+        assert "restarted at its next use (3 restarts left)" in (dead.reason or "")
+        assert "mcp__demo__add" in by_name(await manager.tools()), "kept while restartable"
+        # The next call restarts it.
+        assert await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx) == (True, "2")
+        assert [s.state for _, s in statuses if s.server == "demo"][-3:] == [
+            "failed",
+            "starting",
+            "ready",
+        ]
     finally:
         await manager.aclose()  # also when an assertion failed: no leaked servers
     assert set(children()) - set(before) == set()  # no process left, not even a zombie
@@ -341,7 +352,8 @@ def test_specs_from_config(tmp_path: Path) -> None:
     assert "TOKEN" not in repr(files) and "abc" not in repr(web)
     assert isinstance(web.transport, McpHttp)
     assert dict(web.transport.headers) == {"X-Team": "a", "Authorization": "Bearer abc"}
-    assert (web.startup_timeout_s, web.tool_timeout_s, web.requires_approval) == (30, 5, True)
+    assert (web.startup_timeout_s, web.tool_timeout_s, web.requires_approval) == (30, 5, None)
+    assert web.trust_annotations, "unset requires_approval: the annotations decide"
     assert web.unavailable is None
     assert nokey.unavailable is not None and "bearer_token_env_var NOPE is not set" in (
         nokey.unavailable
@@ -374,7 +386,7 @@ def test_specs_from_session_params() -> None:
     assert dict(web.transport.headers) == {"Authorization": "Bearer k"}
     for spec in (fs, web):
         assert (spec.source, spec.startup_timeout_s, spec.tool_timeout_s) == ("session", 10, 60)
-        assert spec.requires_approval
+        assert spec.requires_approval is None and spec.trust_annotations
 
     sse = NewSessionParams.model_validate(
         {"cwd": "/w", "mcpServers": [{"type": "sse", "name": "old", "url": "https://x/sse"}]}
@@ -390,7 +402,9 @@ def test_specs_from_session_params() -> None:
 
 def test_session_servers_win_but_keep_configured_tuning() -> None:
     configs = {
-        "fs": McpServerConfig(command="old-fs", tool_timeout_s=300, requires_approval=False),
+        "fs": McpServerConfig(
+            command="old-fs", tool_timeout_s=300, requires_approval=False, trust_annotations=False
+        ),
         "git": McpServerConfig(command="git-mcp"),
         "off": McpServerConfig(command="off-mcp", enabled=False, startup_timeout_s=40),
     }
@@ -405,6 +419,7 @@ def test_session_servers_win_but_keep_configured_tuning() -> None:
     fs = specs[1]
     assert isinstance(fs.transport, McpStdio) and fs.transport.command == "new-fs"
     assert (fs.source, fs.tool_timeout_s, fs.requires_approval) == ("session", 300, False)
+    assert not fs.trust_annotations, "a client's server cannot make itself trusted"
     assert specs[2].startup_timeout_s == 40
     assert merge_specs(specs[:1], []) == specs[:1]
 
@@ -424,7 +439,9 @@ def test_tool_names_are_safe_short_and_unique() -> None:
 
 def test_schema_and_result_rendering() -> None:
     class Never:
-        async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        async def call_tool(
+            self, tool: str, arguments: dict[str, Any], **options: Any
+        ) -> CallToolResult:
             raise AssertionError("not called")
 
     odd = McpTool(
@@ -448,7 +465,13 @@ def test_schema_and_result_rendering() -> None:
         ],
         structured_content={"ignored": True},
     )
-    text, content = render_result(result)
-    assert text == "[resource file:///a]\nalpha\n[resource link: file:///b b (the b)]"
-    assert content == []
-    assert render_result(CallToolResult(content=[], is_error=True))[0].startswith("(the tool")
+    rendered = render_result(result)
+    assert rendered.text == (
+        "[resource file:///a]\nalpha\n"
+        "[resource link: file:///b (b): the b; read it with readMcpResource]"
+    ), "text resources as text, links as references, structured content only without text"
+    assert [type(c.content).__name__ for c in rendered.content[1:]] == [
+        "EmbeddedResource",
+        "ResourceLink",
+    ], "the client keeps every block"
+    assert render_result(CallToolResult(content=[], is_error=True)).text.startswith("(the tool")

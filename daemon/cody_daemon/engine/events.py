@@ -28,6 +28,7 @@ __all__ = [
     "ToolCallOutput",
     "ToolCallOutputEnd",
     "ToolCallProgress",
+    "ToolCallProgressReport",
     "UsageChanged",
     "UserImage",
     "UserText",
@@ -114,6 +115,18 @@ class ToolCallProgress:
     """The files the call touched (replaces the locations of its `tool_call`)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallProgressReport:
+    """A running call said how far it has come (an MCP server's `notifications/progress`):
+    sent as an `in_progress` update with the text and `_meta.cody.progress`."""
+
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class PlanChanged:
     entries: tuple[tuple[str, Literal["pending", "in_progress", "completed"]], ...]
@@ -174,6 +187,7 @@ EngineEvent = (
     | UserImage
     | ToolCallOpened
     | ToolCallProgress
+    | ToolCallProgressReport
     | ToolCallOutput
     | ToolCallOutputEnd
     | PlanChanged

@@ -23,6 +23,7 @@ from ..policy.approval import Grants
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from ..tools.mcp import SESSION_TOOLS as MCP_SESSION_TOOLS
 from .compaction import Compaction
 from .context_items import ContextEntry
 from .deps import EngineDeps
@@ -179,7 +180,7 @@ class SessionLoader:
         unknown = [
             name
             for name in settings.allowed_tools
-            if name not in known and not name.startswith("mcp__") and name != "readMcpResource"
+            if name not in known and not name.startswith("mcp__") and name not in MCP_SESSION_TOOLS
         ]
         if unknown:
             raise InvalidParams(

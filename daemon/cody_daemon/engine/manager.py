@@ -12,7 +12,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
@@ -34,7 +34,7 @@ from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
-from .events import ConfigChanged, McpStatusChanged
+from .events import ConfigChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader
@@ -50,12 +50,9 @@ from .settings import (
     build_config_options,
     mode_of,
 )
-from .slash import parse_command
-from .slash_runner import run_local_command
+from .slash import McpCommandCall, parse_command, parse_mcp_command
+from .slash_runner import Reply, answer, run_local_command
 from .turn import TurnEnv, TurnRunner
-
-if TYPE_CHECKING:
-    from ..tools.mcp import McpStatus
 
 __all__ = ["LIST_PAGE_SIZE", "SessionManager"]
 
@@ -130,24 +127,11 @@ class SessionManager:
             ) from None
         if not specs:
             return
-        from ..tools.mcp import McpSessionManager
+        from .mcp_session import start_mcp
 
-        session_id = session.id
-
-        def report(status: McpStatus) -> None:
-            if self.link is not None:
-                self.link.emit(
-                    session_id,
-                    McpStatusChanged(
-                        server=status.server,
-                        state=status.state,
-                        reason=status.reason,
-                        tools=status.tools,
-                    ),
-                )
-
-        session.mcp = McpSessionManager(specs, on_status=report)
-        session.mcp_warmup = asyncio.get_running_loop().create_task(session.mcp.session_tools())
+        session.mcp = start_mcp(
+            session, specs, out=lambda: self.link, secrets=lambda: self._secrets(session)
+        )
 
     def _go_live(
         self, session: Session, catalog: ProviderCatalog, mcp_servers: Sequence[McpServer]
@@ -220,7 +204,6 @@ class SessionManager:
             if command.command.kind == "local":
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
-        text = prompt_to_text(blocks)
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
@@ -237,24 +220,16 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(session, agent, link, None, guard).run(text)
+            run = BackendTurnRunner(session, agent, link, None, guard).run(prompt_to_text(blocks))
+        elif (mcp_call := parse_mcp_command(blocks)) is not None:
+            run = self._mcp_prompt_turn(session, mcp_call, link)
         else:
-            env = self._turn_env(session, link)
-            settings = session.settings
-            images = prompt_images(
-                blocks,
-                provider=settings.provider,
-                model=settings.model,
-                wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
-                history=session.history,
-            )
-            if session.mcp is not None:
-                env.extra_tools = session.mcp.session_tools
-            run = TurnRunner(session, env).run(text, images, client_content(blocks))
+            run = self._native_turn(session, blocks, link)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(run)
         session.turn = task
+        session.asker = link  # an MCP server's elicitation goes to this client
         try:
             return await task
         except asyncio.CancelledError:
@@ -265,6 +240,37 @@ class SessionManager:
         finally:
             if session.turn is task:
                 session.turn = None
+                session.asker = None
+
+    def _native_turn(
+        self, session: Session, blocks: list[ContentBlock], link: ClientLink
+    ) -> Coroutine[Any, Any, TurnOutcome]:
+        """A turn of Cody's own loop for `blocks` (checked here, before it starts)."""
+        env = self._turn_env(session, link)
+        settings = session.settings
+        images = prompt_images(
+            blocks,
+            provider=settings.provider,
+            model=settings.model,
+            wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+            history=session.history,
+        )
+        if session.mcp is not None:
+            env.extra_tools = session.mcp.turn_tools
+            session.mcp.roots_changed()
+        return TurnRunner(session, env).run(prompt_to_text(blocks), images, client_content(blocks))
+
+    async def _mcp_prompt_turn(
+        self, session: Session, call: McpCommandCall, link: ClientLink
+    ) -> TurnOutcome:
+        """`/mcp:<server>:<prompt> args`: the prompt's text as a turn (engine/mcp_session.py);
+        a mistake is answered as text."""
+        from .mcp_session import expand_prompt
+
+        expanded = await expand_prompt(session, call)
+        if isinstance(expanded, str):
+            return await answer(session, link, Reply(expanded))
+        return await self._native_turn(session, expanded, link)
 
     async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:
         """`/compact`: summarise the session now (see engine/compaction.py); None when there
@@ -284,7 +290,7 @@ class SessionManager:
         async def compact() -> CompactionResult | None:
             # MCP tools are awaited inside the task: the session is claimed before any await.
             if session.mcp is not None:
-                extra = await session.mcp.session_tools()
+                extra = await session.mcp.turn_tools()
                 env.tools = ToolRegistry([*env.tools.tools(), *extra])
             return await compact_session(
                 session,
@@ -647,8 +653,6 @@ def _close_file(session: Session) -> None:
 
 
 async def _close_mcp(session: Session) -> None:
-    if session.mcp_warmup is not None:
-        session.mcp_warmup.cancel()
     if session.mcp is not None:
         await session.mcp.aclose()
 

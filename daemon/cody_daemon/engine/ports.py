@@ -12,9 +12,17 @@ from typing import Any, Literal, Protocol
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolCallLocation, ToolKind
 
+from ..tools.mcp.hooks import Elicitation, ElicitationAnswer
 from .events import EngineEvent
 
-__all__ = ["ApprovalAnswer", "ApprovalRequest", "ClientFileAccess", "ClientLink"]
+__all__ = [
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "ClientFileAccess",
+    "ClientLink",
+    "Elicitation",
+    "ElicitationAnswer",
+]
 
 ApprovalAnswer = Literal[
     "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
@@ -67,6 +75,12 @@ class ClientLink(Protocol):
 
     async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the client. Cancelling the awaiting task withdraws the request."""
+        ...
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        """Forward an MCP server's elicitation (`_cody/mcp/elicit`). A client that cannot
+        answer (an error answer, a malformed one) gets `decline`; never raises. Cancelling the
+        awaiting task withdraws the request."""
         ...
 
     def file_access(self) -> ClientFileAccess:

@@ -8,6 +8,7 @@ locked while the session is live.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from .settings import SessionSettings
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
+    from .ports import ClientLink
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -57,7 +59,12 @@ class Session:
     """The running turn (or `/compact`): one at a time."""
     mcp: McpSessionManager | None = None
     """The session's MCP servers (None when it has none)."""
-    mcp_warmup: asyncio.Task[object] | None = None
+    asker: ClientLink | None = None
+    """The link of the client whose prompt runs now: an MCP server's elicitation is
+    forwarded to it (None between turns: elicitations are declined)."""
+    _user_waited_s: float = 0.0
+    _waiting_since: float | None = None
+    _waits: int = 0
     compaction: Compaction | None = None
     """The latest compaction: the model sees its summary plus the history after it."""
     context: ContextMark | None = None
@@ -69,6 +76,24 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+
+    def user_waited_s(self) -> float:
+        """Seconds spent so far waiting for the user's answers to MCP elicitations, a wait
+        in progress included (a tool call's time limit leaves them out)."""
+        if self._waiting_since is None:
+            return self._user_waited_s
+        return self._user_waited_s + time.monotonic() - self._waiting_since
+
+    def begin_user_wait(self) -> None:
+        if self._waits == 0:
+            self._waiting_since = time.monotonic()
+        self._waits += 1
+
+    def end_user_wait(self) -> None:
+        self._waits -= 1
+        if self._waits == 0 and self._waiting_since is not None:
+            self._user_waited_s += time.monotonic() - self._waiting_since
+            self._waiting_since = None
 
     @property
     def busy(self) -> bool:

@@ -16,6 +16,12 @@ Two kinds:
   (stored, replayed, seen by the model), and every tool call goes through the usual
   approvals and sandbox.
 
+A third kind comes from the session's MCP servers: each prompt a server offers is the command
+`/mcp:<server>:<prompt> [args]` (tools/mcp/prompts.py), advertised with the others once the
+server is ready (and again when its prompts change); running one asks the server for the
+prompt and runs it as a normal turn (engine/mcp_session.py). A prompt that starts with
+`/mcp:` is always taken for one: an unknown one is answered with the session's MCP prompts.
+
 A command's mistake (an unknown model, a bad number) is answered as text, like the rest of
 its output: a chat user reads it where they typed. Only a busy session or a failed model call
 is a JSON-RPC error, as for any prompt.
@@ -23,20 +29,29 @@ is a JSON-RPC error, as for any prompt.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cody_protocol.content import ContentBlock, TextContent
 
+from ..tools.mcp.prompts import PREFIX as MCP_PREFIX
+from ..tools.mcp.prompts import McpPromptCommand
 from .events import CommandsAvailable
 from .prompt_files import prompt
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = [
     "COMMANDS",
     "CommandCall",
+    "McpCommandCall",
     "SlashCommand",
     "commands_event",
     "parse_command",
+    "parse_mcp_command",
+    "session_commands",
 ]
 
 
@@ -110,11 +125,21 @@ class CommandCall:
         return [TextContent(text=text), *self.rest]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpCommandCall:
+    """`/mcp:<server>:<prompt> args`: an MCP prompt to run (resolved by the session)."""
+
+    name: str
+    """The command's name, `mcp:<server>:<prompt>`."""
+    argument: str
+    rest: tuple[ContentBlock, ...] = ()
+
+
 _BY_NAME = {command.name: command for command in COMMANDS}
 
 
-def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
-    """The command a prompt runs, or None when it is an ordinary prompt."""
+def _split(blocks: list[ContentBlock]) -> tuple[str, str] | None:
+    """(name, argument) of a prompt starting with `/<name>`, else None."""
     if not blocks or not isinstance(blocks[0], TextContent):
         return None
     text = blocks[0].text.lstrip()
@@ -124,12 +149,33 @@ def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
     name, newline, after = head.partition("\n")
     if newline:
         argument = f"{after} {argument}" if argument else after
-    command = _BY_NAME.get(name)
-    if command is None:
+    return name, argument.strip()
+
+
+def parse_command(blocks: list[ContentBlock]) -> CommandCall | None:
+    """The command a prompt runs, or None when it is an ordinary prompt."""
+    split = _split(blocks)
+    command = _BY_NAME.get(split[0]) if split is not None else None
+    if split is None or command is None:
         return None
-    return CommandCall(command=command, argument=argument.strip(), rest=tuple(blocks[1:]))
+    return CommandCall(command=command, argument=split[1], rest=tuple(blocks[1:]))
 
 
-def commands_event() -> CommandsAvailable:
-    """What to advertise after a session is created, loaded, resumed or forked."""
-    return CommandsAvailable(tuple((c.name, c.description, c.hint) for c in COMMANDS))
+def parse_mcp_command(blocks: list[ContentBlock]) -> McpCommandCall | None:
+    """The MCP prompt a prompt runs (`/mcp:...`), or None."""
+    split = _split(blocks)
+    if split is None or not split[0].startswith(MCP_PREFIX):
+        return None
+    return McpCommandCall(name=split[0], argument=split[1], rest=tuple(blocks[1:]))
+
+
+def commands_event(mcp: Sequence[McpPromptCommand] = ()) -> CommandsAvailable:
+    """What to advertise after a session is created, loaded, resumed or forked, and when its
+    MCP servers' prompts change: Cody's commands, then the session's MCP prompts."""
+    own = [(c.name, c.description, c.hint) for c in COMMANDS]
+    return CommandsAvailable(tuple([*own, *((c.name, c.description, c.hint) for c in mcp)]))
+
+
+def session_commands(session: Session) -> CommandsAvailable:
+    """`commands_event` for a session: with the prompts of its MCP servers ready now."""
+    return commands_event(session.mcp.prompt_commands() if session.mcp is not None else ())

@@ -72,9 +72,11 @@ from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
+from .tool_images import admit_tool_images
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
+    ProgressThrottle,
     call_display,
     describe_call,
     describe_grant,
@@ -112,7 +114,8 @@ class TurnEnv:
     price: Price | None = None
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
     extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
-    """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
+    """The session's MCP tools, awaited before each model call (servers still starting are
+    waited for briefly, then join a later call: tools/mcp/manager.py)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
     family: PromptFamily = "open"
@@ -221,9 +224,7 @@ class TurnRunner:
 
     async def _loop(self) -> str:
         settings = self.session.settings
-        if self.env.extra_tools is not None:
-            extra = await self.env.extra_tools()
-            self.env.tools = ToolRegistry([*self.env.tools.tools(), *extra])
+        own_tools = self.env.tools.tools()
         keeper = self._keeper = ContextKeeper(
             self.session,
             self.env.provider,
@@ -232,6 +233,9 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
+            if self.env.extra_tools is not None:  # MCP servers join, change, crash between calls
+                extra = await self.env.extra_tools()
+                self.env.tools = ToolRegistry([*own_tools, *extra])
             template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
@@ -365,6 +369,7 @@ class TurnRunner:
             return
         tool, args = info.tool, info.args
         live = LiveOutput(lambda text: self._emit_live_output(call.call_id, text))
+        progress = ProgressThrottle(call.call_id, self._emit, self.env.secrets.redact)
         ctx = ToolContext(
             session_id=self.session.id,
             call_id=call.call_id,
@@ -376,6 +381,7 @@ class TurnRunner:
             on_plan=lambda entries: self._publish_plan(call.call_id, entries),
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
+            on_progress=progress,
         )
         try:
             facts = await self._facts(tool, args, ctx)
@@ -419,6 +425,7 @@ class TurnRunner:
                 tool.time_limit_s(args, ctx),
                 tool=tool.name,
                 setting=tool.time_limit_setting(),
+                paused=self.session.user_waited_s,
             )
         except ToolError as exc:
             result = error_result(exc.message, exc.raw_output)
@@ -430,6 +437,7 @@ class TurnRunner:
             result = error_result(f"internal error in {tool.name}: {exc.__class__.__name__}: {exc}")
         finally:
             live.close()  # the rest of the stream goes out before the call's final update
+            progress.close()
         if result.live_end is not None:
             end = result.live_end
             self._emit(
@@ -545,11 +553,18 @@ class TurnRunner:
     def _finish_call(self, call_id: str, result: ToolResult) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
-        content: list[ToolCallContent] = result.content or text_content(result.output)
         call = self.state.open_calls.pop(call_id, None)
+        model_output = admit_tool_images(  # the images the model may get (notes for others)
+            FunctionCallOutputItem(call_id=call_id, output=result.output, images=result.images),
+            self.session.history,
+            accepts_images=self.env.accepts_images,
+            model=self.session.settings.model,
+        )
+        content: list[ToolCallContent] = result.content or text_content(model_output.output)
         item = FunctionCallOutputItem(
             call_id=call_id,
-            output=result.output,
+            output=model_output.output,
+            images=model_output.images or None,
             status=status,
             raw_output=result.raw_output,
             display=call_display(

@@ -117,9 +117,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     def advertise_commands(session_id: str) -> None:
         """After this request's response: the session's slash commands (a client learns the
         session id from the response, so the update must follow it)."""
-        from ..engine.slash import commands_event
+        from ..engine.slash import session_commands
 
-        _after_response(lambda: app.link.emit(session_id, commands_event()))
+        session = app.manager.get(session_id)
+        _after_response(lambda: app.link.emit(session_id, session_commands(session)))
 
     async def initialize(params: Any) -> Any:
         capabilities = plain_client_capabilities(params)
@@ -327,8 +328,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                 McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
                 for s in session.mcp.statuses()
             ]
-            if not any(tool.name == "readMcpResource" for tool in available):
-                absent["readMcpResource"] = "none of the session's MCP servers is running"
+            absent.update(session.mcp.absent())
         tools = [
             ToolInfo(
                 name=tool.name,

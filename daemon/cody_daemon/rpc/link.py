@@ -18,6 +18,10 @@ cancelling the awaiting tool withdraws the request like an approval.
 
 Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
 shown as display-only terminals (rpc/live_output.py); others get appended text.
+
+MCP elicitation: `_cody/mcp/elicit` with the JSON-RPC id repeated in `_meta.cody.requestId`;
+an error answer (a client that does not know the method answers -32601) or a malformed one is
+`decline`; cancelling the awaiting task (the engine's timeout) withdraws it like an approval.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
 from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import (
+    CODY_MCP_ELICIT,
     CODY_MCP_STATUS,
     FS_READ_TEXT_FILE,
     FS_WRITE_TEXT_FILE,
@@ -52,7 +57,13 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
-from ..engine.ports import ApprovalAnswer, ApprovalRequest, ClientFileAccess
+from ..engine.ports import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ClientFileAccess,
+    Elicitation,
+    ElicitationAnswer,
+)
 from ..errors import ClientFileError
 from .live_output import TerminalView
 from .protocol import CodyProtocol
@@ -187,6 +198,46 @@ class RpcClientLink:
             logger.info("approval %s answered with error %s", msg_id, exc.code)
             return "invalid"
         return _answer_of(result)
+
+    # -- MCP elicitation ------------------------------------------------------------------
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        from cody_protocol.mcp import (
+            CodyMcpElicitMeta,
+            McpElicitMeta,
+            McpElicitParams,
+            McpElicitResult,
+        )
+
+        self._flush_pending(session_id)
+        msg_id = f"cody-{next(self._ids)}"
+        params = McpElicitParams(
+            session_id=session_id,
+            server=request.server,
+            mode=request.mode,
+            message=request.message,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            tool_call_id=request.call_id,
+            meta=McpElicitMeta(cody=CodyMcpElicitMeta(request_id=msg_id)),
+        ).wire()
+        future = self._protocol.send_request_async(CODY_MCP_ELICIT, params, msg_id=msg_id)
+        try:
+            result = await future
+        except asyncio.CancelledError:
+            self._protocol.withdraw_request(msg_id)
+            raise
+        except JsonRpcException as exc:
+            logger.info("elicitation %s answered with error %s: declined", msg_id, exc.code)
+            return ElicitationAnswer("decline")
+        try:
+            parsed = McpElicitResult.model_validate(result)
+        except ValidationError:
+            logger.info("elicitation %s: a malformed answer, declined", msg_id)
+            return ElicitationAnswer("decline")
+        content = parsed.content if parsed.action == "accept" else None
+        return ElicitationAnswer(parsed.action, content)
 
     # -- the client's files (fs/*) --------------------------------------------------------
 

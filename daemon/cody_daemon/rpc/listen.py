@@ -38,7 +38,7 @@ from cody_protocol.endpoint import RUNTIME_DIR_HINT, SOCKET_ENV, default_socket_
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
-from ..engine.slash import commands_event
+from ..engine.slash import session_commands
 from .framing import FramingMode
 from .handlers import _after_response, _session_state, register_handlers
 from .server import serve_frames
@@ -245,7 +245,7 @@ class ConnectionApp(DaemonApp):
         """`session/resume` of a session whose turn is running: attach and watch it."""
         session = self.manager.get(session_id)
         link = self.link
-        _after_response(lambda: link.emit(session_id, commands_event()))
+        _after_response(lambda: link.emit(session_id, session_commands(session)))
         return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )

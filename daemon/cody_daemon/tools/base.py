@@ -26,6 +26,7 @@ from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
+from ..core.history import ImagePart
 from ..core.tooling import GrantKey, ToolSpec
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
@@ -38,6 +39,7 @@ __all__ = [
     "LiveOutputEnd",
     "PathRead",
     "PlanStatus",
+    "Progress",
     "Tool",
     "ToolArgumentError",
     "ToolContext",
@@ -73,6 +75,20 @@ PlanStatus = Literal["pending", "in_progress", "completed"]
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a running call has come (an MCP `notifications/progress`)."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    def text(self) -> str:
+        """`Progress: 3/5 - copying` (numbers without a needless `.0`)."""
+        done = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"Progress: {done}" + (f" - {self.message}" if self.message else "")
+
+
+@dataclass(frozen=True, slots=True)
 class PathRead:
     """A path a tool call reads (see `Tool.path_reads`)."""
 
@@ -101,6 +117,9 @@ class ToolContext:
     """Credentials tools must not pass on (exec drops them from the child environment)."""
     files: EditorFiles | None = None
     """The client's file I/O when it offers it (tools/editor_files.py); None: the disk."""
+    on_progress: Callable[[Progress], None] | None = None
+    """Publishes how far a long call has come (an MCP server's progress notifications):
+    sent to the client as an `in_progress` update of the call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +148,10 @@ class ToolResult:
     locations: list[ToolCallLocation] = field(default_factory=list)
     """The files the call touched (absolute paths, line where known), for editors to follow;
     they replace the locations `Tool.locations` announced. Empty: keep those."""
+    images: list[ImagePart] = field(default_factory=list)
+    """Images for the model (an MCP tool's screenshot): the engine checks each against the
+    model and the image limits (engine/tool_images.py) and sends the ones that pass in the
+    API's shape, after `output`; the others leave a note in it."""
 
 
 def location(path: os.PathLike[str] | str, line: int | None = None) -> ToolCallLocation:

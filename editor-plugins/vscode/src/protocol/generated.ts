@@ -151,6 +151,11 @@ export interface CodyLogoutMeta {
   loggedOut: string[];
 }
 
+/** `CodyMcpElicitMeta` */
+export interface CodyMcpElicitMeta {
+  requestId: string | number;
+}
+
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
   grantKey?: string | null;
@@ -409,6 +414,30 @@ export interface LogoutResult {
 export interface McpCapabilities {
   http?: boolean;
   sse?: boolean;
+}
+
+/** `McpElicitMeta` */
+export interface McpElicitMeta {
+  cody: CodyMcpElicitMeta;
+}
+
+/** `McpElicitParams` */
+export interface McpElicitParams {
+  _meta?: McpElicitMeta | null;
+  elicitationId?: string | null;
+  message: string;
+  mode?: "form" | "url";
+  requestedSchema?: { [key: string]: Json } | null;
+  server: string;
+  sessionId: string;
+  toolCallId?: string | null;
+  url?: string | null;
+}
+
+/** `McpElicitResult` */
+export interface McpElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: { [key: string]: string | number | boolean | string[] | null } | null;
 }
 
 /** `McpServerHttp` */
@@ -914,6 +943,7 @@ export const Method = {
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
+  codyMcpElicit: "_cody/mcp/elicit",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
   codySessionCompact: "_cody/session/compact",
