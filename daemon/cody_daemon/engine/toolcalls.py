@@ -22,8 +22,8 @@ from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel
 
 from ..tools.base import GrantKey, Progress, Tool, ToolArgumentError, ToolResult
-from .events import ToolCallProgressReport
 from ..tools.registry import ToolRegistry
+from .events import ToolCallProgressReport
 
 __all__ = [
     "DISPLAY_CONTENT_MAX_CHARS",
