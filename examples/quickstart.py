@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from cody_client.client import CodyClient
+from cody_client import CodyClient
 from cody_protocol.updates import AgentMessageChunk
 
 
@@ -20,7 +20,7 @@ async def main(workspace: str) -> None:
             if isinstance(update, AgentMessageChunk):
                 print(update.content.text, end="", flush=True)  # type: ignore[union-attr]
 
-        result = await session.prompt("list files", on_update=show)
+        result = await session.prompt("list files", on_update=show, timeout=120)
         print(f"\n[stop: {result.stop_reason}]")
 
 

@@ -1,7 +1,7 @@
 """Iterate a turn's updates with `async for`, and decide approvals in code.
 
-The approval callback lets read-only commands run and rejects everything else; the model is
-told "User denied approval" for a rejected call and the turn goes on.
+The approval callback lets read-only commands run and rejects everything else, telling the
+model why ("User denied approval: <reason>"); the turn goes on.
 
     uv run python examples/stream_and_approve.py [DIR]
 """
@@ -11,17 +11,21 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from cody_client.client import CodyClient
+from cody_client import Allow, CodyClient, Decision, Deny
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.updates import AgentMessageChunk, ToolCallStart, ToolCallUpdate
 
 SAFE = ("echo ", "ls", "cat ", "pwd")
 
 
-async def decide(request: RequestPermissionParams) -> str:
+async def decide(request: RequestPermissionParams) -> Decision:
     title = request.tool_call.title
-    decision = "allow_once" if title.startswith(SAFE) else "reject_once"
-    print(f"[approval] {title} -> {decision}")
+    decision: Decision = (
+        Allow()
+        if title.startswith(SAFE)
+        else Deny(message="this script only runs read-only commands")
+    )
+    print(f"[approval] {title} -> {type(decision).__name__}")
     return decision
 
 
@@ -41,7 +45,6 @@ async def main(workspace: str) -> None:
                     print(f"[tool] {update.status}")
                 elif isinstance(update, AgentMessageChunk):
                     print(update.content.text, end="")  # type: ignore[union-attr]
-            assert run.result is not None
             print(f"\n[stop: {run.result.stop_reason}]")
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 
-from cody_client.sync import SyncCodyClient
+from cody_client import Allow, SyncCodyClient
 
 
 def main(workspace: str) -> None:
-    with SyncCodyClient(on_permission=lambda request: "allow_once") as client:
+    with SyncCodyClient(on_permission=lambda request: Allow()) as client:
         session = client.new_session(workspace, provider="offline")
         result = session.prompt("run echo hello from the sync client")
         print(f"stop: {result.stop_reason}")

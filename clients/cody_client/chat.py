@@ -248,6 +248,8 @@ class Chat:
         )
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
+        for warning in self.session.meta.warnings if self.session.meta else []:
+            replay.line(replay.style.yellow(f"warning: {for_terminal(warning)}"))
 
     async def _pick_session(self) -> str | None:
         """Number the recent sessions and read a choice (an empty answer picks nothing)."""
@@ -428,11 +430,13 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             client.on_permission = TerminalApprover(renderer, "ask")
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.load_session(session_id, cwd, on_update=renderer.on_update)
+                session = await client.load_session(
+                    session_id, cwd, on_update=renderer.on_update, relocate=args.cwd is not None
+                )
             else:
                 session = await client.new_session(cwd, **session_settings(args))
             for warning in session.meta.warnings if session.meta else []:
-                renderer.line(renderer.style.yellow(f"warning: {warning}"))
+                renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
             docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
             if docs is not None:
                 renderer.line(renderer.style.dim(docs))

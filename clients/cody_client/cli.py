@@ -8,8 +8,8 @@
     cody-client doctor                      check providers, sandbox, search and paths
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
 
-`exec` exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled, 4 a call was denied,
-5 provider or auth error, 6 max_turn_requests.
+`exec` exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM), 4 a call
+was denied, 5 provider or auth error, 6 max_turn_requests.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ __all__ = ["main", "split_subcommand"]
 
 SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history")
 VALUE_OPTIONS = {
+    "-c",
+    "--config",
+    "-o",
+    "--output-last-message",
+    "--max-turns",
     "--cwd",
     "--provider",
     "--model",
@@ -66,7 +71,10 @@ def split_subcommand(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--cwd", default=None, help="workspace directory (default: the current one)"
+        "--cwd",
+        default=None,
+        help="workspace directory (default: the current one); with --resume: continue the "
+        "session in this directory instead of its own (e.g. when that one is gone)",
     )
     parser.add_argument("--provider", help="model provider id (see /model in the chat)")
     parser.add_argument("--model", help="model name")
@@ -112,8 +120,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     exec_ = argparse.ArgumentParser(
         prog="cody-client exec",
         description="Run one turn, then exit.",
-        epilog="Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled, 4 a call was denied, "
-        "5 provider or auth error, 6 max_turn_requests.",
+        epilog="Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM), "
+        "4 a call was denied, 5 provider or auth error, 6 max_turn_requests.",
     )
     _common(exec_)
     exec_.add_argument(
@@ -129,6 +137,31 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "--allowed-tools",
         metavar="A,B",
         help="only these tools (comma-separated), e.g. readFile,grepFiles",
+    )
+    exec_.add_argument(
+        "-o",
+        "--output-last-message",
+        metavar="FILE",
+        help="write the turn's last agent message to FILE when the turn completes",
+    )
+    exec_.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        metavar="KEY=VALUE",
+        help="set a config.toml key for this session (repeatable; the value is TOML, else a "
+        "string), e.g. -c model_reasoning_effort=high -c tools.exec.timeout_s=60",
+    )
+    exec_.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="at most N model calls in the turn (then it stops: exit code 6)",
+    )
+    exec_.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep no session file (the session cannot be resumed afterwards)",
     )
     exec_.add_argument(
         "--dry-run",
@@ -255,10 +288,15 @@ async def _exec_daemon_first(
         from .headless import run_exec
 
         return await run_exec(args, _forward_stderr)
-    if early_daemon is not None:
-        daemon = await DaemonProcess.adopt(early_daemon, on_stderr=_forward_stderr)
-    else:
-        daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
+    try:
+        if early_daemon is not None:
+            daemon = await DaemonProcess.adopt(early_daemon, on_stderr=_forward_stderr)
+        else:
+            daemon = await DaemonProcess.spawn(env=os.environ, on_stderr=_forward_stderr)
+    except (DaemonNotFound, OSError) as exc:
+        from .headless import report_start_failure
+
+        return report_start_failure(args, exc)
     try:
         from .headless import run_exec
     except BaseException:
@@ -269,7 +307,7 @@ async def _exec_daemon_first(
 
 async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .client import RemoteError, SessionLookupError
-    from .terminal import Renderer, Style, use_color
+    from .terminal import Style, use_color
     from .warm import open_daemon
 
     if args.action in ("show", "delete") and not args.session_id:
@@ -288,13 +326,12 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                         f"{one_line(info.cwd)}  {one_line(info.title or '')}"
                     )
             elif args.action == "show":
-                renderer = Renderer(
-                    out=sys.stdout, info=sys.stdout, style=Style(use_color(sys.stdout))
-                )
-                await client.load_session(
-                    args.session_id, os.getcwd(), on_update=renderer.on_update
-                )
-                renderer.line("")
+                # A read of the file, as `history show` does: no lock, no directory needed.
+                from .history_cli import Transcript
+
+                transcript = Transcript(sys.stdout, Style(use_color(sys.stdout)))
+                async for message in client.history_messages(args.session_id, agent="cody"):
+                    transcript.write(message)
             else:
                 await client.delete_session(args.session_id)
                 print(f"Deleted session {one_line(args.session_id)}.")

@@ -1,17 +1,19 @@
 """The async Python client for Cody: spawn (or attach to) a daemon, drive sessions.
 
     async with CodyClient.spawn() as client:
-        client.on_permission = my_async_callback      # returns an option id or "cancelled"
+        client.on_permission = my_async_callback      # returns Allow(), Deny() or Cancel()
         session = await client.new_session(cwd="/path/to/repo")
-        result = await session.prompt("list files", on_update=print)
+        result = await session.prompt("list files", on_update=print, timeout=300)
 
-Updates and approval requests arrive as the protocol's pydantic models. An approval with no
-callback is answered `reject_once` (never left hanging).
+Updates and approval requests arrive as the protocol's pydantic models; error answers as
+`RemoteError` subclasses (cody_client.errors). An approval with no callback is answered
+`reject_once` (never left hanging).
 
 Your callbacks' bugs are yours, and you see them: when `on_update` or `on_permission` raises
-during a prompt, the turn is cancelled (an approval is answered `cancelled`) and awaiting or
+(or the latter returns something that is not a decision: cody_client.decisions) during a
+prompt, the turn is cancelled (an approval is answered `cancelled`) and awaiting or
 iterating the prompt raises that exception once the daemon has answered. The connection
-stays usable.
+stays usable. Sessions and turns: cody_client.session.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cody_protocol.extensions import CompactSessionResult, ModelsListResult
+from cody_protocol.extensions import ModelsListResult
 from cody_protocol.history import (
     HistoryImportResult,
     HistoryImportStats,
@@ -35,20 +36,20 @@ from cody_protocol.history import (
 )
 from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
-from cody_protocol.prompt import DryRunReport, PromptResult
 from cody_protocol.session import (
-    CodySessionResultMeta,
     ListSessionsResult,
     NewSessionResult,
-    SessionConfigOption,
     SessionInfo,
     SessionStateResult,
 )
 from cody_protocol.updates import SessionNotification, SessionUpdate
 
 from . import __version__
-from .connection import Connection, Framing, RemoteError
+from .connection import Connection, Framing
+from .decisions import Decision, permission_answer
+from .errors import RemoteError
 from .process import DaemonProcess
+from .session import ClientSession, PromptRun, PromptTimeout, UpdateCallback, absolute
 
 if TYPE_CHECKING:
     from .warm import WarmDaemon
@@ -58,6 +59,7 @@ __all__ = [
     "CodyClient",
     "PermissionCallback",
     "PromptRun",
+    "PromptTimeout",
     "RemoteError",
     "SessionLookupError",
     "UpdateCallback",
@@ -80,177 +82,18 @@ class SessionLookupError(LookupError):
         self.candidates = candidates
 
 
-PermissionCallback = Callable[[RequestPermissionParams], Awaitable[str]]
-"""Returns an option id (`allow_once`, `allow_always`, `reject_once`, `reject_always`) or
-`cancelled` to stop the turn."""
-UpdateCallback = Callable[[SessionUpdate], None]
-
-
-@dataclass(eq=False)
-class ClientSession:
-    client: CodyClient
-    id: str
-    cwd: str
-    config_options: list[SessionConfigOption] = field(default_factory=list)
-    mode_id: str | None = None
-    meta: CodySessionResultMeta | None = None
-    """Provider, model, session file and configuration warnings, as the daemon reported."""
-
-    def option(self, option_id: str) -> str | None:
-        for option in self.config_options:
-            if option.id == option_id:
-                return option.current_value
-        return None
-
-    def prompt(
-        self, prompt: str | list[dict[str, Any]], *, on_update: UpdateCallback | None = None
-    ) -> PromptRun:
-        """Run one turn. Await the result, or iterate the updates as they stream:
-
-        result = await session.prompt("fix the test")
-        async for update in (run := session.prompt("fix the test")):
-            ...
-        result = run.result
-        """
-        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
-        return PromptRun(self, blocks, on_update)
-
-    def cancel(self) -> None:
-        self.client.connection.notify("session/cancel", {"sessionId": self.id})
-
-    async def dry_run(self, prompt: str) -> DryRunReport:
-        """What `prompt` would run (the agent CLI's command line, flags, allowlist); runs nothing."""
-        raw = await self.client.connection.request(
-            "session/prompt",
-            {
-                "sessionId": self.id,
-                "prompt": [{"type": "text", "text": prompt}],
-                "_meta": {"cody": {"dryRun": True}},
-            },
-        )
-        result = PromptResult.model_validate(raw)
-        report = result.meta.cody.dry_run if result.meta is not None else None
-        if report is None:
-            raise RemoteError(-32603, "the daemon answered a dry run without a report")
-        return report
-
-    async def set_mode(self, mode_id: str) -> None:
-        """`session/set_mode`: `read-only`, `auto` or `full-access`."""
-        await self.client.connection.request(
-            "session/set_mode", {"sessionId": self.id, "modeId": mode_id}
-        )
-        self.mode_id = mode_id
-
-    async def set_config_option(self, config_id: str, value: str) -> list[SessionConfigOption]:
-        raw = await self.client.connection.request(
-            "session/set_config_option",
-            {"sessionId": self.id, "configId": config_id, "value": value},
-        )
-        self.config_options = [
-            SessionConfigOption.model_validate(option) for option in raw["configOptions"]
-        ]
-        return self.config_options
-
-    async def compact(self, *, on_update: UpdateCallback | None = None) -> CompactSessionResult:
-        """`_cody/session/compact`: summarise the conversation so far, so the model sees the
-        summary plus the latest request from now on (the session file keeps everything).
-        The daemon's notice (a session_info_update) is passed to `on_update`."""
-        listeners = self.client._listeners.setdefault(self.id, [])
-        if on_update is not None:
-            listeners.append(on_update)
-        try:
-            raw = await self.client.connection.request(
-                "_cody/session/compact", {"sessionId": self.id}
-            )
-        finally:
-            if on_update is not None:
-                listeners.remove(on_update)
-        return CompactSessionResult.model_validate(raw)
-
-    async def close(self) -> None:
-        await self.client.connection.request("session/close", {"sessionId": self.id})
-
-
-def _absolute(path: str) -> str:
-    return os.path.abspath(path)
-
-
-class PromptRun:
-    """One running turn: awaitable (-> PromptResult) and async-iterable (-> SessionUpdate)."""
-
-    def __init__(
-        self, session: ClientSession, blocks: list[dict[str, Any]], on_update: UpdateCallback | None
-    ) -> None:
-        self._session = session
-        self._blocks = blocks
-        self._on_update = on_update
-        self._queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue()
-        self._task: asyncio.Task[PromptResult] | None = None
-        self._callback_error: BaseException | None = None
-        self.result: PromptResult | None = None
-        """The daemon's answer, also when a callback's exception is raised instead."""
-
-    def _start(self) -> asyncio.Task[PromptResult]:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-        return self._task
-
-    def fail(self, error: BaseException) -> None:
-        """A callback of the caller raised: cancel the turn; the prompt raises `error` at its end."""
-        if self._callback_error is None:
-            self._callback_error = error
-            self._session.cancel()
-
-    async def _run(self) -> PromptResult:
-        session = self._session
-        client = session.client
-
-        def deliver(update: SessionUpdate) -> None:
-            self._queue.put_nowait(update)
-            if self._on_update is not None:
-                try:
-                    self._on_update(update)
-                except Exception as exc:
-                    self.fail(exc)
-
-        listeners = client._listeners.setdefault(session.id, [])
-        listeners.append(deliver)
-        client._runs[session.id] = self
-        try:
-            raw = await client.connection.request(
-                "session/prompt", {"sessionId": session.id, "prompt": self._blocks}
-            )
-        finally:
-            listeners.remove(deliver)
-            if client._runs.get(session.id) is self:
-                del client._runs[session.id]
-            self._queue.put_nowait(None)
-        self.result = PromptResult.model_validate(raw)
-        if self._callback_error is not None:
-            raise self._callback_error
-        return self.result
-
-    def __await__(self) -> Generator[Any, None, PromptResult]:
-        return self._start().__await__()
-
-    def __aiter__(self) -> AsyncIterator[SessionUpdate]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[SessionUpdate]:
-        task = self._start()
-        while True:
-            update = await self._queue.get()
-            if update is None:
-                break
-            yield update
-        await task  # re-raises RemoteError / ConnectionClosed
-
-    def cancel(self) -> None:
-        """Ask the daemon to stop the turn (`session/cancel`); the run then ends `cancelled`."""
-        self._session.cancel()
+PermissionCallback = Callable[[RequestPermissionParams], Awaitable[Decision | str]]
+"""Returns `Allow(...)`, `Deny(...)` or `Cancel()` (cody_client.decisions); an option id the
+request offers (`allow_once`, ...) or `cancelled` is taken too, anything else raises."""
 
 
 class CodyClient:
+    """A connection to Cody's daemon: sessions, models, saved and other agents' history.
+
+    Make one with `spawn()` (a daemon of its own) or `connect()` (streams you have); set
+    `on_permission` to decide approvals (cody_client.decisions).
+    """
+
     def __init__(self, connection: Connection, process: DaemonProcess | None = None) -> None:
         self.connection = connection
         self.process = process
@@ -319,6 +162,7 @@ class CodyClient:
             await client.aclose()
 
     async def aclose(self) -> None:
+        """Close the connection (and a spawned daemon: `shutdown`, then `exit`)."""
         if self.process is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.connection.request("shutdown"), 5)
@@ -341,19 +185,16 @@ class CodyClient:
 
     async def _on_permission(self, params: Any) -> Any:
         request = RequestPermissionParams.model_validate(params)
-        decision = "reject_once"
-        if self.on_permission is not None:
-            try:
-                decision = await self.on_permission(request)
-            except Exception as exc:
-                run = self._runs.get(request.session_id)
-                if run is None:
-                    raise  # answered as an error, which the daemon counts as a rejection
-                run.fail(exc)
-                decision = "cancelled"
-        if decision == "cancelled":
+        if self.on_permission is None:
+            return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+        try:
+            return permission_answer(await self.on_permission(request), request)
+        except Exception as exc:  # the callback's bug, or not a decision: loudly
+            run = self._runs.get(request.session_id)
+            if run is None:
+                raise  # answered as an error, which the daemon counts as a rejection
+            run.fail(exc)
             return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": decision}}
 
     def listen(self, session_id: str, callback: UpdateCallback) -> Callable[[], None]:
         """Receive a session's updates outside prompts (e.g. the replay of session/load)."""
@@ -364,6 +205,7 @@ class CodyClient:
     # -- requests -------------------------------------------------------------------------
 
     async def initialize(self) -> InitializeResult:
+        """`initialize` (`spawn` and `connect` do it unless told not to)."""
         raw = await self.connection.request(
             "initialize",
             {
@@ -393,11 +235,16 @@ class CodyClient:
         phase: str | None = None,
         backend: str | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
+        config: Mapping[str, Any] | None = None,
+        ephemeral: bool = False,
     ) -> ClientSession:
         """`session/new`; settings not given come from the daemon's configuration.
 
         `backend`: `native` (Cody's own agent loop), `codex` (the Codex CLI) or `claude`
-        (Claude Code); the daemon's `backend` config key when not given."""
+        (Claude Code); the daemon's `backend` config key when not given. `config`: config
+        keys for this session, shaped like `config.toml` (`{"max_tool_iterations": 5}`),
+        validated as the file is; the named settings win over it. `ephemeral`: keep no
+        session file (removed when the session closes)."""
         meta = {
             "provider": provider,
             "model": model,
@@ -408,8 +255,10 @@ class CodyClient:
             "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
             "phase": phase,
             "backend": backend,
+            "config": dict(config) if config else None,
+            "ephemeral": True if ephemeral else None,
         }
-        params: dict[str, Any] = {"cwd": _absolute(cwd), "mcpServers": list(mcp_servers)}
+        params: dict[str, Any] = {"cwd": absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}
         if given:
             params["_meta"] = {"cody": given}
@@ -422,7 +271,7 @@ class CodyClient:
         self, session_id: str, cwd: str, *, at_message: int | None = None
     ) -> ClientSession:
         """`_cody/session/fork`: a new session with the history up to user message `at_message`."""
-        params: dict[str, Any] = {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []}
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []}
         if at_message is not None:
             params["atMessage"] = at_message
         raw = await self.connection.request("_cody/session/fork", params)
@@ -436,9 +285,17 @@ class CodyClient:
         )
 
     async def load_session(
-        self, session_id: str, cwd: str, *, on_update: UpdateCallback | None = None
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        on_update: UpdateCallback | None = None,
+        relocate: bool = False,
     ) -> ClientSession:
-        """`session/load`: the history is replayed to `on_update` before this returns."""
+        """`session/load`: the history is replayed to `on_update` before this returns.
+
+        The session runs in the directory it was created in; `relocate=True` continues it in
+        `cwd` instead (its "allow for this session" grants are then dropped)."""
         errors: list[Exception] = []
 
         def deliver(update: SessionUpdate) -> None:
@@ -451,8 +308,7 @@ class CodyClient:
         stop = self.listen(session_id, deliver)
         try:
             raw = await self.connection.request(
-                "session/load",
-                {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []},
+                "session/load", _load_params(session_id, cwd, relocate)
             )
         finally:
             stop()
@@ -460,10 +316,12 @@ class CodyClient:
             raise errors[0]
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
-    async def resume_session(self, session_id: str, cwd: str) -> ClientSession:
+    async def resume_session(
+        self, session_id: str, cwd: str, *, relocate: bool = False
+    ) -> ClientSession:
+        """`session/resume`: as `load_session`, without the replay."""
         raw = await self.connection.request(
-            "session/resume",
-            {"sessionId": session_id, "cwd": _absolute(cwd), "mcpServers": []},
+            "session/resume", _load_params(session_id, cwd, relocate)
         )
         return self._session(session_id, cwd, SessionStateResult.model_validate(raw))
 
@@ -481,9 +339,10 @@ class CodyClient:
         )
 
     async def list_sessions(self, cwd: str | None = None) -> list[SessionInfo]:
+        """`session/list`, every page: the saved sessions (of `cwd` when given), newest first."""
         params: dict[str, Any] = {}
         if cwd is not None:
-            params["cwd"] = _absolute(cwd)
+            params["cwd"] = absolute(cwd)
         pages = await self._every_page("session/list", params, ListSessionsResult)
         return [session for page in pages for session in page.sessions]
 
@@ -505,6 +364,7 @@ class CodyClient:
         )
 
     async def delete_session(self, session_id: str) -> None:
+        """`session/delete`: remove a saved session's file (not while it runs a turn)."""
         await self.connection.request("session/delete", {"sessionId": session_id})
 
     # -- unified history: Codex, Claude Code and Cody sessions (docs/history.md) ---------
@@ -517,7 +377,7 @@ class CodyClient:
         if agent is not None:
             params["agent"] = agent
         if cwd is not None:
-            params["cwd"] = _absolute(cwd)
+            params["cwd"] = absolute(cwd)
         pages = await self._every_page("_cody/history/list", params, HistoryListResult)
         return [session for page in pages for session in page.sessions]
 
@@ -606,7 +466,7 @@ class CodyClient:
         in `cwd` (default: this process's current directory; never the directory the session
         file names, which `stats.source_cwd` reports)."""
         params = _history_ref(session_id, path, agent)
-        params["cwd"] = _absolute(cwd if cwd is not None else os.getcwd())
+        params["cwd"] = absolute(cwd if cwd is not None else os.getcwd())
         settings = {"provider": provider, "model": model}
         given = {key: value for key, value in settings.items() if value is not None}
         if given:
@@ -618,11 +478,18 @@ class CodyClient:
         return session, result.imported
 
 
+def _load_params(session_id: str, cwd: str, relocate: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {"sessionId": session_id, "cwd": absolute(cwd), "mcpServers": []}
+    if relocate:
+        params["_meta"] = {"cody": {"relocate": True}}
+    return params
+
+
 def _history_ref(session_id: str | None, path: str | None, agent: str | None) -> dict[str, Any]:
     if (session_id is None) == (path is None):
         raise ValueError("give exactly one of session_id and path")
     params: dict[str, Any] = (
-        {"sessionId": session_id} if session_id is not None else {"path": _absolute(str(path))}
+        {"sessionId": session_id} if session_id is not None else {"path": absolute(str(path))}
     )
     if agent is not None:
         params["agent"] = agent

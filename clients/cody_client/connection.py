@@ -1,6 +1,7 @@
 """A JSON-RPC 2.0 connection over asyncio streams, in either of Cody's framings.
 
-Both sides send requests: `request()` awaits an answer (a `RemoteError` on error), and
+Both sides send requests: `request()` awaits an answer (a `RemoteError` on error, of the
+subclass for its code: cody_client.errors), and
 `on_request` registers async handlers for the daemon's requests (approvals). A handler is
 cancelled when the daemon cancels its request (`$/cancelRequest` or `$/cancel_request`);
 no answer is sent then. Notifications go to `on_notification` handlers in arrival order.
@@ -22,6 +23,8 @@ from typing import Any, Literal
 
 import orjson
 
+from .errors import RemoteError, remote_error
+
 __all__ = ["Connection", "ConnectionClosed", "Framing", "FramingError", "RemoteError"]
 
 logger = logging.getLogger(__name__)
@@ -29,16 +32,6 @@ logger = logging.getLogger(__name__)
 Framing = Literal["lsp", "ndjson"]
 RequestHandler = Callable[[Any], Awaitable[Any]]
 NotificationHandler = Callable[[Any], None]
-
-
-class RemoteError(Exception):
-    """An error answer from the other side."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})")
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 class ConnectionClosed(Exception):
@@ -223,8 +216,8 @@ class Connection:
                 error = message["error"] if isinstance(message["error"], dict) else {}
                 code = error.get("code")
                 future.set_exception(
-                    RemoteError(
-                        code if isinstance(code, int) else -32603,
+                    remote_error(
+                        code if isinstance(code, int) and not isinstance(code, bool) else -32603,
                         str(error.get("message", "")),
                         error.get("data"),
                     )

@@ -33,7 +33,9 @@ def daemon_command() -> list[str]:
     if on_path is not None:
         return [on_path]
     raise DaemonNotFound(
-        "Cody's daemon is not installed: install it next to the client "
-        "(`uv tool install cody-client[daemon]` or `pip install cody-daemon`), put "
-        "`cody-daemon` on PATH, or set CODY_DAEMON to the command that starts it."
+        "Cody's daemon is not installed: run `python3 install.py` in a Cody checkout (it puts "
+        "`cody-daemon` on PATH), or install it into this environment from the checkout "
+        "(`python -m pip install -c constraints.txt ./protocol ./daemon ./clients` there; "
+        'README: "Cody in your own Python project"), or set CODY_DAEMON to the command '
+        "that starts it."
     )

@@ -2,7 +2,8 @@
 
 It needs no key and no network. It shows streaming text and thoughts, tool calls, an
 approval prompt (answered by you in a terminal; without one, the demo answers "allow once"
-itself and says so) and persistence: a second daemon resumes the saved session.
+itself and says so) and persistence: a second daemon resumes the saved session. Its closing
+hints work as printed, after the workspace is gone (tests/e2e/test_vanished_cwd.py).
 """
 
 from __future__ import annotations
@@ -92,8 +93,15 @@ async def run_demo() -> int:
             resumed = await client.resume_session(session_id, str(workspace))
             await _say(resumed, renderer, "read NOTES.md")
         renderer.line("")
-        renderer.line(f"Resume it yourself: cody-client --resume {session_id}")
-        renderer.line(f"Replay it:          cody-client sessions show {session_id}")
+        # The workspace is removed below: continuing needs another directory (--cwd), a replay
+        # needs none.
+        renderer.line(f'Continue it: cody-client --resume {session_id} --cwd "$(mktemp -d)"')
+        renderer.line(
+            renderer.style.dim(
+                "             (its workspace is removed; --cwd says where it goes on)"
+            )
+        )
+        renderer.line(f"Replay it:   cody-client sessions show {session_id}")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     return 0

@@ -3,13 +3,15 @@
 It starts the daemon the way every other command does and reports what the daemon itself
 sees in `initialize`'s `_meta.cody`: the providers (and which have credentials), the
 sandbox (bwrap) and search (rg) programs with their origin, path and version, and whether
-bwrap can build a sandbox here, plus the config file and data directory. Then it opens a
-session in the current directory (never prompted: nothing is saved) to show the project
-instructions the model would get and the tools it would not be offered, with why.
+bwrap can build a sandbox here, plus the config file and data directory. The configuration
+is checked by the daemon (`_cody/config/check`: `session/new`'s own checks, for the user file
+and the current project's `.cody/config.toml`), so doctor fails exactly when a session would.
+Then it opens a session in that directory (never prompted: nothing is saved) to show the
+project instructions the model would get and the tools it would not be offered, with why.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
-is unusable, the default provider has no credentials, the data directory is not writable, no
-session can start here).
+is unusable, the default provider has no credentials, the data directory is not writable, a
+new session would fail on the configuration, no session can start here).
 """
 
 from __future__ import annotations
@@ -24,8 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cody_protocol.endpoint import client_socket_path
-from cody_protocol.extensions import AbsentTool, McpServerStatus, ToolsListResult
+from cody_protocol.extensions import (
+    AbsentTool,
+    ConfigCheckResult,
+    McpServerStatus,
+    ToolsListResult,
+)
 from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
+from cody_protocol.methods import CODY_CONFIG_CHECK
 from cody_protocol.session import ProjectDoc
 
 from .inert import guard, one_line
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
     from .client import CodyClient
     from .warm import WarmDaemon
 
-__all__ = ["build_parser", "daemon_line", "report_lines", "run_doctor"]
+__all__ = ["build_parser", "config_lines", "daemon_line", "report_lines", "run_doctor"]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -57,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the daemon's report as one JSON object"
     )
     parser.add_argument(
+        "--cwd",
+        default=None,
+        help="the project whose .cody/config.toml is checked (default: the current directory)",
+    )
+    parser.add_argument(
         "--no-daemon-socket",
         action="store_true",
         help="check a daemon spawned for this command, not the warm one (cody-daemon --listen)",
@@ -70,14 +83,20 @@ async def run_doctor(
     from .warm import open_daemon
 
     out = guard(out or sys.stdout)
-    cwd = os.getcwd()
+    cwd = _project_dir(args.cwd)
+    check: ConfigCheckResult | None = None
+    here = SessionHere()
     try:
         async with open_daemon(use_socket=not args.no_daemon_socket, on_stderr=on_stderr) as client:
             assert client.initialize_result is not None
             meta = client.initialize_result.meta.cody
             warm = client.warm
             skipped = client.warm_skipped
-            here = await session_here(client, cwd)
+            if CODY_CONFIG_CHECK in meta.extensions:
+                raw = await client.connection.request(CODY_CONFIG_CHECK, {"cwd": cwd})
+                check = ConfigCheckResult.model_validate(raw)
+            if check is None or check.error is None:  # else no session can open: said once
+                here = await session_here(client, cwd)
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
@@ -85,7 +104,10 @@ async def run_doctor(
         [] if here.problem is None else [f"no session can start here: {here.problem}"]
     )
     lines, problems = report_lines(
-        meta, session=session_lines(here, cwd), session_problems=session_problems
+        meta,
+        config=config_lines(check, cwd),
+        session=session_lines(here, cwd) if check is None or check.error is None else (),
+        session_problems=session_problems,
     )
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket, skipped=skipped)
     lines.insert(2, f"Daemon        {daemon}")
@@ -102,6 +124,7 @@ async def run_doctor(
             "projectDocs": [doc.model_dump(mode="json", by_alias=True) for doc in here.docs],
             "absentTools": [tool.model_dump(mode="json", by_alias=True) for tool in here.absent],
         }
+        report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
         report["problems"] = problems
         out.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -187,20 +210,52 @@ def daemon_line(warm: WarmDaemon | None, *, use_socket: bool, skipped: str | Non
     )
 
 
+def config_lines(check: ConfigCheckResult | None, cwd: str) -> tuple[list[str], list[str]]:
+    """The configuration as `session/new` in `cwd` would find it: the project file (and
+    whether it is trusted), the warnings a session would carry, and its errors as problems
+    (one per line of the -32602 message: key, value, file and the valid values)."""
+    if check is None:
+        problem = (
+            "this daemon cannot check the configuration (_cody/config/check): an older daemon?"
+        )
+        return ["Configuration  not checked"], [problem]
+    lines = [f"Configuration  as a new session in {cwd} reads it"]
+    for file in check.files:
+        if file.scope != "project" or not file.exists:
+            continue
+        trust = (
+            "trusted"
+            if file.trusted
+            else "not trusted: its approval, sandbox, MCP, provider and backend keys are ignored"
+        )
+        lines.append(f"  project file {file.path}  ({trust})")
+    problems: list[str] = []
+    if check.error is not None:
+        problems = [one_line(line) for line in check.error.message.splitlines() if line]
+        lines.append("  !!  invalid: every new session fails (see Problems below)")
+    else:
+        lines.append("  ok  valid")
+    lines += [f"  warning: {one_line(warning)}" for warning in check.warnings]
+    return lines, problems
+
+
 def report_lines(
     meta: CodyInitializeMeta,
     *,
+    config: tuple[list[str], list[str]] = ([], []),
     session: Sequence[str] = (),
     session_problems: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
-    """The human report and the essential problems found (empty: ready); `session`: the
-    lines about a session in the current directory, and its problems."""
-    problems: list[str] = []
+    """The human report and the essential problems found (empty: ready); `config` is the
+    configuration's section and problems (`config_lines`); `session`: the lines about a
+    session in the current directory, and its problems."""
+    config_section, config_problems = config
+    problems: list[str] = list(config_problems)
     lines = [f"Cody {meta.version}", ""]
-    config = Path(meta.config_file)
+    config_file = Path(meta.config_file)
     lines.append(
-        f"Config file   {one_line(str(config))}"
-        + ("" if config.exists() else "  (not created yet: defaults)")
+        f"Config file   {one_line(str(config_file))}"
+        + ("" if config_file.exists() else "  (not created yet: defaults)")
     )
     data_dir = Path(meta.data_dir)
     writable = _writable(data_dir)
@@ -209,6 +264,8 @@ def report_lines(
     )
     if not writable:
         problems.append(f"the data directory {data_dir} is not writable (sessions cannot be saved)")
+    if config_section:
+        lines += ["", *config_section]
 
     lines += ["", "Providers"]
     for provider in meta.providers:
@@ -254,6 +311,11 @@ def _binary_line(binary: BinaryInfo) -> str:
             else f"  (does not work here: {binary.problem})"
         )
     return line
+
+
+def _project_dir(given: str | None) -> str:
+    """The directory whose configuration is checked: `--cwd`, else the current one."""
+    return os.path.abspath(given or os.getcwd())
 
 
 def _writable(directory: Path) -> bool:

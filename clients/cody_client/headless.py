@@ -1,16 +1,20 @@
 """`cody-client exec`: one turn, then exit; human output or `--json` event lines.
 
-Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled, 4 a call was denied, 5 provider or
-auth error, 6 max_turn_requests. Approvals follow `--approve`: `allow`, `deny`, or `ask`
-(a terminal prompt; without a terminal it denies and says so on stderr). Never hangs on an
-approval.
+Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM, SIGHUP), 4 a call
+was denied, 5 provider or auth error, 6 max_turn_requests. Approvals follow `--approve`:
+`allow`, `deny`, or `ask` (a terminal prompt; without a terminal it denies and says so on
+stderr). Never hangs on an approval. With `--json` the last line is always exactly one
+`turn.completed` or `error` event. CI options (`-c`, `--max-turns`, `-o`, `--ephemeral`):
+exec_options.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -22,16 +26,20 @@ from cody_protocol.prompt import PromptResult
 
 from .approvals import TerminalApprover
 from .client import ClientSession, RemoteError, SessionLookupError
+from .connection import ConnectionClosed
+from .daemon_command import DaemonNotFound
+from .exec_options import ConfigOverrideError, FinalText, config_overrides, write_last_message
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
+from .termination import Termination
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
 
-__all__ = ["EXIT_CODES", "exit_code_for", "run_exec", "run_turn"]
+__all__ = ["EXIT_CODES", "exit_code_for", "report_start_failure", "run_exec", "run_turn"]
 
 EXIT_CODES = {
     "end_turn": 0,
@@ -168,20 +176,29 @@ class _JsonApprover:
 async def run_exec(
     args: argparse.Namespace, forward_stderr: Any, daemon: DaemonProcess | None = None
 ) -> int:
-    """One turn. `daemon`: one already started (cli.py starts it before importing this)."""
+    """One turn. `daemon`: one already started (cli.py starts it before importing this).
+
+    With `--json` the output ends with exactly one `turn.completed` or `error` event, whatever
+    happens (see cody_protocol.exec_events and termination.py)."""
     prompt = " ".join(args.prompt)
     if prompt == "-":
         prompt = sys.stdin.read()
     json_mode = bool(args.json)
     events = JsonEvents(sys.stdout) if json_mode else None
-    if not prompt.strip():
+    problem = None if prompt.strip() else "cody-client exec: the prompt is empty"
+    overrides: dict[str, Any] = {}
+    try:
+        overrides = config_overrides(args.config or [], args.max_turns)
+    except ConfigOverrideError as exc:
+        problem = f"cody-client exec: {exc}"
+    if args.resume and (overrides or args.ephemeral):
+        problem = (
+            "cody-client exec: -c, --max-turns and --ephemeral apply to a new session, not --resume"
+        )
+    if problem is not None:
         if daemon is not None:
             await daemon.close()
-        message = "cody-client exec: the prompt is empty"
-        if events is not None:
-            events.error(message, EXIT_CODES["usage"])
-        sys.stderr.write(message + "\n")
-        return EXIT_CODES["usage"]
+        return _fail(events, problem, EXIT_CODES["usage"])
     renderer = Renderer(
         out=sys.stderr if json_mode else sys.stdout,
         info=sys.stderr,
@@ -191,6 +208,11 @@ async def run_exec(
     terminal = TerminalApprover(renderer, args.approve)
     cwd = args.cwd or os.getcwd()
     spinner = None if json_mode else Spinner(sys.stderr)
+    final = FinalText()
+    task = asyncio.current_task()
+    assert task is not None
+    termination = Termination(task)
+    termination.install()
     try:
         async with open_daemon(
             use_socket=not args.no_daemon_socket, on_stderr=forward_stderr, process=daemon
@@ -200,9 +222,16 @@ async def run_exec(
             )
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
-                session = await client.resume_session(session_id, cwd)
+                session = await client.resume_session(
+                    session_id, cwd, relocate=args.cwd is not None
+                )
             else:
-                session = await client.new_session(cwd, **session_settings(args))
+                session = await client.new_session(
+                    cwd,
+                    **session_settings(args),
+                    config=overrides or None,
+                    ephemeral=args.ephemeral,
+                )
             if getattr(args, "dry_run", False):
                 report = await session.dry_run(prompt)
                 report_json = json.dumps(report.wire(), indent=2, ensure_ascii=False)
@@ -218,6 +247,7 @@ async def run_exec(
                     resumed=bool(args.resume),
                     session_file=meta.session_file if meta else None,
                     warnings=list(meta.warnings) if meta else [],
+                    ephemeral=args.ephemeral,
                 )
                 events.turn_started(prompt)
             else:
@@ -226,29 +256,80 @@ async def run_exec(
                 docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
                 if docs is not None:
                     renderer.line(renderer.style.dim(docs))
-            result = await run_turn(
-                session, prompt, events.on_update if events else renderer.on_update, spinner
-            )
+            show = events.on_update if events else renderer.on_update
+
+            def on_update(update: Any) -> None:
+                final.add(update)
+                show(update)
+
+            termination.turn_started(session.cancel)
+            result = await run_turn(session, prompt, on_update, spinner)
+            termination.turn_ended()
+            denied = events.denied if events is not None else renderer.denied
+            code = exit_code_for(result, denied)
+            if args.output_last_message:
+                try:
+                    write_last_message(args.output_last_message, final.text)
+                except OSError as exc:  # the turn's result is still reported
+                    sys.stderr.write(f"cody-client: cannot write --output-last-message: {exc}\n")
+                    code = EXIT_CODES["error"]
+            if events is not None:
+                events.turn_completed(result, code, final.text)
+            else:
+                renderer.turn_finished(result, model=session.option("model"))
+            return code
     except RemoteError as exc:
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         code = error_exit_code(exc)
         if events is not None:
             events.error(exc.message, code, exc.code, exc.data)
-        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return code
     except SessionLookupError as exc:
         if events is not None:
             events.error(exc.message, EXIT_CODES["usage"])
         sys.stderr.write(f"cody-client: {lookup_message(exc)}\n")
         return EXIT_CODES["usage"]
-    except (OSError, ConnectionError) as exc:
-        if events is not None:
-            events.error(str(exc), EXIT_CODES["error"])
-        sys.stderr.write(f"cody-client: {exc}\n")
-        return EXIT_CODES["error"]
-    denied = events.denied if events is not None else renderer.denied
-    code = exit_code_for(result, denied)
+    except (OSError, ConnectionError, ConnectionClosed, DaemonNotFound) as exc:
+        reason = await _daemon_gone(daemon) if isinstance(exc, ConnectionError) else None
+        return _fail(events, f"cody-client: {reason or exc}", EXIT_CODES["error"])
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if termination.received is None:  # Ctrl-C twice
+            _fail(events, "cody-client: interrupted", 130)
+            raise KeyboardInterrupt from None
+        when = (
+            "the turn did not stop in time" if termination.turn_was_running else "before the turn"
+        )
+        return _fail(
+            events,
+            f"cody-client: stopped by {termination.received} ({when})",
+            EXIT_CODES["cancelled"],
+        )
+    except Exception as exc:  # a bug of ours: said, and still one final event
+        logging.getLogger(__name__).exception("exec failed")
+        return _fail(events, f"cody-client: internal error: {exc!r}", EXIT_CODES["error"])
+    finally:
+        termination.uninstall()
+
+
+async def _daemon_gone(daemon: DaemonProcess | None) -> str | None:
+    """Why writing to the daemon failed, when it is because the daemon exited."""
+    if daemon is None:
+        return None
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(daemon.process.wait(), 2)
+    return daemon.describe_exit() if daemon.process.returncode is not None else None
+
+
+def _fail(events: JsonEvents | None, message: str, code: int) -> int:
+    """Say why the run failed (stderr, and the final `error` event with `--json`)."""
+    sys.stderr.write(message + "\n")
     if events is not None:
-        events.turn_completed(result, code)
-    else:
-        renderer.turn_finished(result, model=session.option("model"))
+        events.error(message.removeprefix("cody-client: ").removeprefix("cody-client exec: "), code)
     return code
+
+
+def report_start_failure(args: argparse.Namespace, exc: BaseException) -> int:
+    """The daemon could not be started (not installed, not executable): exit code 1, and the
+    final `error` event with `--json` (the only line of the run)."""
+    events = JsonEvents(sys.stdout) if getattr(args, "json", False) else None
+    return _fail(events, f"cody-client: {exc}", EXIT_CODES["error"])

@@ -18,12 +18,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from cody_protocol.history import UnifiedMessage
+from cody_protocol.history import HistorySessionInfo, UnifiedMessage
 
 from .inert import guard, json_document, one_line
 from .terminal import Style, use_color
+from .wording import for_terminal
+
+if TYPE_CHECKING:
+    from .client import CodyClient
 
 __all__ = ["Transcript", "build_history_parser", "run_history"]
 
@@ -57,6 +61,40 @@ def _reference(session: str) -> dict[str, Any]:
     return {"session_id": session}
 
 
+class _NoUniqueMatch(LookupError):
+    def __init__(self, message: str, candidates: list[HistorySessionInfo]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.candidates = candidates
+
+
+async def _resolve(client: CodyClient, session: str, agent: str | None) -> dict[str, Any]:
+    """The session's reference; an id prefix (shorter than a full id) is looked up among the
+    sessions `history list` shows, as `--resume` does among Cody's: it must match one."""
+    from .client import FULL_ID_LENGTH
+
+    reference = _reference(session)
+    prefix = reference.get("session_id")
+    if prefix is None or len(prefix) >= FULL_ID_LENGTH:
+        return reference
+    matches = [
+        info
+        for info in await client.history_list(agent=agent)
+        if info.session_id.startswith(prefix)
+    ]
+    if len(matches) == 1:
+        return {"path": matches[0].path}
+    if not matches:
+        raise _NoUniqueMatch(
+            f"No session id starts with {prefix!r}. Run `cody-client history list` to see the "
+            "sessions on this machine.",
+            [],
+        )
+    raise _NoUniqueMatch(
+        f"{len(matches)} sessions start with {prefix!r}; give more characters.", matches
+    )
+
+
 async def run_history(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
@@ -86,8 +124,9 @@ async def run_history(
                     )
             elif args.action == "show":
                 transcript = Transcript(out, Style(use_color(out)))
+                reference = await _resolve(client, args.session, args.agent)
                 async for message in client.history_messages(
-                    **_reference(args.session), agent=args.agent, include_original=args.json
+                    **reference, agent=args.agent, include_original=args.json
                 ):
                     if args.json:
                         line = json.dumps(message.wire(), ensure_ascii=False)
@@ -95,8 +134,9 @@ async def run_history(
                     else:
                         transcript.write(message)
             else:
+                reference = await _resolve(client, args.session, args.agent)
                 session, stats = await client.import_history(
-                    **_reference(args.session), agent=args.agent, cwd=args.cwd
+                    **reference, agent=args.agent, cwd=args.cwd
                 )
                 source, cwd = one_line(stats.session_id), one_line(stats.cwd)
                 out.write(
@@ -115,8 +155,13 @@ async def run_history(
                     )
                 out.write(f"Continue it with:\n  cody-client --resume {session.id} --cwd {cwd}\n")
     except RemoteError as exc:
-        sys.stderr.write(f"cody-client: {exc.message}\n")
+        sys.stderr.write(f"cody-client: {for_terminal(exc.message)}\n")
         return 2 if exc.code in (-32602, -32002) else 1
+    except _NoUniqueMatch as exc:
+        sys.stderr.write(f"cody-client: {exc.message}\n")
+        for info in exc.candidates[:10]:
+            sys.stderr.write(f"  {info.agent:6}  {info.session_id}  {info.title or ''}\n")
+        return 2
     return 0
 
 
@@ -186,7 +231,7 @@ def _first_line(text: str) -> str:
 
 
 def _describe_input(tool_input: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "path", "pattern", "query", "url"):
+    for key in ("command", "file_path", "filePath", "path", "dirPath", "pattern", "query", "url"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
             return value.splitlines()[0][:200]

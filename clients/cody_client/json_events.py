@@ -1,7 +1,8 @@
 """Turning session updates into `cody-client exec --json` events (cody_protocol.exec_events).
 
-Invariant: a run of text (or thought) deltas is closed by one `message.completed` holding the
-whole run before any other event is written, and at the end of the turn.
+Invariants: a run of text (or thought) deltas is closed by one `message.completed` holding the
+whole run before any other event is written, and at the end of the turn; at most one final
+event (`turn.completed` or `error`) is ever written, and nothing after it (`finished`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,12 @@ class JsonEvents:
         self._run_parts: list[str] = []
         self._finished: set[str] = set()
         self.denied = False
+        self.finished = False
+        """The final event (`turn.completed` or `error`) was written."""
 
     def emit(self, event: Any) -> None:
+        if self.finished:
+            return
         # orjson escapes C0 controls but writes DEL, C1 and bidi controls as they are.
         self._out.write(json_document(orjson.dumps(event.wire()).decode()) + "\n")
         self._out.flush()
@@ -132,7 +137,9 @@ class JsonEvents:
             ToolCompleted(tool_call_id=call_id, status=status, output=output, raw_output=raw_output)
         )
 
-    def turn_completed(self, result: PromptResult, exit_code: int) -> None:
+    def turn_completed(
+        self, result: PromptResult, exit_code: int, final_text: str | None = None
+    ) -> None:
         self._close_run()
         meta = result.meta.cody if result.meta is not None else None
         self.emit(
@@ -143,11 +150,14 @@ class JsonEvents:
                 usage=meta.usage if meta else None,
                 cost=meta.cost if meta else None,
                 denied=self.denied,
+                final_text=final_text,
             )
         )
+        self.finished = True
 
     def error(
         self, message: str, exit_code: int, code: int | None = None, data: Any = None
     ) -> None:
         self._close_run()
         self.emit(ErrorEvent(message=message, exit_code=exit_code, code=code, data=data))
+        self.finished = True

@@ -32,19 +32,33 @@ _PHRASES = (
         "Use session/list (or `cody-client sessions list`) to see known sessions.",
         "Run `cody-client sessions list` to see the saved sessions.",
     ),
+    (
+        "Use _cody/history/list (`cody-client history list`) to see the sessions on this machine.",
+        "Run `cody-client history list` to see the sessions on this machine.",
+    ),
     ("use session/load or session/resume first.", "resume it with `cody-client --resume ID`."),
+    ("(the `provider` config option)", "(/model PROVIDER MODEL)"),
     ("session/set_config_option", "/model or /approvals"),
     ("session/list", "`cody-client sessions list`"),
+    ("see where each provider looks in initialize's providers", "`cody-client doctor` lists them"),
 )
 
+_RELOCATE = re.compile(
+    r"session/load or session/resume of (\S+) with `_meta\.cody\.relocate` and that "
+    r"directory as `cwd`"
+)
+"""The daemon's advice for a session whose directory is gone (engine/workdir.py)."""
 _META_FIELD = re.compile(r"_meta\.cody\.(\w+)")
+_FLAG_VALUE = re.compile(r"(--[a-z][a-z-]*) = ")
 _META_SOURCE = re.compile(r"\((?:in |from )?_meta\.cody\)")
 
 
 def for_terminal(message: str) -> str:
+    message = _RELOCATE.sub(r"`cody-client --resume \1 --cwd DIR`", message)
     for protocol, terminal in _PHRASES:
         message = message.replace(protocol, terminal)
     message = _META_FIELD.sub(lambda m: _FLAGS.get(m.group(1), m.group(0)), message)
+    message = _FLAG_VALUE.sub(r"\1 ", message)  # `--provider = "x"` -> `--provider "x"`
     return _META_SOURCE.sub("(from the command line)", message)
 
 

@@ -46,6 +46,8 @@ class InvalidParamsData(WireModel):
     """`data` of a -32602 error."""
 
     errors: list[ParamIssue]
+    details: str | None = None
+    """The error's message again (every error the daemon maps has it; ACP SDKs read it)."""
 
 
 class ProviderErrorData(WireModel):
@@ -55,6 +57,8 @@ class ProviderErrorData(WireModel):
     retryable: bool
     provider: str
     http_status: int | None = None
+    details: str | None = None
+    """The error's message again."""
 
 
 class AuthRequiredData(WireModel):
@@ -62,3 +66,5 @@ class AuthRequiredData(WireModel):
 
     provider: str
     fix: str
+    details: str | None = None
+    """The error's message again."""

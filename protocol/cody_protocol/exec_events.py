@@ -3,7 +3,9 @@
 Order within a turn: `session.started` once, `turn.started`, then any of `message.delta`,
 `message.completed`, `tool.started`, `approval.requested`, `tool.completed`, `plan.updated`,
 `usage.updated`, and finally exactly one `turn.completed` (or `error` when the turn could not
-run). A text run (`message.delta`s of one kind) is always closed by a `message.completed`
+run or finish: the daemon could not start, a request failed, a signal ended the run before
+the turn did). A SIGTERM (or SIGHUP) during the turn cancels it: `turn.completed` then has
+`stopReason: "cancelled"` and exit code 3. A text run (`message.delta`s of one kind) is always closed by a `message.completed`
 carrying the whole text before any other event. Readers must ignore unknown event types and
 unknown fields; nothing is removed without bumping `version`.
 """
@@ -49,6 +51,8 @@ class SessionStarted(WireModel):
     session_file: str | None = None
     warnings: list[str] = Field(default_factory=list)
     """Configuration warnings (e.g. keys ignored from an untrusted project's config)."""
+    ephemeral: bool = False
+    """`--ephemeral`: the session file is removed when the run ends."""
 
 
 class TurnStarted(WireModel):
@@ -116,6 +120,9 @@ class TurnCompleted(WireModel):
     cost: TurnCost | None = None
     denied: bool = False
     """A tool call of this turn was denied (exit code 4 when nothing else failed)."""
+    final_text: str | None = None
+    """The turn's last agent message (what `--output-last-message` writes); None: the model
+    wrote no text after its last tool call."""
 
 
 class ErrorEvent(WireModel):

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import WireModel
+from .errors import RpcError
 
 __all__ = [
     "AbsentTool",
@@ -14,6 +15,8 @@ __all__ = [
     "CompactSessionResult",
     "AgentInfo",
     "AgentsListResult",
+    "ConfigCheckResult",
+    "ConfigFileInfo",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -127,3 +130,29 @@ class AgentInfo(WireModel):
 
 class AgentsListResult(WireModel):
     agents: list[AgentInfo]
+
+
+class ConfigFileInfo(WireModel):
+    """A config file `session/new` reads for the checked cwd."""
+
+    path: str
+    scope: Literal["user", "project"]
+    exists: bool
+    trusted: bool | None = None
+    """The project file only: whether the user file lists the project in `trusted_projects`
+    (if not, the keys a project may not set are ignored, with a warning)."""
+
+
+class ConfigCheckResult(WireModel):
+    """`_cody/config/check` (params as `session/new`): what `session/new` would say about the
+    configuration, found by the same checks, with no session created.
+
+    `ok` is false exactly when `session/new` would fail; `error` is then the JSON-RPC error it
+    would answer (a -32602 naming each key, value, source file and the valid values).
+    `warnings` are the `_meta.cody.warnings` it would report (e.g. an untrusted project's
+    ignored keys)."""
+
+    ok: bool
+    files: list[ConfigFileInfo]
+    warnings: list[str] = Field(default_factory=list)
+    error: RpcError | None = None

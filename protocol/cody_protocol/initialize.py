@@ -47,11 +47,17 @@ class ClientCapabilities(WireModel):
     """Cody never uses `terminal/*` (commands run only in its own sandbox)."""
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
     """`terminal_output: true` (Zed's convention): show live command output as a
-    display-only terminal (cody_protocol.terminal)."""
+    display-only terminal (cody_protocol.terminal). `cody.appendOutput: true`: live output
+    as increments the client appends (without it, each update holds the output so far)."""
 
     @property
     def terminal_output(self) -> bool:
         return self.meta is not None and self.meta.get(TERMINAL_OUTPUT_CAPABILITY) is True
+
+    @property
+    def append_output(self) -> bool:
+        cody = self.meta.get("cody") if self.meta is not None else None
+        return isinstance(cody, dict) and cody.get("appendOutput") is True
 
 
 class Implementation(WireModel):

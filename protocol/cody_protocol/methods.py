@@ -33,6 +33,7 @@ __all__ = [
     "CANCEL_REQUEST_ACP",
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
+    "CODY_CONFIG_CHECK",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
@@ -383,6 +384,12 @@ CODY_HISTORY_IMPORT = request(
     spec="cody",
 )
 CODY_AGENTS_LIST = request("_cody/agents/list", result="extensions:AgentsListResult", spec="cody")
+CODY_CONFIG_CHECK = request(
+    "_cody/config/check",
+    params="session:NewSessionParams",
+    result="extensions:ConfigCheckResult",
+    spec="cody",
+)
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
 )

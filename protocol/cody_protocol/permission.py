@@ -13,8 +13,11 @@ from .updates import ToolCallLocation, ToolCallStatus, ToolKind
 __all__ = [
     "LEGACY_OPTION_IDS",
     "PERMISSION_OPTIONS",
+    "MAX_DENY_MESSAGE_CHARS",
     "CancelledOutcome",
+    "CodyPermissionAnswerMeta",
     "CodyPermissionMeta",
+    "PermissionAnswerMeta",
     "PermissionMeta",
     "PermissionOption",
     "PermissionOptionId",
@@ -94,5 +97,24 @@ class CancelledOutcome(WireModel):
 PermissionOutcome = Annotated[SelectedOutcome | CancelledOutcome, Field(discriminator="outcome")]
 
 
+MAX_DENY_MESSAGE_CHARS = 4000
+"""The longest `_meta.cody.message` a permission answer may carry."""
+
+
+class CodyPermissionAnswerMeta(WireModel):
+    """What a client may add to its permission answer (docs/protocol.md "Approvals")."""
+
+    message: str | None = Field(default=None, max_length=MAX_DENY_MESSAGE_CHARS)
+    """With a reject option: the reason, for the model (`User denied approval: <message>`)."""
+    updated_input: dict[str, Any] | None = None
+    """With an allow option: the tool's arguments to run instead of the model's. They go
+    through the same approval decision as the model's (rules, sandbox, session rejections)."""
+
+
+class PermissionAnswerMeta(WireModel):
+    cody: CodyPermissionAnswerMeta | None = None
+
+
 class RequestPermissionResult(WireModel):
     outcome: PermissionOutcome
+    meta: PermissionAnswerMeta | None = Field(default=None, alias="_meta")

@@ -22,6 +22,8 @@ __all__ = [
     "HttpHeader",
     "ListSessionsParams",
     "ListSessionsResult",
+    "CodyLoadSessionMeta",
+    "LoadSessionMeta",
     "LoadSessionParams",
     "McpServer",
     "McpServerHttp",
@@ -103,6 +105,13 @@ class CodySessionMeta(WireModel):
     allowed_tools: list[str] | None = None
     phase: Phase | None = None
     backend: Backend | None = None
+    config: dict[str, Any] | None = None
+    """Configuration overrides, as a `config.toml` table (`{"tools": {"exec": {...}}}`):
+    the session's top layer, validated as a config file is; the fields above win over it
+    (`cody-client -c key=value`)."""
+    ephemeral: bool = False
+    """Keep no session file: it is removed when the session closes (`cody-client exec
+    --ephemeral`)."""
 
 
 class NewSessionMeta(WireModel):
@@ -182,12 +191,31 @@ class NewSessionResult(WireModel):
     meta: SessionResultMeta | None = Field(default=None, alias="_meta")
 
 
+class CodyLoadSessionMeta(WireModel):
+    """`session/load` and `session/resume` `_meta.cody`."""
+
+    relocate: bool = False
+    """Continue the session in the request's `cwd` instead of the directory it was created
+    in (e.g. that one no longer exists). The session's "allow for this session" grants are
+    dropped when the directory differs; the file keeps the directory it was created in."""
+
+
+class LoadSessionMeta(WireModel):
+    cody: CodyLoadSessionMeta | None = None
+
+
 class LoadSessionParams(WireModel):
     session_id: str
     cwd: str
+    """Used only with `_meta.cody.relocate`: the session keeps its own directory otherwise."""
     mcp_servers: list[McpServer] = Field(default_factory=list)
+    meta: LoadSessionMeta | None = Field(default=None, alias="_meta")
 
     _check_cwd = field_validator("cwd")(_absolute)
+
+    @property
+    def relocate(self) -> bool:
+        return self.meta is not None and self.meta.cody is not None and self.meta.cody.relocate
 
 
 class SessionStateResult(WireModel):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cody_daemon.engine.slash import INIT_PROMPT, REVIEW_PROMPT
+from cody_daemon.engine.prompt_files import prompt as builtin_prompt
 
 from tests.support import mock_responses as responses
 from tests.support.backend_agents import KINDS, BackendKind, BackendRig
@@ -344,8 +344,8 @@ async def test_slash_prompts_reach_the_model_as_text(kind: BackendKind, cody_env
             sid = await daemon.new_session(backend=kind)
             expected = {
                 "/cost": "/cost",
-                "/init": INIT_PROMPT.splitlines()[0][8:60],
-                "/review focus on tests": REVIEW_PROMPT.splitlines()[0][10:60],
+                "/init": builtin_prompt("init").splitlines()[0][8:60],
+                "/review focus on tests": builtin_prompt("review").splitlines()[0][10:60],
             }
             for prompt, seen in expected.items():
                 rig.say(f"model answer to {prompt}")

@@ -206,8 +206,8 @@ async def test_chat_resume_picker_prefixes_history_fork_and_newlines(
         assert screen.count("▸ List .") == 2, "the replay shows the call and the reply again"
 
         tmux.keys("/fork 5", "Enter")
-        screen = await tmux.wait_for("out of range")
-        assert "has 1 user message" in screen
+        screen = await tmux.wait_for("There is no user message 5 to fork at")
+        assert "has 1 user message, numbered 0 to 0" in screen
 
         tmux.keys("C-d")
         await tmux.wait_for("EXITED=0")

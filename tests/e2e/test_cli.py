@@ -113,7 +113,7 @@ async def test_demo_in_a_terminal_asks_and_echoes_each_answer_once(cody_env: Cod
         await wait_for("Hello from the Cody demo!", 2)
         await wait_for("choice [y/a/n/r/c]:", 2)
         subprocess.run(["tmux", "send-keys", "-t", name, "n"], check=True)
-        screen = await wait_for("Resume it yourself")
+        screen = await wait_for("Replay it:")
         assert "choice [y/a/n/r/c]: y\n" in screen + "\n" and "choice [y/a/n/r/c]: yy" not in screen
         assert "User denied approval" in screen
         assert not (Path(cody_env.workspace) / "NOTES.md").exists()
@@ -176,13 +176,13 @@ async def test_sessions_list_show_delete(cody_env: CodyEnv) -> None:
     session_id = line.split()[0]
     assert "list files" in line and str(cody_env.workspace) in line
     code, out, _ = await run_client(cody_env, "sessions", "show", session_id)
-    assert code == 0 and "› list files" in out and "List ." in out
+    assert code == 0 and "› list files" in out and "▸ LS .\n" in out
     code, out, _ = await run_client(cody_env, "sessions", "delete", session_id)
     assert code == 0
     code, out, _ = await run_client(cody_env, "sessions", "list")
     assert "No saved sessions." in out
     code, _, err = await run_client(cody_env, "sessions", "show", session_id)
-    assert code == 2 and "not found" in err
+    assert code == 2 and f"No Cody session {session_id} found." in err and "_cody" not in err
 
 
 async def test_a_prompt_equal_to_a_subcommand_follows_double_dash(cody_env: CodyEnv) -> None:

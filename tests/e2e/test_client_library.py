@@ -153,6 +153,13 @@ def test_the_client_installs_without_the_daemons_dependencies(cody_env: CodyEnv)
     )  # fmt: skip
     assert missing.returncode == 1
     assert "daemon is not installed" in missing.stderr and "Traceback" not in missing.stderr
+    # Issue 24.7: no advice to install a name nobody owns on PyPI; what really works instead.
+    assert (
+        "pip install cody-daemon" not in missing.stderr
+        and "cody-client[daemon]" not in missing.stderr
+    )
+    assert "install.py" in missing.stderr and "constraints.txt" in missing.stderr
+    assert "CODY_DAEMON" in missing.stderr
 
     # With the daemon on PATH (an editor's or another venv's `cody-daemon`), it is used.
     daemon_bin = Path(sys.executable).parent

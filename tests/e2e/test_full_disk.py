@@ -57,7 +57,12 @@ async def test_a_full_disk_ends_the_turn_with_a_clear_error_and_loses_nothing_el
             )
             error = await expect_error(daemon.prompt(sid, "run it"), -32603)
             assert "disk is full" in error.message and str(path) in error.message
-            assert error.data == {"kind": "storage", "reason": "disk_full", "path": str(path)}
+            assert error.data == {
+                "kind": "storage",
+                "reason": "disk_full",
+                "path": str(path),
+                "details": error.message,
+            }
             assert closed_calls(daemon, sid) == {"t1": "completed"}, "no call left in_progress"
 
             # 2. Room again: the session goes on in the same daemon.

@@ -139,9 +139,12 @@ async def test_an_imported_codex_session_is_replayed_and_continued(
     users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert users == ["run echo hello", "run echo again"]
     calls = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
-    assert [c["title"] for c in calls] == ["Bash", "Bash"] and all(
-        c["status"] == "completed" for c in calls
-    )
+    # Each imported call shows its command and kind, not a bare `Bash` (issue 24.12).
+    assert [(c["title"], c["kind"]) for c in calls] == [
+        ("echo hello", "execute"),
+        ("echo again", "execute"),
+    ]
+    assert all(c["status"] == "completed" for c in calls)
     model.enqueue(text("You ran echo twice."))
     await daemon.prompt(sid, "what did you run?")
     request = model.requests[-1]
@@ -324,7 +327,7 @@ async def test_cody_client_history_list_show_import_then_resume(
     assert all("_original" in m for m in shown)
 
     code, out, err = await run_client(cody_env, "history", "show", "nope-not-a-session")
-    assert code == 2 and "No Codex, Claude Code or Cody session nope-not-a-session found" in err
+    assert code == 2 and "No session id starts with 'nope-not-a-session'." in err
 
     code, out, err = await run_client(
         cody_env, "history", "import", CLAUDE_ID, "--cwd", str(cody_env.workspace)

@@ -1,6 +1,8 @@
 """Live command output (issue 13.9): increments, throttled, bounded; a display-only terminal
 for a client that opts in as Zed does (`clientCapabilities._meta.terminal_output`), appended
-text chunks for others; the command always runs in Cody's sandbox (no `terminal/create`).
+text chunks for a client that opts into them (`_meta.cody.appendOutput`), and the output so
+far for any other client (ACP's `content` replaces, issue 24.14); the command always runs in
+Cody's sandbox (no `terminal/create`).
 
 The terminal `_meta` keys are Zed's (crates/agent_servers/src/acp.rs reads `terminal_info` on
 the `tool_call`, `terminal_output {terminal_id, data}` and `terminal_exit {terminal_id,
@@ -23,16 +25,21 @@ EXPECTED = "".join(f"line {i}\n" for i in range(1, 9))
 BIG = "head -c 3000000 /dev/zero | tr '\\0' x"
 
 
-async def start(cody_env: CodyEnv, model: MockResponsesServer, zed: bool) -> Daemon:
+APPENDING = {"_meta": {"cody": {"appendOutput": True}}}
+
+
+async def start(
+    cody_env: CodyEnv, model: MockResponsesServer, capabilities: dict[str, Any] | None
+) -> Daemon:
     cody_env.use_mock_provider(model.base_url)
     daemon = await Daemon.start(cody_env)
-    await daemon.initialize(ZED_CAPABILITIES if zed else None)
+    await daemon.initialize(capabilities)
     return daemon
 
 
 @pytest.fixture
 async def zed(cody_env: CodyEnv, model: MockResponsesServer) -> AsyncIterator[Daemon]:
-    daemon = await start(cody_env, model, zed=True)
+    daemon = await start(cody_env, model, ZED_CAPABILITIES)
     yield daemon
     await daemon.close()
     assert not [m for m in daemon.received if str(m.get("method", "")).startswith("terminal/")]
@@ -40,7 +47,14 @@ async def zed(cody_env: CodyEnv, model: MockResponsesServer) -> AsyncIterator[Da
 
 @pytest.fixture
 async def plain(cody_env: CodyEnv, model: MockResponsesServer) -> AsyncIterator[Daemon]:
-    daemon = await start(cody_env, model, zed=False)
+    daemon = await start(cody_env, model, None)
+    yield daemon
+    await daemon.close()
+
+
+@pytest.fixture
+async def appending(cody_env: CodyEnv, model: MockResponsesServer) -> AsyncIterator[Daemon]:
+    daemon = await start(cody_env, model, APPENDING)
     yield daemon
     await daemon.close()
 
@@ -94,9 +108,29 @@ async def test_a_zed_like_client_gets_a_display_terminal_fed_with_increments(
     assert failed["_meta"]["terminal_exit"]["exit_code"] == 3
 
 
-async def test_other_clients_get_appended_text_chunks_and_the_final_output(
+async def test_a_client_that_opts_in_gets_appended_text_chunks_and_the_final_output(
+    appending: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(tool_call("exec", {"command": LINES}, call_id="c1"))
+    model.enqueue(text("ran"))
+    sid = await appending.new_session(approvalPolicy="never")
+
+    await appending.prompt(sid, "run")
+
+    updates = appending.tool_updates(sid, "c1")
+    assert not any(c.get("type") == "terminal" for u in updates for c in u.get("content") or [])
+    chunks = appended(updates)
+    assert "".join(chunks) == EXPECTED and len(chunks) >= 2
+    assert updates[-1]["status"] == "completed"
+    assert updates[-1]["content"][0]["content"]["text"] == EXPECTED
+
+
+async def test_a_spec_following_client_always_shows_the_whole_output_so_far(
     plain: Daemon, model: MockResponsesServer
 ) -> None:
+    """Issue 24.14: Toad (ACP: a `tool_call_update`'s `content` replaces the call's) showed
+    only `line 4` of 8 lines while the command ran, because each update held only the new
+    piece. A client that did not opt into appending gets the output so far in each update."""
     model.enqueue(tool_call("exec", {"command": LINES}, call_id="c1"))
     model.enqueue(text("ran"))
     sid = await plain.new_session(approvalPolicy="never")
@@ -104,9 +138,18 @@ async def test_other_clients_get_appended_text_chunks_and_the_final_output(
     await plain.prompt(sid, "run")
 
     updates = plain.tool_updates(sid, "c1")
-    assert not any(c.get("type") == "terminal" for u in updates for c in u.get("content") or [])
-    chunks = appended(updates)
-    assert "".join(chunks) == EXPECTED and len(chunks) >= 2
+    assert not appended(updates), "no increments for a client that did not ask for them"
+    live = [
+        u["content"][0]["content"]["text"]
+        for u in updates
+        if "status" not in u and u.get("content")
+    ]
+    assert len(live) >= 2, "the output arrived while the command ran"
+    shown = ""
+    for snapshot in live:  # what the client shows: each update replaces the last
+        assert snapshot.startswith("line 1\n") and EXPECTED.startswith(snapshot), snapshot
+        assert len(snapshot) > len(shown), "it only grows"
+        shown = snapshot
     assert updates[-1]["status"] == "completed"
     assert updates[-1]["content"][0]["content"]["text"] == EXPECTED
 
@@ -130,3 +173,26 @@ async def test_a_huge_output_is_bounded_live_and_complete_at_the_end(
     tail = final["content"][1]["content"]["text"]
     assert "bytes omitted" in tail and tail.endswith("x" * 1000), "head + tail shown at the end"
     assert final["rawOutput"]["truncated"] is True
+
+
+async def test_the_output_so_far_is_capped_to_its_latest_part(
+    plain: Daemon, model: MockResponsesServer
+) -> None:
+    """Sending the whole output so far in each update would grow with the square of the
+    output: each update holds at most its last 16 KiB, saying how much came before."""
+    model.enqueue(tool_call("exec", {"command": BIG}, call_id="big"))
+    model.enqueue(text("done"))
+    sid = await plain.new_session(approvalPolicy="never")
+
+    await plain.prompt(sid, "flood")
+
+    updates = plain.tool_updates(sid, "big")
+    live = [
+        u["content"][0]["content"]["text"]
+        for u in updates
+        if "status" not in u and u.get("content")
+    ]
+    assert live and all(len(snapshot) <= 16 * 1024 + 80 for snapshot in live)
+    assert live[-1].startswith("[... ") and "earlier characters not shown ...]\n" in live[-1]
+    assert sum(map(len, live)) < 4 * 1024 * 1024, "bounded traffic for 3 MB of output"
+    assert updates[-1]["rawOutput"]["truncated"] is True

@@ -108,6 +108,76 @@ async def test_an_unverified_organisation_works_by_default_and_after_asking_for_
     assert daemon.agent_text(asked).endswith("and remembered")
 
 
+# -- issue 24.15: prompt_cache_key and LiteLLM ---------------------------------------------------
+
+
+async def test_litellm_in_front_of_another_model_gets_no_prompt_cache_key(
+    cody_env: CodyEnv,
+) -> None:
+    """Issue 24.15: the Responses wire always sent OpenAI's `prompt_cache_key`, and LiteLLM
+    in front of a non-OpenAI model answers every such request with 400
+    (`litellm.UnsupportedParamsError`, the body in tests/support/mock_responses.py). Only
+    OpenAI's own endpoints get it now."""
+    async with mock_responses.MockResponsesServer() as api:
+        api.litellm_unsupported = {"prompt_cache_key"}
+        daemon = await start_with_mock_key(
+            cody_env, provider("litellm", "responses", api.base_url, "claude-sonnet-4-5")
+        )
+        try:
+            sid = await daemon.new_session()
+            api.enqueue(mock_responses.text("first"))
+            api.enqueue(mock_responses.text("second"))
+            assert (await daemon.prompt(sid, "one"))["stopReason"] == "end_turn"
+            assert (await daemon.prompt(sid, "two"))["stopReason"] == "end_turn"
+        finally:
+            await daemon.close()
+    assert api.refused == [], [r.body for r in api.refused]
+    assert all("prompt_cache_key" not in r.body for r in api.requests)
+
+
+async def test_parameters_a_server_refuses_are_dropped_and_remembered_for_the_provider(
+    cody_env: CodyEnv,
+) -> None:
+    """OpenAI's endpoint gets `prompt_cache_key` (here `OPENAI_BASE_URL` is a LiteLLM proxy in
+    front of another model, as a user may set it): the 400 naming the refused parameters
+    makes the daemon send the request again without them, and never send them again to that
+    provider (other sessions included), as for refused reasoning summaries. One call may drop
+    more than one thing (LiteLLM's refusal first, then OpenAI's unverified organisation)."""
+    async with mock_responses.MockResponsesServer() as api:
+        api.litellm_unsupported = {"prompt_cache_key", "parallel_tool_calls"}
+        api.unverified_org = True
+        cody_env.env["OPENAI_API_KEY"] = "sk-test-not-secret"
+        cody_env.env["OPENAI_BASE_URL"] = api.base_url
+        daemon = await Daemon.start(cody_env)
+        try:
+            await daemon.initialize()
+            sid = await daemon.new_session(
+                provider="openai", model="gpt-5.5", reasoningSummary="detailed"
+            )
+            api.enqueue(mock_responses.text("answered"))
+            api.enqueue(mock_responses.text("remembered"))
+            api.enqueue(mock_responses.text("in another session too"))
+            assert (await daemon.prompt(sid, "one"))["stopReason"] == "end_turn"
+            assert (await daemon.prompt(sid, "two"))["stopReason"] == "end_turn"
+            other = await daemon.new_session(provider="openai", model="gpt-5.5")
+            assert (await daemon.prompt(other, "three"))["stopReason"] == "end_turn"
+        finally:
+            await daemon.close()
+    refusals = [r.body["error"]["message"] for r in api.refused]
+    assert len(refusals) == 2, refusals
+    assert "litellm.UnsupportedParamsError" in refusals[0] and "verified" in refusals[1]
+    first, without_params, without_summary, *later = (r.body for r in api.requests)
+    assert first["prompt_cache_key"] == sid and first["parallel_tool_calls"] is True
+    assert "prompt_cache_key" not in without_params and "parallel_tool_calls" not in without_params
+    assert without_params["reasoning"] == {"effort": "medium", "summary": "detailed"}
+    assert without_summary["reasoning"] == {"effort": "medium"}
+    assert len(later) == 2
+    for body in later:
+        assert "prompt_cache_key" not in body and "parallel_tool_calls" not in body
+        assert body["reasoning"] == {"effort": "medium"}
+    assert daemon.agent_text(other) == "in another session too"
+
+
 # -- 3 and 6. Chat Completions: reasoning replay, cache breakpoints ---------------------------------
 
 

@@ -98,6 +98,30 @@ async def test_non_request_objects_get_invalid_request(offline_daemon: Daemon) -
     assert (await offline_daemon.request("session/list", {}))["sessions"] == []
 
 
+async def test_a_clients_error_response_with_id_null_is_logged_not_answered(
+    offline_daemon: Daemon,
+) -> None:
+    """Issue 24.14: Toad answered a frame it could not parse with an error response whose id
+    is null, and the daemon answered that *response* with -32600 ("no method, result or
+    error"). JSON-RPC never answers a response: it is logged and nothing is sent."""
+    responses = (
+        b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}',
+        b'{"jsonrpc": "2.0", "id": null, "result": {}}',
+        b'{"jsonrpc": "2.0", "id": {"no": 1}, "error": {"code": -32600, "message": "x"}}',
+    )
+    for body in responses:
+        offline_daemon.conn.send_raw(lsp(body))
+    assert (await offline_daemon.request("session/list", {}))["sessions"] == []
+    assert not [m for m in offline_daemon.received if "error" in m], offline_daemon.received
+    await offline_daemon.wait_for(
+        lambda: (
+            sum("ignoring a response from the client" in line for line in offline_daemon.stderr)
+            == len(responses)
+        )
+    )
+    assert any("-32700" in line and "Parse error" in line for line in offline_daemon.stderr)
+
+
 async def test_valid_json_cody_cannot_take_is_answered_with_its_id(offline_daemon: Daemon) -> None:
     """Found by the fuzz suite: `1e400` or a lone surrogate made orjson fail, and the client
     got a -32700 with id null, so it waited forever for its own answer."""
@@ -624,3 +648,31 @@ async def test_non_ascii_text_keeps_byte_exact_content_length(
     await daemon.prompt(sid, "héllo wörld 你好")
     assert daemon.agent_text(sid) == reply
     assert model.requests[0].body["input"][-1]["content"][0]["text"] == "héllo wörld 你好"
+
+
+async def test_prompt_errors_carry_their_message_as_data_details(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """Issue 24.14: Toad shows only an error's `data.details` (where the ACP SDKs put an
+    error's text), so a failed prompt showed nothing useful. Every error the daemon maps
+    carries its message there too, next to the code's own `data` fields."""
+    sid = await daemon.new_session()
+    model.enqueue_error(400, message="mock: this model is not served here")
+    provider = await expect_error(daemon.prompt(sid, "hello"), -32010)
+    missing = await expect_error(
+        daemon.request(
+            "session/prompt",
+            {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]},
+        ),
+        -32002,
+    )
+    invalid = await expect_error(
+        daemon.request("session/prompt", {"sessionId": sid, "prompt": "not a list"}), -32602
+    )
+    not_object = await expect_error(daemon.request("session/prompt", ["a", "list"]), -32602)
+
+    assert provider.data["details"] == provider.message and provider.data["kind"] == "provider"
+    assert "this model is not served here" in provider.data["details"]
+    assert missing.data == {"details": missing.message}
+    assert invalid.data["details"] == invalid.message and invalid.data["errors"]
+    assert not_object.data == {"details": not_object.message}

@@ -166,6 +166,34 @@ async def test_a_fork_made_by_slash_fork_is_not_left_locked(
     assert fork_id in {s["sessionId"] for s in listed["sessions"]}
 
 
+async def test_history_shows_the_calls_again_under_new_tool_call_ids(
+    offline_daemon: Daemon,
+) -> None:
+    """Issue 24.14: `/history` re-sent the session's tool calls under the toolCallIds they
+    already had, so a client (ids are unique per session) updated the calls it had shown
+    instead of showing them again. Every `tool_call` of a session now has its own id, and a
+    replayed message its own messageId."""
+    daemon = offline_daemon
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "list files")
+    first_calls = [u["toolCallId"] for u in daemon.session_updates(sid, "tool_call")]
+    first_messages = {u.get("messageId") for u in daemon.session_updates(sid)} - {None}
+    before = len(daemon.session_updates(sid))
+    await daemon.prompt(sid, "/history")
+    await daemon.prompt(sid, "/history")
+
+    calls = [u["toolCallId"] for u in daemon.session_updates(sid, "tool_call")]
+    assert first_calls and len(calls) == 3 * len(first_calls), calls
+    assert len(set(calls)) == len(calls), f"a toolCallId was sent twice: {calls}"
+    replayed = daemon.session_updates(sid)[before:]
+    replayed_messages = {u.get("messageId") for u in replayed} - {None}
+    assert replayed_messages and not replayed_messages & first_messages
+    replayed_texts = [
+        u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert replayed_texts.count("list files") == 2, "the conversation is still shown"
+
+
 async def test_unknown_slash_words_go_to_the_model_as_text(offline_daemon: Daemon) -> None:
     daemon = offline_daemon
     sid = await daemon.new_session()

@@ -42,6 +42,7 @@ from cody_daemon.engine.events import AgentText, EngineEvent, ToolCallOpened, To
 from cody_daemon.engine.manager import SessionManager
 from cody_daemon.engine.ports import (
     ApprovalAnswer,
+    ApprovalReply,
     ApprovalRequest,
     ClientFileAccess,
     Elicitation,
@@ -252,11 +253,13 @@ class RecordingLink:
     async def flush(self, session_id: str) -> None:
         return None
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         self.approvals.append((session_id, request))
         if self._answers:
-            return self._answers.pop(0)
-        return self.answer_fn(request) if self.answer_fn is not None else "allow_once"
+            return ApprovalReply(self._answers.pop(0))
+        return ApprovalReply(
+            self.answer_fn(request) if self.answer_fn is not None else "allow_once"
+        )
 
     async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
         self.elicitations.append((session_id, request))

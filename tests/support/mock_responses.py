@@ -39,6 +39,15 @@ real servers refuse before doing any work:
   https://community.openai.com/t/reponses-api-does-not-support-image-content/1268992).
   Images are `input_image` parts with a `data:` URL or an https URL
   (https://platform.openai.com/docs/guides/images-vision); `input_images(request)` lists them.
+- `srv.litellm_unsupported = {"prompt_cache_key", ...}`: LiteLLM's proxy in front of a model
+  that does not take those parameters. A request carrying any of them gets the proxy's 400:
+  `litellm.UnsupportedParamsError: <provider> does not support parameters: {'<name>': <value>},
+  for model=... To drop these, set `litellm.drop_params=True` ...` (the message built by
+  `ResponsesAPIRequestUtils._check_valid_arg` in BerriAI/litellm litellm/responses/utils.py,
+  prefixed by `UnsupportedParamsError` in litellm/exceptions.py, status forced to 400), in the
+  proxy's body `{"error": {"message", "type": "None", "param": "None", "code": "400"}}`
+  (`ProxyException` in litellm/proxy/_types.py; `param` is the string "None"). Seen in the
+  wild as github.com/BerriAI/litellm/issues/19225 (prompt_cache_key sent to Bedrock).
 `srv.fail_for(seconds, status)` answers every request with that 5xx until the time is up (a
 burst of server errors, as the providers' own 5xx/529 incidents).
 """
@@ -360,6 +369,16 @@ MODEL_EFFORTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def litellm_unsupported_params(params: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """LiteLLM proxy's 400 body for parameters its model does not take (module docstring)."""
+    message = (
+        f"litellm.UnsupportedParamsError: anthropic does not support parameters: {params!r}, "
+        f"for model={model}. To drop these, set `litellm.drop_params=True` or for proxy:\n\n"
+        "`litellm_settings:\n drop_params: true`\n"
+    )
+    return {"error": {"message": message, "type": "None", "param": "None", "code": "400"}}
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """An HTTP error a real API answers before doing any work."""
@@ -404,6 +423,8 @@ class MockResponsesServer(LoopbackServer):
         """Answers a request when the queue is empty (see the module docstring)."""
         self.unverified_org = False
         self.chatgpt_backend = False
+        self.litellm_unsupported: set[str] = set()
+        """Top-level parameters a LiteLLM proxy refuses for its model (module docstring)."""
         self.refused: list[Refusal] = []
         """Every refusal sent, in order."""
         self.unused_ok = False
@@ -587,6 +608,9 @@ class MockResponsesServer(LoopbackServer):
         body = request.body if isinstance(request.body, dict) else {}
         if self.chatgpt_backend and not body.get("instructions"):
             return Refusal(400, {"detail": "Instructions are required"})
+        unsupported = {k: body[k] for k in sorted(self.litellm_unsupported) if k in body}
+        if unsupported:
+            return Refusal(400, litellm_unsupported_params(unsupported, str(body.get("model"))))
         for where, part in _input_image_parts(body):
             if not isinstance(part.get("image_url"), str):
                 got = type(part.get("image_url")).__name__.replace("dict", "object")

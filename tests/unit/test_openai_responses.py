@@ -168,8 +168,11 @@ async def test_reasoning_summary_parts_are_separated(
 
 
 async def test_request_body_has_the_codex_shape(
-    server: MockResponsesServer, provider: OpenAIResponsesProvider
+    server: MockResponsesServer, sleeps: Sleeps
 ) -> None:
+    # OpenAI itself (the pool says so for the official base URL or a ChatGPT login) gets the
+    # cache routing hint; any other server does not (test_provider_requests.py).
+    provider = make_provider(server, sleeps, prompt_cache_key=True)
     codex = json.loads(CODEX_REQUEST.read_text())["body"]
     history: list[HistoryItem] = [
         MessageItem(id="d1", role="developer", content=[TextPart(type="input_text", text="rules")]),
@@ -377,20 +380,23 @@ async def test_connection_dropped_before_first_byte_is_retried(
     assert len(sleeps.calls) == 1
 
 
-async def test_unreachable_server_is_network_error(sleeps: Sleeps) -> None:
+async def test_a_refused_loopback_server_is_a_network_error_at_once(sleeps: Sleeps) -> None:
+    """Nothing listens there (a local server not started): retrying for a minute would not
+    start it (issue 24.5)."""
     async with MockResponsesServer() as gone:
         base_url = gone.base_url  # a port nobody listens on once the server stopped
     p = OpenAIResponsesProvider(
-        provider_id="local", base_url=base_url, api_key=None, max_retries=1, sleep=sleeps
+        provider_id="local", base_url=base_url, api_key=None, max_retries=4, sleep=sleeps
     )
     try:
         _, error = await collect_error(p)
     finally:
         await p.aclose()
     assert error.kind == "network"
-    assert error.retryable is True
+    assert error.retryable is False
+    assert f"Nothing is listening at {base_url}" in error.message
     assert "model_providers.local.base_url" in error.message
-    assert len(sleeps.calls) == 1
+    assert sleeps.calls == []
 
 
 async def test_failed_response_is_classified(

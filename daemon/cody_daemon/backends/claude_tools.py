@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from cody_protocol.content import DiffToolCallContent, ToolCallContent
-from cody_protocol.updates import ToolKind
 
 from ..core.command_text import command_lines
 from .base import ApprovalAsk, BackendSettings, FileRead, ToolStarted
 from .display import (
     canonical_key,
+    claude_tool_display,
     command_reads,
     exec_grant_key,
     paths_grant_key,
@@ -29,24 +29,6 @@ from .mapping import claude_tool_to_cody, sandbox_violation
 
 __all__ = ["approval_ask", "describe_tool"]
 
-_KINDS: Final[dict[str, ToolKind]] = {
-    "Bash": "execute",
-    "BashOutput": "execute",
-    "KillShell": "execute",
-    "Read": "read",
-    "NotebookRead": "read",
-    "Write": "edit",
-    "Edit": "edit",
-    "MultiEdit": "edit",
-    "NotebookEdit": "edit",
-    "Glob": "search",
-    "Grep": "search",
-    "LS": "search",
-    "WebFetch": "fetch",
-    "WebSearch": "fetch",
-    "TodoWrite": "think",
-    "Task": "think",
-}
 _READS: Final = {"Read": False, "NotebookRead": False, "LS": False, "Grep": True, "Glob": True}
 """Claude Code tools that read a path: whether file contents below it are read too."""
 
@@ -94,29 +76,15 @@ def _edit_preview(name: str, tool_input: dict[str, Any], cwd: Path) -> list[Tool
 
 def describe_tool(call_id: str, name: str, tool_input: dict[str, Any], cwd: Path) -> ToolStarted:
     """A Claude Code tool call as Cody shows it."""
-    kind: ToolKind = _KINDS.get(name, "other")
+    title, kind = claude_tool_display(name, tool_input)
     path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
     locations = (str(_full(path, cwd)),) if path else ()
     content: list[ToolCallContent] | None = None
     if name == "Bash":
         command = str(tool_input.get("command", ""))
-        title = command
         content = text_content("\n".join([*command_lines(command), f"cwd: {cwd}"]))
     elif kind == "edit":
-        title = f"{'Write' if name == 'Write' else 'Edit'} {path}"
         content = _edit_preview(name, tool_input, cwd)
-    elif name == "Read":
-        title = f"Read {path}"
-    elif name in ("Glob", "Grep"):
-        title = f"{name} {tool_input.get('pattern', '')}".strip()
-    elif name == "WebFetch":
-        title = f"Fetch {tool_input.get('url', '')}"
-    elif name == "WebSearch":
-        title = f"Search the web: {tool_input.get('query', '')}"
-    elif name == "TodoWrite":
-        title = "Update the plan"
-    else:
-        title = str(tool_input.get("description") or name)
     return ToolStarted(
         call_id=call_id,
         tool=name,

@@ -13,7 +13,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from cody_protocol.content import (
     ContentToolCallContent,
@@ -21,6 +21,7 @@ from cody_protocol.content import (
     TextContent,
     ToolCallContent,
 )
+from cody_protocol.updates import ToolKind
 
 from ..core.tooling import GrantKey
 from ..policy.commands import normalize_command
@@ -28,7 +29,9 @@ from ..policy.safe_commands import is_known_safe
 from .base import FileRead
 
 __all__ = [
+    "CLAUDE_TOOL_KINDS",
     "apply_unified_diff",
+    "claude_tool_display",
     "canonical_key",
     "command_display",
     "command_reads",
@@ -42,6 +45,51 @@ __all__ = [
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 _SHELL_FLAG = re.compile(r"^-[li]*c[li]*$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+CLAUDE_TOOL_KINDS: Final[dict[str, ToolKind]] = {
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Read": "read",
+    "NotebookRead": "read",
+    "Write": "edit",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Glob": "search",
+    "Grep": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "TodoWrite": "think",
+    "Task": "think",
+}
+"""Claude Code's tools (also the vocabulary imported sessions use, history/vocabulary.py) as
+ACP tool kinds."""
+
+
+def claude_tool_display(name: str, tool_input: dict[str, Any]) -> tuple[str, ToolKind]:
+    """The title and kind a call of Claude Code's tool vocabulary is shown with: the command
+    of a `Bash`, the file of a `Read`/`Write`/`Edit`, the pattern of a search..."""
+    kind: ToolKind = CLAUDE_TOOL_KINDS.get(name, "other")
+    path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
+    if name == "Bash":
+        return str(tool_input.get("command", "")) or name, kind
+    if kind == "edit":
+        return f"{'Write' if name == 'Write' else 'Edit'} {path}".strip(), kind
+    if name == "Read":
+        return f"Read {path}".strip(), kind
+    if name in ("Glob", "Grep", "LS"):
+        target = tool_input.get("pattern") or tool_input.get("path") or ""
+        return f"{name} {target}".strip(), kind
+    if name == "WebFetch":
+        return f"Fetch {tool_input.get('url', '')}".strip(), kind
+    if name == "WebSearch":
+        return f"Search the web: {tool_input.get('query', '')}", kind
+    if name == "TodoWrite":
+        return "Update the plan", kind
+    return str(tool_input.get("description") or name), kind
 
 
 def text_content(text: str) -> list[ToolCallContent]:

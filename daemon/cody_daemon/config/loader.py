@@ -170,6 +170,8 @@ class _Loader:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     problems: list[_Problem] = field(default_factory=list)
+    names: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    """source -> config key -> the name its caller used (`_meta.cody.provider`)."""
 
     def read_file(self, path: Path) -> dict[str, Any] | None:
         """The parsed TOML table, or None when the file is missing or unreadable."""
@@ -212,7 +214,8 @@ class _Loader:
 
     def add_issue(self, issue: Issue) -> None:
         issue = _sanitize(issue)
-        self.problems.append(_Problem(issue, _describe(issue)))
+        name = self.names.get(issue.source or "", {}).get(issue.key)
+        self.problems.append(_Problem(issue, _describe(issue, name)))
 
     def merge(self) -> CodyConfig | None:
         """Validate the merged layers as a whole; None (with problems recorded) if invalid."""
@@ -305,13 +308,18 @@ def load_effective_config(
     paths: CodyPaths,
     session_overrides: Mapping[str, Any] | None = None,
     session_overrides_source: str = "_meta.cody",
+    session_overrides_names: Mapping[str, str] | None = None,
 ) -> LoadedConfig:
     """Merge defaults < user file < `<cwd>/.cody/config.toml` < `session_overrides`.
 
     `session_overrides` uses config keys (`{"approval_policy": "never"}`), already translated
-    from wire names by the caller. Raises `InvalidParams` listing every problem.
+    from wire names by the caller; `session_overrides_names` gives those names back
+    (`{"model_provider": "_meta.cody.provider"}`) so a message names what the caller sent.
+    Raises `InvalidParams` listing every problem.
     """
     loader = _Loader()
+    if session_overrides_names:
+        loader.names[session_overrides_source] = session_overrides_names
     trusted: list[str] = []
     user_provider = CodyConfig.model_fields["model_provider"].default
     user_data = loader.read_file(paths.config_file)
@@ -499,14 +507,15 @@ def _sanitize(issue: Issue) -> Issue:
     return Issue(key=issue.key, message=issue.message, valid=issue.valid, source=issue.source)
 
 
-def _describe(issue: Issue) -> str:
-    """`key = value in source: message; valid values: ...` (parts omitted when unknown)."""
-    where = f" in {issue.source}" if issue.source else ""
+def _describe(issue: Issue, name: str | None = None) -> str:
+    """`key = value in source: message; valid values: ...` (parts omitted when unknown);
+    `name = value: ...` when the caller named the key itself (`_meta.cody.provider`)."""
+    where = f" in {issue.source}" if issue.source and name is None else ""
     if issue.message == _UNKNOWN_KEY:
         text = f"unknown key {issue.key}{where}"
         return text + (f"; valid keys: {', '.join(map(str, issue.valid))}" if issue.valid else "")
     value = "" if issue.value is None else f" = {_render(issue.value)}"
-    text = f"{issue.key}{value}{where}"
+    text = f"{name or issue.key}{value}{where}"
     if issue.valid:
         return text + f"; valid values: {', '.join(map(str, issue.valid))}"
     return f"{text}: {issue.message}"

@@ -33,6 +33,7 @@ from cody_protocol.prompt import TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..backends.base import (
+    DENIED,
     AgentBackend,
     Answer,
     ApprovalAsk,
@@ -64,7 +65,7 @@ from .events import (
     ToolCallProgress,
     UsageChanged,
 )
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
 from .session import Session, TurnOutcome
 from .settings import BACKEND_DEFAULT_MODEL
 from .streamed import StreamedItem
@@ -422,16 +423,26 @@ class BackendTurnRunner:
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.link.request_approval(session.id, request),
                 timeout=settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        answer: ApprovalAnswer = reply.answer
         if answer == "invalid":
             answer, reason = "reject_once", "invalid answer"
+        elif reply.updated_input is not None:
+            # The agent CLI runs its own call: an edited one cannot be put in its place, and
+            # running the original instead of what the user approved would be wrong.
+            answer, reason = "reject_once", "edited input (not supported by agent CLIs)"
+            self._record(ask, tool, answer, reason)
+            session.grants.turn_rejected.add(ask.grant_key)
+            return Answer(
+                "reject_once",
+                f"{DENIED}: the user edited this call's input, which this agent cannot run",
+            )
         self._record(ask, tool, answer, reason)
         if answer == "cancelled":
             raise _Cancelled()
@@ -444,6 +455,8 @@ class BackendTurnRunner:
             grants.turn_rejected.add(ask.grant_key)
         if answer in ("allow_once", "allow_session"):
             self._running(ask.call_id)
+        elif reply.message:
+            return Answer(answer, f"{DENIED}: {reply.message}")
         return Answer(answer)
 
     def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:

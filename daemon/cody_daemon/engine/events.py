@@ -113,6 +113,9 @@ class ToolCallProgress:
     raw_output: Any = None
     locations: list[ToolCallLocation] | None = None
     """The files the call touched (replaces the locations of its `tool_call`)."""
+    title: str | None = None
+    raw_input: Any = None
+    """A new title and input: the user edited the call's arguments when approving it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,14 +8,16 @@ instructions and permissions it sent: engine/context_items.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cody_protocol.prompt import TokenUsage
-from cody_protocol.session import CodySessionMeta
+from cody_protocol.session import CodySessionMeta, McpServer
 
-from ..config.loader import load_effective_config
+from ..config.loader import deep_merge, load_effective_config
+from ..config.provider_ids import AUTO
 from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
@@ -24,13 +26,15 @@ from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
 from ..tools.mcp import SESSION_TOOLS as MCP_SESSION_TOOLS
+from ..tools.mcp.specs import McpServerSpec, McpSpecError, build_specs
 from .compaction import Compaction
 from .context_items import ContextEntry
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
+from .workdir import workdir_for
 
-__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd"]
+__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs", "offline_model_problem"]
 
 META_TO_CONFIG = {
     "provider": "model_provider",
@@ -43,6 +47,13 @@ META_TO_CONFIG = {
 }
 """`_meta.cody` field -> config key (docs/protocol.md "Settings" table)."""
 
+_META_NAMES = {
+    key: "_meta.cody."
+    + "".join(part if i == 0 else part.capitalize() for i, part in enumerate(field.split("_")))
+    for field, key in META_TO_CONFIG.items()
+}
+"""Config key -> the `_meta.cody` field a client sent it as (`_meta.cody.approvalPolicy`)."""
+
 
 def check_cwd(cwd: str) -> Path:
     path = Path(cwd)
@@ -54,19 +65,65 @@ def check_cwd(cwd: str) -> Path:
     return path
 
 
+def mcp_specs(
+    settings: SessionSettings,
+    servers: Sequence[McpServer],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+) -> list[McpServerSpec]:
+    """The session's MCP servers (config.toml's and the client's); InvalidParams when one
+    cannot be built. Nothing is started."""
+    try:
+        return build_specs(settings.mcp_config, list(servers), env=env, cwd=str(cwd))
+    except McpSpecError as exc:
+        raise InvalidParams(
+            str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
+        ) from None
+
+
+def offline_model_problem(
+    model: str, catalog: ProviderCatalog, *, auto: bool, choose: str = "_meta.cody.provider"
+) -> str:
+    """A model asked of the offline provider: why it landed there and what would work (the
+    generic advice, "add it to `models`", cannot apply: offline cannot be configured)."""
+    owner = catalog.owner_of(model)
+    if auto:
+        text = (
+            f"{model!r} needs a provider with credentials, and none has any: `auto` chose the "
+            "built-in offline demo provider, whose only model is `offline`."
+        )
+        if owner is None:
+            return text + (
+                " Set the key of a provider that has it (see where each provider looks in "
+                f"initialize's providers) and choose that provider ({choose})."
+            )
+        fix = catalog.missing_credentials_fix(owner, pick_another=False)
+        return text + f" {model} is a model of {owner.name} ({owner.id}): {fix[0].lower()}{fix[1:]}"
+    text = f"{model!r} is not a model of the built-in offline demo provider (only `offline` is)."
+    if owner is None:
+        return text
+    return text + f" It is a model of {owner.name}: choose {owner.id} ({choose})."
+
+
 class SessionLoader:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
 
-    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
-        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+    def resolve(
+        self, cwd: str, meta: CodySessionMeta | None
+    ) -> tuple[Path, SessionSettings, ProviderCatalog]:
+        """What `session/new` would run with, checked as it checks it (cwd, configuration,
+        model, tool allowlist, backend installed); nothing is created. Raises InvalidParams."""
         cwd_path = check_cwd(cwd)
-        overrides = {}
+        named = {}
         if meta is not None:
             for field_name, key in META_TO_CONFIG.items():
                 value = getattr(meta, field_name)
                 if value is not None:
-                    overrides[key] = value
+                    named[key] = value
+        # `config` is a whole layer of config keys; the named fields above win over it.
+        overrides = deep_merge(meta.config or {}, named) if meta is not None else named
         settings, catalog = self.settings_for(cwd_path, overrides, "_meta.cody")
         if meta is not None:
             settings.allowed_tools = (
@@ -81,6 +138,11 @@ class SessionLoader:
             from .agents import check_backend_installed  # the agents' table: CLI sessions only
 
             check_backend_installed(settings.backend, self.deps.env)
+        return cwd_path, settings, catalog
+
+    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
+        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+        cwd_path, settings, catalog = self.resolve(cwd, meta)
         created = datetime.now(UTC)
         session_id = new_id()
         handle = self.deps.store.create(session_id, created)
@@ -106,6 +168,7 @@ class SessionLoader:
             created=created.isoformat(),
             settings=settings,
             file=handle,
+            ephemeral=meta is not None and meta.ephemeral,
         )
         return session, catalog
 
@@ -117,6 +180,7 @@ class SessionLoader:
             paths=self.deps.paths,
             session_overrides=overrides,
             session_overrides_source=source,
+            session_overrides_names=_META_NAMES if source == "_meta.cody" else None,
         )
         config = loaded.config
         catalog = ProviderCatalog.from_config(
@@ -136,6 +200,8 @@ class SessionLoader:
             model, problem = spec.default_model, None
         if problem is not None:
             given = "model" in overrides
+            if spec.wire_api == "offline":
+                problem = offline_model_problem(model, catalog, auto=config.model_provider == AUTO)
             raise InvalidParams(
                 problem,
                 [
@@ -197,18 +263,29 @@ class SessionLoader:
                 ],
             )
 
-    def open(self, session_id: str) -> tuple[Session, ProviderCatalog]:
-        """A stored session made live: locked, repaired (interrupted calls), settings restored."""
+    def open(
+        self, session_id: str, relocate_to: str | None = None
+    ) -> tuple[Session, ProviderCatalog]:
+        """A stored session made live: locked, repaired (interrupted calls), settings restored.
+        It runs in its own directory, or in `relocate_to` (engine/workdir.py)."""
         path = self.deps.store.find(session_id)
         record = read_session(path)
-        cwd_path = check_cwd(record.cwd)
         persisted = dict(record.settings)
+        workdir = workdir_for(
+            record.session_id or session_id,
+            record.cwd,
+            relocate_to=relocate_to,
+            backend=str(persisted.get("backend") or "native"),
+        )
+        cwd_path = workdir.path
         config_overrides = {
             key: persisted[key] for key in META_TO_CONFIG.values() if persisted.get(key) is not None
         }
         settings, catalog = self.settings_for(
             cwd_path, config_overrides, f"session file {path.name}"
         )
+        if workdir.warning is not None:
+            settings.warnings.append(workdir.warning)
         allowed = persisted.get("allowed_tools")
         settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
         phase = persisted.get("phase")
@@ -237,7 +314,10 @@ class SessionLoader:
             usage_total=TokenUsage.model_validate(record.usage_total or {}),
             cost_total_usd=record.cost_total_usd,
             title=record.title,
-            grants=Grants(allowed=set(record.granted), rejected=set(record.rejected)),
+            grants=Grants(
+                allowed=set() if workdir.moved else set(record.granted),
+                rejected=set(record.rejected),
+            ),
             compaction=Compaction.from_event(record.compaction),
             backend_resume_id=record.backend_resume_id,
             context_items=[

@@ -1,7 +1,7 @@
 """The session manager: many sessions per daemon, one running turn per session.
 
 Invariants: a session is live (in `_live`) exactly while its file is open and locked; a
-session closed (or left at shutdown) without any history leaves no file; a
+session closed (or left at shutdown) without any history, or ephemeral, leaves no file; a
 second prompt on a busy session fails with SessionBusy (-32011) and changes nothing;
 `shutdown()` cancels every turn, waits for their cleanup and closes every file.
 """
@@ -28,7 +28,6 @@ from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
-from ..tools.mcp.specs import McpSpecError, build_specs
 from ..tools.registry import ToolRegistry
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
@@ -37,7 +36,7 @@ from .deps import EngineDeps
 from .events import ConfigChanged
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
-from .loading import SessionLoader
+from .loading import SessionLoader, mcp_specs, offline_model_problem
 from .ports import ClientLink
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
@@ -53,8 +52,12 @@ from .settings import (
 from .slash import McpCommandCall, parse_command, parse_mcp_command
 from .slash_runner import Reply, answer, run_local_command
 from .turn import TurnEnv, TurnRunner
+from .workdir import refuse_live_move, require_workdir
 
-__all__ = ["LIST_PAGE_SIZE", "SessionManager"]
+__all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
+
+PROVIDER_OPTION = "the `provider` config option"
+"""How a session's provider is changed (session/set_config_option), as messages name it."""
 
 logger = logging.getLogger(__name__)
 
@@ -117,14 +120,9 @@ class SessionManager:
 
     def _attach_mcp(self, session: Session, servers: Sequence[McpServer]) -> None:
         """Give the session its MCP servers and start them in the background (lazily, once)."""
-        try:
-            specs = build_specs(
-                session.settings.mcp_config, list(servers), env=self.deps.env, cwd=str(session.cwd)
-            )
-        except McpSpecError as exc:
-            raise InvalidParams(
-                str(exc), [Issue(key="mcpServers", message=str(exc), source="params")]
-            ) from None
+        if not session.cwd.is_dir():
+            return  # its directory is gone: it can be read, not continued (engine/workdir.py)
+        specs = mcp_specs(session.settings, servers, env=self.deps.env, cwd=session.cwd)
         if not specs:
             return
         from .mcp_session import start_mcp
@@ -154,14 +152,18 @@ class SessionManager:
         *,
         replay: bool,
         mcp_servers: Sequence[McpServer] = (),
+        relocate_to: str | None = None,
     ) -> Session:
-        """Make a stored session live (`session/load` replays it to `link`, resume does not)."""
+        """Make a stored session live (`session/load` replays it to `link`, resume does not);
+        in `relocate_to` instead of its own directory when given (engine/workdir.py)."""
         live = self._live.get(session_id)
         if live is not None:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn.")
+            if relocate_to is not None:
+                refuse_live_move(session_id, live.cwd, relocate_to)
         else:
-            live = await self._open_from_disk(session_id, mcp_servers)
+            live = await self._open_from_disk(session_id, mcp_servers, relocate_to)
         if replay and link is not None:
             for event in replay_events(live.history, self.deps.tools):
                 link.emit(live.id, event)
@@ -169,8 +171,10 @@ class SessionManager:
             await link.flush(live.id)
         return live
 
-    async def _open_from_disk(self, session_id: str, mcp_servers: Sequence[McpServer]) -> Session:
-        session, catalog = self._loader.open(session_id)
+    async def _open_from_disk(
+        self, session_id: str, mcp_servers: Sequence[McpServer], relocate_to: str | None
+    ) -> Session:
+        session, catalog = self._loader.open(session_id, relocate_to)
         try:
             if not any(entry.kind == "project_docs" for entry in session.context_items):
                 # A session from before Cody read project instructions: read them once now
@@ -204,6 +208,7 @@ class SessionManager:
             if command.command.kind == "local":
                 return await run_local_command(self, session, command, link)
             blocks = command.turn_prompt()
+        require_workdir(session.id, session.cwd)  # a turn needs its directory
         run: Coroutine[Any, Any, TurnOutcome]
         if session.settings.backend != "native":
             from .agents import agent_for
@@ -279,6 +284,7 @@ class SessionManager:
         session = self.get(session_id)
         if session.busy:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
+        require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
             raise InvalidParams(
                 f"Session {session_id} runs on the {session.settings.backend} backend, which "
@@ -463,6 +469,10 @@ class SessionManager:
         if config_id == "model" and isinstance(value, str) and value.strip():
             spec = catalog.get(session.settings.provider)
             problem = spec.model_problem(value.strip())
+            if problem is not None and spec.wire_api == "offline":
+                problem = offline_model_problem(
+                    value.strip(), catalog, auto=False, choose=PROVIDER_OPTION
+                )
             if problem is not None:
                 raise InvalidParams(
                     problem,
@@ -552,8 +562,8 @@ class SessionManager:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self._close(live)
-            if not live.history:
-                return  # never prompted: closing it removed its file
+            if not live.history or live.ephemeral:
+                return  # never prompted, or ephemeral: closing it removed its file
         self.deps.store.delete(session_id)
 
     async def fork(
@@ -578,9 +588,13 @@ class SessionManager:
         settings_source = live.settings.persisted() if live is not None else None
         users = sum(1 for item in source_items if _is_user_message(item))
         if at_message is not None and not 0 <= at_message < users:
+            has = (
+                f"has {users} user message{'s' if users != 1 else ''}, numbered 0 to {users - 1}"
+                if users
+                else "has no user message yet"
+            )
             raise InvalidParams(
-                f"atMessage {at_message} is out of range: session {session_id} has {users} "
-                f"user message{'s' if users != 1 else ''} (0 to {users - 1}).",
+                f"There is no user message {at_message} to fork at: session {session_id} {has}.",
                 [
                     Issue(
                         key="atMessage",
@@ -644,9 +658,9 @@ class SessionManager:
 
 
 def _close_file(session: Session) -> None:
-    """Close the session's file; a session never prompted (no history) leaves none behind:
-    an empty chat is not saved."""
-    if session.history:
+    """Close the session's file; a session never prompted (no history) leaves none behind
+    (an empty chat is not saved), nor does an ephemeral one."""
+    if session.history and not session.ephemeral:
         session.file.close()
     else:
         session.file.discard()

@@ -17,6 +17,7 @@ from .events import EngineEvent
 
 __all__ = [
     "ApprovalAnswer",
+    "ApprovalReply",
     "ApprovalRequest",
     "ClientFileAccess",
     "ClientLink",
@@ -31,6 +32,18 @@ ApprovalAnswer = Literal[
 `allow_session` / `reject_session` are the options of kind `allow_always` / `reject_always`
 (the rpc layer maps the wire ids). `invalid`: the client answered with an error or an unknown
 option (counts as reject_once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalReply:
+    """The client's answer to an approval request."""
+
+    answer: ApprovalAnswer
+    message: str | None = None
+    """The user's reason for a rejection, for the model (the client's `_meta.cody.message`)."""
+    updated_input: dict[str, Any] | None = None
+    """Arguments the user edited, to run instead of the model's (`_meta.cody.updatedInput`);
+    only with an allow answer, and decided on again like the model's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,7 +86,7 @@ class ClientLink(Protocol):
         """Deliver everything buffered for the session (at turn end)."""
         ...
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         """Ask the client. Cancelling the awaiting task withdraws the request."""
         ...
 

@@ -5,12 +5,18 @@ their `messageId`, a user message with the content blocks the client sent (resou
 links), and each tool call as one final `tool_call` with the title, kind, locations and
 content (diffs) it was shown with, followed by the plan it published. Files written before
 calls kept their display (`FunctionCallOutputItem.display`) get the call described again
-and its output as text.
+and its output as text. Calls imported from Codex or Claude Code (tools Cody's registry does
+not know, named in Claude Code's vocabulary) are shown with their command or file.
+
+A replay inside a live session (`/history`) passes `id_suffix`: every tool call id and message
+id it shows then gets that suffix, so no id the client has seen in the session is sent again
+(ACP ids are unique per session; a client would otherwise update the original call).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, get_args
 
 from cody_protocol.content import (
@@ -25,6 +31,7 @@ from cody_protocol.content import (
 from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import TypeAdapter, ValidationError
 
+from ..backends.display import CLAUDE_TOOL_KINDS, claude_tool_display
 from ..core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
@@ -52,30 +59,44 @@ _KINDS: frozenset[str] = frozenset(get_args(ToolKind))
 _PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
-def replay_events(history: Sequence[HistoryItem], registry: ToolRegistry) -> Iterator[EngineEvent]:
-    """The history as client events: messages as chunks, each tool call as one final `tool_call`."""
+def replay_events(
+    history: Sequence[HistoryItem], registry: ToolRegistry, *, id_suffix: str = ""
+) -> Iterator[EngineEvent]:
+    """The history as client events: messages as chunks, each tool call as one final
+    `tool_call`; `id_suffix` is appended to every id shown (see the module docstring)."""
     outputs = {item.call_id: item for item in history if isinstance(item, FunctionCallOutputItem)}
     for item in history:
         if isinstance(item, MessageItem):
+            message_id = item.id + id_suffix
             if item.role == "user":
                 blocks = tuple(item.client_content or ())
                 if item.text or not item.images or blocks:
-                    yield UserText(item.text, message_id=item.id, blocks=blocks)
+                    yield UserText(item.text, message_id=message_id, blocks=blocks)
                 for image in item.images:
-                    yield UserImage(data=image.data, mime_type=image.mime_type, message_id=item.id)
+                    yield UserImage(
+                        data=image.data, mime_type=image.mime_type, message_id=message_id
+                    )
             elif item.role == "assistant" and item.text:
-                yield AgentText(item.text, message_id=item.id)
+                yield AgentText(item.text, message_id=message_id)
         elif isinstance(item, ReasoningItem):
             if item.text:
-                yield AgentThought(item.text, message_id=item.id)
+                yield AgentThought(item.text, message_id=item.id + id_suffix)
         elif isinstance(item, FunctionCallItem):
-            yield from _replay_call(item, outputs.get(item.call_id), registry)
+            yield from _replay_call(item, outputs.get(item.call_id), registry, id_suffix)
 
 
 def _replay_call(
-    item: FunctionCallItem, output: FunctionCallOutputItem | None, registry: ToolRegistry
+    item: FunctionCallItem,
+    output: FunctionCallOutputItem | None,
+    registry: ToolRegistry,
+    id_suffix: str,
 ) -> Iterator[EngineEvent]:
     info = describe_call(registry, item.name, item.arguments)
+    if info.tool is None and isinstance(info.raw_input, dict) and item.name in CLAUDE_TOOL_KINDS:
+        # An imported call (Codex, Claude Code: history/vocabulary.py names it as Claude Code
+        # does): its command or file, not the bare tool name.
+        shown, shown_kind = claude_tool_display(item.name, info.raw_input)
+        info = replace(info, title=shown, kind=shown_kind)
     status = output.status if output is not None else "failed"
     text = output.output if output is not None else '{"error": "interrupted"}'
     raw = {**((output.raw_output or {}) if output else {}), "output": text}
@@ -83,7 +104,7 @@ def _replay_call(
     title = display.get("title")
     kind = display.get("kind")
     yield ToolCallOpened(
-        call_id=item.call_id,
+        call_id=f"{item.call_id}{id_suffix}",
         title=title if isinstance(title, str) else (item.title or info.title),
         kind=_kind(kind) or _kind(item.kind) or info.kind,
         raw_input=info.raw_input,

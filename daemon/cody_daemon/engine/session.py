@@ -76,6 +76,8 @@ class Session:
     """The agent CLI's id of this conversation (codex/claude sessions)."""
     agent: AgentBackend | None = None
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
+    ephemeral: bool = False
+    """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
 
     def user_waited_s(self) -> float:
         """Seconds spent so far waiting for the user's answers to MCP elicitations, a wait

@@ -199,7 +199,9 @@ def _history(manager: SessionManager, session: Session, argument: str, link: Cli
     count = sum(1 for item in items if _is_user(item))
     if count == 0:
         return "This session has no conversation yet."
-    for event in replay_events(items, manager.deps.tools):
+    # New ids for what is shown again: ACP ids are unique per session (module docstring of
+    # engine/replay.py); a client would otherwise update the calls it showed first.
+    for event in replay_events(items, manager.deps.tools, id_suffix=f"~{new_id()}"):
         link.emit(session.id, event)
     shown = "the whole conversation" if not argument else f"the last {count} turn(s)"
     return f"(That was {shown} of session {session.id}.)"

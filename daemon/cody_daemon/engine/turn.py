@@ -52,6 +52,7 @@ from ..providers.pricing import Price
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .edited_input import EditRefused, check_edit, edited_note
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
@@ -66,7 +67,7 @@ from .events import (
 )
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalAnswer, ApprovalRequest, ClientLink
+from .ports import ApprovalReply, ApprovalRequest, ClientLink
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -395,17 +396,36 @@ class TurnRunner:
             return
         grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
         verdict = decide(facts, self.session.grants)
+        edited: Any = None
         if isinstance(verdict, Ask):
-            allowed = await self._ask(
+            reply, reason = await self._ask(
                 call_id=call.call_id,
-                tool_name=tool.name,
                 info=info,
                 grant_key=grant_key,
                 unsandboxed=unsandboxed,
                 ctx=ctx,
             )
-            if not allowed:
-                self._finish_call(call.call_id, error_result(DENIED, {"refused": "user"}))
+            if reply.updated_input is not None:  # only ever with an allow answer
+                check = await check_edit(
+                    tool,
+                    reply.updated_input,
+                    registry=self.env.tools,
+                    cwd=self.session.cwd,
+                    facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
+                    grants=self.session.grants,
+                )
+                if isinstance(check, EditRefused):
+                    self._record_decision(call.call_id, tool.name, "deny", check.reason, grant_key)
+                    self.state.failure_seen = True
+                    self._finish_call(call.call_id, check.result)
+                    return
+                assert check.info.args is not None
+                args, grant_key, edited = check.info.args, check.grant_key, check.info
+                reason = "user (edited input)"
+            self._settle(call.call_id, tool.name, reply, reason, grant_key)
+            if reply.answer not in ("allow_once", "allow_session"):
+                denied = f"{DENIED}: {reply.message}" if reply.message else DENIED
+                self._finish_call(call.call_id, error_result(denied, {"refused": "user"}))
                 return
         elif isinstance(verdict, Deny):
             self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
@@ -418,7 +438,16 @@ class TurnRunner:
         else:
             assert isinstance(verdict, Allow)
             self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
-        self._emit(ToolCallProgress(call_id=call.call_id, status="in_progress"))
+        if edited is not None:  # show what runs now, not what the model asked for
+            self._retitle(call.call_id, edited.title)
+        self._emit(
+            ToolCallProgress(
+                call_id=call.call_id,
+                status="in_progress",
+                title=edited.title if edited is not None else None,
+                raw_input=edited.raw_input if edited is not None else None,
+            )
+        )
         try:
             result = await run_with_time_limit(
                 tool.run(args, ctx),
@@ -450,6 +479,8 @@ class TurnRunner:
             )
         if not result.success:
             self.state.failure_seen = True
+        if edited is not None:
+            result = edited_note(result, edited.raw_input)
         self._finish_call(call.call_id, result)
 
     async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
@@ -481,12 +512,13 @@ class TurnRunner:
         self,
         *,
         call_id: str,
-        tool_name: str,
         info: DescribedCall,
         grant_key: GrantKey,
         unsandboxed: bool,
         ctx: ToolContext,
-    ) -> bool:
+    ) -> tuple[ApprovalReply, str]:
+        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`); a
+        timeout or an invalid answer is `reject_once`; `cancelled` stops the turn."""
         assert info.tool is not None and info.args is not None
         try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
             preview = await asyncio.wait_for(
@@ -505,28 +537,37 @@ class TurnRunner:
             locations=info.locations or None,
         )
         reason = "user"
-        answer: ApprovalAnswer
         try:
-            answer = await asyncio.wait_for(
+            reply = await asyncio.wait_for(
                 self.env.link.request_approval(self.session.id, request),
                 timeout=self.session.settings.approval_timeout_s,
             )
         except TimeoutError:
-            answer, reason = "reject_once", "timeout"
-        if answer == "invalid":
-            answer, reason = "reject_once", "invalid answer"
-        if answer == "cancelled":
-            self._record_decision(call_id, tool_name, "cancelled", reason, grant_key)
+            reply, reason = ApprovalReply("reject_once"), "timeout"
+        if reply.answer == "invalid":
+            reply, reason = ApprovalReply("reject_once"), "invalid answer"
+        if reply.answer == "cancelled":
+            self._record_decision(call_id, info.tool.name, "cancelled", reason, grant_key)
             raise TurnCancelled()
+        return reply, reason
+
+    def _settle(
+        self, call_id: str, tool: str, reply: ApprovalReply, reason: str, grant_key: GrantKey
+    ) -> None:
+        """Remember the user's answer for `grant_key` (session or turn) and record it."""
         grants = self.session.grants
-        if answer == "allow_session":
+        if reply.answer == "allow_session":
             grants.allowed.add(grant_key)
-        elif answer == "reject_session":
+        elif reply.answer == "reject_session":
             grants.rejected.add(grant_key)
-        elif answer == "reject_once":
+        elif reply.answer == "reject_once":
             grants.turn_rejected.add(grant_key)
-        self._record_decision(call_id, tool_name, answer, reason, grant_key)
-        return answer in ("allow_once", "allow_session")
+        self._record_decision(call_id, tool, reply.answer, reason, grant_key)
+
+    def _retitle(self, call_id: str, title: str) -> None:
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.title = title
 
     def _record_decision(
         self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey

@@ -187,7 +187,14 @@ class ProviderCatalog:
             places.append(f"ChatGPT login in {_display(self._codex_home / CODEX_AUTH_FILE)}")
         return " or ".join(places) if places else "no credentials needed"
 
-    def missing_credentials_fix(self, spec: ProviderSpec) -> str:
+    def owner_of(self, model: str) -> ProviderSpec | None:
+        """The first built-in provider (offline aside) that has `model`, or None."""
+        for spec in self.all():
+            if spec.builtin and spec.wire_api != "offline" and spec.model_problem(model) is None:
+                return spec
+        return None
+
+    def missing_credentials_fix(self, spec: ProviderSpec, *, pick_another: bool = True) -> str:
         """What the user can do when `credentials(spec)` is None (one sentence, no secrets)."""
         steps: list[str] = []
         if spec.env_key:
@@ -202,7 +209,8 @@ class ProviderCatalog:
                 "to use a Claude subscription, start the session with the `claude` backend "
                 "(Claude Code runs it with its own login: `/login` in `claude`)"
             )
-        steps.append(_PICK_ANOTHER)
+        if pick_another:
+            steps.append(_PICK_ANOTHER)
         text = ", or ".join(steps)
         return text[0].upper() + text[1:] + "."
 
@@ -328,6 +336,7 @@ def _configured(pid: str, provider: ProviderConfig, top_level_model: str | None)
         headers=dict(provider.http_headers),
         default_model=default,
         models=_model_specs(default, list(provider.models), {}),
+        models_listed=bool(provider.models),
         max_retries=provider.request_max_retries,
         stream_max_retries=provider.stream_max_retries,
         retry_window_s=provider.request_retry_window_ms / 1000,

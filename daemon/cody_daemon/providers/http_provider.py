@@ -19,9 +19,10 @@ Invariants:
   again because it is slow (see `sse`);
 - once a model event has been yielded nothing is retried (it would be duplicated): the
   error's message then says the answer was cut off and that what arrived is kept;
-- a request the server refused (before its stream started) may be sent once more with a
+- a request the server refused (before its stream started) may be sent again with a
   changed body when the subclass's `_fallback_body` says so (e.g. without reasoning
-  summaries for an organisation that may not request them);
+  summaries for an organisation that may not request them), at most `MAX_FALLBACKS` times
+  (each fallback removes something from the body);
 - the HTTP response is closed on every exit path (end, error, cancellation, `aclose`).
 
 httpx is imported at the top: import this module only from the provider modules, which the
@@ -51,6 +52,7 @@ from .retry import RetryPolicy, Sleep
 from .sse import StreamSettings, stream_json_events
 
 __all__ = [
+    "MAX_FALLBACKS",
     "USER_AGENT",
     "Attempt",
     "HttpOptions",
@@ -66,6 +68,10 @@ SseEvents = AsyncIterator[tuple[str, dict[str, Any]]]
 
 USER_AGENT = f"cody/{__version__}"
 """Every request says it comes from Cody (also on a ChatGPT login, with `originator: cody`)."""
+
+MAX_FALLBACKS = 3
+"""How many times one call's body may be changed and sent again after a refusal (each
+fallback drops one optional parameter the server named)."""
 
 MIN_SECRET_LEN = 8
 """Shorter values are not scrubbed: no credential is that short, and replacing, say, "1"
@@ -242,7 +248,7 @@ class HttpProvider(ABC):
         body = self.request_body(request)
         client = self._http()
         refreshed = False
-        fell_back = False
+        fallbacks = 0
         failures = 0
         while True:
             payload = orjson.dumps(body)
@@ -280,10 +286,12 @@ class HttpProvider(ABC):
                         refreshed = True
                         log.info("%s: credentials refreshed after HTTP 401; retrying", self._id)
                         continue
-                    fallback = None if fell_back else self._fallback_body(error, body)
+                    fallback = (
+                        self._fallback_body(error, body) if fallbacks < MAX_FALLBACKS else None
+                    )
                     if fallback is None:
                         raise  # `stream_json_events` already retried what it could
-                    fell_back = True
+                    fallbacks += 1
                     body = fallback
                     continue
                 failures += 1

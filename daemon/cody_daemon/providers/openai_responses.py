@@ -12,9 +12,17 @@ none is sent). Any other model gets `reasoning` only when an effort is configure
 Summaries (`reasoning.summary`) are requested only when `model_reasoning_summary` is
 configured, or by default (`auto`) on a ChatGPT login: OpenAI answers 400 "Your organization
 must be verified to generate reasoning summaries" (param `reasoning.summary`, code
-`unsupported_value`) to unverified organisations. When that 400 comes anyway, the request is
-sent once more without a summary, and this provider instance (one per provider and login)
-never asks for summaries again.
+`unsupported_value`) to unverified organisations.
+
+`prompt_cache_key` (OpenAI's cache routing hint) is sent only to OpenAI itself: the built-in
+`openai` provider at its official base URL, or a ChatGPT login (`prompt_cache_key=True` from
+the pool). A server that speaks this wire for another model refuses it (LiteLLM in front of
+Claude answers 400 on every turn).
+
+Refused optional parameters (`OPTIONAL_PARAMS`): when a 400 names one this call sent
+(providers/refused_params.py: OpenAI's `param`, LiteLLM's `UnsupportedParamsError`, ...), the
+request is sent again without it, and this provider instance (one per provider and login,
+kept for the daemon's life) never sends it again.
 
 Invariants:
 - a call yields model events and ends with exactly one `StreamEnd`, or raises
@@ -65,12 +73,15 @@ from .base import (
 from .http_errors import ErrorInfo, classify
 from .http_provider import Attempt, HttpOptions, HttpProvider, SseEvents
 from .models import capabilities, resolve_effort
+from .refused_params import refused_params
 
 __all__ = ["OpenAIResponsesProvider"]
 
 log = logging.getLogger(__name__)
 
 _SUMMARY_PARAM = "reasoning.summary"
+OPTIONAL_PARAMS = ("prompt_cache_key", "parallel_tool_calls", _SUMMARY_PARAM)
+"""Parameters a call works without: dropped (for the provider's life) when a 400 names one."""
 _TEXT_DELTA = "response.output_text.delta"
 _REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
 
@@ -87,13 +98,16 @@ class OpenAIResponsesProvider(HttpProvider):
         *,
         api_key: str | None = None,
         default_summary: ReasoningSummary | None = None,
+        prompt_cache_key: bool = False,
         **options: Unpack[HttpOptions],
     ) -> None:
         """`default_summary` is requested when none is configured (`auto` on a ChatGPT
-        login, None on an API key)."""
+        login, None on an API key); `prompt_cache_key`: send OpenAI's cache routing hint
+        (only OpenAI's own endpoints take it)."""
         self._default_summary = default_summary
-        self.summaries_refused = False
-        """Set once the server refused reasoning summaries; they are not requested again."""
+        self._prompt_cache_key = prompt_cache_key
+        self.refused: set[str] = set()
+        """Optional parameters (`OPTIONAL_PARAMS`) the server refused: never sent again."""
         if options.get("auth") is None:
             options["auth"] = ApiKeyAuth(api_key) if api_key else NoAuth()
         super().__init__(
@@ -124,8 +138,11 @@ class OpenAIResponsesProvider(HttpProvider):
             "parallel_tool_calls": True,
             "store": False,
             "stream": True,
-            "prompt_cache_key": request.session_id,
         }
+        if self._prompt_cache_key:
+            body["prompt_cache_key"] = request.session_id
+        for name in self.refused & body.keys():
+            del body[name]
         reasoning = self._reasoning(request)
         if reasoning is not None:
             body["reasoning"] = reasoning
@@ -148,28 +165,36 @@ class OpenAIResponsesProvider(HttpProvider):
             reasoning["summary"] = summary
         return reasoning
 
+    @property
+    def summaries_refused(self) -> bool:
+        """The server refused reasoning summaries; they are not requested again."""
+        return _SUMMARY_PARAM in self.refused
+
     def _fallback_body(
         self, error: ProviderError, body: Mapping[str, Any]
     ) -> dict[str, Any] | None:
-        """Without `reasoning.summary`, once, when the server refused summaries (see the
-        module docstring); the refusal is remembered by this instance."""
+        """Without the optional parameters the 400 `error` names (see the module docstring);
+        the refusal is remembered by this instance."""
         reasoning = body.get("reasoning")
-        if error.http_status != 400 or not isinstance(reasoning, dict):
+        sent = [name for name in OPTIONAL_PARAMS if name in body]
+        if isinstance(reasoning, dict) and "summary" in reasoning:
+            sent.append(_SUMMARY_PARAM)
+        named = refused_params(error, sent)
+        if _SUMMARY_PARAM in sent and "reasoning summar" in error.message.lower():
+            named.add(_SUMMARY_PARAM)  # OpenAI's unverified organisation, in words
+        if not named:
             return None
-        if "summary" not in reasoning:
-            return None
-        about_summary = error.details.get("param") == _SUMMARY_PARAM or (
-            "reasoning summar" in error.message.lower()
-        )
-        if not about_summary:
-            return None
-        self.summaries_refused = True
+        self.refused |= named
         log.warning(
-            "%s: the server refused reasoning summaries (HTTP 400); sending again without, "
-            "and not asking for them again",
+            "%s: the server refused %s (HTTP 400); sending again without, and not sending %s again",
             self._id,
+            ", ".join(sorted(named)),
+            "them" if len(named) > 1 else "it",
         )
-        return {**body, "reasoning": {k: v for k, v in reasoning.items() if k != "summary"}}
+        changed = {k: v for k, v in body.items() if k not in named}
+        if _SUMMARY_PARAM in named and isinstance(reasoning, dict):
+            changed["reasoning"] = {k: v for k, v in reasoning.items() if k != "summary"}
+        return changed
 
     def input_items(self, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
         """Neutral history -> Responses `input`; other providers' opaque reasoning is dropped."""

@@ -15,7 +15,7 @@ from cody_protocol.settings import ReasoningSummary
 
 from .base import ModelProvider
 from .offline import OfflineProvider
-from .specs import Credentials, ProviderSpec
+from .specs import Credentials, ProviderSpec, official_base_url
 
 if TYPE_CHECKING:
     from .http_provider import HttpOptions
@@ -89,7 +89,13 @@ class ProviderPool:
             summary: ReasoningSummary | None = (
                 "auto" if credentials is not None and credentials.kind == "chatgpt" else None
             )
-            return OpenAIResponsesProvider(**common, default_summary=summary)
+            # OpenAI's cache routing hint: only OpenAI's own endpoints take it.
+            cache_key = (credentials is not None and credentials.kind == "chatgpt") or (
+                spec.id == "openai" and spec.base_url == official_base_url("openai", self._env)
+            )
+            return OpenAIResponsesProvider(
+                **common, default_summary=summary, prompt_cache_key=cache_key
+            )
         if spec.wire_api == "chat":
             from .openai_chat import OpenAIChatProvider
 

@@ -79,6 +79,8 @@ class ProviderSpec:
     """`query_params`: added to every request URL (may hold secrets: not in repr)."""
     env_key_instructions: str | None = None
     builtin: bool = False
+    models_listed: bool = False
+    """A configured provider whose config lists `models`: only those are its models."""
 
     @property
     def model_ids(self) -> tuple[str, ...]:
@@ -87,12 +89,20 @@ class ProviderSpec:
     def model_problem(self, model: str) -> str | None:
         """Why `model` is not one of this provider's models, or None when it may be used.
 
-        A configured provider takes any name (its server decides). A built-in one takes its
-        listed models (config's `models` included) and ids shaped like its newer models
-        (`gpt-6-...` on openai, `claude-...` on anthropic, `vendor/model` on openrouter).
+        A configured provider takes the models its config lists (`models`, `default_model`);
+        without a `models` list Cody cannot know them and takes any name (its server decides
+        at the first prompt). A built-in one takes its listed models (config's `models`
+        included) and ids shaped like its newer models (`gpt-6-...` on openai, `claude-...`
+        on anthropic, `vendor/model` on openrouter).
         """
-        if not self.builtin or model in self.model_ids:
+        if model in self.model_ids or (not self.builtin and not self.models_listed):
             return None
+        if not self.builtin:
+            return (
+                f"{model!r} is not a model of {self.name}: its `models` in config.toml are "
+                f"{', '.join(self.model_ids)}. If its server has it, add it to `models` under "
+                f"[model_providers.{self.id}]."
+            )
         shape = _BUILTIN_MODEL_SHAPES.get(self.id)
         if shape is not None and shape.search(model):
             return None

@@ -7,7 +7,8 @@ simply stops iterating after its API's terminal event (`aclosing` closes the res
 Invariants:
 - failures before the first event (connect errors, resets, HTTP errors) are retried per
   `RetryPolicy`, since nothing has been yielded yet; after the first event nothing is retried
-  here;
+  here. A connection refused by a loopback address is not retried: nothing is listening
+  there (a local model server that was not started), and waiting a minute will not start it;
 - a request that was sent on a live connection is never sent again because it is slow: the
   first event may take up to `first_byte_timeout_s` (the provider's `stream_idle_timeout_ms`,
   300 s by default: a reasoning model may think for minutes before its first byte); after
@@ -24,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
@@ -87,11 +89,10 @@ async def stream_json_events(
         if delay is None:
             raise error
         log.warning(
-            "%s: attempt %d failed (%s, HTTP %s); retrying in %.2f s",
+            "%s: attempt %d failed (%s); retrying in %.2f s",
             settings.provider,
             failures,
-            error.kind,
-            error.http_status,
+            error.kind if error.http_status is None else f"{error.kind}, HTTP {error.http_status}",
             delay,
         )
         await settings.retry.sleep(delay)
@@ -115,9 +116,13 @@ async def _attempt(
         except TimeoutError:
             raise _first_event_timeout(settings) from None
         except StopAsyncIteration:
-            raise _BeforeFirstEvent(_cut_off(settings, "the stream was empty")) from None
+            raise _BeforeFirstEvent(_empty_stream(settings)) from None
         except httpx.UnsupportedProtocol:
             raise _bad_url(settings) from None
+        except httpx.ConnectError as exc:
+            if _refused(exc) and _is_loopback(request.url.host):
+                raise _nothing_listening(settings) from None
+            raise _BeforeFirstEvent(_network(settings, _describe(exc))) from None
         except httpx.TransportError as exc:
             raise _BeforeFirstEvent(_network(settings, _describe(exc))) from None
 
@@ -256,6 +261,56 @@ def _network(settings: StreamSettings, what: str) -> ProviderError:
     return network_error(provider=settings.provider, base_url=settings.base_url, what=what)
 
 
+def _refused(exc: BaseException) -> bool:
+    """The connection was refused (ECONNREFUSED), looking through httpx's wrapping."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "Connection refused" in str(exc) or "Errno 111" in str(exc)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _nothing_listening(settings: StreamSettings) -> ProviderError:
+    name = settings.provider
+    return ProviderError(
+        kind="network",
+        provider=name,
+        retryable=False,
+        message=(
+            f"Nothing is listening at {safe_url(settings.base_url)} (the connection to "
+            f"'{name}' was refused at once, so it was not retried). Start the model server "
+            f"there (e.g. `ollama serve`), or fix `model_providers.{name}.base_url`."
+        ),
+    )
+
+
+def _empty_stream(settings: StreamSettings) -> ProviderError:
+    name = settings.provider
+    return ProviderError(
+        kind="network",
+        provider=name,
+        retryable=True,
+        message=(
+            f"'{name}' answered with an event stream that ended before its first event: no "
+            "answer arrived. The turn can be retried. If this keeps happening, check "
+            f"`model_providers.{name}.base_url` (now {safe_url(settings.base_url)}): it must "
+            f"point at a server that implements {settings.api_name}."
+        ),
+    )
+
+
 def _cut_off(settings: StreamSettings, what: str) -> ProviderError:
     name = settings.provider
     return ProviderError(
@@ -263,9 +318,9 @@ def _cut_off(settings: StreamSettings, what: str) -> ProviderError:
         provider=name,
         retryable=True,
         message=(
-            f"The response from '{name}' was cut off mid-stream ({what}), so the answer is "
-            "incomplete. Nothing else was lost: the turn can be retried. If this keeps "
-            f"happening, check the network and `model_providers.{name}.base_url`."
+            f"The response from '{name}' broke off before it was complete ({what}). Nothing "
+            "was lost: the turn can be retried. If this keeps happening, check the network "
+            f"and `model_providers.{name}.base_url`."
         ),
     )
 

@@ -2,6 +2,9 @@
 
 This is the boundary: nothing below it knows JSON-RPC codes, and nothing above it sees a
 Python traceback (an unexpected exception becomes -32603 with a one-line message).
+
+Every error mapped here carries its message again as `data.details` (next to the code's own
+`data` fields): the ACP SDKs put an error's text there, and clients such as Toad show only it.
 """
 
 from __future__ import annotations
@@ -73,13 +76,21 @@ def invalid_params_from_validation(exc: ValidationError, model: type[BaseModel])
 
     issues = issues_from_validation_error(exc, model, source="params")
     summary = "; ".join(issue.describe() for issue in issues[:5])
-    return RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {summary}", _issues_data(issues))
+    message = f"Invalid params: {summary}"
+    return RpcError(ErrorCode.INVALID_PARAMS, message, {**_issues_data(issues), "details": message})
 
 
 def to_rpc_error(exc: BaseException) -> RpcError:
-    """The JSON-RPC error for any exception raised by a handler."""
+    """The JSON-RPC error for any exception raised by a handler (see the module docstring)."""
     if isinstance(exc, RpcError):
         return exc
+    error = _mapped(exc)
+    data = error.data if isinstance(error.data, dict) else {}
+    error.data = {**data, "details": error.message}
+    return error
+
+
+def _mapped(exc: BaseException) -> RpcError:
     if isinstance(exc, InvalidParams):
         return RpcError(ErrorCode.INVALID_PARAMS, exc.message, _issues_data(exc.issues))
     if isinstance(exc, InvalidRequest):

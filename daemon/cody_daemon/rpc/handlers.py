@@ -42,7 +42,8 @@ def parse(model: type[M], params: Any) -> M:
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise RpcError(-32602, "Invalid params: params must be a JSON object")
+        message = "Invalid params: params must be a JSON object"
+        raise RpcError(-32602, message, {"details": message})
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -168,7 +169,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, app.link, replay=True, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            app.link,
+            replay=True,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
@@ -178,7 +183,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
-            parsed.session_id, None, replay=False, mcp_servers=parsed.mcp_servers
+            parsed.session_id,
+            None,
+            replay=False,
+            mcp_servers=parsed.mcp_servers,
+            relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(session.id)
         return SessionStateResult.model_validate(_session_state(app, session))
@@ -395,11 +404,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
     }
+    from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
 
     history = history_handlers(app)
-    problems = methods.handler_problems([*table, *history])
+    config = config_handlers(app)
+    problems = methods.handler_problems([*table, *history, *config])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in {**table, **history}.items():
+    for name, fn in {**table, **history, **config}.items():
         server.feature(name)(_guard(name, fn))

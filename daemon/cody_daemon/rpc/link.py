@@ -8,8 +8,9 @@ text, so order is preserved.
 
 Approvals: `session/request_permission` with the JSON-RPC id repeated in
 `_meta.cody.requestId`; option ids equal their kinds, and the ids older clients answer with
-(`allow_session`, `reject_session`) are still accepted; an error answer or an unknown option
-is `invalid` (the engine treats it as reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
+(`allow_session`, `reject_session`) are still accepted; an error answer, an unknown option or
+a malformed `_meta.cody` (`message`, `updatedInput`) is `invalid` (the engine treats it as
+reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
 request is withdrawn and cancelled on the wire.
 
 Files: sent only when the client declared `fs.readTextFile` / `writeTextFile` (`file_access`);
@@ -17,7 +18,9 @@ an error answer or a malformed result raises `ClientFileError` (a tool error for
 cancelling the awaiting tool withdraws the request like an approval.
 
 Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
-shown as display-only terminals (rpc/live_output.py); others get appended text.
+shown as display-only terminals (rpc/live_output.py); a client with `_meta.cody.appendOutput`
+gets increments to append (rpc/updates.py); any other client, as ACP's `content` replaces,
+the output so far (rpc/output_so_far.py).
 
 MCP elicitation: `_cody/mcp/elicit` with the JSON-RPC id repeated in `_meta.cody.requestId`;
 an error answer (a client that does not know the method answers -32601) or a malformed one is
@@ -59,6 +62,7 @@ from pygls.exceptions import JsonRpcException
 from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
 from ..engine.ports import (
     ApprovalAnswer,
+    ApprovalReply,
     ApprovalRequest,
     ClientFileAccess,
     Elicitation,
@@ -66,6 +70,7 @@ from ..engine.ports import (
 )
 from ..errors import ClientFileError
 from .live_output import TerminalView
+from .output_so_far import OutputSoFar
 from .protocol import CodyProtocol
 from .updates import chunk_update, event_updates, mcp_status_params
 
@@ -102,6 +107,7 @@ class RpcClientLink:
         self.capabilities = ClientCapabilities()
         """What the client declared in `initialize` (set by the handler)."""
         self._terminals = TerminalView()
+        self._outputs = OutputSoFar()
 
     # -- updates --------------------------------------------------------------------------
 
@@ -118,6 +124,8 @@ class RpcClientLink:
         updates = None
         if self.capabilities.terminal_output:
             updates = self._terminals.updates(session_id, event)
+        elif not self.capabilities.append_output:
+            updates = self._outputs.updates(session_id, event)
         for update in updates if updates is not None else event_updates(event):
             self._send_update(session_id, update)
 
@@ -165,7 +173,7 @@ class RpcClientLink:
 
     # -- approvals ------------------------------------------------------------------------
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         self._flush_pending(session_id)
         msg_id = f"cody-{next(self._ids)}"
         params = RequestPermissionParams(
@@ -196,8 +204,8 @@ class RpcClientLink:
             raise
         except JsonRpcException as exc:
             logger.info("approval %s answered with error %s", msg_id, exc.code)
-            return "invalid"
-        return _answer_of(result)
+            return ApprovalReply("invalid")
+        return _reply_of(result)
 
     # -- MCP elicitation ------------------------------------------------------------------
 
@@ -273,16 +281,25 @@ class RpcClientLink:
             ) from None
 
 
-def _answer_of(result: Any) -> ApprovalAnswer:
+def _reply_of(result: Any) -> ApprovalReply:
     try:
         parsed = RequestPermissionResult.model_validate(result)
     except ValidationError:
         logger.info("approval answer has an invalid shape")
-        return "invalid"
+        return ApprovalReply("invalid")
     if isinstance(parsed.outcome, CancelledOutcome):
-        return "cancelled"
+        return ApprovalReply("cancelled")
     option = LEGACY_OPTION_IDS.get(parsed.outcome.option_id, parsed.outcome.option_id)
-    if option in _ANSWERS:
-        return _ANSWERS[option]
-    logger.info("approval answer names an unknown option")
-    return "invalid"
+    answer: ApprovalAnswer | None = _ANSWERS.get(option)
+    if answer is None:
+        logger.info("approval answer names an unknown option")
+        return ApprovalReply("invalid")
+    extra = parsed.meta.cody if parsed.meta is not None else None
+    if extra is None:
+        return ApprovalReply(answer)
+    allowed = answer in ("allow_once", "allow_session")
+    return ApprovalReply(
+        answer,
+        message=None if allowed else extra.message,
+        updated_input=extra.updated_input if allowed else None,
+    )

@@ -85,7 +85,11 @@ class TerminalView:
         if event.status == "in_progress":
             terminal.started = True
             update = ToolCallUpdate(
-                tool_call_id=event.call_id, status="in_progress", content=_terminal(event.call_id)
+                tool_call_id=event.call_id,
+                status="in_progress",
+                title=event.title,
+                raw_input=event.raw_input,
+                content=_terminal(event.call_id),
             )
             return [update.wire()]
         if event.status not in ("completed", "failed"):

@@ -130,13 +130,22 @@ class _Dispatcher:
 
     def _response(self, message: dict[str, Any], valid_id: bool) -> None:
         msg_id = message.get("id")
-        if msg_id is None or not valid_id or ("result" not in message and "error" not in message):
+        if "result" not in message and "error" not in message:
             if "id" in message:
                 self.protocol.send_error(
                     msg_id if valid_id else None,
                     ErrorCode.INVALID_REQUEST,
                     "Invalid request: no method, result or error",
                 )
+            return
+        if msg_id is None or not valid_id:
+            # JSON-RPC never answers a response, not even a malformed one (a client's error
+            # answer with id null, e.g. to a frame it could not parse): log it, go on.
+            logger.warning(
+                "ignoring a response from the client with id %s: %s",
+                "null" if msg_id is None else "of an invalid type",
+                _describe_error(message.get("error")) if "error" in message else "a result",
+            )
             return
         if not self.protocol.resolve_answer(msg_id, message):
             # A late answer to a request we withdrew (approval timeout or cancel), or an id
@@ -182,6 +191,15 @@ class _Dispatcher:
 
 DEFAULT_STALL_TIMEOUT_S = 300.0
 """How long a client may leave its output unread (over the bound) before it is dropped."""
+
+
+def _describe_error(error: Any) -> str:
+    """An error object of the client's, for the log: its code and message, cut short."""
+    if not isinstance(error, dict):
+        return "an error of an invalid shape"
+    code, message = error.get("code"), error.get("message")
+    text = message[:200] if isinstance(message, str) else ""
+    return f"error {code!r}: {text!r}"
 
 
 def _usable_id(msg_id: Any) -> bool:

@@ -38,7 +38,7 @@ from pygls.exceptions import JsonRpcException
 
 from ..engine.events import CommandsAvailable, EngineEvent
 from ..engine.ports import (
-    ApprovalAnswer,
+    ApprovalReply,
     ApprovalRequest,
     ClientFileAccess,
     Elicitation,
@@ -156,10 +156,10 @@ class SharedSessionLink(RpcClientLink):
 
     # -- requests to this connection's client ---------------------------------------------
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         if self.closed:
             logger.info("approval for a session of a disconnected client: rejected")
-            return "invalid"
+            return ApprovalReply("invalid")
         return await super().request_approval(session_id, request)
 
     async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
@@ -214,8 +214,8 @@ class BroadcastLink:
         for link in self._attachments.links(session_id):
             await link.flush_own(session_id)
 
-    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalAnswer:
-        return "invalid"
+    async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
+        return ApprovalReply("invalid")
 
     async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
         return ElicitationAnswer("decline")

@@ -51,8 +51,9 @@ from ..engine.events import (
 __all__ = ["APPENDED_OUTPUT_META", "chunk_update", "event_updates", "mcp_status_params"]
 
 APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
-"""`_meta` of a live-output `tool_call_update` whose text continues the previous ones (ACP's
-`content` replaces; Cody's own clients append it; others show the latest piece)."""
+"""`_meta` of a live-output `tool_call_update` whose text continues the previous ones, sent
+only to a client that opted in (`_meta.cody.appendOutput`; others get the output so far,
+rpc/output_so_far.py, as ACP's `content` replaces)."""
 
 
 def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
@@ -94,7 +95,9 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
             ToolCallUpdate(
                 tool_call_id=event.call_id,
                 status=event.status,
+                title=event.title,
                 content=event.content,
+                raw_input=event.raw_input,
                 raw_output=event.raw_output,
                 locations=event.locations,
             ).wire()

@@ -18,9 +18,9 @@ spec.test("an invalid setting is reported with the daemon's message", function()
     return n.level == vim.log.levels.ERROR
   end, notes)
   h.eq(1, #errors, "one error notification: " .. vim.inspect(notes))
-  h.contains(errors[1].msg, 'model_provider = "nope"')
+  h.contains(errors[1].msg, '_meta.cody.provider = "nope"', "names the setting that was sent")
   h.contains(errors[1].msg, "valid values: auto, openai, anthropic, openrouter, offline")
-  h.contains(h.chat(), '✗ invalid configuration: model_provider = "nope"')
+  h.contains(h.chat(), '✗ invalid configuration: _meta.cody.provider = "nope"')
 end)
 
 spec.test("a daemon command that cannot start is reported", function()

@@ -30,7 +30,8 @@ spec.test(":checkhealth cody reports a command that is not executable", function
   local text = checkhealth()
   cody.setup(h.default_config())
   h.contains(text, "`no-such-cody-daemon` is not executable")
-  h.contains(text, "uv', 'run', '--project'")
+  h.contains(text, "python3 install.py")
+  h.contains(text, "'--frozen', '--no-dev', 'cody-daemon'", "the advice does not build the dev tools")
 end)
 
 return spec

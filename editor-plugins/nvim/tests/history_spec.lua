@@ -60,7 +60,10 @@ spec.test(":CodyHistory lists every agent's sessions, imports the chosen one and
   local text = h.chat()
   h.contains(text, "## You\n\nrun echo hello")
   h.contains(text, "## You\n\nrun echo again")
-  h.eq(2, h.count(text, "▸ Bash [other]"), "each imported call is shown once")
+  -- An imported call shows its command and kind, not `▸ Bash [other]` (issue 24.12).
+  h.eq(1, h.count(text, "▸ echo hello [execute]"), "each imported call is shown once")
+  h.eq(1, h.count(text, "▸ echo again [execute]"))
+  h.eq(0, h.count(text, "[other]"))
   h.contains(text, "Output:\nhello", "tool results and answers are replayed")
 
   vim.cmd("Cody list files")

@@ -18,6 +18,7 @@ local SPECS = {
   "buffers_spec",
   "acp_spec",
   "escapes_spec",
+  "warnings_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

@@ -3,7 +3,10 @@
 --- When an editing tool call (`kind` edit, delete or move) completes, every loaded buffer of a
 --- file it touched is checked with `:checktime`, with 'autoread' on for that moment: an
 --- unmodified buffer shows the new text at once. A buffer with unsaved changes is not
---- reloaded (your text is not thrown away); you are told the file changed on disk.
+--- reloaded (your text is not thrown away); you are told the file changed on disk, and given
+--- a command that loads Cody's version into that buffer from any window (a bare `:e!` in
+--- the chat would be aimed at the chat). Calls replayed by `session/load` are history: they
+--- refresh nothing and warn about nothing.
 --- The touched files are the call's ACP `locations` (absolute paths) and the paths of its
 --- `diff` content.
 local M = {}
@@ -66,9 +69,10 @@ function M.refresh(paths)
         seen[buf] = true
         if vim.bo[buf].modified then
           vim.notify(
-            ("Cody: %s changed on disk, but its buffer has unsaved changes; :e! loads Cody's version"):format(
-              vim.api.nvim_buf_get_name(buf)
-            ),
+            (
+              "Cody: %s changed on disk, but its buffer has unsaved changes, so it was not reloaded."
+              .. " To load Cody's version and drop yours: :buffer %d | edit!"
+            ):format(vim.api.nvim_buf_get_name(buf), buf),
             vim.log.levels.WARN
           )
         else

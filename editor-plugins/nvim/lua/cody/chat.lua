@@ -45,6 +45,7 @@ local function define_highlights()
     CodyToolFailed = "DiagnosticError",
     CodyStatus = "Comment",
     CodyError = "DiagnosticError",
+    CodyWarning = "DiagnosticWarn",
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -100,6 +101,45 @@ local function create_buf()
     buffer = buf,
     callback = function()
       state = { tools = {} }
+    end,
+  })
+  -- `:edit!` in the chat would reload a scratch buffer as empty: the transcript (text and
+  -- marks, whose ids the tool calls keep) is put back instead.
+  local saved ---@type {lines: string[], marks: table[]}?
+  vim.api.nvim_create_autocmd("BufUnload", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      saved = {
+        lines = vim.api.nvim_buf_get_lines(buf, 0, -1, true),
+        marks = vim.api.nvim_buf_get_extmarks(buf, M.namespace, 0, -1, { details = true }),
+      }
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      if not saved then
+        return
+      end
+      local restore = saved
+      saved = nil
+      vim.bo[buf].modifiable = true
+      vim.api.nvim_buf_set_lines(buf, 0, -1, true, restore.lines)
+      for _, mark in ipairs(restore.marks) do
+        local id, row, col, details = mark[1], mark[2], mark[3], mark[4]
+        pcall(vim.api.nvim_buf_set_extmark, buf, M.namespace, row, col, {
+          id = id,
+          end_row = details.end_row,
+          end_col = details.end_col,
+          hl_group = details.hl_group,
+          hl_eol = details.hl_eol,
+          line_hl_group = details.line_hl_group,
+        })
+      end
+      vim.bo[buf].modifiable = false
+      vim.bo[buf].modified = false
     end,
   })
   state = { buf = buf, tools = {} }
@@ -504,6 +544,18 @@ end
 ---@param text string
 function M.note(text)
   status_line("— " .. text .. " —")
+end
+
+--- A warning from the daemon (e.g. configuration it ignored), on a line of its own.
+---@param message string
+function M.warning(message)
+  write(function(buf)
+    begin(buf, "error")
+    append(buf, "⚠ " .. message)
+    local row = last_line(buf)
+    vim.api.nvim_buf_set_extmark(buf, M.namespace, row, 0, { line_hl_group = "CodyWarning" })
+    state.speaker = nil
+  end)
 end
 
 ---@param message string

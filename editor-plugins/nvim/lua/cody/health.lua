@@ -25,9 +25,9 @@ local function check_command(cmd)
     return true
   end
   vim.health.error(("`%s` is not executable"):format(cmd[1]), {
-    "Install Cody so that `cody-daemon` is on $PATH, or point the plugin at it:",
-    "require('cody').setup{ cmd = { 'uv', 'run', '--project', '/path/to/cody', 'cody-daemon' } }",
-    "or cmd = { '/path/to/cody/.venv/bin/python', '-m', 'cody_daemon' }",
+    "Install Cody so that `cody-daemon` is on $PATH: `python3 install.py` in the Cody checkout",
+    "or point the plugin at a checkout:",
+    "require('cody').setup{ cmd = { 'uv', 'run', '--project', '/path/to/cody', '--frozen', '--no-dev', 'cody-daemon' } }",
   })
   return false
 end

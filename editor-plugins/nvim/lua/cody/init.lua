@@ -4,12 +4,26 @@
 --- (with the `_meta.cody` settings from `setup()`). `session/update` notifications are drawn in
 --- the chat buffer, `session/request_permission` requests are answered through `vim.ui.select`,
 --- and `VimLeavePre` shuts the daemon down (`shutdown`, then `exit`).
-local approval = require("cody.approval")
-local buffers = require("cody.buffers")
-local chat = require("cody.chat")
+---
+--- Loading this module (`setup()` at startup, `:checkhealth cody`) loads only the
+--- configuration: the chat, approvals, buffers and RPC modules load when first used.
 local config = require("cody.config")
-local inert = require("cody.inert")
-local rpc = require("cody.rpc")
+
+---@param name string
+---@return table
+local function on_first_use(name)
+  return setmetatable({}, {
+    __index = function(_, key)
+      return require(name)[key]
+    end,
+  })
+end
+
+local approval = on_first_use("cody.approval")
+local buffers = on_first_use("cody.buffers")
+local chat = on_first_use("cody.chat")
+local inert = on_first_use("cody.inert")
+local rpc = on_first_use("cody.rpc")
 
 local M = {}
 
@@ -51,6 +65,17 @@ local function report(err, context)
   return message
 end
 
+--- Shows the daemon's `_meta.cody.warnings` of a session answer (configuration it ignored:
+--- an untrusted project's keys, Codex settings Cody has no use for; a session whose directory
+--- is gone) in the chat and as a notification.
+---@param result table? `session/new` or `session/load` result
+local function show_warnings(result)
+  for _, warning in ipairs(vim.tbl_get(result or {}, "_meta", "cody", "warnings") or {}) do
+    chat.warning(warning)
+    notify(warning, vim.log.levels.WARN)
+  end
+end
+
 ---@param opts cody.UserConfig?
 function M.setup(opts)
   config.setup(opts)
@@ -75,10 +100,14 @@ local function on_session_update(params)
     chat.user(text)
   elseif kind == "tool_call" then
     chat.tool_call(update)
-    buffers.on_tool_update(update)
+    if sid ~= state.loading_id then -- a replayed edit is history: it touches no buffer
+      buffers.on_tool_update(update)
+    end
   elseif kind == "tool_call_update" then
     chat.tool_call_update(update)
-    buffers.on_tool_update(update) -- an edit that completed: :checktime its open buffers
+    if sid ~= state.loading_id then
+      buffers.on_tool_update(update) -- an edit that completed: :checktime its open buffers
+    end
   elseif kind == "plan" then
     chat.plan(update.entries)
   elseif kind == "session_info_update" then
@@ -216,6 +245,7 @@ local function ensure_session(callback)
         return
       end
       state.session_id, state.title = result.sessionId, nil
+      show_warnings(result)
       done(nil, result.sessionId)
     end)
   end)
@@ -434,7 +464,7 @@ function M.resume(session_id, cwd)
     state.loading_id = session_id
     chat.clear()
     chat.open()
-    conn:request("session/load", { sessionId = session_id, cwd = cwd, mcpServers = {} }, function(err)
+    conn:request("session/load", { sessionId = session_id, cwd = cwd, mcpServers = {} }, function(err, result)
       state.loading_id = nil
       if err then
         chat.error(report(err))
@@ -442,6 +472,7 @@ function M.resume(session_id, cwd)
       end
       state.session_id = session_id
       chat.note(("resumed session %s"):format(session_id))
+      show_warnings(result)
     end)
   end)
 end

@@ -73,6 +73,7 @@ export interface AuthMethod {
 
 /** `data` of a -32000 error. */
 export interface AuthRequiredData {
+  details?: string | null;
   fix: string;
   provider: string;
 }
@@ -146,6 +147,11 @@ export interface CodyInitializeMeta {
   version: string;
 }
 
+/** `session/load` and `session/resume` `_meta.cody`. */
+export interface CodyLoadSessionMeta {
+  relocate?: boolean;
+}
+
 /** `CodyLogoutMeta` */
 export interface CodyLogoutMeta {
   loggedOut: string[];
@@ -154,6 +160,12 @@ export interface CodyLogoutMeta {
 /** `CodyMcpElicitMeta` */
 export interface CodyMcpElicitMeta {
   requestId: string | number;
+}
+
+/** What a client may add to its permission answer (docs/protocol.md "Approvals"). */
+export interface CodyPermissionAnswerMeta {
+  message?: string | null;
+  updatedInput?: { [key: string]: Json } | null;
 }
 
 /** `CodyPermissionMeta` */
@@ -186,6 +198,8 @@ export interface CodySessionMeta {
   allowedTools?: string[] | null;
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never" | null;
   backend?: "native" | "codex" | "claude" | null;
+  config?: { [key: string]: Json } | null;
+  ephemeral?: boolean;
   model?: string | null;
   phase?: "research" | "plan" | "implement" | null;
   provider?: string | null;
@@ -233,6 +247,30 @@ export interface CompactionNotice {
   summarizedItems: number;
   tokensAfter: number;
   tokensBefore: number;
+}
+
+/**
+ * `_cody/config/check` (params as `session/new`): what `session/new` would say about the
+ * configuration, found by the same checks, with no session created.
+ *
+ * `ok` is false exactly when `session/new` would fail; `error` is then the JSON-RPC error it
+ * would answer (a -32602 naming each key, value, source file and the valid values).
+ * `warnings` are the `_meta.cody.warnings` it would report (e.g. an untrusted project's
+ * ignored keys).
+ */
+export interface ConfigCheckResult {
+  error?: RpcError | null;
+  files: ConfigFileInfo[];
+  ok: boolean;
+  warnings?: string[];
+}
+
+/** A config file `session/new` reads for the checked cwd. */
+export interface ConfigFileInfo {
+  exists: boolean;
+  path: string;
+  scope: "user" | "project";
+  trusted?: boolean | null;
 }
 
 /** `ConfigOptionUpdate` */
@@ -378,6 +416,7 @@ export interface InitializeResult {
 
 /** `data` of a -32602 error. */
 export interface InvalidParamsData {
+  details?: string | null;
   errors: ParamIssue[];
 }
 
@@ -393,8 +432,14 @@ export interface ListSessionsResult {
   sessions: SessionInfo[];
 }
 
+/** `LoadSessionMeta` */
+export interface LoadSessionMeta {
+  cody?: CodyLoadSessionMeta | null;
+}
+
 /** `LoadSessionParams` */
 export interface LoadSessionParams {
+  _meta?: LoadSessionMeta | null;
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerSse | McpServerStdio)[];
   sessionId: string;
@@ -521,6 +566,11 @@ export interface ParamIssue {
   value?: Json;
 }
 
+/** `PermissionAnswerMeta` */
+export interface PermissionAnswerMeta {
+  cody?: CodyPermissionAnswerMeta | null;
+}
+
 /** `PermissionMeta` */
 export interface PermissionMeta {
   cody: CodyPermissionMeta;
@@ -598,6 +648,7 @@ export interface PromptResult {
 
 /** `data` of a -32010 error. */
 export interface ProviderErrorData {
+  details?: string | null;
   httpStatus?: number | null;
   kind: "auth" | "rate_limit" | "context_window" | "network" | "provider";
   provider: string;
@@ -647,6 +698,7 @@ export interface RequestPermissionParams {
 
 /** `RequestPermissionResult` */
 export interface RequestPermissionResult {
+  _meta?: PermissionAnswerMeta | null;
   outcome: SelectedOutcome | CancelledOutcome;
 }
 
@@ -940,6 +992,7 @@ export const Method = {
   cancelRequestLsp: "$/cancelRequest",
   cancelRequestAcp: "$/cancel_request",
   codyAgentsList: "_cody/agents/list",
+  codyConfigCheck: "_cody/config/check",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",

@@ -275,7 +275,7 @@ describe("chat against the real daemon", () => {
       assert.ok(error, "an error is shown");
       assert.equal(error.kind, "config");
       assert.equal(error.code, -32602);
-      assert.match(error.message, /model_provider/);
+      assert.match(error.message, /_meta\.cody\.provider/, "names the setting the client sent");
       assert.match(error.message, /"nope"/);
       const detail = error.detail.join("\n");
       assert.match(detail, /model_provider: unknown provider \(got "nope"\); valid values: auto, openai, anthropic, openrouter, offline/);
