@@ -2,7 +2,9 @@
 
 Tools: `add(a, b)`, `shout(text)`, `fail(message)` (always an error result),
 `sleep(seconds)` (for tool timeouts), `pixel()` (an image), `stats()` (structured
-content only), `crash(code)` (the server process exits at once: only for stdio). Resources: `demo://greeting` (text) and `demo://blob` (binary).
+content only), `crash(code)` (the server process exits at once: only for stdio), `unlock()`
+(adds the tool `secret()` and sends `notifications/tools/list_changed`). Resources:
+`demo://greeting` (text) and `demo://blob` (binary).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import base64
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent
 
@@ -54,6 +56,15 @@ def build_server() -> MCPServer:
     def crash(code: int) -> str:
         print(f"demo: crashing with code {code} as asked", file=sys.stderr, flush=True)
         os._exit(code)
+
+    def secret() -> str:
+        return "the unlocked secret"
+
+    @server.tool(description="Offer one more tool, secret, and say so (tools/list_changed).")
+    async def unlock(ctx: Context) -> str:
+        server.add_tool(secret, description="Only there after unlock.")
+        await ctx.request_context.session.send_tool_list_changed()
+        return "unlocked"
 
     @server.resource("demo://greeting", mime_type="text/plain")
     def greeting() -> str:

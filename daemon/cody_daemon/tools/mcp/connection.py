@@ -130,6 +130,9 @@ class McpConnection:
         self._eliciting = 0
         self._dirty: set[str] = set()
         self._refreshing = False
+        self.listed = asyncio.Event()
+        """Clear while a re-listing after a list_changed runs (a turn waits for it)."""
+        self.listed.set()
         self._roots_sent: tuple[str, ...] | None = None
         self._log = ServerLog(spec)
 
@@ -388,6 +391,7 @@ class McpConnection:
             self._dirty.clear()
             return
         self._refreshing = True
+        self.listed.clear()
         try:
             while self._dirty:
                 kinds = set(self._dirty)
@@ -404,6 +408,7 @@ class McpConnection:
             log.warning("MCP server %s: re-listing failed: %s", self.spec.name, exc)
         finally:
             self._refreshing = False
+            self.listed.set()
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
         self._log.write(params.level, params.logger, params.data)

@@ -11,7 +11,9 @@ each as an `McpConnection` (connection.py: its runs, restarts and requests). Inv
   and reports each server still starting once more (`_cody/mcp/status`, with a reason saying
   its tools join later): a slow server never holds a turn beyond the short wait.
 - The tool list is rebuilt only when a server's set changes (it became ready, gave up after
-  crashes, or sent `tools/list_changed`): `generation` counts those changes. A crashed stdio
+  crashes, or sent `tools/list_changed`): `generation` counts those changes. A re-listing in
+  progress is waited for (at most `wait_s`) by `turn_tools`, so the model call after a
+  `tools/list_changed` gets the new list. A crashed stdio
   server keeps its tools while it may still be restarted (its next call restarts it).
 - Tools a server marks `execution.taskSupport: "required"` are not offered (Cody does not
   run MCP tasks); `absent()` names them with why, and the resource tools when no server
@@ -130,6 +132,15 @@ class McpSessionManager:
                                 "join the next model call once it is ready",
                             )
                         )
+        relisting = [
+            asyncio.ensure_future(c.listed.wait())
+            for c in self._connections.values()
+            if not c.listed.is_set()
+        ]
+        if relisting:  # a tools/list_changed just came: its new list is for this model call
+            _, late = await asyncio.wait(relisting, timeout=wait_s)
+            for waiter in late:
+                waiter.cancel()
         return self._with_resource_tools()
 
     def _with_resource_tools(self) -> list[Tool[Any]]:
