@@ -45,21 +45,11 @@ def server_toml(name: str, argv: list[str], **keys: Any) -> str:
 
 
 def statuses(daemon: Daemon, server: str) -> list[dict[str, Any]]:
-    return [
-        m["params"]
-        for m in daemon.received
-        if m.get("method") == "_cody/mcp/status" and m["params"]["server"] == server
-    ]
+    return daemon.mcp_statuses(server)
 
 
 async def wait_ready(daemon: Daemon, *servers: str) -> None:
-    def ready() -> bool:
-        return all(
-            (found := statuses(daemon, server)) and found[-1]["state"] == "ready"
-            for server in servers
-        )
-
-    await daemon.wait_for(ready, 40)
+    await daemon.wait_mcp_ready(*servers)
 
 
 async def start(cody_env: CodyEnv, model: MockResponsesServer, servers: str, **args: Any) -> Daemon:
