@@ -31,6 +31,7 @@ from cody_daemon.tools.mcp import (
     McpStdio,
     McpTool,
     build_specs,
+    connection,
     merge_specs,
     specs_from_config,
     specs_from_session,
@@ -264,6 +265,33 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
     await manager.aclose()  # idempotent
     with pytest.raises(ToolError, match="shut down"):
         await manager.tools()
+
+
+async def test_a_server_that_keeps_crashing_is_given_up_and_its_tools_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "RESTART_BACKOFF_S", (0.0,))
+    before = children()
+    manager = McpSessionManager([stdio("demo", "demo")])
+    try:
+        ctx = context(tmp_path)
+        for crashes in range(1, connection.MAX_RESTARTS + 2):
+            tools = by_name(await manager.tools())
+            assert "mcp__demo__crash" in tools, f"still offered after {crashes - 1} crashes"
+            with pytest.raises(ToolError, match="demo"):
+                await call(tools["mcp__demo__crash"], {"code": 7}, ctx)
+            for _ in range(300):
+                if manager.statuses()[0].state == "failed":
+                    break
+                await asyncio.sleep(0.01)
+        status = manager.statuses()[0]
+        assert status.state == "failed" and "not restarted again" in (status.reason or "")
+        assert not any(name.startswith("mcp__demo") for name in by_name(await manager.tools()))
+        with pytest.raises(ToolError, match="'demo' is not available"):
+            await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx)
+    finally:
+        await manager.aclose()
+    assert set(children()) - set(before) == set(), "every attempt's process was reaped"
 
 
 async def test_no_servers_no_tools() -> None:
