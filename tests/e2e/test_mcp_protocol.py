@@ -144,3 +144,43 @@ async def test_progress_is_shown_as_tool_call_progress_and_the_log_reaches_the_d
         assert "MCP task" in absent["mcp__every__simulate-research-query"]
     finally:
         await daemon.close()
+
+
+async def test_the_client_library_answers_elicitations_with_its_callback(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    from cody_client.client import CodyClient
+    from cody_client.decisions import Allow
+    from cody_protocol.mcp import McpElicitResult
+
+    cody_env.use_mock_provider(model.base_url)
+    config = cody_env.cody_home / "config.toml"
+    config.write_text(config.read_text() + "\n" + server_toml("every", everything()))
+    asked: list[McpElicitParams] = []
+
+    async def answer(request: McpElicitParams) -> McpElicitResult:
+        asked.append(request)
+        return McpElicitResult(action="accept", content={"name": "Grace Hopper"})
+
+    async def allow(request: Any) -> Any:
+        return Allow()
+
+    model.enqueue(tool_call("mcp__every__trigger-elicitation-request", {}, call_id="el"))
+    model.enqueue(text("Thanks."))
+    ready = asyncio.Event()
+
+    def status(params: Any) -> None:
+        if params["state"] == "ready":
+            ready.set()
+
+    async with CodyClient.spawn(env=cody_env.env) as client:
+        client.on_elicitation = answer
+        client.on_permission = allow
+        client.connection.on_notification("_cody/mcp/status", status)
+        session = await client.new_session(str(cody_env.workspace))
+        await asyncio.wait_for(ready.wait(), 40)
+        result = await session.prompt("ask me", timeout=60)
+        assert result.stop_reason == "end_turn"
+    [request] = asked
+    assert request.server == "every" and request.tool_call_id == "el"
+    assert "Name: Grace Hopper" in tool_outputs(model.requests[-1])["el"]
