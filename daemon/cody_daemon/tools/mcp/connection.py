@@ -32,24 +32,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..base import Progress, ToolError
-from .hooks import Elicitation, McpClientHooks
-from .server_log import ServerLog
+from .client_features import ClientFeatures
+from .hooks import McpClientHooks
+from .requests import (
+    all_prompts,
+    all_tools,
+    request_error,
+    set_log_level,
+    timeout_error,
+    within_deadline,
+)
 from .specs import McpHttp, McpServerSpec
 
 if TYPE_CHECKING:
     import anyio
     from mcp.client.client import Client
-    from mcp.client.session import ClientRequestContext, IncomingMessage
+    from mcp.client.session import IncomingMessage
     from mcp_types import (
         CallToolResult,
-        ElicitRequestParams,
-        ElicitResult,
-        ErrorData,
         GetPromptResult,
         ListResourcesResult,
         ListResourceTemplatesResult,
-        ListRootsResult,
-        LoggingMessageNotificationParams,
         Prompt,
         ReadResourceResult,
     )
@@ -65,8 +68,6 @@ McpState = Literal["starting", "ready", "failed"]
 MAX_RESTARTS = 3
 RESTART_BACKOFF_S = (1.0, 2.0, 4.0)
 """How long after a crash the n-th restart may start (a call that comes later waits not)."""
-_MAX_PAGES = 50
-_USER_WAIT_SLICE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +117,6 @@ class McpConnection:
         self.restarts = 0
         self.gave_up = False
         """Crashed once too often: not restarted again, its tools are not offered."""
-        self.user_wait_s = 0.0
-        """Seconds spent so far waiting for the user's answers to its elicitations."""
         self._report = report
         self._hooks = hooks or McpClientHooks()
         self._on_change = on_change
@@ -125,16 +124,12 @@ class McpConnection:
         self._crashed_at: float | None = None
         self._restart_lock = asyncio.Lock()
         self._closed = False
-        self._calls: list[str | None] = []
-        """The session's tool call ids of the calls in flight (for elicitations)."""
-        self._eliciting = 0
         self._dirty: set[str] = set()
         self._refreshing = False
         self.listed = asyncio.Event()
         """Clear while a re-listing after a list_changed runs (a turn waits for it)."""
         self.listed.set()
-        self._roots_sent: tuple[str, ...] | None = None
-        self._log = ServerLog(spec)
+        self._features = ClientFeatures(spec, self._hooks)
 
     # -- state --------------------------------------------------------------------------
 
@@ -309,11 +304,12 @@ class McpConnection:
         else:
             attempt.stdio = StdioProcess(self.spec.transport, on_closed=attempt.wake.set)
             streams = attempt.stdio.open()
+        features = self._features
         client = make_client(
             streams,
-            list_roots=self._list_roots,
-            elicit=self._elicit,
-            log=self._on_log,
+            list_roots=features.list_roots,
+            elicit=features.elicit,
+            log=features.log,
             on_message=self._on_message,
         )
         async with client:
@@ -324,46 +320,14 @@ class McpConnection:
         self.has_resources = capabilities.resources is not None
         self.has_prompts = capabilities.prompts is not None
         if capabilities.tools is not None:
-            self.tool_defs = await self._all_tools(client)
+            self.tool_defs = await all_tools(client)
         if self.has_prompts:
-            self.prompt_defs = await self._all_prompts(client)
+            self.prompt_defs = await all_prompts(client)
 
     async def _after_ready(self, client: Client) -> None:
         """Tell the server the client's log level (a server without logging is left alone)."""
-        if client.server_capabilities.logging is None:
-            return
-        import mcp_types
-
-        level = self._log.mcp_level()
-        request = mcp_types.SetLevelRequest(params=mcp_types.SetLevelRequestParams(level=level))
-        try:
-            await client.session.send_request(request, mcp_types.EmptyResult)
-        except Exception as exc:  # a server that refuses it still works
-            log.info("MCP server %s refused logging/setLevel: %s", self.spec.name, exc)
-
-    @staticmethod
-    async def _all_tools(client: Client) -> list[McpToolDef]:
-        tools: list[McpToolDef] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
-
-    @staticmethod
-    async def _all_prompts(client: Client) -> list[Prompt]:
-        prompts: list[Prompt] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_prompts(cursor=cursor)
-            prompts.extend(page.prompts)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return prompts
+        if client.server_capabilities.logging is not None:
+            await set_log_level(client, self._features.log_level(), self.spec.name)
 
     def _changed(self) -> None:
         if self._on_change is not None:
@@ -397,9 +361,9 @@ class McpConnection:
                 kinds = set(self._dirty)
                 self._dirty.clear()
                 if "tools" in kinds and client.server_capabilities.tools is not None:
-                    self.tool_defs = await self._all_tools(client)
+                    self.tool_defs = await all_tools(client)
                 if "prompts" in kinds and self.has_prompts:
-                    self.prompt_defs = await self._all_prompts(client)
+                    self.prompt_defs = await all_prompts(client)
                 log.info("MCP server %s changed its %s", self.spec.name, " and ".join(kinds))
                 if self.state == "ready":
                     self._report(self.status())
@@ -410,63 +374,13 @@ class McpConnection:
             self._refreshing = False
             self.listed.set()
 
-    async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
-        self._log.write(params.level, params.logger, params.data)
-
-    async def _list_roots(self, context: ClientRequestContext) -> ListRootsResult:
-        import mcp_types
-
-        paths = list(self._hooks.roots())
-        self._roots_sent = tuple(str(path) for path in paths)
-        roots = [
-            mcp_types.Root.model_validate({"uri": path.as_uri(), "name": path.name or str(path)})
-            for path in paths
-        ]
-        return mcp_types.ListRootsResult(roots=roots)
-
-    async def _elicit(
-        self, context: ClientRequestContext, params: ElicitRequestParams
-    ) -> ElicitResult | ErrorData:
-        import mcp_types
-
-        if self._hooks.elicit is None:
-            return mcp_types.ElicitResult(action="decline")
-        calls = [call for call in self._calls if call is not None]
-        request = (
-            Elicitation(
-                server=self.spec.name,
-                mode="url",
-                message=params.message,
-                url=params.url,
-                elicitation_id=params.elicitation_id,
-                call_id=calls[0] if len(calls) == 1 else None,
-            )
-            if isinstance(params, mcp_types.ElicitRequestURLParams)
-            else Elicitation(
-                server=self.spec.name,
-                mode="form",
-                message=params.message,
-                requested_schema=dict(params.requested_schema),
-                call_id=calls[0] if len(calls) == 1 else None,
-            )
-        )
-        self._eliciting += 1
-        started = time.monotonic()
-        try:
-            answer = await self._hooks.elicit(request)
-        finally:
-            self._eliciting -= 1
-            self.user_wait_s += time.monotonic() - started
-        return mcp_types.ElicitResult(action=answer.action, content=answer.content)
-
     def roots_changed(self, roots: tuple[str, ...]) -> None:
         """The session's roots are now `roots`: a server that was told others is sent
         `roots/list_changed` (it asks `roots/list` again; one that never asked is left
         alone)."""
         client = self._attempt.client
-        if self._roots_sent is None or self._roots_sent == roots or client is None:
+        if client is None or not self._features.roots_differ(roots):
             return
-        self._roots_sent = roots
         import mcp_types
 
         notification = mcp_types.RootsListChangedNotification()
@@ -500,38 +414,16 @@ class McpConnection:
                 on_progress(Progress(progress, total, message))
 
         call = asyncio.ensure_future(client.call_tool(tool, arguments, progress_callback=progress))
-        self._calls.append(call_id)
+        what = f"the call to {tool}"
+        self._features.calls.append(call_id)
         try:
-            return await self._within_deadline(call, f"the call to {tool}")
+            return await within_deadline(call, self.spec, self._features, what)
         except ToolError:
             raise
         except Exception as exc:
-            raise self._request_error(exc, f"the call to {tool}") from None
+            raise request_error(self.spec, self.reason, exc, what) from None
         finally:
-            self._calls.remove(call_id)
-
-    async def _within_deadline(
-        self, call: asyncio.Future[CallToolResult], what: str
-    ) -> CallToolResult:
-        """`call`'s result; cancelled past `tool_timeout_s`, not counting the time spent
-        waiting for the user's answers to elicitations."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.spec.tool_timeout_s
-        waited = self.user_wait_s
-        try:
-            while True:
-                remaining = deadline + (self.user_wait_s - waited) - loop.time()
-                if self._eliciting:
-                    remaining = max(remaining, _USER_WAIT_SLICE_S)
-                if remaining <= 0:
-                    raise self._timeout(what)
-                done, _ = await asyncio.wait({call}, timeout=remaining)
-                if call in done:
-                    return call.result()
-        finally:
-            if not call.done():
-                call.cancel()
-                await asyncio.wait({call})
+            self._features.calls.remove(call_id)
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         client = await self._client()
@@ -539,7 +431,7 @@ class McpConnection:
         try:
             return await client.read_resource(uri)
         except Exception as exc:
-            raise self._request_error(exc, f"reading {uri}") from None
+            raise request_error(self.spec, self.reason, exc, f"reading {uri}") from None
 
     async def list_resources(self, cursor: str | None) -> ListResourcesResult:
         client = await self._client()
@@ -547,7 +439,7 @@ class McpConnection:
         try:
             return await client.list_resources(cursor=cursor, cache_mode="refresh")
         except Exception as exc:
-            raise self._request_error(exc, "listing its resources") from None
+            raise request_error(self.spec, self.reason, exc, "listing its resources") from None
 
     async def list_resource_templates(self, cursor: str | None) -> ListResourceTemplatesResult:
         client = await self._client()
@@ -555,7 +447,9 @@ class McpConnection:
         try:
             return await client.list_resource_templates(cursor=cursor, cache_mode="refresh")
         except Exception as exc:
-            raise self._request_error(exc, "listing its resource templates") from None
+            raise request_error(
+                self.spec, self.reason, exc, "listing its resource templates"
+            ) from None
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> GetPromptResult:
         client = await self._client()
@@ -564,32 +458,10 @@ class McpConnection:
                 client.get_prompt(name, arguments), self.spec.tool_timeout_s
             )
         except TimeoutError:
-            raise self._timeout(f"the prompt {name}") from None
+            raise timeout_error(self.spec, f"the prompt {name}") from None
         except Exception as exc:
-            raise self._request_error(exc, f"the prompt {name}") from None
+            raise request_error(self.spec, self.reason, exc, f"the prompt {name}") from None
 
     def _require_resources(self) -> None:
         if not self.has_resources:
             raise ToolError(f"MCP server {self.spec.name!r} does not offer resources")
-
-    def _timeout(self, what: str) -> ToolError:
-        return ToolError(
-            f"MCP server {self.spec.name!r} did not answer {what} within "
-            f"{self.spec.tool_timeout_s:g} s; if it needs longer, raise tool_timeout_s in "
-            f"{self.spec.config_key}",
-            raw_output={"timedOut": True, "timeoutS": self.spec.tool_timeout_s},
-        )
-
-    def _request_error(self, exc: Exception, what: str) -> ToolError:
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
-        name = self.spec.name
-        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
-            return self._timeout(what)
-        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-            why = f": {self.reason}" if self.reason else ""
-            return ToolError(f"MCP server {name!r} closed the connection during {what}{why}")
-        if isinstance(exc, MCPError):
-            return ToolError(f"MCP server {name!r} refused {what}: {exc.message}")
-        return ToolError(f"MCP server {name!r} failed {what}: {type(exc).__name__}: {exc}")
