@@ -16,6 +16,8 @@ _RESEARCH = frozenset(
         "listDir",
         "grepFiles",
         "fileSearch",
+        "listMcpResources",
+        "listMcpResourceTemplates",
         "readMcpResource",
         "webSearch",
         "perplexitySearch",
