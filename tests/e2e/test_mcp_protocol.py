@@ -102,6 +102,39 @@ async def test_a_client_that_never_answers_is_cancelled_after_the_approval_timeo
         await daemon.close()
 
 
+async def test_a_cancelled_turn_withdraws_the_open_elicitation(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    daemon = await start(cody_env, model, server_toml("every", everything()))
+    opened = asyncio.Event()
+
+    async def never(params: Any) -> Any:
+        opened.set()
+        await asyncio.Event().wait()
+
+    daemon.conn.on_request(ELICIT, never)
+    try:
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("every")
+        model.enqueue(tool_call("mcp__every__trigger-elicitation-request", {}, call_id="el"))
+        daemon.answer("allow_once")
+        prompt = asyncio.ensure_future(daemon.prompt(sid, "ask me", timeout=40))
+        await asyncio.wait_for(opened.wait(), 30)
+        daemon.conn.notify("session/cancel", {"sessionId": sid})
+        assert (await prompt)["stopReason"] == "cancelled"
+        [request] = [m for m in daemon.received if m.get("method") == ELICIT]
+        await daemon.wait_for(
+            lambda: any(
+                m.get("method") == "$/cancelRequest" and m["params"]["id"] == request["id"]
+                for m in daemon.received
+            )
+        )
+        updates = daemon.tool_updates(sid, "el")
+        assert updates[-1]["status"] == "failed", "the call is closed"
+    finally:
+        await daemon.close()
+
+
 async def test_progress_is_shown_as_tool_call_progress_and_the_log_reaches_the_daemon_log(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:

@@ -246,6 +246,8 @@ class SessionManager:
             if session.turn is task:
                 session.turn = None
                 session.asker = None
+                for ask in list(session.asks):  # an MCP server's question outlived the turn
+                    ask.cancel()
 
     def _native_turn(
         self, session: Session, blocks: list[ContentBlock], link: ClientLink

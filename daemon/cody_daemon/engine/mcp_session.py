@@ -5,8 +5,9 @@ Invariants (docs/mcp.md):
 - `roots/list` answers the session's directory and its extra writable roots; the servers
   are told (`roots/list_changed`) before a turn whose roots differ from the last ones sent;
 - an elicitation goes to the client whose prompt runs now (`Session.asker`), redacted, and
-  is answered within `approval_timeout_s` (then `cancel`, the request withdrawn); between
-  turns, or when the client cannot answer, it is declined: a server never waits forever;
+  is answered within `approval_timeout_s` (then `cancel`, the request withdrawn), or when the
+  turn ends (`cancel`, withdrawn: `Session.asks`); between turns, or when the client cannot
+  answer, it is declined: a server never waits forever;
   each one is recorded in the session file (server, mode, action; never the values);
 - the time spent waiting for the user counts in `Session.user_waited_s()`, which the tool
   calls' time limits leave out;
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from cody_protocol.content import ContentBlock
 
+from ..errors import StorageError
 from ..policy.secrets import SecretGuard
 from ..tools.base import ToolError
 from ..tools.mcp.connection import McpStatus
@@ -105,29 +107,40 @@ async def elicit(session: Session, request: Elicitation, guard: SecretGuard) -> 
             elicitation_id=request.elicitation_id,
             call_id=request.call_id,
         )
-        session.begin_user_wait()
-        try:
-            answer = await asyncio.wait_for(
+        ask = asyncio.ensure_future(
+            asyncio.wait_for(
                 link.request_elicitation(session.id, shown),
                 timeout=session.settings.approval_timeout_s,
             )
-            reason = "user"
+        )
+        session.asks.add(ask)
+        session.begin_user_wait()
+        try:
+            answer, reason = await ask, "user"
         except TimeoutError:
             answer, reason = ElicitationAnswer("cancel"), "timeout"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the server's request itself was cancelled
+            answer, reason = ElicitationAnswer("cancel"), "the turn ended"
         finally:
+            session.asks.discard(ask)
+            ask.cancel()
             session.end_user_wait()
     logger.info("MCP server %s asked for input: %s (%s)", request.server, answer.action, reason)
-    session.file.append(
-        "event",
-        {
-            "kind": "mcp_elicitation",
-            "server": request.server,
-            "mode": request.mode,
-            "callId": request.call_id,
-            "action": answer.action,
-            "reason": reason,
-        },
-    )
+    record = {
+        "kind": "mcp_elicitation",
+        "server": request.server,
+        "mode": request.mode,
+        "callId": request.call_id,
+        "action": answer.action,
+        "reason": reason,
+    }
+    try:
+        session.file.append("event", record)
+    except StorageError as exc:  # the answer still goes to the server
+        logger.warning("could not record an MCP elicitation: %s", exc)
     return answer
 
 

@@ -62,6 +62,8 @@ class Session:
     asker: ClientLink | None = None
     """The link of the client whose prompt runs now: an MCP server's elicitation is
     forwarded to it (None between turns: elicitations are declined)."""
+    asks: set[asyncio.Future[Any]] = field(default_factory=set)
+    """MCP elicitations waiting for the client's answer (cancelled when the turn ends)."""
     _user_waited_s: float = 0.0
     _waiting_since: float | None = None
     _waits: int = 0
