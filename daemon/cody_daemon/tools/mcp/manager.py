@@ -7,9 +7,9 @@ each as an `McpConnection` (connection.py: its runs, restarts and requests). Inv
 - Each server gets its own `startup_timeout_s`; one that does not start in time is `failed`
   and never delays the others or the session.
 - `tools()` waits for every server's start; `turn_tools(wait_s)` (what a turn uses before
-  each model call) waits at most `wait_s`, returns the tools of the servers ready by then,
-  and reports each server still starting once more (`_cody/mcp/status`, with a reason saying
-  its tools join later): a slow server never holds a turn beyond the short wait.
+  each model call) waits at most `wait_s`, once per session, returns the tools of the servers
+  ready by then, and reports each server still starting once more (`_cody/mcp/status`, with a
+  reason saying its tools join later): a slow server never holds a turn beyond that wait.
 - The tool list is rebuilt only when a server's set changes (it became ready, gave up after
   crashes, or sent `tools/list_changed`): `generation` counts those changes. A re-listing in
   progress is waited for (at most `wait_s`) by `turn_tools`, so the model call after a
@@ -84,6 +84,7 @@ class McpSessionManager:
         self._tools: list[Tool[Any]] = []
         self._tasks_only: dict[str, str] = {}
         self._built: int | None = None
+        self._waited = False
         self.generation = 0
         """Counts the changes of the servers' tools and prompts."""
         self._closed = False
@@ -119,7 +120,8 @@ class McpSessionManager:
         if not self._connections:
             return []
         startup = self._begin()
-        if not startup.done():
+        if not startup.done() and not self._waited:
+            self._waited = True  # once: later model calls take whoever is ready by then
             await asyncio.wait({startup}, timeout=wait_s)  # a cancel leaves startup running
             if not startup.done():
                 for connection in self._connections.values():
