@@ -17,6 +17,7 @@ from typing import Any
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
 from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
+from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
 from ..core.history import item_key
@@ -324,13 +325,19 @@ class SessionManager:
                 session.turn = None
             await link.flush(session.id)
 
-    def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
-        """What a prompt would run in this session, without running or writing anything."""
+    async def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
+        """What a prompt would run in this session, without running or writing anything (a
+        backend's report may scan the workspace for protected paths: off the event loop)."""
         from .agents import dry_run_report
 
         session = self.get(session_id)
-        return dry_run_report(
-            session, prompt_to_text(blocks), self.deps.env, self._secrets(session)
+        return await asyncio.to_thread(
+            dry_run_report,
+            session,
+            prompt_to_text(blocks),
+            self.deps.env,
+            self._secrets(session),
+            protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
         )
 
     def _secrets(self, session: Session) -> SecretGuard:
@@ -368,7 +375,7 @@ class SessionManager:
                         key=f"model_providers.{spec.id}.wire_api",
                         message="not supported yet",
                         value=spec.wire_api,
-                        valid=("responses", "chat", "anthropic"),
+                        valid=WIRE_APIS,
                     )
                 ],
             ) from None

@@ -226,7 +226,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(PromptParams, params)
         if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
-            report = app.manager.dry_run(parsed.session_id, parsed.prompt)
+            report = await app.manager.dry_run(parsed.session_id, parsed.prompt)
             zero = TokenUsage()
             return PromptResult(
                 stop_reason="end_turn",
