@@ -281,6 +281,8 @@ class McpConnection:
             delay = crashed_at + backoff - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+                if self._closed:  # the session closed meanwhile
+                    return
             self.restarts += 1
             self._crashed_at = None
             self._attempt = _Attempt()
