@@ -206,3 +206,26 @@ def test_a_loaded_history_keeps_tool_images_only_within_the_rules() -> None:
     kept = sum(len(item.images or ()) for item in history)
     assert kept == SESSION_MAX_IMAGES
     assert "not valid base64" in history[-1].output
+
+
+def test_a_servers_log_line_is_one_line_capped_and_without_its_secrets(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    from cody_daemon.tools.mcp.server_log import MAX_CHARS, ServerLog
+    from cody_daemon.tools.mcp.specs import McpServerSpec, McpStdio
+
+    spec = McpServerSpec(
+        name="gh", transport=McpStdio(command="x", env={"GITHUB_TOKEN": "ghp_secretvalue123"})
+    )
+    server_log = ServerLog(spec)
+    with caplog.at_level(logging.INFO, logger="cody_daemon.mcp.gh"):
+        server_log.write("error", "auth\x1b[31m", "using ghp_secretvalue123\nnext line")
+        server_log.write("debug", None, "not at info")
+        server_log.write("warning", None, {"blob": "y" * 5000})
+    first, second = (record.getMessage() for record in caplog.records)
+    assert first == "MCP server gh (auth\\x1b[31m): using [REDACTED]\\x0anext line"
+    assert caplog.records[0].levelno == logging.ERROR
+    assert len(second) < MAX_CHARS + 100 and "more characters" in second
+    assert server_log.mcp_level() == "warning", "the daemon's default level"
