@@ -497,6 +497,13 @@ async def bench_warm(runs: int) -> dict[str, Any]:
     return {"exec_warm_ms": summary(warm), "exec_spawned_ms": summary(spawned)}
 
 
+async def bench_web(runs: int) -> dict[str, Any]:
+    """The same streamed turn over stdio and over the WebSocket listener (bench/web.py)."""
+    from bench.web import bench_web as run
+
+    return await run(runs)
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
@@ -508,6 +515,7 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "backends": bench_backends,
     "warm": bench_warm,
     "prompt": bench_prompt,
+    "web": bench_web,
 }
 
 

@@ -1,6 +1,7 @@
-"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--log-file PATH] [--stall-timeout S]
-[--no-warm-up] [-v]`:
-serve Cody on stdio, or as a warm daemon on a unix socket (rpc/listen.py).
+"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--listen ws://HOST:PORT]
+[--allow-remote] [--log-file PATH] [--stall-timeout S] [--no-warm-up] [-v]`:
+serve Cody on stdio, or as a warm daemon on a unix socket and/or a WebSocket listener with
+the web page (rpc/listen.py, docs/web.md).
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
 prompts, file contents or secrets at INFO. The process ends as soon as serving ends (see
@@ -61,7 +62,8 @@ class Options:
 
     framing: FramingMode = "auto"
     log_file: str | None = None
-    listen: str | None = None
+    listen: list[str] | None = None
+    allow_remote: bool = False
     stall_timeout: float | None = None
     warm_up: bool = True
     verbose: int = 0
@@ -96,9 +98,18 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         default=None,
-        metavar="PATH",
-        help="keep running and serve any number of clients on a unix socket (mode 0600) "
-        "instead of stdio; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one",
+        action="append",
+        metavar="PATH|ws://HOST:PORT",
+        help="keep running and serve any number of clients instead of stdio: on a unix socket "
+        "(mode 0600; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one) and/or, with "
+        "ws://127.0.0.1:PORT, over WebSocket with the web page (docs/web.md); give it twice "
+        "for both",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen ws://HOST:PORT bind an address other machines can reach (the token "
+        "is still required; the connection is not encrypted)",
     )
     parser.add_argument(
         "--stall-timeout",
@@ -142,7 +153,15 @@ def main(argv: list[str] | None = None) -> None:
         startup_gc.resume()  # a warm daemon starts once; its clients never wait for it
 
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
-        _exit_now(main_listen(args.listen, args.framing, stall, warm_up=args.warm_up))
+        _exit_now(
+            main_listen(
+                args.listen,
+                args.framing,
+                stall,
+                warm_up=args.warm_up,
+                allow_remote=args.allow_remote,
+            )
+        )
 
     channel = guard_stdio()
     env = dict(os.environ)

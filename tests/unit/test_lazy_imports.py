@@ -25,6 +25,7 @@ the daemon's entry point stops it (cli._prepare_imports)."""
 
 NOT_BEFORE_PROMPT = (
     *HEAVY,
+    "websockets",  # only `--listen ws://...` imports it (rpc/web_listen.py)
     *TERMINAL_UI,
     "httpcore",
     "anyio",

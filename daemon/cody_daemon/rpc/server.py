@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from cody_protocol.codes import ErrorCode
@@ -26,7 +26,7 @@ from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
-from .framing import FrameError, FrameReader, FramingMode
+from .framing import FrameError, FrameReader, Framing, FramingMode
 from .protocol import CodyProtocol, make_converter
 from .transport import ByteSink, StdioChannel, open_channel
 from .warm_up import WarmUp
@@ -34,9 +34,19 @@ from .warm_up import WarmUp
 if TYPE_CHECKING:
     from ..app import DaemonApp
 
-__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_frames", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "FrameSource", "serve_frames", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
+
+
+class FrameSource(Protocol):
+    """Where one client's messages come from: `FrameReader` on a byte stream (stdio, a unix
+    socket) or one WebSocket's messages (rpc/web_transport.py)."""
+
+    @property
+    def framing(self) -> Framing | None: ...
+
+    async def read(self) -> bytes | FrameError | None: ...
 
 
 class CodyServer(JsonRPCServer):
@@ -260,7 +270,7 @@ async def serve_stdio(
         reader.on_input = warming.heard
         warming.start()
     dispatcher = await serve_frames(
-        server, reader, sink, framing, stop=stop, stall_timeout_s=stall_timeout_s
+        server, FrameReader(reader, framing), sink, stop=stop, stall_timeout_s=stall_timeout_s
     )
     if warming is not None:
         warming.stop()
@@ -276,9 +286,8 @@ async def serve_stdio(
 
 async def serve_frames(
     server: CodyServer,
-    reader: asyncio.StreamReader,
+    frames: FrameSource,
     sink: ByteSink,
-    framing: FramingMode,
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
@@ -287,7 +296,6 @@ async def serve_frames(
     client is dropped for not reading). The caller attached `sink` and closes it."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
-    frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     try:
         while not dispatcher.exit_requested:
