@@ -143,6 +143,11 @@ class McpConnection:
         return self.state == "ready" or (self.restartable and not self._closed)
 
     @property
+    def closed(self) -> bool:
+        """`stop()` was called: the session's servers are shutting down."""
+        return self._closed
+
+    @property
     def restartable(self) -> bool:
         return self._crashed_at is not None and not self.gave_up
 
@@ -281,7 +286,7 @@ class McpConnection:
             delay = crashed_at + backoff - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-                if self._closed:  # the session closed meanwhile
+                if self.closed:  # the session closed meanwhile
                     return
             self.restarts += 1
             self._crashed_at = None
