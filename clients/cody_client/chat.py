@@ -25,6 +25,7 @@ from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
+from .elicitation import TerminalElicitor
 from .headless import EXIT_CODES, run_turn, session_settings
 from .inert import one_line
 from .progress import Spinner
@@ -428,6 +429,8 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
             use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
         ) as client:
             client.on_permission = TerminalApprover(renderer, "ask")
+            client.on_elicitation = TerminalElicitor(renderer)
+            client.connection.on_notification("_cody/mcp/status", renderer.show_mcp_status)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.load_session(

@@ -28,6 +28,7 @@ from .approvals import TerminalApprover
 from .client import ClientSession, RemoteError, SessionLookupError
 from .connection import ConnectionClosed
 from .daemon_command import DaemonNotFound
+from .elicitation import TerminalElicitor
 from .exec_options import ConfigOverrideError, FinalText, config_overrides, write_last_message
 from .inert import json_document, one_line
 from .json_events import JsonEvents
@@ -220,6 +221,7 @@ async def run_exec(
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal
             )
+            client.on_elicitation = TerminalElicitor(renderer, interactive=False)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.resume_session(

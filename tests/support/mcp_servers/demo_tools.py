@@ -3,7 +3,8 @@
 Tools: `add(a, b)`, `shout(text)`, `fail(message)` (always an error result),
 `sleep(seconds)` (for tool timeouts), `pixel()` (an image), `stats()` (structured
 content only), `crash(code)` (the server process exits at once: only for stdio), `unlock()`
-(adds the tool `secret()` and sends `notifications/tools/list_changed`). Resources:
+(adds the tool `secret()` and sends `notifications/tools/list_changed`), `ask_name()` (asks the
+user for a name and an age: elicitation). Resources:
 `demo://greeting` (text) and `demo://blob` (binary).
 """
 
@@ -17,8 +18,16 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent
+from pydantic import BaseModel, Field
 
 GREETING = "Hello from the demo resource.\nSecond line."
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(default=30, description="Your age in years")
+
+
 PIXEL_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 
 
@@ -65,6 +74,13 @@ def build_server() -> MCPServer:
         server.add_tool(secret, description="Only there after unlock.")
         await ctx.request_context.session.send_tool_list_changed()
         return "unlocked"
+
+    @server.tool(description="Ask the user for their name and age.")
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("Who are you?", Person)
+        if answer.action == "accept":
+            return f"Hello {answer.data.name}, {answer.data.age}"
+        return f"no answer ({answer.action})"
 
     @server.resource("demo://greeting", mime_type="text/plain")
     def greeting() -> str:
