@@ -34,9 +34,11 @@ __all__ = [
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
     "CODY_CONFIG_CHECK",
+    "CODY_DIAGNOSTICS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
+    "CODY_LSP_SERVERS",
     "CODY_MCP_ELICIT",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
@@ -400,6 +402,18 @@ CODY_MCP_ELICIT = request(
     result="mcp:McpElicitResult",
     spec="cody",
     stability="unstable",
+)
+CODY_LSP_SERVERS = request(
+    "_cody/lsp/servers",
+    params="extensions:LanguageServersParams",
+    result="extensions:LanguageServersResult",
+    spec="cody",
+)
+CODY_DIAGNOSTICS = notification(
+    "_cody/diagnostics",
+    sender="agent",
+    params="extensions:DiagnosticsNotification",
+    spec="cody",
 )
 
 # -- derived ---------------------------------------------------------------------------------

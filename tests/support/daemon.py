@@ -60,6 +60,9 @@ class CodyEnv:
             "CODEX_HOME": str(root / "codex-home"),
             "CLAUDE_CONFIG_DIR": str(root / "claude-config"),
             "TMPDIR": str(root / "tmp"),
+            # Language servers (ruff, basedpyright) are on PATH under `uv run`: only the
+            # tests of diagnostics (tests/e2e/test_language_servers.py) turn them on.
+            "CODY_LSP": "off",
         }
         for name in ("CODY_BWRAP", "VIRTUAL_ENV", "PYTHONPATH"):
             if name in os.environ:

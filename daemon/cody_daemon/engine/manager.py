@@ -304,7 +304,7 @@ class SessionManager:
             return await compact_session(
                 session,
                 env.provider,
-                base_request(session, env.tools, env.allowed, env.family),
+                base_request(session, env.offer(session)[0], env.allowed, env.family),
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
@@ -384,8 +384,7 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools.offered(None, self.deps.env, settings.tool_config),
-            absent=self.deps.tools.absent(self.deps.env, settings.tool_config),
+            tools=self.deps.tools,
             family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
@@ -401,6 +400,7 @@ class SessionManager:
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
             secrets=self._secrets(session),
+            code=self.deps.code,
         )
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
@@ -562,6 +562,8 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        if self.deps.code is not None:
+            await self.deps.code.release(session.id)
         await session.file.sync()
         _close_file(session)
 
@@ -663,6 +665,8 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        if self.deps.code is not None:
+            await self.deps.code.aclose()
         self.deps.scans.shutdown()
 
 

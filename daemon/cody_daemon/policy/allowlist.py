@@ -18,6 +18,7 @@ _RESEARCH = frozenset(
         "fileSearch",
         "listMcpResources",
         "listMcpResourceTemplates",
+        "symbols",
         "readMcpResource",
         "webSearch",
         "perplexitySearch",
