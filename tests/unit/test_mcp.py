@@ -503,3 +503,34 @@ def test_schema_and_result_rendering() -> None:
         "ResourceLink",
     ], "the client keeps every block"
     assert render_result(CallToolResult(content=[], is_error=True)).text.startswith("(the tool")
+
+
+async def test_changed_roots_reach_a_server_that_asked_for_them(tmp_path: Path) -> None:
+    """`roots/list_changed` (the real server-everything asks `roots/list` again)."""
+    from cody_daemon.tools.mcp import McpClientHooks
+
+    from tests.support.real_mcp_servers import everything
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    roots = [first]
+    command, *args = everything()
+    spec = McpServerSpec(
+        name="every", transport=McpStdio(command=command, args=tuple(args)), startup_timeout_s=30
+    )
+    manager = McpSessionManager([spec], hooks=McpClientHooks(roots=lambda: list(roots)))
+    try:
+        listed = by_name(await manager.tools())["mcp__every__get-roots-list"]
+        ctx = context(tmp_path)
+        assert f"file://{first}" in (await call(listed, {}, ctx))[1]
+        roots[:] = [second]
+        manager.roots_changed()
+        for _ in range(100):
+            output = (await call(listed, {}, ctx))[1]
+            if f"file://{second}" in output:
+                break
+            await asyncio.sleep(0.05)
+        assert f"file://{second}" in output and f"file://{first}" not in output
+    finally:
+        await manager.aclose()
