@@ -28,6 +28,8 @@ async def test_an_elicitation_reaches_the_client_and_its_answer_the_server(
 
     async def answer(params: Any) -> Any:
         asked.append(params)
+        if params["mode"] == "url":
+            return {"action": "accept"}  # the user opened the URL and finished there
         return {"action": "accept", "content": {"name": "Ada Lovelace", "check": True}}
 
     daemon.conn.on_request(ELICIT, answer)
@@ -35,12 +37,14 @@ async def test_an_elicitation_reaches_the_client_and_its_answer_the_server(
         sid = await daemon.new_session()
         await wait_ready(daemon, "every")
         model.enqueue(tool_call("mcp__every__trigger-elicitation-request", {}, call_id="el"))
+        login = {"url": "https://example.com/login", "message": "Sign in there"}
+        model.enqueue(tool_call("mcp__every__trigger-url-elicitation", login, call_id="url"))
         model.enqueue(text("Thanks, Ada."))
-        daemon.answer("allow_once")  # the tool is not annotated read-only
+        daemon.answer("allow_once", "allow_once")  # neither tool is annotated read-only
 
         assert (await daemon.prompt(sid, "ask me"))["stopReason"] == "end_turn"
 
-        [params] = asked
+        params, url = asked
         parsed = McpElicitParams.model_validate(params)
         assert (parsed.session_id, parsed.server, parsed.mode) == (sid, "every", "form")
         assert parsed.tool_call_id == "el" and parsed.meta is not None
@@ -50,6 +54,10 @@ async def test_an_elicitation_reaches_the_client_and_its_answer_the_server(
         output = tool_outputs(model.requests[-1])["el"]
         assert "User provided the requested information" in output
         assert "Name: Ada Lovelace" in output
+        shown = McpElicitParams.model_validate(url)
+        assert (shown.mode, shown.url, shown.message) == ("url", login["url"], "Sign in there")
+        assert shown.elicitation_id and shown.tool_call_id == "url"
+        assert "User completed the URL elicitation flow" in tool_outputs(model.requests[-1])["url"]
         assert not any("Roots updated" in line for line in daemon.stderr), (
             "the daemon logs at warning: the server was asked for no info messages"
         )
