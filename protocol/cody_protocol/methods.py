@@ -42,6 +42,8 @@ __all__ = [
     "CODY_MCP_ELICIT",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
+    "CODY_PERMISSIONS_LIST",
+    "CODY_PERMISSIONS_REMOVE",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
@@ -390,6 +392,18 @@ CODY_CONFIG_CHECK = request(
     "_cody/config/check",
     params="session:NewSessionParams",
     result="extensions:ConfigCheckResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_LIST = request(
+    "_cody/permissions/list",
+    params="extensions:PermissionsListParams",
+    result="extensions:PermissionsListResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_REMOVE = request(
+    "_cody/permissions/remove",
+    params="extensions:PermissionsRemoveParams",
+    result="extensions:PermissionsRemoveResult",
     spec="cody",
 )
 CODY_MCP_STATUS = notification(

@@ -337,11 +337,13 @@ async def test_a_killed_server_is_restarted_on_its_next_call(
 # -- roots ------------------------------------------------------------------------------------
 
 
-async def test_servers_are_told_the_session_directory_as_their_root(
+async def test_servers_are_told_the_session_directory_and_writable_roots_as_their_roots(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     elsewhere = cody_env.root / "elsewhere"
     (elsewhere / "sub").mkdir(parents=True)
+    shared = cody_env.root / "shared"
+    shared.mkdir()
     daemon = await start(
         cody_env,
         model,
@@ -349,7 +351,7 @@ async def test_servers_are_told_the_session_directory_as_their_root(
         server_toml("files", filesystem()) + server_toml("every", everything()),
     )
     try:
-        sid = await daemon.new_session(cwd=elsewhere / "sub")
+        sid = await daemon.new_session(cwd=elsewhere / "sub", writableRoots=[str(shared)])
         await wait_ready(daemon, "files", "every")
         model.enqueue(tool_call("mcp__files__list_allowed_directories", {}, call_id="dirs"))
         model.enqueue(tool_call("mcp__every__get-roots-list", {}, call_id="roots"))
@@ -357,7 +359,10 @@ async def test_servers_are_told_the_session_directory_as_their_root(
         await daemon.prompt(sid, "where may you work?")
         outputs = tool_outputs(model.requests[-1])
         real = os.path.realpath(elsewhere / "sub")
-        assert real in outputs["dirs"] and str(cody_env.workspace) not in outputs["dirs"]
+        extra = os.path.realpath(shared)
+        assert real in outputs["dirs"] and extra in outputs["dirs"]
+        assert str(cody_env.workspace) not in outputs["dirs"], "only what the session says"
         assert f"URI: file://{real}" in outputs["roots"]
+        assert f"URI: file://{extra}" in outputs["roots"]
     finally:
         await daemon.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,8 +50,16 @@ logger = logging.getLogger(__name__)
 
 
 def session_roots(session: Session) -> list[Path]:
-    """What the session's MCP servers are told to work in (see the module docstring)."""
-    return [session.cwd]
+    """What the session's MCP servers are told to work in (see the module docstring): its
+    directory, then its extra writable roots (`[sandbox_workspace_write] writable_roots`,
+    `_meta.cody.writableRoots`) that exist, as real paths, each once."""
+    settings = session.settings
+    roots = [session.cwd]
+    for root in (*settings.writable_roots, *settings.added_dirs):
+        path = Path(os.path.realpath(os.path.expanduser(root)))
+        if path not in roots and path.is_dir():
+            roots.append(path)
+    return roots
 
 
 def start_mcp(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ...core.tooling import ToolSpec
+from ...policy.approval import Escalation
 from ..base import (
     OWN_DEADLINE_MARGIN_S,
     Progress,
@@ -182,6 +183,11 @@ class McpTool(Tool[McpToolArgs]):
 
     def title(self, args: McpToolArgs) -> str:
         return f"{self.server}: {self.remote_name}"
+
+    def escalation(self, args: McpToolArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        if self.read_only or not self.requires_approval:
+            return None
+        return "mcp", f"{self.server}'s tool {self.remote_name} runs outside Cody's sandbox"
 
     def time_limit_s(self, args: McpToolArgs, ctx: ToolContext) -> float:
         """`[tools.<name>] timeout_s` when set, else the server's own limit plus a margin."""
