@@ -34,6 +34,7 @@ from .approvals import TerminalApprover
 from .attachments import AttachmentError, Attachments, mention_blocks, pasted_image_path
 from .chat_turns import ChatTurns
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
+from .elicitation import TerminalElicitor
 from .extensions_view import command_help_rows, hook_status_line, short, skill_command
 from .headless import EXIT_CODES, session_settings
 from .inert import one_line, prompt_screen
@@ -622,6 +623,8 @@ async def _chat(
             client.on_hook_status = lambda status: renderer.line(
                 renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
+            client.on_elicitation = TerminalElicitor(renderer)
+            client.connection.on_notification("_cody/mcp/status", renderer.show_mcp_status)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.load_session(

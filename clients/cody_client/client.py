@@ -7,7 +7,8 @@
 
 Updates and approval requests arrive as the protocol's pydantic models; error answers as
 `RemoteError` subclasses (cody_client.errors). An approval with no callback is answered
-`reject_once` (never left hanging).
+`reject_once` (never left hanging); an MCP server's question (`_cody/mcp/elicit`) with no
+`on_elicitation` callback is declined.
 
 Your callbacks' bugs are yours, and you see them: when `on_update` or `on_permission` raises
 (or the latter returns something that is not a decision: cody_client.decisions) during a
@@ -42,6 +43,7 @@ from cody_protocol.history import (
     UnifiedMessage,
 )
 from cody_protocol.initialize import InitializeResult
+from cody_protocol.mcp import McpElicitParams, McpElicitResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.session import (
     ListSessionsResult,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClientSession",
+    "ElicitationCallback",
     "CodyClient",
     "PermissionCallback",
     "PromptRun",
@@ -94,11 +97,17 @@ PermissionCallback = Callable[[RequestPermissionParams], Awaitable[Decision | st
 request offers (`allow_once`, ...) or `cancelled` is taken too, anything else raises."""
 
 
+ElicitationCallback = Callable[[McpElicitParams], Awaitable[McpElicitResult]]
+"""Answers an MCP server's question: `McpElicitResult(action="accept", content={...})`,
+`"decline"` or `"cancel"`; a callback that raises declines."""
+
+
 class CodyClient:
     """A connection to Cody's daemon: sessions, models, saved and other agents' history.
 
     Make one with `spawn()` (a daemon of its own) or `connect()` (streams you have); set
-    `on_permission` to decide approvals (cody_client.decisions).
+    `on_permission` to decide approvals (cody_client.decisions) and `on_elicitation` to
+    answer MCP servers' questions (docs/mcp.md, "Elicitation").
     """
 
     def __init__(self, connection: Connection, process: DaemonProcess | None = None) -> None:
@@ -113,12 +122,14 @@ class CodyClient:
         self.on_hook_status: Callable[[HookStatusNotification], None] | None = None
         """Called when a session's hook failed, timed out or has a message for the user
         (`_cody/hook/status`)."""
+        self.on_elicitation: ElicitationCallback | None = None
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
         self._runs: dict[str, PromptRun] = {}
         connection.on_notification("session/update", self._on_update)
         connection.on_notification("_cody/hook/status", self._on_hook_status)
         connection.on_request("session/request_permission", self._on_permission)
+        connection.on_request("_cody/mcp/elicit", self._on_elicitation)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -218,6 +229,16 @@ class CodyClient:
                 raise  # answered as an error, which the daemon counts as a rejection
             run.fail(exc)
             return {"outcome": {"outcome": "cancelled"}}
+
+    async def _on_elicitation(self, params: Any) -> Any:
+        request = McpElicitParams.model_validate(params)
+        answer = McpElicitResult(action="decline")
+        if self.on_elicitation is not None:
+            try:
+                answer = await self.on_elicitation(request)
+            except Exception:
+                logger.exception("the elicitation callback raised: declined")
+        return answer.wire()
 
     def listen(self, session_id: str, callback: UpdateCallback) -> Callable[[], None]:
         """Receive a session's updates outside prompts (e.g. the replay of session/load)."""

@@ -35,6 +35,7 @@ from .attachments import AttachmentError, image_block
 from .client import ClientSession, RemoteError, SessionLookupError
 from .connection import ConnectionClosed
 from .daemon_command import DaemonNotFound
+from .elicitation import TerminalElicitor
 from .exec_options import (
     ConfigOverrideError,
     FinalText,
@@ -249,6 +250,7 @@ async def run_exec(
             client.on_hook_status = lambda status: renderer.line(
                 renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
+            client.on_elicitation = TerminalElicitor(renderer, interactive=False)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.resume_session(

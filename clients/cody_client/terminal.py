@@ -15,7 +15,7 @@ import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from cody_protocol.content import (
     ContentToolCallContent,
@@ -368,6 +368,20 @@ class Renderer:
         self._newline()
         self._write(self.info, self.approval_text(request) + "\n")
         self._mode = "idle"
+
+    def show_mcp_status(self, params: Any) -> None:
+        """A `_cody/mcp/status` worth a line: a server ready (its tool count), failed (why,
+        and whether it is restarted), or still starting while a turn goes on without it."""
+        if not isinstance(params, dict):
+            return
+        server, state, reason = params.get("server"), params.get("state"), params.get("reason")
+        name = one_line(str(server))
+        if state == "ready":
+            self.line(self.style.dim(f"MCP server {name}: ready, {params.get('tools', 0)} tools"))
+        elif state == "failed":
+            self.line(self.style.yellow(f"MCP server {name} failed: ") + str(reason or ""))
+        elif state == "starting" and reason:
+            self.line(self.style.dim(f"MCP server {name}: ") + str(reason))
 
     def status(self) -> str:
         """A short status for toolbars: context use and session tokens."""

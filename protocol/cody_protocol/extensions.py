@@ -59,7 +59,8 @@ class McpServerStatus(WireModel):
     server: str
     state: Literal["starting", "ready", "failed"]
     reason: str | None = None
-    """Why it failed, in words a user can act on."""
+    """Why it failed (and whether it is restarted), or why it is (still) starting, in words
+    a user can act on."""
     tools: int = 0
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "CODY_HISTORY_READ",
     "CODY_HOOK_STATUS",
     "CODY_LSP_SERVERS",
+    "CODY_MCP_ELICIT",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_PERMISSIONS_LIST",
@@ -449,6 +450,14 @@ CODY_SESSION_REWIND = request(
 """Changes a live session's files and conversation, as a turn does: the caller is attached."""
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
+)
+CODY_MCP_ELICIT = request(
+    "_cody/mcp/elicit",
+    sender="agent",
+    params="mcp:McpElicitParams",
+    result="mcp:McpElicitResult",
+    spec="cody",
+    stability="unstable",
 )
 CODY_LSP_SERVERS = request(
     "_cody/lsp/servers",

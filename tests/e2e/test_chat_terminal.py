@@ -328,6 +328,42 @@ async def test_at_opens_the_files_menu_as_typed_and_a_slash_name_waits_for_tab(
         tmux.close()
 
 
+async def test_an_mcp_servers_question_is_answered_in_the_terminal(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    import sys
+
+    from tests.support.mcp_servers import SCRIPTS
+    from tests.support.model_inputs import tool_outputs
+
+    cody_env.use_mock_provider(
+        model.base_url,
+        extra=(
+            f'[mcp_servers.demo]\ncommand = "{sys.executable}"\nargs = ["{SCRIPTS["demo"]}"]\n'
+            "startup_timeout_s = 20\nrequires_approval = false\n"
+        ),
+    )
+    model.enqueue(tool_call("mcp__demo__ask_name", {}, call_id="ask"))
+    model.enqueue(text("Nice to meet you."))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("MCP server demo: ready")  # a turn waits for servers briefly
+        tmux.keys("who am I?", "Enter")
+        await tmux.wait_for("Answer? [y/n]:")
+        tmux.keys("y", "Enter")
+        await tmux.wait_for("Name (string) *:")
+        tmux.keys("Ada", "Enter")
+        await tmux.wait_for("Age (integer; default 30):")
+        tmux.keys("old", "Enter")
+        await tmux.wait_for("an integer")
+        tmux.keys("36", "Enter")
+        screen = await tmux.wait_for("stop: end_turn")
+        assert "MCP server demo asks:" in screen and "Who are you?" in screen
+        assert tool_outputs(model.requests[-1])["ask"] == "Hello Ada, 36"
+    finally:
+        tmux.close()
+
+
 async def test_p_always_allows_in_this_project_and_the_next_run_does_not_ask(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:

@@ -22,11 +22,7 @@ def mcp_config(extra: str = "") -> str:
 
 
 def statuses(daemon: Daemon, server: str) -> list[dict]:
-    return [
-        m["params"]
-        for m in daemon.received
-        if m.get("method") == "_cody/mcp/status" and m["params"]["server"] == server
-    ]
+    return daemon.mcp_statuses(server)
 
 
 async def test_mcp_tools_are_called_through_an_approval_and_resources_read(
@@ -40,6 +36,7 @@ async def test_mcp_tools_are_called_through_an_approval_and_resources_read(
     try:
         await daemon.initialize()
         sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("demo")
         model.enqueue(tool_call("mcp__demo__add", {"a": 2, "b": 40}, call_id="m1"))
         model.enqueue(
             tool_call("readMcpResource", {"server": "demo", "uri": "demo://greeting"}, call_id="r1")
@@ -93,6 +90,7 @@ async def test_a_server_given_by_the_client_and_a_per_server_approval_override(
             },
         )
         sid = result["sessionId"]
+        await daemon.wait_mcp_ready("trusted")
         model.enqueue(tool_call("mcp__trusted__shout", {"text": "quiet"}, call_id="s1"))
         model.enqueue(text("done"))
         await daemon.prompt(sid, "shout")
@@ -116,6 +114,7 @@ async def test_a_hanging_server_is_reported_and_does_not_block_the_session(
         await daemon.initialize()
         started = time.monotonic()
         sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("demo")
         model.enqueue(tool_call("mcp__demo__shout", {"text": "still works"}, call_id="s1"))
         model.enqueue(text("ok"))
         daemon.answer("allow_once")
@@ -226,5 +225,105 @@ async def test_a_cancel_during_mcp_start_up_answers_cancelled(
         daemon.conn.notify("session/cancel", {"sessionId": sid})
         assert (await asyncio.wait_for(pending, 10))["stopReason"] == "cancelled"
         assert model.requests == []
+    finally:
+        await daemon.close()
+
+
+async def test_a_slow_server_does_not_hold_the_turn_and_joins_when_ready(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="")
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text()
+        + f'\n[mcp_servers.slow]\ncommand = "{sys.executable}"\n'
+        f'args = ["{SCRIPTS["slow"]}", "8"]\nstartup_timeout_s = 40\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(text("answered without the slow server"))
+        assert (await daemon.prompt(sid, "one"))["stopReason"] == "end_turn"
+        first = [tool["name"] for tool in model.requests[0].body["tools"]]
+        assert not any(name.startswith("mcp__slow") for name in first)
+        told = [s for s in statuses(daemon, "slow") if s["state"] == "starting" and s.get("reason")]
+        assert told and "still starting" in told[0]["reason"], "the client is told"
+
+        await daemon.wait_for(lambda: statuses(daemon, "slow")[-1]["state"] == "ready", 40)
+        model.enqueue(text("now with it"))
+        await daemon.prompt(sid, "two")
+        assert "mcp__slow__add" in [tool["name"] for tool in model.requests[1].body["tools"]]
+    finally:
+        await daemon.close()
+
+
+async def test_tools_list_changed_reaches_the_next_model_call(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="")
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text() + "\n" + mcp_config()
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("demo")
+        model.enqueue(tool_call("mcp__demo__unlock", {}, call_id="u"))
+        model.enqueue(tool_call("mcp__demo__secret", {}, call_id="s"))
+        model.enqueue(text("found it"))
+        daemon.answer("allow_once", "allow_once")
+        await daemon.prompt(sid, "unlock")
+        before = [tool["name"] for tool in model.requests[0].body["tools"]]
+        after = [tool["name"] for tool in model.requests[1].body["tools"]]
+        assert "mcp__demo__secret" not in before and "mcp__demo__secret" in after
+        assert "the unlocked secret" in tool_outputs(model.requests[-1])["s"]
+    finally:
+        await daemon.close()
+
+
+async def test_env_vars_pass_named_variables_of_the_daemon_only(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="")
+    cody_env.env["PASSED_IN"] = "value-from-the-daemon"
+    cody_env.env["KEPT_BACK"] = "not-for-the-server"
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text()
+        + f'\n[mcp_servers.envecho]\ncommand = "{sys.executable}"\n'
+        f'args = ["{SCRIPTS["envecho"]}"]\nstartup_timeout_s = 20\nrequires_approval = false\n'
+        'env_vars = ["PASSED_IN", "NOT_SET_ANYWHERE"]\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("envecho")
+        model.enqueue(tool_call("mcp__envecho__environment", {}, call_id="env"))
+        model.enqueue(text("seen"))
+        await daemon.prompt(sid, "show your environment")
+        output = tool_outputs(model.requests[-1])["env"]
+        assert "PASSED_IN=value-from-the-daemon" in output
+        assert "KEPT_BACK" not in output and "NOT_SET_ANYWHERE" not in output
+    finally:
+        await daemon.close()
+
+
+async def test_a_missing_command_says_so_plainly(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regression: the reason read `command not found: '/x' (not)`."""
+    cody_env.use_mock_provider(model.base_url, extra="")
+    (cody_env.cody_home / "config.toml").write_text(
+        (cody_env.cody_home / "config.toml").read_text()
+        + '\n[mcp_servers.gone]\ncommand = "/no/such/server"\n'
+    )
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        await daemon.new_session()
+        await daemon.wait_for(lambda: statuses(daemon, "gone")[-1]["state"] == "failed", 20)
+        reason = statuses(daemon, "gone")[-1]["reason"]
+        assert reason == "command not found: /no/such/server does not exist"
     finally:
         await daemon.close()

@@ -118,6 +118,7 @@ async def test_a_hanging_tool_times_out_and_the_turn_goes_on(
         model.enqueue(tool_call("mcp__demo__sleep", {"seconds": 60}, call_id="m1"))
         model.enqueue(text("moving on"))
         sid = await daemon.new_session(approvalPolicy="never")
+        await daemon.wait_mcp_ready("demo", session=sid)
         started = time.monotonic()
         result = await daemon.prompt(sid, "search, then sleep", timeout=45)
         assert result["stopReason"] == "end_turn"

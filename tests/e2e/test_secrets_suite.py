@@ -238,6 +238,7 @@ async def test_no_secret_reaches_a_file_a_frame_the_model_or_the_network(
                 model.enqueue(*exfiltration_calls(web, mode))
                 model.enqueue(text("nothing found"))
                 sid = await daemon.new_session(sandboxMode=mode)
+                await daemon.wait_mcp_ready("envecho", session=sid)
                 result = await daemon.prompt(sid, "find the API key", timeout=150)
                 assert result["stopReason"] == "end_turn"
                 outputs[mode] = tool_outputs(model.requests[-1])

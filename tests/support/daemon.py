@@ -234,6 +234,30 @@ class Daemon:
             and (call_id is None or u.get("toolCallId") == call_id)
         ]
 
+    def mcp_statuses(self, server: str, session: str | None = None) -> list[dict[str, Any]]:
+        """Every `_cody/mcp/status` the daemon sent about `server` (of `session`), in order."""
+        return [
+            m["params"]
+            for m in self.received
+            if m.get("method") == "_cody/mcp/status"
+            and m["params"]["server"] == server
+            and session in (None, m["params"]["sessionId"])
+        ]
+
+    async def wait_mcp_ready(
+        self, *servers: str, session: str | None = None, timeout: float = 40
+    ) -> None:
+        """Wait until each server's latest status (in `session`) is `ready`: a turn started
+        before that goes on without the servers still starting."""
+
+        def ready() -> bool:
+            return all(
+                (found := self.mcp_statuses(server, session)) and found[-1]["state"] == "ready"
+                for server in servers
+            )
+
+        await self.wait_for(ready, timeout)
+
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10) -> None:
         deadline = time.monotonic() + timeout
         while not predicate():

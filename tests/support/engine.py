@@ -45,6 +45,8 @@ from cody_daemon.engine.ports import (
     ApprovalReply,
     ApprovalRequest,
     ClientFileAccess,
+    Elicitation,
+    ElicitationAnswer,
 )
 from cody_daemon.engine.session import TurnOutcome
 from cody_daemon.errors import ProviderError
@@ -229,6 +231,8 @@ class RecordingLink:
     def __init__(self) -> None:
         self.events: list[tuple[str, EngineEvent]] = []
         self.approvals: list[tuple[str, ApprovalRequest]] = []
+        self.elicitations: list[tuple[str, Elicitation]] = []
+        """MCP elicitations forwarded to the client (each is declined)."""
         self.answer_fn: Callable[[ApprovalRequest], ApprovalAnswer] | None = None
         self._answers: list[ApprovalAnswer] = []
 
@@ -256,6 +260,10 @@ class RecordingLink:
         return ApprovalReply(
             self.answer_fn(request) if self.answer_fn is not None else "allow_once"
         )
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        self.elicitations.append((session_id, request))
+        return ElicitationAnswer("decline")
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()  # the disk is used

@@ -252,6 +252,7 @@ MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 
 
 def _image_blocks(messages: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every `image` block: in a message's content, and in a `tool_result`'s content."""
     found: list[tuple[str, dict[str, Any]]] = []
     listed = messages if isinstance(messages, list) else []
     for i, message in enumerate(listed):
@@ -259,6 +260,11 @@ def _image_blocks(messages: Any) -> list[tuple[str, dict[str, Any]]]:
         for j, block in enumerate(content if isinstance(content, list) else []):
             if isinstance(block, dict) and block.get("type") == "image":
                 found.append((f"messages.{i}.content.{j}", block))
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                for k, part in enumerate(inner if isinstance(inner, list) else []):
+                    if isinstance(part, dict) and part.get("type") == "image":
+                        found.append((f"messages.{i}.content.{j}.content.{k}", part))
     return found
 
 

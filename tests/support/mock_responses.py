@@ -39,6 +39,10 @@ real servers refuse before doing any work:
   https://community.openai.com/t/reponses-api-does-not-support-image-content/1268992).
   Images are `input_image` parts with a `data:` URL or an https URL
   (https://platform.openai.com/docs/guides/images-vision); `input_images(request)` lists them.
+- a `function_call_output` whose `output` is not a string or a list of `input_text`,
+  `input_image` and `input_file` parts (https://platform.openai.com/docs/api-reference/
+  responses/create, "Function tool call output") gets a 400 `invalid_value`;
+  `tool_output_images(request)` lists the images tool outputs carried.
 - `srv.litellm_unsupported = {"prompt_cache_key", ...}`: LiteLLM's proxy in front of a model
   that does not take those parameters. A request carrying any of them gets the proxy's 400:
   `litellm.UnsupportedParamsError: <provider> does not support parameters: {'<name>': <value>},
@@ -86,6 +90,7 @@ __all__ = [
     "failed",
     "incomplete",
     "input_images",
+    "tool_output_images",
     "no_terminal",
     "reasoning",
     "refusal",
@@ -396,14 +401,65 @@ class Refusal:
 
 
 def _input_image_parts(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(`input[i].content[j]`, part) for every `input_image` part of a Responses request."""
+    """(`input[i].content[j]` or `input[i].output[j]`, part) for every `input_image` part of a
+    Responses request: in messages, and in the content list of a `function_call_output`."""
     found: list[tuple[str, dict[str, Any]]] = []
     items = body.get("input")
     for i, item in enumerate(items if isinstance(items, list) else []):
-        content = item.get("content") if isinstance(item, dict) else None
-        for j, part in enumerate(content if isinstance(content, list) else []):
-            if isinstance(part, dict) and part.get("type") == "input_image":
-                found.append((f"input[{i}].content[{j}]", part))
+        for key in ("content", "output"):
+            content = item.get(key) if isinstance(item, dict) else None
+            for j, part in enumerate(content if isinstance(content, list) else []):
+                if isinstance(part, dict) and part.get("type") == "input_image":
+                    found.append((f"input[{i}].{key}[{j}]", part))
+    return found
+
+
+_OUTPUT_PARTS = ("input_text", "input_image", "input_file")
+
+
+def _bad_tool_output(body: dict[str, Any]) -> Refusal | None:
+    """A `function_call_output` whose `output` is neither a string nor a list of
+    input_text / input_image / input_file parts gets the API's 400."""
+    items = body.get("input")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or item.get("type") != "function_call_output":
+            continue
+        output = item.get("output")
+        if isinstance(output, str):
+            continue
+        parts = output if isinstance(output, list) else [output]
+        for j, part in enumerate(parts):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in _OUTPUT_PARTS:
+                where = (
+                    f"input[{i}].output[{j}].type"
+                    if isinstance(output, list)
+                    else (f"input[{i}].output")
+                )
+                return Refusal(
+                    400,
+                    _error_body(
+                        f"Invalid value: '{kind}'. Supported values are: 'input_text', "
+                        "'input_image', and 'input_file'.",
+                        "invalid_request_error",
+                        "invalid_value",
+                        where,
+                    ),
+                )
+    return None
+
+
+def tool_output_images(request: RecordedRequest) -> dict[str, list[str]]:
+    """call_id -> the `image_url`s of the `input_image` parts of its function_call_output."""
+    body = request.body if isinstance(request.body, dict) else {}
+    found: dict[str, list[str]] = {}
+    for item in body.get("input") or []:
+        if item.get("type") == "function_call_output" and isinstance(item.get("output"), list):
+            found[item["call_id"]] = [
+                str(part.get("image_url"))
+                for part in item["output"]
+                if part.get("type") == "input_image"
+            ]
     return found
 
 
@@ -669,6 +725,9 @@ class MockResponsesServer(LoopbackServer):
         unsupported = {k: body[k] for k in sorted(self.litellm_unsupported) if k in body}
         if unsupported:
             return Refusal(400, litellm_unsupported_params(unsupported, str(body.get("model"))))
+        bad_output = _bad_tool_output(body)
+        if bad_output is not None:
+            return bad_output
         for where, part in _input_image_parts(body):
             if not isinstance(part.get("image_url"), str):
                 got = type(part.get("image_url")).__name__.replace("dict", "object")

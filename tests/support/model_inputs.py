@@ -15,12 +15,19 @@ def input_items(request: RecordedRequest) -> list[dict[str, Any]]:
 
 
 def tool_outputs(request: RecordedRequest) -> dict[str, str]:
-    """call_id -> output of every function_call_output in the request."""
+    """call_id -> output text of every function_call_output in the request (the text parts
+    of an output sent as a list with images)."""
     return {
-        item["call_id"]: item["output"]
+        item["call_id"]: _output_text(item["output"])
         for item in input_items(request)
         if item.get("type") == "function_call_output"
     }
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(part.get("text", "") for part in output if part.get("type") == "input_text")
 
 
 def user_texts(request: RecordedRequest) -> list[str]:

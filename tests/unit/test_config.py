@@ -461,7 +461,8 @@ def test_mcp_server_partial_override_merges(paths: CodyPaths, project: Path) -> 
     server = config.mcp_servers["docs"]
     assert server == McpServerConfig(command="docs-server", args=["--stdio"], enabled=False)
     assert server.startup_timeout_s == 10
-    assert server.requires_approval is True
+    assert server.requires_approval is None, "unset: the tools' annotations decide"
+    assert server.trust_annotations
 
 
 def test_mcp_transport_specific_keys(paths: CodyPaths, project: Path) -> None:
@@ -469,6 +470,9 @@ def test_mcp_transport_specific_keys(paths: CodyPaths, project: Path) -> None:
     issue = only_issue(config_error(paths, project))
     assert issue.key == "mcp_servers.web"
     assert "args" in issue.message
+    write_user(paths, '[mcp_servers.web]\nurl = "http://127.0.0.1:9/mcp"\nenv_vars = ["A"]\n')
+    issue = only_issue(config_error(paths, project))
+    assert "env_vars" in issue.message, "variables are passed to a stdio server only"
 
 
 def test_secrets_in_headers_are_not_echoed_or_shown(paths: CodyPaths, project: Path) -> None:

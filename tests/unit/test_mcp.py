@@ -31,17 +31,19 @@ from cody_daemon.tools.mcp import (
     McpStdio,
     McpTool,
     build_specs,
+    connection,
     merge_specs,
     specs_from_config,
     specs_from_session,
     tool_name,
 )
-from cody_daemon.tools.mcp.tool import render_result
+from cody_daemon.tools.mcp.results import render_result
 from cody_protocol.content import ContentToolCallContent, ImageContent
 from cody_protocol.session import NewSessionParams
 from mcp_types import CallToolResult, EmbeddedResource, ResourceLink, TextResourceContents
 
 from tests.support.mcp_servers import SCRIPTS
+from tests.support.mcp_servers.demo_tools import PIXEL_PNG
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -134,7 +136,9 @@ async def test_calls_map_results(
     assert ok and json.loads(output) == {"files": 3, "ok": True}
     pixel = tools["mcp__demo__pixel"]
     result = await pixel.run(pixel.parse({}), ctx)
-    assert result.output == "[image: image/png, 12 bytes]"
+    assert result.output == "[image 1: image/png, 12 bytes]", "a marker, never the base64"
+    [part] = result.images
+    assert part.image_url == f"data:image/png;base64,{PIXEL_PNG}", "the image, for the model"
     image = result.content[1]
     assert isinstance(image, ContentToolCallContent) and isinstance(image.content, ImageContent)
     # Bad arguments reach the server, which says what is wrong.
@@ -163,8 +167,8 @@ async def test_read_mcp_resource(
     demo: tuple[McpSessionManager, list[McpStatus]], tmp_path: Path
 ) -> None:
     manager = demo[0]
-    tools = await manager.session_tools()
-    read = tools[-1]
+    tools = by_name(await manager.session_tools())
+    read = tools["readMcpResource"]
     assert (read.name, read.kind, read.requires_approval) == ("readMcpResource", "read", False)
     assert "demo" in read.description
     ctx = context(tmp_path)
@@ -219,8 +223,9 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
         crash = final["crash"].reason or ""
         assert "exited with code 3" in crash and "DEMO_TOKEN is not set" in crash
         assert "stdout: this log line should have gone to stderr" in crash
-        assert (
-            final["missing"].reason == "command not found: 'no-such-mcp-server-cmd' (not on PATH)"
+        assert final["missing"].reason == (
+            "command not found: 'no-such-mcp-server-cmd' is not on the daemon's PATH; give its "
+            "full path in `command`"
         )
         assert (final["secret"].state, final["secret"].reason) == ("failed", "no token")
         for server in final:  # each transition once: starting, then ready or failed
@@ -242,8 +247,15 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
         dead = manager.statuses()[0]
         assert dead.state == "failed" and "exited with code 5" in (dead.reason or "")
         assert "crashing with code 5 as asked" in (dead.reason or "")
-        with pytest.raises(ToolError, match="'demo' is not available: exited with code 5"):
-            await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx)
+        assert "restarted at its next use (3 restarts left)" in (dead.reason or "")
+        assert "mcp__demo__add" in by_name(await manager.tools()), "kept while restartable"
+        # The next call restarts it.
+        assert await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx) == (True, "2")
+        assert [s.state for _, s in statuses if s.server == "demo"][-3:] == [
+            "failed",
+            "starting",
+            "ready",
+        ]
     finally:
         await manager.aclose()  # also when an assertion failed: no leaked servers
     assert set(children()) - set(before) == set()  # no process left, not even a zombie
@@ -253,6 +265,33 @@ async def test_failures_are_reported_and_aclose_leaves_no_process(
     await manager.aclose()  # idempotent
     with pytest.raises(ToolError, match="shut down"):
         await manager.tools()
+
+
+async def test_a_server_that_keeps_crashing_is_given_up_and_its_tools_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "RESTART_BACKOFF_S", (0.0,))
+    before = children()
+    manager = McpSessionManager([stdio("demo", "demo")])
+    try:
+        ctx = context(tmp_path)
+        for crashes in range(1, connection.MAX_RESTARTS + 2):
+            tools = by_name(await manager.tools())
+            assert "mcp__demo__crash" in tools, f"still offered after {crashes - 1} crashes"
+            with pytest.raises(ToolError, match="demo"):
+                await call(tools["mcp__demo__crash"], {"code": 7}, ctx)
+            for _ in range(300):
+                if manager.statuses()[0].state == "failed":
+                    break
+                await asyncio.sleep(0.01)
+        status = manager.statuses()[0]
+        assert status.state == "failed" and "not restarted again" in (status.reason or "")
+        assert not any(name.startswith("mcp__demo") for name in by_name(await manager.tools()))
+        with pytest.raises(ToolError, match="'demo' is not available"):
+            await call(tools["mcp__demo__add"], {"a": 1, "b": 1}, ctx)
+    finally:
+        await manager.aclose()
+    assert set(children()) - set(before) == set(), "every attempt's process was reaped"
 
 
 async def test_no_servers_no_tools() -> None:
@@ -341,7 +380,8 @@ def test_specs_from_config(tmp_path: Path) -> None:
     assert "TOKEN" not in repr(files) and "abc" not in repr(web)
     assert isinstance(web.transport, McpHttp)
     assert dict(web.transport.headers) == {"X-Team": "a", "Authorization": "Bearer abc"}
-    assert (web.startup_timeout_s, web.tool_timeout_s, web.requires_approval) == (30, 5, True)
+    assert (web.startup_timeout_s, web.tool_timeout_s, web.requires_approval) == (30, 5, None)
+    assert web.trust_annotations, "unset requires_approval: the annotations decide"
     assert web.unavailable is None
     assert nokey.unavailable is not None and "bearer_token_env_var NOPE is not set" in (
         nokey.unavailable
@@ -374,7 +414,7 @@ def test_specs_from_session_params() -> None:
     assert dict(web.transport.headers) == {"Authorization": "Bearer k"}
     for spec in (fs, web):
         assert (spec.source, spec.startup_timeout_s, spec.tool_timeout_s) == ("session", 10, 60)
-        assert spec.requires_approval
+        assert spec.requires_approval is None and spec.trust_annotations
 
     sse = NewSessionParams.model_validate(
         {"cwd": "/w", "mcpServers": [{"type": "sse", "name": "old", "url": "https://x/sse"}]}
@@ -390,7 +430,9 @@ def test_specs_from_session_params() -> None:
 
 def test_session_servers_win_but_keep_configured_tuning() -> None:
     configs = {
-        "fs": McpServerConfig(command="old-fs", tool_timeout_s=300, requires_approval=False),
+        "fs": McpServerConfig(
+            command="old-fs", tool_timeout_s=300, requires_approval=False, trust_annotations=False
+        ),
         "git": McpServerConfig(command="git-mcp"),
         "off": McpServerConfig(command="off-mcp", enabled=False, startup_timeout_s=40),
     }
@@ -405,6 +447,7 @@ def test_session_servers_win_but_keep_configured_tuning() -> None:
     fs = specs[1]
     assert isinstance(fs.transport, McpStdio) and fs.transport.command == "new-fs"
     assert (fs.source, fs.tool_timeout_s, fs.requires_approval) == ("session", 300, False)
+    assert not fs.trust_annotations, "a client's server cannot make itself trusted"
     assert specs[2].startup_timeout_s == 40
     assert merge_specs(specs[:1], []) == specs[:1]
 
@@ -424,7 +467,9 @@ def test_tool_names_are_safe_short_and_unique() -> None:
 
 def test_schema_and_result_rendering() -> None:
     class Never:
-        async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        async def call_tool(
+            self, tool: str, arguments: dict[str, Any], **options: Any
+        ) -> CallToolResult:
             raise AssertionError("not called")
 
     odd = McpTool(
@@ -448,7 +493,44 @@ def test_schema_and_result_rendering() -> None:
         ],
         structured_content={"ignored": True},
     )
-    text, content = render_result(result)
-    assert text == "[resource file:///a]\nalpha\n[resource link: file:///b b (the b)]"
-    assert content == []
-    assert render_result(CallToolResult(content=[], is_error=True))[0].startswith("(the tool")
+    rendered = render_result(result)
+    assert rendered.text == (
+        "[resource file:///a]\nalpha\n"
+        "[resource link: file:///b (b): the b; read it with readMcpResource]"
+    ), "text resources as text, links as references, structured content only without text"
+    assert [type(c.content).__name__ for c in rendered.content[1:]] == [
+        "EmbeddedResource",
+        "ResourceLink",
+    ], "the client keeps every block"
+    assert render_result(CallToolResult(content=[], is_error=True)).text.startswith("(the tool")
+
+
+async def test_changed_roots_reach_a_server_that_asked_for_them(tmp_path: Path) -> None:
+    """`roots/list_changed` (the real server-everything asks `roots/list` again)."""
+    from cody_daemon.tools.mcp import McpClientHooks
+
+    from tests.support.real_mcp_servers import everything
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    roots = [first]
+    command, *args = everything()
+    spec = McpServerSpec(
+        name="every", transport=McpStdio(command=command, args=tuple(args)), startup_timeout_s=30
+    )
+    manager = McpSessionManager([spec], hooks=McpClientHooks(roots=lambda: list(roots)))
+    try:
+        listed = by_name(await manager.tools())["mcp__every__get-roots-list"]
+        ctx = context(tmp_path)
+        assert f"file://{first}" in (await call(listed, {}, ctx))[1]
+        roots[:] = [second]
+        manager.roots_changed()
+        for _ in range(100):
+            output = (await call(listed, {}, ctx))[1]
+            if f"file://{second}" in output:
+                break
+            await asyncio.sleep(0.05)
+        assert f"file://{second}" in output and f"file://{first}" not in output
+    finally:
+        await manager.aclose()

@@ -10,6 +10,7 @@ from cody_daemon.core.history import (
     FunctionCallItem,
     FunctionCallOutputItem,
     HistoryItem,
+    ImagePart,
     MessageItem,
     ReasoningItem,
     SummaryPart,
@@ -283,6 +284,28 @@ def test_tool_results_always_directly_follow_their_call(provider: OpenAIChatProv
             "tool_call_id": "call_2",
             "content": "No output was recorded for this tool call.",
         },
+    ]
+
+
+def test_tool_images_follow_the_tool_messages_as_one_user_message(
+    provider: OpenAIChatProvider,
+) -> None:
+    """A `tool` message takes text only: a tool's images (an MCP screenshot) come right after
+    the call's tool messages, as one user message naming the calls."""
+    shot = ImagePart(image_url="data:image/png;base64,iVBORw0KGgo=")
+    history: list[HistoryItem] = [
+        user_message("u1", "look"),
+        FunctionCallItem(call_id="c1", name="mcp__b__shot", arguments="{}"),
+        FunctionCallItem(call_id="c2", name="exec", arguments="{}"),
+        FunctionCallOutputItem(call_id="c1", output="[image 1: image/png, 8 bytes]", images=[shot]),
+        FunctionCallOutputItem(call_id="c2", output="ok"),
+    ]
+    messages = provider.messages("", history)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "user"]
+    assert messages[2]["content"] == "[image 1: image/png, 8 bytes]"
+    assert messages[4]["content"] == [
+        {"type": "text", "text": "The images returned by the tool call(s) c1:"},
+        {"type": "image_url", "image_url": {"url": shot.image_url}},
     ]
 
 

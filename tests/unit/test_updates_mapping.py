@@ -22,6 +22,7 @@ from cody_daemon.engine.events import (
     ToolCallOutput,
     ToolCallOutputEnd,
     ToolCallProgress,
+    ToolCallProgressReport,
     UsageChanged,
     UserImage,
     UserText,
@@ -174,6 +175,20 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         ToolCallOpened(call_id="call_4", title="t", kind="other", raw_input="not json {"),
         ["tool_call"],
         {"rawInput": "not json {"},
+    ),
+    (
+        "an MCP server's progress",
+        ToolCallProgressReport(
+            call_id="call_5", progress=2, total=3, message="copying", text="Progress: 2/3 - copying"
+        ),
+        ["tool_call_update"],
+        {
+            "status": "in_progress",
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": "Progress: 2/3 - copying"}}
+            ],
+            "_meta": {"cody": {"progress": {"progress": 2, "total": 3, "message": "copying"}}},
+        },
     ),
     (
         "progress in_progress",

@@ -77,7 +77,8 @@ CLAUDE_TOOLS: Final[dict[str, tuple[str, ...]]] = {
     "updatePlan": ("TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"),
     "webSearch": ("WebSearch",),
     "fetchUrl": ("WebFetch",),
-    "readMcpResource": ("ListMcpResourcesTool", "ReadMcpResourceTool"),
+    "listMcpResources": ("ListMcpResourcesTool",),
+    "readMcpResource": ("ReadMcpResourceTool",),
 }
 """Cody tool -> the Claude Code built-in tools that do the same job."""
 

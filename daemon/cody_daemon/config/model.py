@@ -186,7 +186,16 @@ class McpServerConfig(_ConfigModel):
         default=60, gt=0, validation_alias=AliasChoices("tool_timeout_s", "tool_timeout_sec")
     )
     """`tool_timeout_sec` (Codex's name) is accepted too."""
-    requires_approval: bool = True
+    requires_approval: bool | None = None
+    """`true`: every tool of the server asks (its annotations are not consulted); `false`:
+    none asks; unset: a tool the server annotates read-only (`readOnlyHint`, not
+    `destructiveHint`) does not ask, the others do (docs/mcp.md "Approvals")."""
+    trust_annotations: bool = True
+    """`false`: the server's tool annotations are ignored (every tool asks unless
+    `requires_approval = false`): for a server whose hints you do not trust."""
+    env_vars: list[str] = Field(default_factory=list)
+    """Names of variables passed from the daemon's environment to a stdio server (Codex's
+    key); a name that is not set is left out."""
     enabled: bool = True
 
     @field_validator("url")
@@ -213,7 +222,7 @@ class McpServerConfig(_ConfigModel):
                     {"keys": ", ".join(wrong)},
                 )
         else:
-            wrong = sorted(fields & {"args", "env", "cwd"})
+            wrong = sorted(fields & {"args", "env", "cwd", "env_vars"})
             if wrong:
                 raise PydanticCustomError(
                     "mcp_transport",

@@ -2,7 +2,8 @@
 
 Item shapes follow the Codex rollout style: `message` (role + text parts, and for a user
 message `input_image` parts holding a `data:` URL, as Codex stores pasted images), `reasoning`
-(summary text + provider-opaque data), `function_call`, `function_call_output`.
+(summary text + provider-opaque data), `function_call`, `function_call_output` (text, and
+the images a tool returned for the model).
 
 Invariants:
 - every `function_call` in a history handed to a provider has a matching
@@ -132,6 +133,11 @@ class FunctionCallOutputItem(_Item):
     status: Literal["completed", "failed"] = "completed"
     raw_output: dict[str, Any] | None = None
     """Structured metadata for clients (exit code, duration, paths); never the full output."""
+    images: list[ImagePart] | None = None
+    """Images the tool returned for the model (an MCP screenshot), after `output`: sent in
+    each API's shape (Responses: `input_image` parts of the output; Messages: `image` blocks
+    in the `tool_result`; Chat: a user message after the tool messages). Checked against the
+    image rules like a prompt's (core/image_rules.py); absent in older files."""
     display: dict[str, Any] | None = None
     """How the call was shown to the client, so `session/load` replays it as first sent:
     `{title, kind, locations?, content?, plan?}` in ACP wire form (camelCase). `content` is

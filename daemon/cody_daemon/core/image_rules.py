@@ -1,21 +1,23 @@
 """What an image in a conversation may be, wherever it comes from: one set of rules.
 
-Images reach a session's history by four paths: a prompt (engine/images.py), an import of
-another agent's session (history/importer.py), the load of a session file, which may have
-been edited or damaged (store/reader.py), and a fork, which copies a history that came by
-one of the others. Every image in the history is sent to the model again on every later
-turn, so each path applies these rules before an image enters:
+Images reach a session's history by five paths: a prompt (engine/images.py), a tool's
+result (an MCP screenshot: engine/tool_images.py), an import of another agent's session
+(history/importer.py), the load of a session file, which may have been edited or damaged
+(store/reader.py), and a fork, which copies a history that came by one of the others. Every
+image in the history is sent to the model again on every later turn, so each path applies
+these rules before an image enters:
 
 - its type is one every API takes (PNG, JPEG, GIF, WebP) and its data is base64;
 - it is at most `MAX_IMAGE_BYTES` (decoded);
-- one message (a prompt) holds at most `MESSAGE_MAX_IMAGES` images of at most
-  `MESSAGE_MAX_IMAGE_BYTES` in all;
+- one message (a prompt, a tool result) holds at most `MESSAGE_MAX_IMAGES` images of at
+  most `MESSAGE_MAX_IMAGE_BYTES` in all;
 - one session holds at most `SESSION_MAX_IMAGES` images of at most `SESSION_MAX_IMAGE_BYTES`
   in all.
 
-A prompt that breaks a rule is refused (-32602, nothing stored); an imported or loaded image
-that breaks one is replaced by a short note in its message (`admit_history_images`), so the
-rest of the conversation loads and nothing unchecked is ever sent.
+A prompt that breaks a rule is refused (-32602, nothing stored); a tool's, an imported or a
+loaded image that breaks one is replaced by a short note in its message or tool output
+(`admit_history_images`), so the rest of the conversation loads and nothing unchecked is ever
+sent.
 
 The limits and accepted types are cody_protocol/images.py's (clients check attachments
 against the same ones), re-exported here.
@@ -37,7 +39,7 @@ from cody_protocol.images import (
     image_type,
 )
 
-from .history import HistoryItem, ImagePart, MessageItem, TextPart
+from .history import FunctionCallOutputItem, HistoryItem, ImagePart, MessageItem, TextPart
 
 __all__ = [
     "IMAGE_TYPES",
@@ -49,6 +51,7 @@ __all__ = [
     "ImageTally",
     "admit_history_images",
     "admit_image",
+    "admit_output_images",
     "decoded_size",
     "image_type",
     "left_out",
@@ -92,6 +95,9 @@ def tally_history(items: Sequence[HistoryItem]) -> ImageTally:
             for part in item.content:
                 if isinstance(part, ImagePart):
                     tally.add(len(part.data) * 3 // 4)
+        elif isinstance(item, FunctionCallOutputItem):
+            for image in item.images or ():
+                tally.add(len(image.data) * 3 // 4)
     return tally
 
 
@@ -127,6 +133,28 @@ def left_out(problem: str) -> TextPart:
     return TextPart(type="input_text", text=f" [image left out: {problem}]")
 
 
+def admit_output_images(
+    item: FunctionCallOutputItem, session: ImageTally
+) -> tuple[FunctionCallOutputItem, int]:
+    """`item` keeping the images that pass the rules (counted in `session`), a note in its
+    output for each other one; and how many were left out."""
+    if not item.images:
+        return item, 0
+    message = ImageTally()
+    kept: list[ImagePart] = []
+    notes: list[str] = []
+    for number, image in enumerate(item.images, start=1):
+        problem = admit_image(image, message, session)
+        if problem is None:
+            kept.append(image)
+        else:
+            notes.append(f"[image {number} left out: {problem}]")
+    if not notes:
+        return item, 0
+    output = "\n".join([item.output, *notes])
+    return item.model_copy(update={"images": kept or None, "output": output}), len(notes)
+
+
 def admit_history_images(items: list[HistoryItem]) -> int:
     """Replace, in place, every image of `items` that breaks a rule (see the module doc) by a
     short text note in its message; the number replaced. Images are taken in order: the
@@ -134,6 +162,10 @@ def admit_history_images(items: list[HistoryItem]) -> int:
     session = ImageTally()
     replaced = 0
     for index, item in enumerate(items):
+        if isinstance(item, FunctionCallOutputItem):
+            items[index], left = admit_output_images(item, session)
+            replaced += left
+            continue
         if not isinstance(item, MessageItem) or not any(
             isinstance(part, ImagePart) for part in item.content
         ):

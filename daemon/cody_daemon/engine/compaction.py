@@ -244,7 +244,8 @@ def _item_chars(item: HistoryItem) -> int:
         return len(item.text) + opaque + replay + 16
     if isinstance(item, FunctionCallItem):
         return len(item.name) + len(item.arguments) + len(item.call_id) + 16
-    return len(item.output) + len(item.call_id) + 16
+    images = len(item.images or ()) * IMAGE_TOKENS * CHARS_PER_TOKEN
+    return len(item.output) + len(item.call_id) + 16 + images
 
 
 def _tokens(chars: int) -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "ToolCallOutput",
     "ToolCallOutputEnd",
     "ToolCallProgress",
+    "ToolCallProgressReport",
     "UsageChanged",
     "UserImage",
     "UserText",
@@ -149,6 +150,18 @@ class ToolCallProgress:
     when the process ends."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallProgressReport:
+    """A running call said how far it has come (an MCP server's `notifications/progress`):
+    sent as an `in_progress` update with the text and `_meta.cody.progress`."""
+
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class PlanChanged:
     entries: tuple[tuple[str, Literal["pending", "in_progress", "completed"]], ...]
@@ -232,6 +245,7 @@ EngineEvent = (
     | UserImage
     | ToolCallOpened
     | ToolCallProgress
+    | ToolCallProgressReport
     | ToolCallOutput
     | ToolCallOutputEnd
     | PlanChanged

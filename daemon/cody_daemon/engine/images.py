@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from cody_protocol.content import AudioContent, ContentBlock, ImageContent
 
-from ..core.history import HistoryItem, ImagePart, MessageItem, TextPart
+from ..core.history import FunctionCallOutputItem, HistoryItem, ImagePart, MessageItem, TextPart
 from ..core.image_rules import (
     IMAGE_TYPES,
     MAX_IMAGE_BYTES,
@@ -59,6 +59,9 @@ MAX_IMAGE_BASE64_ANTHROPIC = 5 * 1024 * 1024
 """Anthropic's limit per image: 5 MB of base64 text (it counts the encoded length)."""
 
 _OMITTED = "[an image the user attached here; the current model ({model}) does not read images]"
+_OMITTED_TOOL = (
+    "[the tool's images are not shown: the current model ({model}) does not read images]"
+)
 
 
 def prompt_images(
@@ -145,13 +148,17 @@ def prompt_images(
 
 
 def without_images(history: Sequence[HistoryItem], model: str) -> list[HistoryItem]:
-    """`history` with every image replaced by a short note (for a text-only model)."""
+    """`history` with every image (of a prompt or a tool result) replaced by a short note
+    (for a text-only model)."""
     out: list[HistoryItem] = []
     for item in history:
-        if isinstance(item, MessageItem) and item.images:
-            note = TextPart(type="input_text", text=_OMITTED.format(model=model))
+        if isinstance(item, FunctionCallOutputItem) and item.images:
+            output = f"{item.output}\n{_OMITTED_TOOL.format(model=model)}"
+            out.append(item.model_copy(update={"images": None, "output": output}))
+        elif isinstance(item, MessageItem) and item.images:
+            part_note = TextPart(type="input_text", text=_OMITTED.format(model=model))
             content: list[TextPart | ImagePart] = [
-                note if isinstance(part, ImagePart) else part for part in item.content
+                part_note if isinstance(part, ImagePart) else part for part in item.content
             ]
             out.append(item.model_copy(update={"content": content}))
         else:

@@ -27,6 +27,7 @@ from ..policy.rule_sources import RuleContext, RulesLoaded, load_rules
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
+from ..tools.mcp import SESSION_TOOLS as MCP_SESSION_TOOLS
 from ..tools.mcp.specs import McpServerSpec, McpSpecError, build_specs
 from .compaction import Compaction
 from .context_items import ContextEntry
@@ -325,7 +326,7 @@ class SessionLoader:
         unknown = [
             name
             for name in settings.allowed_tools
-            if name not in known and not name.startswith("mcp__") and name != "readMcpResource"
+            if name not in known and not name.startswith("mcp__") and name not in MCP_SESSION_TOOLS
         ]
         if unknown:
             raise InvalidParams(

@@ -21,7 +21,7 @@ from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOptio
 from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
-from ..core.history import item_key
+from ..core.history import ImagePart, item_key
 from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError, SessionBusy
 from ..extensions.discovery import Locations, discover
 from ..ids import new_id
@@ -39,7 +39,7 @@ from .checkpoints import Checkpoints
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
-from .events import ConfigChanged, McpStatusChanged
+from .events import ConfigChanged
 from .final_answer import FinalAnswer, check_schema
 from .hooks import SessionHooks
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
@@ -60,8 +60,8 @@ from .settings import (
     build_config_options,
     mode_of,
 )
-from .slash import BUILTIN_NAMES, parse_command
-from .slash_runner import run_local_command
+from .slash import BUILTIN_NAMES, McpCommandCall, parse_command, parse_mcp_command
+from .slash_runner import Reply, answer, run_local_command
 from .steer_requests import dropped_outcome, join_turn
 from .turn import TurnEnv, TurnRunner
 from .turn_hooks import TurnHooks
@@ -70,7 +70,6 @@ from .workdir import refuse_live_move, require_workdir
 if TYPE_CHECKING:
     from cody_protocol.processes import ProcessInfo
 
-    from ..tools.mcp import McpStatus
     from .backend_turn import BackendTurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
@@ -185,24 +184,11 @@ class SessionManager:
         specs = mcp_specs(session.settings, servers, env=self.deps.env, cwd=session.cwd)
         if not specs:
             return
-        from ..tools.mcp import McpSessionManager
+        from .mcp_session import start_mcp
 
-        session_id = session.id
-
-        def report(status: McpStatus) -> None:
-            if self.link is not None:
-                self.link.emit(
-                    session_id,
-                    McpStatusChanged(
-                        server=status.server,
-                        state=status.state,
-                        reason=status.reason,
-                        tools=status.tools,
-                    ),
-                )
-
-        session.mcp = McpSessionManager(specs, on_status=report)
-        session.mcp_warmup = asyncio.get_running_loop().create_task(session.mcp.session_tools())
+        session.mcp = start_mcp(
+            session, specs, out=lambda: self.link, secrets=lambda: self._secrets(session)
+        )
 
     def _go_live(
         self, session: Session, catalog: ProviderCatalog, mcp_servers: Sequence[McpServer]
@@ -363,23 +349,19 @@ class SessionManager:
             run = runner.run(text)
         else:
             env = self._turn_env(session, link)
-            settings = session.settings
-            images = prompt_images(
-                blocks,
-                provider=settings.provider,
-                model=settings.model,
-                wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
-                history=session.history,
-            )
             if session.mcp is not None:
-                env.extra_tools = session.mcp.session_tools
+                env.extra_tools = session.mcp.turn_tools
+                session.mcp.roots_changed()
             env.checkpoint = checkpoint
             if output_schema is not None:
                 env.final_answer = FinalAnswer(
                     output_schema, structured_output=takes_output_schema(env.provider)
                 )
             runner = TurnRunner(session, env)
-            run = run_native(runner, blocks, command, images)
+            if (mcp_call := parse_mcp_command(blocks)) is not None:
+                run = self._mcp_prompt_turn(runner, mcp_call, link)
+            else:
+                run = run_native(runner, blocks, command, self._prompt_images(session, blocks))
         if notifying is not None:
             notifying.turn_id = runner.state.turn_id
         start = len(session.history)
@@ -389,6 +371,7 @@ class SessionManager:
         task = asyncio.create_task(run)
         session.turn = task
         stop = "error"
+        session.asker = link  # an MCP server's elicitation goes to this client
         try:
             outcome = await task
             stop = outcome.stop_reason
@@ -402,11 +385,39 @@ class SessionManager:
         finally:
             if session.turn is task:
                 session.turn = None
+            session.asker = None
+            for ask in list(session.asks):  # an MCP server's question outlived the turn
+                ask.cancel()
             if notifying is not None:
                 turn_items = session.history[start:]
                 self.notifier.turn_complete(
                     session, runner.state.turn_id, stop, turn_items, secrets
                 )
+
+    def _prompt_images(self, session: Session, blocks: list[ContentBlock]) -> list[ImagePart]:
+        """The prompt's images, checked against the session's model (InvalidParams: one the
+        model cannot take, before anything starts)."""
+        settings = session.settings
+        return prompt_images(
+            blocks,
+            provider=settings.provider,
+            model=settings.model,
+            wire_api=self._catalogs[session.id].get(settings.provider).wire_api,
+            history=session.history,
+        )
+
+    async def _mcp_prompt_turn(
+        self, runner: TurnRunner, call: McpCommandCall, link: ClientLink
+    ) -> TurnOutcome:
+        """`/mcp:<server>:<prompt> args`: the prompt's text as a turn of `runner`
+        (engine/mcp_session.py); a mistake is answered as text."""
+        from .mcp_session import expand_prompt
+
+        session = runner.session
+        expanded = await expand_prompt(session, call)
+        if isinstance(expanded, str):
+            return await answer(session, link, Reply(expanded))
+        return await run_native(runner, expanded, None, self._prompt_images(session, expanded))
 
     def steer(self, session_id: str, blocks: list[ContentBlock]) -> str:
         """`_cody/session/steer`: add `blocks` to the running turn (engine/steering.py); the
@@ -452,7 +463,7 @@ class SessionManager:
         async def compact() -> CompactionResult | None:
             # MCP tools are awaited inside the task: the session is claimed before any await.
             if session.mcp is not None:
-                extra = await session.mcp.session_tools()
+                extra = await session.mcp.turn_tools()
                 env.tools = ToolRegistry([*env.tools.tools(), *extra])
             hooks = TurnHooks(
                 session,
@@ -882,8 +893,6 @@ def _close_file(session: Session) -> None:
 
 
 async def _close_mcp(session: Session) -> None:
-    if session.mcp_warmup is not None:
-        session.mcp_warmup.cancel()
     if session.mcp is not None:
         await session.mcp.aclose()
 

@@ -18,6 +18,7 @@ from cody_protocol.updates import ToolCallLocation, ToolKind
 
 from ..config.model import LspConfig
 from ..core.code_intel import EditedFile, FileDiagnostics, ServerReport
+from ..tools.mcp.hooks import Elicitation, ElicitationAnswer
 from .events import EngineEvent
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "ClientFileAccess",
     "ClientLink",
     "CodeServers",
+    "Elicitation",
+    "ElicitationAnswer",
 ]
 
 ApprovalAnswer = Literal[
@@ -105,6 +108,12 @@ class ClientLink(Protocol):
 
     async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         """Ask the client. Cancelling the awaiting task withdraws the request."""
+        ...
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        """Forward an MCP server's elicitation (`_cody/mcp/elicit`). A client that cannot
+        answer (an error answer, a malformed one) gets `decline`; never raises. Cancelling the
+        awaiting task withdraws the request."""
         ...
 
     def file_access(self) -> ClientFileAccess:

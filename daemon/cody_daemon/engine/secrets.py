@@ -119,6 +119,7 @@ def redact_result(guard: SecretGuard, result: ToolResult) -> ToolResult:
         raw_output=raw,
         content=redact_content(guard, result.content),
         locations=result.locations,
+        images=result.images,
     )
 
 

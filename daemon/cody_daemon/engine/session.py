@@ -8,6 +8,7 @@ locked while the session is live.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ..tools.mcp import McpSessionManager
     from ..tools.processes.table import ProcessTable
     from .hooks import SessionHooks
+    from .ports import ClientLink
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -68,7 +70,14 @@ class Session:
     """Prompts sent with `_meta.cody.queue`, waiting for the running turn."""
     mcp: McpSessionManager | None = None
     """The session's MCP servers (None when it has none)."""
-    mcp_warmup: asyncio.Task[object] | None = None
+    asker: ClientLink | None = None
+    """The link of the client whose prompt runs now: an MCP server's elicitation is
+    forwarded to it (None between turns: elicitations are declined)."""
+    asks: set[asyncio.Future[Any]] = field(default_factory=set)
+    """MCP elicitations waiting for the client's answer (cancelled when the turn ends)."""
+    _user_waited_s: float = 0.0
+    _waiting_since: float | None = None
+    _waits: int = 0
     compaction: Compaction | None = None
     """The latest compaction: the model sees its summary plus the history after it."""
     context: ContextMark | None = None
@@ -93,6 +102,24 @@ class Session:
     start_source: str | None = None
     """SessionStart's `source` (`startup`, `resume`) while the hook has yet to run: at the
     start of the next turn."""
+
+    def user_waited_s(self) -> float:
+        """Seconds spent so far waiting for the user's answers to MCP elicitations, a wait
+        in progress included (a tool call's time limit leaves them out)."""
+        if self._waiting_since is None:
+            return self._user_waited_s
+        return self._user_waited_s + time.monotonic() - self._waiting_since
+
+    def begin_user_wait(self) -> None:
+        if self._waits == 0:
+            self._waiting_since = time.monotonic()
+        self._waits += 1
+
+    def end_user_wait(self) -> None:
+        self._waits -= 1
+        if self._waits == 0 and self._waiting_since is not None:
+            self._user_waited_s += time.monotonic() - self._waiting_since
+            self._waiting_since = None
 
     @property
     def busy(self) -> bool:

@@ -22,6 +22,12 @@ Besides Cody's own, a session runs the custom commands and skills it found
 engine/custom_commands.py. A built-in always wins a name (discovery leaves such a file out,
 with a warning).
 
+Another kind comes from the session's MCP servers: each prompt a server offers is the command
+`/mcp:<server>:<prompt> [args]` (tools/mcp/prompts.py), advertised with the others once the
+server is ready (and again when its prompts change); running one asks the server for the
+prompt and runs it as a normal turn (engine/mcp_session.py). A prompt that starts with
+`/mcp:` is always taken for one: an unknown one is answered with the session's MCP prompts.
+
 A command's mistake (an unknown model, a bad number) is answered as text, like the rest of
 its output: a chat user reads it where they typed. Only a busy session or a failed model call
 is a JSON-RPC error, as for any prompt.
@@ -29,24 +35,32 @@ is a JSON-RPC error, as for any prompt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cody_protocol.content import ContentBlock, TextContent
 
 from ..extensions.commands import CustomCommand
+from ..tools.mcp.prompts import PREFIX as MCP_PREFIX
+from ..tools.mcp.prompts import McpPromptCommand
 from .events import CommandsAvailable
 from .prompt_files import prompt
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = [
     "BUILTIN_NAMES",
     "COMMANDS",
     "CommandCall",
+    "McpCommandCall",
     "SlashCommand",
     "commands_event",
     "parse_command",
+    "parse_mcp_command",
+    "session_commands",
 ]
 
 
@@ -134,16 +148,23 @@ class CommandCall:
         return [TextContent(text=text), *self.rest]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpCommandCall:
+    """`/mcp:<server>:<prompt> args`: an MCP prompt to run (resolved by the session)."""
+
+    name: str
+    """The command's name, `mcp:<server>:<prompt>`."""
+    argument: str
+    rest: tuple[ContentBlock, ...] = ()
+
+
 _BY_NAME = {command.name: command for command in COMMANDS}
 BUILTIN_NAMES: frozenset[str] = frozenset(_BY_NAME)
 _NO_CUSTOM: Mapping[str, CustomCommand] = MappingProxyType({})
 
 
-def parse_command(
-    blocks: list[ContentBlock], custom: Mapping[str, CustomCommand] = _NO_CUSTOM
-) -> CommandCall | None:
-    """The command a prompt runs (a built-in, else one of the session's `custom` ones), or
-    None when it is an ordinary prompt."""
+def _split(blocks: list[ContentBlock]) -> tuple[str, str] | None:
+    """(name, argument) of a prompt starting with `/<name>`, else None."""
     if not blocks or not isinstance(blocks[0], TextContent):
         return None
     text = blocks[0].text.lstrip()
@@ -153,15 +174,33 @@ def parse_command(
     name, newline, after = head.partition("\n")
     if newline:
         argument = f"{after} {argument}" if argument else after
+    return name, argument.strip()
+
+
+def parse_command(
+    blocks: list[ContentBlock], custom: Mapping[str, CustomCommand] = _NO_CUSTOM
+) -> CommandCall | None:
+    """The command a prompt runs (a built-in, else one of the session's `custom` ones), or
+    None when it is an ordinary prompt."""
+    split = _split(blocks)
+    if split is None:
+        return None
+    name, argument = split
     command = _BY_NAME.get(name)
     found = custom.get(name) if command is None else None
     if found is not None:
         command = _custom_entry(found)
     if command is None:
         return None
-    return CommandCall(
-        command=command, argument=argument.strip(), rest=tuple(blocks[1:]), custom=found
-    )
+    return CommandCall(command=command, argument=argument, rest=tuple(blocks[1:]), custom=found)
+
+
+def parse_mcp_command(blocks: list[ContentBlock]) -> McpCommandCall | None:
+    """The MCP prompt a prompt runs (`/mcp:...`), or None."""
+    split = _split(blocks)
+    if split is None or not split[0].startswith(MCP_PREFIX):
+        return None
+    return McpCommandCall(name=split[0], argument=split[1], rest=tuple(blocks[1:]))
 
 
 def _custom_entry(custom: CustomCommand) -> SlashCommand:
@@ -174,8 +213,19 @@ def _custom_entry(custom: CustomCommand) -> SlashCommand:
     )
 
 
-def commands_event(custom: Mapping[str, CustomCommand] = _NO_CUSTOM) -> CommandsAvailable:
-    """What to advertise after a session is created, loaded, resumed or forked: Cody's
-    commands, then the session's custom commands and skills."""
+def commands_event(
+    custom: Mapping[str, CustomCommand] = _NO_CUSTOM, mcp: Sequence[McpPromptCommand] = ()
+) -> CommandsAvailable:
+    """What to advertise after a session is created, loaded, resumed or forked, and when its
+    MCP servers' prompts change: Cody's commands, the session's custom commands and skills,
+    then its MCP prompts."""
     entries = [*COMMANDS, *map(_custom_entry, custom.values())]
-    return CommandsAvailable(tuple((c.name, c.description, c.hint) for c in entries))
+    own = [(c.name, c.description, c.hint) for c in entries]
+    return CommandsAvailable(tuple([*own, *((c.name, c.description, c.hint) for c in mcp)]))
+
+
+def session_commands(session: Session) -> CommandsAvailable:
+    """`commands_event` for a session: its custom commands and the prompts of its MCP
+    servers ready now."""
+    mcp = session.mcp.prompt_commands() if session.mcp is not None else ()
+    return commands_event(session.extensions.commands, mcp)

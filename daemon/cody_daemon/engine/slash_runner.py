@@ -32,7 +32,7 @@ from .slash_rewind import rewind_command
 if TYPE_CHECKING:
     from .manager import SessionManager
 
-__all__ = ["HANDLERS", "Reply", "run_local_command"]
+__all__ = ["HANDLERS", "Reply", "answer", "run_local_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,11 @@ async def run_local_command(
         raise  # a failed model call is the prompt's error, as for any turn
     except CodyError as exc:
         reply = Reply(f"/{name}: {exc.message}")
+    return await answer(session, link, reply)
+
+
+async def answer(session: Session, link: ClientLink, reply: Reply) -> TurnOutcome:
+    """Answer a command with agent text (nothing enters the model's history)."""
     link.emit(session.id, AgentText(reply.text))
     await link.flush(session.id)
     return TurnOutcome(

@@ -21,14 +21,15 @@ from cody_protocol.content import (
 from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel
 
-from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolResult
+from ..tools.base import GrantKey, Progress, Tool, ToolArgumentError, ToolResult
 from ..tools.registry import ToolRegistry
-from .events import CallDecision
+from .events import CallDecision, ToolCallProgressReport
 
 __all__ = [
     "DISPLAY_CONTENT_MAX_CHARS",
     "LiveOutput",
     "DescribedCall",
+    "ProgressThrottle",
     "call_display",
     "describe_call",
     "describe_grant",
@@ -201,6 +202,53 @@ def describe_grant(key: GrantKey) -> str:
     if len(key) >= 2:
         return f"{key[1]} with these exact arguments"
     return "this call"
+
+
+PROGRESS_MESSAGE_MAX_CHARS = 300
+
+
+class ProgressThrottle:
+    """A running call's progress reports (`ToolContext.on_progress`) as client updates: the
+    first at once, then at most one per `interval_s` (those in between are dropped: the
+    final result follows anyway); the message redacted and cut to one short line; nothing
+    after `close()` (a late report must not reopen a finished call)."""
+
+    def __init__(
+        self,
+        call_id: str,
+        emit: Callable[[ToolCallProgressReport], None],
+        redact: Callable[[str], str],
+        *,
+        interval_s: float = LIVE_OUTPUT_INTERVAL_S,
+    ) -> None:
+        self._call_id = call_id
+        self._emit = emit
+        self._redact = redact
+        self._interval_s = interval_s
+        self._last = float("-inf")
+        self._closed = False
+
+    def __call__(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if self._closed or now - self._last < self._interval_s:
+            return
+        self._last = now
+        message = progress.message
+        if message is not None:
+            message = " ".join(self._redact(message).split())[:PROGRESS_MESSAGE_MAX_CHARS]
+        shown = Progress(progress.progress, progress.total, message)
+        self._emit(
+            ToolCallProgressReport(
+                call_id=self._call_id,
+                progress=shown.progress,
+                total=shown.total,
+                message=message,
+                text=shown.text(),
+            )
+        )
+
+    def close(self) -> None:
+        self._closed = True
 
 
 class LiveOutput:

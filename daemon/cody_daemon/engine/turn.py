@@ -92,9 +92,11 @@ from .skills_context import refresh_skills
 from .steering import STEERED, SteerInbox, steered_message, until_steered
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
+from .tool_images import admit_tool_images
 from .toolcalls import (
     DescribedCall,
     LiveOutput,
+    ProgressThrottle,
     call_display,
     describe_call,
     error_result,
@@ -119,7 +121,7 @@ class TurnEnv:
     context_window: int
     tools: ToolRegistry
     """The session's tools, those that cannot work here included (`offer` leaves them out);
-    the MCP tools are added at the start of the turn."""
+    the MCP tools are added before each model call (`extra_tools`)."""
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
@@ -129,7 +131,8 @@ class TurnEnv:
     price: Price | None = None
     """The model's price, only when its calls are billed per token (else no cost is shown)."""
     extra_tools: Callable[[], Awaitable[Sequence[Tool[Any]]]] | None = None
-    """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
+    """The session's MCP tools, awaited before each model call (servers still starting are
+    waited for briefly, then join a later call: tools/mcp/manager.py)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
     rules_file: Path | None = None
@@ -376,9 +379,7 @@ class TurnRunner:
         if self.env.refresh_rules is not None:
             await self.env.refresh_rules()
         settings = self.session.settings
-        if self.env.extra_tools is not None:
-            extra = await self.env.extra_tools()
-            self.env.tools = ToolRegistry([*self.env.tools.tools(), *extra])
+        own_tools = self.env.tools.tools()
         keeper = self._keeper = ContextKeeper(
             self.session,
             self.env.provider,
@@ -390,6 +391,9 @@ class TurnRunner:
         answer = self.env.final_answer
         for _ in range(settings.max_tool_iterations):
             self._take_steers()
+            if self.env.extra_tools is not None:  # MCP servers join, change, crash between calls
+                extra = await self.env.extra_tools()
+                self.env.tools = ToolRegistry([*own_tools, *extra])
             self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
             template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             if answer is not None:
@@ -585,6 +589,7 @@ class TurnRunner:
             return
         tool, args = info.tool, info.args
         live = LiveOutput(lambda text: self._emit_live_output(call.call_id, text))
+        progress = ProgressThrottle(call.call_id, self._emit, self.env.secrets.redact)
         ctx = ToolContext(
             session_id=self.session.id,
             call_id=call.call_id,
@@ -598,6 +603,7 @@ class TurnRunner:
             files=editor_files_for(self.env.link, self.session.id),
             processes=self.session.processes,
             turn_id=self.state.turn_id,
+            on_progress=progress,
         )
         self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         decided = await self._decide(call.call_id, info, ctx)
@@ -608,9 +614,12 @@ class TurnRunner:
             assert info.args is not None
             args = info.args
             self._checks.begin(tool, info.locations)  # the files it edits now
-        result = await self._execute(
-            call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
-        )
+        try:
+            result = await self._execute(
+                call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
+            )
+        finally:
+            progress.close()  # a late report must not reopen the finished call
         if self._may_rerun(tool, ctx, result):
             result = await self._rerun(call.call_id, info, ctx, result)
         result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
@@ -700,6 +709,7 @@ class TurnRunner:
                 tool.time_limit_s(args, ctx),
                 tool=tool.name,
                 setting=tool.time_limit_setting(),
+                paused=self.session.user_waited_s,
             )
         except ToolError as exc:
             result = error_result(exc.message, exc.raw_output)
@@ -783,8 +793,14 @@ class TurnRunner:
     ) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
-        content: list[ToolCallContent] = result.content or text_content(result.output)
         call = self.state.open_calls.pop(call_id, None)
+        model_output = admit_tool_images(  # the images the model may get (notes for others)
+            FunctionCallOutputItem(call_id=call_id, output=result.output, images=result.images),
+            self.session.history,
+            accepts_images=self.env.accepts_images,
+            model=self.session.settings.model,
+        )
+        content: list[ToolCallContent] = result.content or text_content(model_output.output)
         if call_id in self._detached:  # a command's !`cmd`: shown, not the model's history
             self._detached[call_id] = result
             self._emit(
@@ -799,7 +815,8 @@ class TurnRunner:
             return
         item = FunctionCallOutputItem(
             call_id=call_id,
-            output=result.output,
+            output=model_output.output,
+            images=model_output.images or None,
             status=status,
             raw_output=result.raw_output,
             display=call_display(

@@ -16,6 +16,8 @@ _RESEARCH = frozenset(
         "listDir",
         "grepFiles",
         "fileSearch",
+        "listMcpResources",
+        "listMcpResourceTemplates",
         "symbols",
         "readMcpResource",
         "webSearch",

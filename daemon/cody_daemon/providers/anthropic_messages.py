@@ -196,9 +196,7 @@ class AnthropicMessagesProvider(HttpProvider):
                 role = "assistant" if item.role == "assistant" else "user"  # developer -> user
                 for part in item.content:
                     if isinstance(part, ImagePart):
-                        # https://docs.anthropic.com/en/docs/build-with-claude/vision
-                        source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
-                        add(role, {"type": "image", "source": source})
+                        add(role, {"type": "image", "source": _image_source(part)})
                     elif part.text.strip():  # the API rejects blank text blocks
                         add(role, {"type": "text", "text": part.text})
             elif isinstance(item, ReasoningItem):
@@ -220,12 +218,18 @@ class AnthropicMessagesProvider(HttpProvider):
                     },
                 )
             elif isinstance(item, FunctionCallOutputItem):
+                result: str | list[dict[str, Any]] = item.output or EMPTY_TOOL_OUTPUT
+                if item.images:  # a tool's images: `image` blocks of its tool_result
+                    result = [
+                        {"type": "text", "text": item.output or EMPTY_TOOL_OUTPUT},
+                        *({"type": "image", "source": _image_source(i)} for i in item.images),
+                    ]
                 add(
                     "user",
                     {
                         "type": "tool_result",
                         "tool_use_id": _tool_id(item.call_id),
-                        "content": item.output or EMPTY_TOOL_OUTPUT,
+                        "content": result,
                         "is_error": item.status == "failed",
                     },
                 )
@@ -293,6 +297,11 @@ def _split_betas(value: str) -> list[str]:
 
 def _ephemeral() -> dict[str, str]:
     return {"type": "ephemeral"}
+
+
+def _image_source(part: ImagePart) -> dict[str, str]:
+    """https://docs.anthropic.com/en/docs/build-with-claude/vision: base64 source."""
+    return {"type": "base64", "media_type": part.mime_type, "data": part.data}
 
 
 def _tool_id(call_id: str) -> str:

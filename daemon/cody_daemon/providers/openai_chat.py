@@ -14,7 +14,9 @@ Invariants:
   repeats the request with the new headers; after the first event nothing is retried;
 - the message list sent is always valid for the API: every assistant `tool_calls` message
   is directly followed by one `tool` message per call (outputs recorded later in the history
-  are moved up; orphan outputs are dropped), whatever order the history holds them in;
+  are moved up; orphan outputs are dropped), whatever order the history holds them in; the
+  images tool results carry (a `tool` message takes text only) follow those `tool` messages
+  as one user message naming the calls;
 - reasoning is sent back only to the provider id that produced it, in the field it came in:
   `reasoning_content` (DeepSeek, Kimi: DeepSeek's thinking mode answers 400 "The
   `reasoning_content` in the thinking mode must be passed back to the API" to the call after
@@ -140,10 +142,10 @@ class OpenAIChatProvider(HttpProvider):
 
     def messages(self, instructions: str, history: Sequence[HistoryItem]) -> list[dict[str, Any]]:
         """System prompt + neutral history -> Chat `messages` (see the module invariants)."""
-        outputs: dict[str, list[str]] = {}
+        outputs: dict[str, list[FunctionCallOutputItem]] = {}
         for item in history:
             if isinstance(item, FunctionCallOutputItem):
-                outputs.setdefault(item.call_id, []).append(item.output)
+                outputs.setdefault(item.call_id, []).append(item)
         messages: list[dict[str, Any]] = []
         if instructions:
             messages.append({"role": "system", "content": instructions})
@@ -159,11 +161,17 @@ class OpenAIChatProvider(HttpProvider):
             return message
 
         def answer_open_calls() -> None:
+            images: list[tuple[str, list[ImagePart]]] = []
             for call_id in open_calls:
                 pending = outputs.get(call_id)
-                content = pending.pop(0) if pending else _NO_OUTPUT
+                output = pending.pop(0) if pending else None
+                content = output.output if output is not None else _NO_OUTPUT
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                if output is not None and output.images:
+                    images.append((call_id, output.images))
             open_calls.clear()
+            if images:
+                messages.append({"role": "user", "content": _tool_image_parts(images)})
 
         for item in history:
             if isinstance(item, FunctionCallItem):
@@ -470,6 +478,17 @@ def _usage(usage: dict[str, Any]) -> UsageReport:
         output_tokens=_count(usage.get("completion_tokens")),
         reasoning_tokens=_count(completion.get("reasoning_tokens")),
     )
+
+
+def _tool_image_parts(images: list[tuple[str, list[ImagePart]]]) -> list[dict[str, Any]]:
+    """The user message carrying tool results' images (a `tool` message takes text only)."""
+    calls = ", ".join(call_id for call_id, _ in images)
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": f"The images returned by the tool call(s) {calls}:"}
+    ]
+    for _, found in images:
+        parts += [{"type": "image_url", "image_url": {"url": i.image_url}} for i in found]
+    return parts
 
 
 def _parts(item: MessageItem) -> list[dict[str, Any]]:

@@ -249,8 +249,17 @@ class OpenAIResponsesProvider(HttpProvider):
                     }
                 )
             elif isinstance(item, FunctionCallOutputItem):
+                output: str | list[dict[str, Any]] = item.output
+                if item.images:  # a tool's images: content parts of its output
+                    output = [
+                        {"type": "input_text", "text": item.output},
+                        *(
+                            {"type": "input_image", "image_url": i.image_url, "detail": "auto"}
+                            for i in item.images
+                        ),
+                    ]
                 items.append(
-                    {"type": "function_call_output", "call_id": item.call_id, "output": item.output}
+                    {"type": "function_call_output", "call_id": item.call_id, "output": output}
                 )
         return items
 

@@ -22,7 +22,7 @@ from typing import Any
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
-from ..engine.slash import commands_event
+from ..engine.slash import session_commands
 from .handlers import _after_response, _session_state, register_handlers
 from .server import FrameSource, serve_frames
 from .sharing import Attachments, BroadcastLink, SharingServer
@@ -72,8 +72,7 @@ class ConnectionApp(DaemonApp):
         """`session/resume` of a session whose turn is running: attach and watch it."""
         session = self.manager.get(session_id)
         link = self.link
-        event = commands_event(session.extensions.commands)
-        _after_response(lambda: link.emit(session_id, event))
+        _after_response(lambda: link.emit(session_id, session_commands(session)))
         return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )

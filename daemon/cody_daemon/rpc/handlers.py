@@ -128,12 +128,11 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     def advertise_commands(session: Session) -> None:
         """After this request's response: the session's slash commands, its custom ones
-        included (a client learns the session id from the response, so the update must
-        follow it)."""
-        from ..engine.slash import commands_event
+        and its MCP servers' prompts included (a client learns the session id from the
+        response, so the update must follow it)."""
+        from ..engine.slash import session_commands
 
-        event = commands_event(session.extensions.commands)
-        _after_response(lambda: app.link.emit(session.id, event))
+        _after_response(lambda: app.link.emit(session.id, session_commands(session)))
 
     async def initialize(params: Any) -> Any:
         capabilities = plain_client_capabilities(params)
@@ -357,8 +356,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                 McpServerStatus(server=s.server, state=s.state, reason=s.reason, tools=s.tools)
                 for s in session.mcp.statuses()
             ]
-            if not any(tool.name == "readMcpResource" for tool in available):
-                absent["readMcpResource"] = "none of the session's MCP servers is running"
+            absent.update(session.mcp.absent())
         tools = [
             ToolInfo(
                 name=tool.name,

@@ -22,6 +22,10 @@ Live output: for a client with `_meta.terminal_output` (Zed), calls of live-outp
 shown as display-only terminals (rpc/live_output.py); a client with `_meta.cody.appendOutput`
 gets increments to append (rpc/updates.py); any other client, as ACP's `content` replaces,
 the output so far (rpc/output_so_far.py).
+
+MCP elicitation: `_cody/mcp/elicit` with the JSON-RPC id repeated in `_meta.cody.requestId`;
+an error answer (a client that does not know the method answers -32601) or a malformed one is
+`decline`; cancelling the awaiting task (the engine's timeout) withdraws it like an approval.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import (
     CODY_DIAGNOSTICS,
     CODY_HOOK_STATUS,
+    CODY_MCP_ELICIT,
     CODY_MCP_STATUS,
     FS_READ_TEXT_FILE,
     FS_WRITE_TEXT_FILE,
@@ -68,7 +73,14 @@ from ..engine.events import (
     HookReported,
     McpStatusChanged,
 )
-from ..engine.ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientFileAccess
+from ..engine.ports import (
+    ApprovalAnswer,
+    ApprovalReply,
+    ApprovalRequest,
+    ClientFileAccess,
+    Elicitation,
+    ElicitationAnswer,
+)
 from ..errors import ClientFileError
 from .live_output import TerminalView
 from .output_so_far import OutputSoFar
@@ -230,6 +242,46 @@ class RpcClientLink:
             logger.info("approval answer names an option that was not offered")
             return ApprovalReply("invalid")
         return reply
+
+    # -- MCP elicitation ------------------------------------------------------------------
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        from cody_protocol.mcp import (
+            CodyMcpElicitMeta,
+            McpElicitMeta,
+            McpElicitParams,
+            McpElicitResult,
+        )
+
+        self._flush_pending(session_id)
+        msg_id = f"cody-{next(self._ids)}"
+        params = McpElicitParams(
+            session_id=session_id,
+            server=request.server,
+            mode=request.mode,
+            message=request.message,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            tool_call_id=request.call_id,
+            meta=McpElicitMeta(cody=CodyMcpElicitMeta(request_id=msg_id)),
+        ).wire()
+        future = self._protocol.send_request_async(CODY_MCP_ELICIT, params, msg_id=msg_id)
+        try:
+            result = await future
+        except asyncio.CancelledError:
+            self._protocol.withdraw_request(msg_id)
+            raise
+        except JsonRpcException as exc:
+            logger.info("elicitation %s answered with error %s: declined", msg_id, exc.code)
+            return ElicitationAnswer("decline")
+        try:
+            parsed = McpElicitResult.model_validate(result)
+        except ValidationError:
+            logger.info("elicitation %s: a malformed answer, declined", msg_id)
+            return ElicitationAnswer("decline")
+        content = parsed.content if parsed.action == "accept" else None
+        return ElicitationAnswer(parsed.action, content)
 
     # -- the client's files (fs/*) --------------------------------------------------------
 

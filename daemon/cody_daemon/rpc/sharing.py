@@ -14,9 +14,10 @@ Invariants:
   can neither stall the editor's turn nor grow the daemon's memory without bound.
 - What answers one connection's request goes to that connection only: a `session/load`
   replay, the slash commands advertised after new/load/resume.
-- `session/request_permission` and `fs/*` go to the connection that sent the turn's prompt,
-  never to another. Once that connection is gone they are answered at once as a rejection
-  (approval) or an error (file request): nothing waits for a dead client.
+- `session/request_permission`, `_cody/mcp/elicit` and `fs/*` go to the connection that sent
+  the turn's prompt, never to another. Once that connection is gone they are answered at once
+  as a rejection (approval), a decline (elicitation) or an error (file request): nothing
+  waits for a dead client.
 - `session/close` detaches the caller; the session is closed only when nobody else is
   attached. When a connection goes away (`disconnect`), its pending approvals and file
   requests are rejected; the sessions nobody else is attached to are closed as the stdio
@@ -36,7 +37,13 @@ from cody_protocol import methods
 from pygls.exceptions import JsonRpcException
 
 from ..engine.events import CommandsAvailable, EngineEvent
-from ..engine.ports import ApprovalReply, ApprovalRequest, ClientFileAccess
+from ..engine.ports import (
+    ApprovalReply,
+    ApprovalRequest,
+    ClientFileAccess,
+    Elicitation,
+    ElicitationAnswer,
+)
 from ..errors import ClientFileError, NotFound
 from .link import RpcClientLink
 from .protocol import CodyProtocol
@@ -155,6 +162,12 @@ class SharedSessionLink(RpcClientLink):
             return ApprovalReply("invalid")
         return await super().request_approval(session_id, request)
 
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        if self.closed:
+            logger.info("elicitation for a session of a disconnected client: declined")
+            return ElicitationAnswer("decline")
+        return await super().request_elicitation(session_id, request)
+
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess() if self.closed else super().file_access()
 
@@ -203,6 +216,9 @@ class BroadcastLink:
 
     async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         return ApprovalReply("invalid")
+
+    async def request_elicitation(self, session_id: str, request: Elicitation) -> ElicitationAnswer:
+        return ElicitationAnswer("decline")
 
     def file_access(self) -> ClientFileAccess:
         return ClientFileAccess()

@@ -52,6 +52,7 @@ from ..engine.events import (
     ToolCallOutput,
     ToolCallOutputEnd,
     ToolCallProgress,
+    ToolCallProgressReport,
     UsageChanged,
     UserImage,
     UserText,
@@ -137,6 +138,20 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_output=event.raw_output,
                 locations=event.locations,
                 meta=decision_meta(event.decision),
+            ).wire()
+        ]
+    if isinstance(event, ToolCallProgressReport):
+        progress: dict[str, Any] = {"progress": event.progress}
+        if event.total is not None:
+            progress["total"] = event.total
+        if event.message is not None:
+            progress["message"] = event.message
+        return [
+            ToolCallUpdate(
+                tool_call_id=event.call_id,
+                status="in_progress",
+                content=[ContentToolCallContent(content=TextContent(text=event.text))],
+                meta={"cody": {"progress": progress}},
             ).wire()
         ]
     if isinstance(event, ToolCallOutput):

@@ -26,6 +26,7 @@ from cody_protocol.updates import ToolCallLocation, ToolKind
 from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
+from ..core.history import ImagePart
 from ..core.tooling import GrantKey, ToolSpec
 from ..policy.approval import Escalation
 from ..policy.rules import PathSubject, RuleSubject
@@ -43,6 +44,7 @@ __all__ = [
     "LiveOutputEnd",
     "PathRead",
     "PlanStatus",
+    "Progress",
     "Tool",
     "ToolArgumentError",
     "ToolContext",
@@ -76,6 +78,20 @@ class ToolArgumentError(ToolError):
 
 
 PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a running call has come (an MCP `notifications/progress`)."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    def text(self) -> str:
+        """`Progress: 3/5 - copying` (numbers without a needless `.0`)."""
+        done = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"Progress: {done}" + (f" - {self.message}" if self.message else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +134,9 @@ class ToolContext:
     them); None: no command can be started."""
     turn_id: str | None = None
     """The running turn (a process records the turn that started it)."""
+    on_progress: Callable[[Progress], None] | None = None
+    """Publishes how far a long call has come (an MCP server's progress notifications):
+    sent to the client as an `in_progress` update of the call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +169,10 @@ class ToolResult:
     """For a call whose process outlives it (exec with `background` or `yieldMs`): called
     once the call's final update is out; the process's live output then continues the
     call's (tools/processes/table.py `stream`)."""
+    images: list[ImagePart] = field(default_factory=list)
+    """Images for the model (an MCP tool's screenshot): the engine checks each against the
+    model and the image limits (engine/tool_images.py) and sends the ones that pass in the
+    API's shape, after `output`; the others leave a note in it."""
 
 
 def location(path: os.PathLike[str] | str, line: int | None = None) -> ToolCallLocation:

@@ -2,7 +2,10 @@
 
 Tools: `add(a, b)`, `shout(text)`, `fail(message)` (always an error result),
 `sleep(seconds)` (for tool timeouts), `pixel()` (an image), `stats()` (structured
-content only), `crash(code)` (the server process exits at once: only for stdio). Resources: `demo://greeting` (text) and `demo://blob` (binary).
+content only), `crash(code)` (the server process exits at once: only for stdio), `unlock()`
+(adds the tool `secret()` and sends `notifications/tools/list_changed`), `ask_name()` (asks the
+user for a name and an age: elicitation). Resources:
+`demo://greeting` (text) and `demo://blob` (binary).
 """
 
 from __future__ import annotations
@@ -12,11 +15,19 @@ import base64
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent
+from pydantic import BaseModel, Field
 
 GREETING = "Hello from the demo resource.\nSecond line."
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(default=30, description="Your age in years")
+
+
 PIXEL_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 
 
@@ -54,6 +65,22 @@ def build_server() -> MCPServer:
     def crash(code: int) -> str:
         print(f"demo: crashing with code {code} as asked", file=sys.stderr, flush=True)
         os._exit(code)
+
+    def secret() -> str:
+        return "the unlocked secret"
+
+    @server.tool(description="Offer one more tool, secret, and say so (tools/list_changed).")
+    async def unlock(ctx: Context) -> str:
+        server.add_tool(secret, description="Only there after unlock.")
+        await ctx.request_context.session.send_tool_list_changed()
+        return "unlocked"
+
+    @server.tool(description="Ask the user for their name and age.")
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("Who are you?", Person)
+        if answer.action == "accept":
+            return f"Hello {answer.data.name}, {answer.data.age}"
+        return f"no answer ({answer.action})"
 
     @server.resource("demo://greeting", mime_type="text/plain")
     def greeting() -> str:

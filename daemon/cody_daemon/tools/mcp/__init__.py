@@ -1,4 +1,5 @@
-"""MCP servers as tools: specs (config / `session/new`), the per-session manager, the tools.
+"""MCP servers as tools: specs (config / `session/new`), the per-session manager, the tools,
+the resource tools and the prompts as slash commands (docs/mcp.md).
 
 Importing this package is cheap: the `mcp` SDK is imported (in a thread) only when a session's
 manager first starts its servers, and each name below loads its module on first access (a
@@ -12,8 +13,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .manager import McpSessionManager, McpState, McpStatus
-    from .read_resource import ReadMcpResourceTool
+    from .connection import McpState, McpStatus
+    from .hooks import Elicitation, ElicitationAnswer, McpClientHooks
+    from .manager import McpSessionManager
+    from .prompts import McpPromptCommand, PromptArgumentError
+    from .resources import ListMcpResourcesTool, ListMcpResourceTemplatesTool, ReadMcpResourceTool
     from .specs import (
         McpHttp,
         McpServerSpec,
@@ -28,7 +32,14 @@ if TYPE_CHECKING:
     from .tool import McpTool, tool_name
 
 __all__ = [
+    "SESSION_TOOLS",
+    "Elicitation",
+    "ElicitationAnswer",
+    "ListMcpResourceTemplatesTool",
+    "ListMcpResourcesTool",
+    "McpClientHooks",
     "McpHttp",
+    "McpPromptCommand",
     "McpServerSpec",
     "McpSessionManager",
     "McpSpecError",
@@ -36,6 +47,7 @@ __all__ = [
     "McpStatus",
     "McpStdio",
     "McpTool",
+    "PromptArgumentError",
     "ReadMcpResourceTool",
     "build_specs",
     "merge_specs",
@@ -45,11 +57,21 @@ __all__ = [
     "tool_name",
 ]
 
+SESSION_TOOLS = ("listMcpResources", "listMcpResourceTemplates", "readMcpResource")
+"""The tools a session's MCP manager adds besides the servers' own (`mcp__*`)."""
+
 _HOMES = {
     "McpSessionManager": "manager",
-    "McpState": "manager",
-    "McpStatus": "manager",
-    "ReadMcpResourceTool": "read_resource",
+    "McpState": "connection",
+    "McpStatus": "connection",
+    "Elicitation": "hooks",
+    "ElicitationAnswer": "hooks",
+    "McpClientHooks": "hooks",
+    "McpPromptCommand": "prompts",
+    "PromptArgumentError": "prompts",
+    "ListMcpResourcesTool": "resources",
+    "ListMcpResourceTemplatesTool": "resources",
+    "ReadMcpResourceTool": "resources",
     "McpTool": "tool",
     "tool_name": "tool",
     **dict.fromkeys(

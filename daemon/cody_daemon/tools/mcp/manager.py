@@ -1,18 +1,25 @@
-"""`McpSessionManager`: a session's MCP servers, started lazily, as Cody tools.
+"""`McpSessionManager`: a session's MCP servers, started lazily, as Cody tools and commands.
 
-Lifecycle: nothing happens until the first `await tools()` (or `session_tools()` /
-`read_resource()`). That call imports the SDK (in a thread: it takes about a second) and starts
-every server at once, each in its own asyncio task that owns its SDK client (anyio task groups
-and context managers stay inside that task, entered and left in order). Invariants:
+Lifecycle: nothing happens until the first `start()` (or any call that needs the servers).
+That imports the SDK (in a thread: it takes about a second) and starts every server at once,
+each as an `McpConnection` (connection.py: its runs, restarts and requests). Invariants:
 
-- Each server gets its own `startup_timeout_s`, counted from its launch: one that does not
-  finish the handshake and `tools/list` in time is reported `failed` at that moment (its
-  cleanup continues in the background) and never delays the others or the session.
-- `tools()` returns the tools of the servers that are ready, built once: later calls return the
-  same list and never restart a failed server.
-- Every state change is reported once through `on_status` (`starting` -> `ready` | `failed`, and
-  `ready` -> `failed` when a server dies), with a reason a user can act on. `statuses()` gives
-  the current ones.
+- Each server gets its own `startup_timeout_s`; one that does not start in time is `failed`
+  and never delays the others or the session.
+- `tools()` waits for every server's start; `turn_tools(wait_s)` (what a turn uses before
+  each model call) waits at most `wait_s`, once per session, returns the tools of the servers
+  ready by then, and reports each server still starting once more (`_cody/mcp/status`, with a
+  reason saying its tools join later): a slow server never holds a turn beyond that wait.
+- The tool list is rebuilt only when a server's set changes (it became ready, gave up after
+  crashes, or sent `tools/list_changed`): `generation` counts those changes. A re-listing in
+  progress is waited for (at most `wait_s`) by `turn_tools`, so the model call after a
+  `tools/list_changed` gets the new list. A crashed stdio
+  server keeps its tools while it may still be restarted (its next call restarts it).
+- Tools a server marks `execution.taskSupport: "required"` are not offered (Cody does not
+  run MCP tasks); `absent()` names them with why, and the resource tools when no server
+  offering resources runs.
+- Every state change is reported once through `on_status`; a change of the servers' prompts
+  (the slash commands) through `on_prompts`.
 - `aclose()` stops every server (stdio processes end and are reaped) and returns once every
   task the manager started is done; it is idempotent.
 """
@@ -22,42 +29,29 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from cody_protocol.content import ContentBlock
 
 from ..base import Tool, ToolError
-from .read_resource import ReadMcpResourceTool
-from .specs import McpHttp, McpServerSpec
-from .tool import MAX_OUTPUT_CHARS, McpTool, tool_name
+from . import SESSION_TOOLS
+from .connection import McpConnection, McpState, McpStatus
+from .hooks import McpClientHooks
+from .prompts import McpPromptCommand, parse_arguments, prompt_blocks
+from .resources import ListMcpResourcesTool, ListMcpResourceTemplatesTool, ReadMcpResourceTool
+from .specs import McpServerSpec
+from .tool import McpTool, approval_of, tool_name
 
-if TYPE_CHECKING:
-    import anyio
-    from mcp.client.client import Client
-    from mcp_types import CallToolResult
-    from mcp_types import Tool as McpToolDef
-
-    from .transport import HttpEndpoint, StdioProcess
-
-__all__ = ["McpSessionManager", "McpState", "McpStatus"]
+__all__ = ["TURN_WAIT_S", "McpSessionManager", "McpState", "McpStatus"]
 
 log = logging.getLogger(__name__)
 
-McpState = Literal["starting", "ready", "failed"]
 CLOSE_TIMEOUT_S = 8.0
 """How long `aclose()` lets servers exit gracefully before cancelling their tasks."""
-_MAX_TOOL_PAGES = 50
-
-
-@dataclass(frozen=True, slots=True)
-class McpStatus:
-    server: str
-    state: McpState
-    reason: str | None = None
-    """Why the server failed (None unless `failed`)."""
-    tools: int = 0
-    """How many tools it offers (when `ready`)."""
+TURN_WAIT_S = 3.0
+"""How long a turn waits for servers still starting before it goes on without them."""
 
 
 async def _load_sdk() -> None:
@@ -65,204 +59,34 @@ async def _load_sdk() -> None:
     await asyncio.to_thread(importlib.import_module, f"{__package__}.transport")
 
 
-class _Connection:
-    """One server: its state and SDK client, run by its own task (`_run`)."""
-
-    def __init__(self, spec: McpServerSpec, report: Callable[[McpStatus], None]) -> None:
-        self.spec = spec
-        self.state: McpState = "starting"
-        self.reason: str | None = None
-        self.tool_defs: list[McpToolDef] = []
-        self.has_resources = False
-        self.task: asyncio.Task[None] | None = None
-        self.settled = asyncio.Event()
-        self._report = report
-        self._wake = asyncio.Event()
-        self._stopping = False
-        self._client: Client | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._stdio: StdioProcess | None = None
-        self._http: HttpEndpoint | None = None
-
-    def status(self) -> McpStatus:
-        tools = len(self.tool_defs) if self.state == "ready" else 0
-        return McpStatus(self.spec.name, self.state, self.reason, tools)
-
-    def start(self) -> None:
-        if self.spec.unavailable is not None:
-            self.fail(self.spec.unavailable)
-            self.settled.set()
-            return
-        self.task = asyncio.create_task(self._run(), name=f"mcp:{self.spec.name}")
-
-    async def wait_started(self) -> None:
-        """Wait for ready/failed; at `startup_timeout_s`, fail and cancel the start."""
-        timeout = self.spec.startup_timeout_s
-        try:
-            await asyncio.wait_for(self.settled.wait(), timeout)
-        except TimeoutError:
-            tail = self._stdio.tail.suffix() if self._stdio is not None else ""
-            self.fail(
-                f"timed out after {timeout:g} s without finishing the MCP handshake and "
-                f"tools/list; if it is only slow to start, raise startup_timeout_s in "
-                f"{self.spec.config_key}{tail}"
-            )
-            self.stop(fast=True)
-
-    def stop(self, *, fast: bool = False) -> None:
-        """Ask the task to end: leave the client (graceful exit) or, `fast`, cancel it."""
-        self._stopping = True
-        self._wake.set()
-        if fast or self.state == "starting" or (self.state == "failed" and self._client is None):
-            if self._stdio is not None:
-                self._stdio.grace_s = 0.2
-            if self._scope is not None:
-                self._scope.cancel()
-
-    async def _run(self) -> None:
-        import anyio
-
-        from .transport import describe_failure
-
-        try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                if self._stopping:
-                    scope.cancel()
-                async with self._open_client() as client:
-                    await self._list(client)
-                    self._client = client
-                    self._ready()
-                    await self._wake.wait()
-            if not self._stopping:  # the stdio server closed its stdout: it died
-                self.fail(describe_failure(EOFError(), self.spec, stdio=self._stdio))
-        except Exception as exc:
-            self.fail(describe_failure(exc, self.spec, stdio=self._stdio, http=self._http))
-        finally:
-            self._client = None
-            self.settled.set()
-
-    @asynccontextmanager
-    async def _open_client(self) -> AsyncIterator[Client]:
-        from .transport import HttpEndpoint, StdioProcess, make_client
-
-        if isinstance(self.spec.transport, McpHttp):
-            self._http = HttpEndpoint(self.spec.transport)
-            streams = self._http.open()
-        else:
-            self._stdio = StdioProcess(self.spec.transport, on_closed=self._wake.set)
-            streams = self._stdio.open()
-        async with make_client(streams) as client:
-            yield client
-
-    async def _list(self, client: Client) -> None:
-        capabilities = client.server_capabilities
-        self.has_resources = capabilities.resources is not None
-        if capabilities.tools is None:
-            return
-        cursor: str | None = None
-        for _ in range(_MAX_TOOL_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            self.tool_defs.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-
-    def _ready(self) -> None:
-        if self.state == "starting":
-            self.state = "ready"
-            self._report(self.status())
-        self.settled.set()
-
-    def fail(self, reason: str) -> None:
-        if self.state == "failed" or (self._stopping and self.state == "ready"):
-            return  # already reported, or a deliberate shutdown
-        self.state = "failed"
-        self.reason = reason
-        self._report(self.status())
-
-    def _require(self) -> Client:
-        if self._client is None or self.state != "ready":
-            why = self.reason or "it is not running"
-            raise ToolError(f"MCP server {self.spec.name!r} is not available: {why}")
-        return self._client
-
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        client = self._require()
-        try:
-            return await client.call_tool(
-                tool, arguments, read_timeout_seconds=self.spec.tool_timeout_s
-            )
-        except Exception as exc:
-            raise self._request_error(exc, f"the call to {tool}") from None
-
-    async def read_resource(self, uri: str) -> str:
-        client = self._require()
-        if not self.has_resources:
-            raise ToolError(f"MCP server {self.spec.name!r} does not offer resources")
-        try:
-            result = await client.read_resource(uri)
-        except Exception as exc:
-            raise self._request_error(exc, f"reading {uri}") from None
-        return _resource_text(result.contents)
-
-    def _request_error(self, exc: Exception, what: str) -> ToolError:
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
-        name = self.spec.name
-        if (
-            isinstance(exc, MCPError)
-            and exc.code == REQUEST_TIMEOUT
-            or isinstance(exc, TimeoutError)
-        ):
-            return ToolError(
-                f"MCP server {name!r} did not answer {what} within "
-                f"{self.spec.tool_timeout_s:g} s; if it needs longer, raise tool_timeout_s in "
-                f"{self.spec.config_key}"
-            )
-        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-            why = f": {self.reason}" if self.reason else ""
-            return ToolError(f"MCP server {name!r} closed the connection during {what}{why}")
-        if isinstance(exc, MCPError):
-            return ToolError(f"MCP server {name!r} refused {what}: {exc.message}")
-        return ToolError(f"MCP server {name!r} failed {what}: {type(exc).__name__}: {exc}")
-
-
-def _resource_text(contents: Sequence[Any]) -> str:
-    from mcp_types import TextResourceContents
-
-    parts: list[str] = []
-    for item in contents:
-        if isinstance(item, TextResourceContents):
-            body = item.text
-        else:
-            size = len(item.blob) * 3 // 4 - item.blob[-2:].count("=")
-            body = f"[binary resource: {item.mime_type or 'unknown type'}, {size} bytes]"
-        parts.append(f"[{item.uri}]\n{body}" if len(contents) > 1 else body)
-    text = "\n\n".join(parts) if parts else "(the resource is empty)"
-    if len(text) > MAX_OUTPUT_CHARS:
-        text = f"{text[:MAX_OUTPUT_CHARS]}\n[cut: {len(text) - MAX_OUTPUT_CHARS} more characters]"
-    return text
-
-
 class McpSessionManager:
-    """The MCP servers of one session (see the module docstring for the lifecycle)."""
+    """The MCP servers of one session (see the module docstring)."""
 
     def __init__(
         self,
         servers: Sequence[McpServerSpec],
         *,
         on_status: Callable[[McpStatus], None] | None = None,
+        on_prompts: Callable[[], None] | None = None,
+        hooks: McpClientHooks | None = None,
     ) -> None:
-        self._connections: dict[str, _Connection] = {}
+        self._hooks = hooks or McpClientHooks()
+        self._connections: dict[str, McpConnection] = {}
         for spec in servers:
             if spec.name in self._connections:
                 raise ValueError(f"two MCP servers are named {spec.name!r}")
-            self._connections[spec.name] = _Connection(spec, self._emit)
+            self._connections[spec.name] = McpConnection(
+                spec, self._emit, hooks=self._hooks, on_change=self._changed
+            )
         self._on_status = on_status
+        self._on_prompts = on_prompts
         self._startup: asyncio.Task[None] | None = None
-        self._tools: list[Tool[Any]] | None = None
+        self._tools: list[Tool[Any]] = []
+        self._tasks_only: dict[str, str] = {}
+        self._built: int | None = None
+        self._waited = False
+        self.generation = 0
+        """Counts the changes of the servers' tools and prompts."""
         self._closed = False
 
     def server_names(self) -> list[str]:
@@ -273,55 +97,195 @@ class McpSessionManager:
         return [connection.spec for connection in self._connections.values()]
 
     def statuses(self) -> list[McpStatus]:
-        """The current status of every server (all `starting` before the first `tools()`)."""
+        """The current status of every server (all `starting` before the first start)."""
         return [connection.status() for connection in self._connections.values()]
 
+    # -- tools ----------------------------------------------------------------------------
+
     async def tools(self) -> list[Tool[Any]]:
-        """The ready servers' tools; the first call starts the servers and waits for them."""
+        """The MCP tools, once every server has started or failed."""
         await self._ensure_started()
-        if self._tools is None:
-            taken: set[str] = set()
-            tools: list[Tool[Any]] = []
-            for connection in self._connections.values():
-                if connection.state != "ready":
-                    continue
-                spec = connection.spec
-                for tool in connection.tool_defs:
-                    tools.append(
-                        McpTool(
-                            name=tool_name(spec.name, tool.name, taken),
-                            server=spec.name,
-                            remote_name=tool.name,
-                            description=tool.description,
-                            title=tool.title,
-                            input_schema=tool.input_schema,
-                            requires_approval=spec.requires_approval,
-                            caller=connection,
-                            timeout_s=spec.tool_timeout_s,
-                            timeout_setting=spec.config_key,
-                        )
-                    )
-            self._tools = tools
-        return list(self._tools)
+        return self._current_tools()
 
     async def session_tools(self) -> list[Tool[Any]]:
-        """`tools()` plus `readMcpResource` when at least one server is running (a tool
-        that cannot work is not offered: a server that failed to start brings none)."""
+        """`tools()` plus the resource tools when a server offering resources runs."""
         if not self._connections:
             return []
-        tools = await self.tools()
-        if not any(c.state == "ready" for c in self._connections.values()):
-            return tools
-        return [*tools, ReadMcpResourceTool(self)]
+        await self._ensure_started()
+        return self._with_resource_tools()
 
-    async def read_resource(self, server: str, uri: str) -> str:
-        """The text of a resource (binary contents described); raises ToolError."""
+    async def turn_tools(self, wait_s: float = TURN_WAIT_S) -> list[Tool[Any]]:
+        """What a model call gets: waits at most `wait_s` for servers still starting (then
+        reports them: see the module docstring)."""
+        if not self._connections:
+            return []
+        startup = self._begin()
+        if not startup.done() and not self._waited:
+            self._waited = True  # once: later model calls take whoever is ready by then
+            await asyncio.wait({startup}, timeout=wait_s)  # a cancel leaves startup running
+            if not startup.done():
+                for connection in self._connections.values():
+                    if connection.state == "starting" and not connection.restarts:
+                        self._emit(
+                            McpStatus(
+                                connection.spec.name,
+                                "starting",
+                                "still starting: the turn goes on without its tools, which "
+                                "join the next model call once it is ready",
+                            )
+                        )
+        relisting = [
+            asyncio.ensure_future(c.listed.wait())
+            for c in self._connections.values()
+            if not c.listed.is_set()
+        ]
+        if relisting:  # a tools/list_changed just came: its new list is for this model call
+            _, late = await asyncio.wait(relisting, timeout=wait_s)
+            for waiter in late:
+                waiter.cancel()
+        return self._with_resource_tools()
+
+    def _with_resource_tools(self) -> list[Tool[Any]]:
+        tools = self._current_tools()
+        if self.resource_servers():
+            tools += [
+                ListMcpResourcesTool(self),
+                ListMcpResourceTemplatesTool(self),
+                ReadMcpResourceTool(self),
+            ]
+        return tools
+
+    def _current_tools(self) -> list[Tool[Any]]:
+        if self._built != self.generation:
+            self._build_tools()
+        return list(self._tools)
+
+    def _build_tools(self) -> None:
+        taken: set[str] = set()
+        tools: list[Tool[Any]] = []
+        tasks_only: dict[str, str] = {}
+        for connection in self._connections.values():
+            if not connection.offers_tools:
+                continue
+            spec = connection.spec
+            for tool in connection.tool_defs:
+                name = tool_name(spec.name, tool.name, taken)
+                if tool.execution is not None and tool.execution.task_support == "required":
+                    tasks_only[name] = (
+                        f"{spec.name}'s tool {tool.name} runs only as an MCP task, which Cody "
+                        "does not support yet"
+                    )
+                    continue
+                approval = approval_of(
+                    spec.requires_approval, spec.trust_annotations, tool.annotations
+                )
+                tools.append(
+                    McpTool(
+                        name=name,
+                        server=spec.name,
+                        remote_name=tool.name,
+                        description=tool.description,
+                        title=tool.title,
+                        input_schema=tool.input_schema,
+                        requires_approval=approval.requires_approval,
+                        read_only=approval.read_only,
+                        caller=connection,
+                        timeout_s=spec.tool_timeout_s,
+                        timeout_setting=spec.config_key,
+                    )
+                )
+        self._tools = tools
+        self._tasks_only = tasks_only
+        self._built = self.generation
+
+    def absent(self) -> dict[str, str]:
+        """MCP tools not offered to the model, with why (`_cody/tools/list` `absent`)."""
+        if not self._connections:
+            return {}
+        self._current_tools()
+        absent = dict(self._tasks_only)
+        if not self.resource_servers():
+            running = any(c.offers_tools for c in self._connections.values())
+            why = (
+                "none of the session's MCP servers offers resources"
+                if running
+                else "none of the session's MCP servers is running"
+            )
+            absent.update(dict.fromkeys(SESSION_TOOLS, why))
+        return absent
+
+    # -- resources ------------------------------------------------------------------------
+
+    def resource_servers(self) -> list[str]:
+        return [
+            name
+            for name, connection in self._connections.items()
+            if connection.offers_tools and connection.has_resources
+        ]
+
+    def _connection(self, server: str) -> McpConnection:
         connection = self._connections.get(server)
         if connection is None:
             known = ", ".join(self._connections) or "none"
             raise ToolError(f"no MCP server named {server!r} in this session (servers: {known})")
+        return connection
+
+    async def read_resource(self, server: str, uri: str) -> Any:
+        connection = self._connection(server)
         await self._ensure_started()
         return await connection.read_resource(uri)
+
+    async def list_resources(self, server: str, cursor: str | None) -> Any:
+        connection = self._connection(server)
+        await self._ensure_started()
+        return await connection.list_resources(cursor)
+
+    async def list_resource_templates(self, server: str, cursor: str | None) -> Any:
+        connection = self._connection(server)
+        await self._ensure_started()
+        return await connection.list_resource_templates(cursor)
+
+    # -- prompts (slash commands) ---------------------------------------------------------
+
+    def prompt_commands(self) -> list[McpPromptCommand]:
+        """The ready servers' prompts as slash commands (names unique: the first wins)."""
+        commands: dict[str, McpPromptCommand] = {}
+        for name, connection in self._connections.items():
+            if connection.state != "ready":
+                continue
+            for prompt in connection.prompt_defs:
+                command = McpPromptCommand.of(name, prompt)
+                commands.setdefault(command.name, command)
+        return list(commands.values())
+
+    def prompt_command(self, name: str) -> McpPromptCommand | None:
+        return next((c for c in self.prompt_commands() if c.name == name), None)
+
+    async def run_prompt(self, command: McpPromptCommand, argument: str) -> list[ContentBlock]:
+        """The turn's prompt for `/command argument`; raises PromptArgumentError (bad words)
+        or ToolError (the server failed)."""
+        arguments = parse_arguments(command, argument)
+        result = await self._connection(command.server).get_prompt(command.prompt, arguments)
+        return prompt_blocks(result)
+
+    # -- roots ----------------------------------------------------------------------------
+
+    def roots_changed(self) -> None:
+        """The session's roots may have changed: servers that were told others are sent
+        `roots/list_changed` (they then ask `roots/list` again)."""
+        roots = tuple(str(path) for path in self._hooks.roots())
+        for connection in self._connections.values():
+            connection.roots_changed(roots)
+
+    def roots(self) -> list[Path]:
+        return list(self._hooks.roots())
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the servers in the background (once)."""
+        if self._connections and not self._closed:
+            self._begin()
 
     async def aclose(self) -> None:
         """Stop every server and wait for their tasks (bounded: see CLOSE_TIMEOUT_S)."""
@@ -329,7 +293,7 @@ class McpSessionManager:
         connections = list(self._connections.values())
         for connection in connections:
             connection.stop()
-        tasks = [c.task for c in connections if c.task is not None]
+        tasks: list[asyncio.Task[Any]] = [c.task for c in connections if c.task is not None]
         if self._startup is not None:
             tasks.append(self._startup)
         if not tasks:
@@ -340,13 +304,16 @@ class McpSessionManager:
                 connection.stop(fast=True)
             await asyncio.wait(pending)
 
-    async def _ensure_started(self) -> None:
+    def _begin(self) -> asyncio.Task[None]:
         if self._closed:
             raise ToolError("the session's MCP servers are shut down")
         if self._startup is None:
             self._startup = asyncio.create_task(self._start_all(), name="mcp:startup")
+        return self._startup
+
+    async def _ensure_started(self) -> None:
         # Shielded: a cancelled caller (an interrupted turn) must not cancel the startup.
-        await asyncio.shield(self._startup)
+        await asyncio.shield(self._begin())
 
     async def _start_all(self) -> None:
         connections = list(self._connections.values())
@@ -358,14 +325,21 @@ class McpSessionManager:
             await _load_sdk()
         except Exception as exc:  # a broken installation: say so for every server
             for connection in connections:
-                connection.fail(f"cannot load the MCP client library: {exc}")
-                connection.settled.set()
+                connection.fail_to_load(f"cannot load the MCP client library: {exc}")
             return
         if self._closed:
             return
         for connection in connections:
             connection.start()
         await asyncio.gather(*(connection.wait_started() for connection in connections))
+
+    def _changed(self, connection: McpConnection) -> None:
+        self.generation += 1
+        if self._on_prompts is not None and connection.has_prompts:
+            try:
+                self._on_prompts()
+            except Exception:
+                log.exception("the MCP prompts callback failed")
 
     def _emit(self, status: McpStatus) -> None:
         if status.state == "failed":

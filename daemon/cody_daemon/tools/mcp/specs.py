@@ -5,8 +5,10 @@ Sources: `[mcp_servers.<name>]` in the configuration (`specs_from_config`) and t
 (`specs_from_session`); `build_specs` merges both. Invariants:
 
 - A session-provided server with the same name as a configured one replaces it, but keeps the
-  configured `startup_timeout_s`, `tool_timeout_s` and `requires_approval`, so a user can tune
-  servers a client injects over ACP (otherwise those get the defaults and require approval).
+  configured `startup_timeout_s`, `tool_timeout_s`, `requires_approval` and
+  `trust_annotations`, so a user can tune (and distrust) servers a client injects over ACP.
+- `env_vars` names variables of the daemon's environment passed to a stdio server; they join
+  its `env` (and so count as secrets to redact when their names or values look like ones).
 - Disabled configured servers (`enabled = false`) are left out.
 - A configured server whose `bearer_token_env_var` is not set is kept, with `unavailable`
   saying why: the manager reports it `failed` with that reason instead of skipping it silently.
@@ -83,7 +85,11 @@ class McpServerSpec:
     transport: McpStdio | McpHttp
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
-    requires_approval: bool = True
+    requires_approval: bool | None = None
+    """True: every tool asks; False: none does; None: the tool annotations decide."""
+    trust_annotations: bool = True
+    """False: `readOnlyHint` is ignored (the server's tools ask unless requires_approval is
+    False)."""
     source: Literal["config", "session"] = "config"
     unavailable: str | None = None
     """Why this server cannot be started at all (reported as its `failed` reason)."""
@@ -125,10 +131,11 @@ def spec_from_config(
         server_cwd = config.cwd
         if server_cwd is not None and cwd is not None:
             server_cwd = os.path.join(cwd, os.path.expanduser(server_cwd))
+        passed = {name: env[name] for name in config.env_vars if name in env}
         transport = McpStdio(
             command=config.command,
             args=tuple(config.args),
-            env=dict(config.env),
+            env={**passed, **config.env},
             cwd=server_cwd or cwd,
         )
     else:  # the config model guarantees exactly one of command / url
@@ -139,6 +146,7 @@ def spec_from_config(
         startup_timeout_s=config.startup_timeout_s,
         tool_timeout_s=config.tool_timeout_s,
         requires_approval=config.requires_approval,
+        trust_annotations=config.trust_annotations,
         source="config",
         unavailable=unavailable,
     )
@@ -195,7 +203,7 @@ def merge_specs(
 ) -> list[McpServerSpec]:
     """Configured servers then session ones; a session server replaces a same-named one.
 
-    The replacement keeps the configured timeouts and approval setting (see module doc).
+    The replacement keeps the configured timeouts and approval settings (see module doc).
     """
     merged = {spec.name: spec for spec in configured}
     for spec in session:
@@ -208,6 +216,7 @@ def merge_specs(
                 startup_timeout_s=base.startup_timeout_s,
                 tool_timeout_s=base.tool_timeout_s,
                 requires_approval=base.requires_approval,
+                trust_annotations=base.trust_annotations,
             )
         )
     return list(merged.values())

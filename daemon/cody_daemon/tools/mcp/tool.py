@@ -6,9 +6,13 @@ Invariants:
 - The advertised parameters are the server's `inputSchema` (forced to an object schema with
   `properties`); Cody only checks that the arguments are a JSON object: the server validates.
 - The grant key is the default one: `("tool", name, canonical JSON of the arguments)`.
-- An `isError` result is a failed ToolResult with the server's text; a call that times out or
-  cannot reach the server raises ToolError naming the server (the caller does that, see
-  `McpToolCaller`). Output is capped at `MAX_OUTPUT_CHARS`.
+- Whether a call asks (`approval`): the server's `requires_approval` when set; else a tool
+  the server annotates `readOnlyHint: true` (and not `destructiveHint: true`) does not ask,
+  unless `trust_annotations = false`; every other tool asks. Permission rules still apply.
+- A result is rendered by results.py (text, images for the model, the full content for the
+  client); an `isError` result is a failed ToolResult with the server's text; a call that
+  times out or cannot reach the server raises ToolError naming the server (the caller does
+  that, see `McpToolCaller`).
 
 This module does not import the `mcp` SDK at import time (it is heavy).
 """
@@ -19,33 +23,63 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict
 
 from ...core.tooling import ToolSpec
 from ...policy.approval import Escalation
-from ..base import OWN_DEADLINE_MARGIN_S, Tool, ToolArgumentError, ToolContext, ToolResult
+from ..base import (
+    OWN_DEADLINE_MARGIN_S,
+    Progress,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolResult,
+)
+from .results import MAX_OUTPUT_CHARS, render_result
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult
+    from mcp_types import CallToolResult, ToolAnnotations
 
 __all__ = [
     "MAX_NAME_CHARS",
     "MAX_OUTPUT_CHARS",
+    "Approval",
     "McpTool",
     "McpToolArgs",
     "McpToolCaller",
-    "render_result",
+    "approval_of",
     "tool_name",
 ]
 
 MAX_NAME_CHARS = 64
-MAX_OUTPUT_CHARS = 100_000
 MAX_DESCRIPTION_CHARS = 8_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    requires_approval: bool
+    read_only: bool
+    """Trusted to only read (its annotations, believed): runs unasked like a read-only tool."""
+
+
+def approval_of(
+    requires_approval: bool | None, trust_annotations: bool, annotations: ToolAnnotations | None
+) -> Approval:
+    """Whether a server's tool asks (see the module docstring)."""
+    hinted = (
+        annotations is not None
+        and annotations.read_only_hint is True
+        and annotations.destructive_hint is not True
+    )
+    read_only = hinted and trust_annotations and requires_approval is not True
+    if requires_approval is None:
+        return Approval(requires_approval=not read_only, read_only=read_only)
+    return Approval(requires_approval=requires_approval, read_only=read_only)
 
 
 class McpToolArgs(BaseModel):
@@ -60,7 +94,14 @@ class McpToolArgs(BaseModel):
 class McpToolCaller(Protocol):
     """Calls one tool on a running server; raises ToolError (timeout, server gone, ...)."""
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult: ...
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        call_id: str | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> CallToolResult: ...
 
 
 def tool_name(server: str, tool: str, taken: set[str]) -> str:
@@ -115,9 +156,8 @@ class McpTool(Tool[McpToolArgs]):
         self._timeout_s = timeout_s
         self._timeout_setting = timeout_setting
         self.read_only = read_only
-        """The server annotates the tool read-only (`readOnlyHint`): `on-request` then runs it
-        without asking, as a call the sandbox contains. Set by whoever builds the tool from
-        the server's list (the MCP annotations work); False asks."""
+        """The server annotates the tool read-only and its annotations are trusted
+        (`approval_of`): it runs unasked, as a call the sandbox contains."""
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -163,68 +203,21 @@ class McpTool(Tool[McpToolArgs]):
         return f"{own} (or tool_timeout_s in {self._timeout_setting})"
 
     async def run(self, args: McpToolArgs, ctx: ToolContext) -> ToolResult:
-        result = await self._caller.call_tool(self.remote_name, args.arguments())
-        output, content = render_result(result)
+        result = await self._caller.call_tool(
+            self.remote_name, args.arguments(), call_id=ctx.call_id, on_progress=ctx.on_progress
+        )
+        rendered = render_result(result)
         return ToolResult(
-            output=output,
+            output=rendered.text,
             success=not result.is_error,
             raw_output={
                 "server": self.server,
                 "tool": self.remote_name,
                 "isError": result.is_error,
             },
-            content=content,
+            content=rendered.content,
+            images=rendered.images,
         )
-
-
-def render_result(result: CallToolResult) -> tuple[str, list[ToolCallContent]]:
-    """The model's text for a tool result, and what clients show (the text plus images)."""
-    from mcp_types import AudioContent as McpAudio
-    from mcp_types import EmbeddedResource, ResourceLink, TextResourceContents
-    from mcp_types import ImageContent as McpImage
-    from mcp_types import TextContent as McpText
-
-    parts: list[str] = []
-    images: list[ToolCallContent] = []
-    has_text = False
-    for block in result.content:
-        if isinstance(block, McpText):
-            has_text = True
-            parts.append(block.text)
-        elif isinstance(block, McpImage):
-            parts.append(f"[image: {block.mime_type}, {_b64_size(block.data)} bytes]")
-            images.append(
-                ContentToolCallContent(
-                    content=ImageContent(data=block.data, mime_type=block.mime_type)
-                )
-            )
-        elif isinstance(block, McpAudio):
-            parts.append(f"[audio: {block.mime_type}, {_b64_size(block.data)} bytes]")
-        elif isinstance(block, ResourceLink):
-            about = f" ({block.description})" if block.description else ""
-            parts.append(f"[resource link: {block.uri} {block.name}{about}]")
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                has_text = True
-                parts.append(f"[resource {resource.uri}]\n{resource.text}")
-            else:
-                mime = resource.mime_type or "binary"
-                parts.append(f"[resource {resource.uri}: {mime}, {_b64_size(resource.blob)} bytes]")
-    if not has_text and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
-    text = "\n".join(parts)
-    if not text:
-        text = (
-            "(the tool reported an error without a message)" if result.is_error else "(no output)"
-        )
-    if len(text) > MAX_OUTPUT_CHARS:
-        cut = len(text) - MAX_OUTPUT_CHARS
-        text = f"{text[:MAX_OUTPUT_CHARS]}\n[output cut: {cut} more characters]"
-    content: list[ToolCallContent] = []
-    if images:
-        content = [ContentToolCallContent(content=TextContent(text=text)), *images]
-    return text, content
 
 
 def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,7 +229,3 @@ def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     result["type"] = "object"
     result.setdefault("properties", {})
     return result
-
-
-def _b64_size(data: str) -> int:
-    return len(data) * 3 // 4 - data[-2:].count("=")

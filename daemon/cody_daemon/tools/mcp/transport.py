@@ -29,6 +29,7 @@ import httpx2
 from anyio.abc import Process
 from mcp.client._transport import TransportStreams
 from mcp.client.client import Client
+from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -177,8 +178,12 @@ class StdioProcess:
         except FileNotFoundError as exc:
             if spec.cwd is not None and exc.filename == spec.cwd:
                 raise McpStartError(f"its working directory {spec.cwd} does not exist") from None
-            where = "" if os.sep in spec.command else " on PATH"
-            raise McpStartError(f"command not found: {spec.command!r} (not{where})") from None
+            if os.sep in spec.command:
+                raise McpStartError(f"command not found: {spec.command} does not exist") from None
+            raise McpStartError(
+                f"command not found: {spec.command!r} is not on the daemon's PATH; give its "
+                "full path in `command`"
+            ) from None
         except PermissionError:
             raise McpStartError(
                 f"permission denied running {spec.command!r} (is it executable?)"
@@ -328,8 +333,17 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def make_client(transport: AbstractAsyncContextManager[TransportStreams]) -> Client:
-    """An SDK client over `transport`: the initialize handshake, no response cache.
+def make_client(
+    transport: AbstractAsyncContextManager[TransportStreams],
+    *,
+    list_roots: ListRootsFnT | None = None,
+    elicit: ElicitationFnT | None = None,
+    log: LoggingFnT | None = None,
+    on_message: MessageHandlerFnT | None = None,
+) -> Client:
+    """An SDK client over `transport`: the initialize handshake, no response cache, and the
+    client features Cody answers (roots, elicitation; their capabilities are declared
+    because the callbacks are given; sampling is not: servers are told it is unsupported).
 
     `mode="legacy"` (the initialize handshake) rather than the SDK's default `"auto"`, which
     first probes `server/discover` and can wait up to 10 s on a server that ignores it:
@@ -340,4 +354,8 @@ def make_client(transport: AbstractAsyncContextManager[TransportStreams]) -> Cli
         mode="legacy",
         cache=None,
         client_info=Implementation(name="cody", version=__version__),
+        list_roots_callback=list_roots,
+        elicitation_callback=elicit,
+        logging_callback=log,
+        message_handler=on_message,
     )

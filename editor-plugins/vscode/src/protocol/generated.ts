@@ -202,6 +202,11 @@ export interface CodyLogoutMeta {
   loggedOut: string[];
 }
 
+/** `CodyMcpElicitMeta` */
+export interface CodyMcpElicitMeta {
+  requestId: string | number;
+}
+
 /** What a client may add to its permission answer (docs/protocol.md "Approvals"). */
 export interface CodyPermissionAnswerMeta {
   message?: string | null;
@@ -633,6 +638,30 @@ export interface LogoutResult {
 export interface McpCapabilities {
   http?: boolean;
   sse?: boolean;
+}
+
+/** `McpElicitMeta` */
+export interface McpElicitMeta {
+  cody: CodyMcpElicitMeta;
+}
+
+/** `McpElicitParams` */
+export interface McpElicitParams {
+  _meta?: McpElicitMeta | null;
+  elicitationId?: string | null;
+  message: string;
+  mode?: "form" | "url";
+  requestedSchema?: { [key: string]: Json } | null;
+  server: string;
+  sessionId: string;
+  toolCallId?: string | null;
+  url?: string | null;
+}
+
+/** `McpElicitResult` */
+export interface McpElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: { [key: string]: string | number | boolean | string[] | null } | null;
 }
 
 /** `McpServerHttp` */
@@ -1292,6 +1321,7 @@ export const Method = {
   codyHistoryRead: "_cody/history/read",
   codyHookStatus: "_cody/hook/status",
   codyLspServers: "_cody/lsp/servers",
+  codyMcpElicit: "_cody/mcp/elicit",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
   codyPermissionsList: "_cody/permissions/list",
