@@ -44,6 +44,7 @@ __all__ = [
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
+    "CODY_SESSION_WORKTREE",
     "CODY_TOOLS_LIST",
     "EXIT",
     "FS_READ_TEXT_FILE",
@@ -282,7 +283,11 @@ SESSION_LIST = request(
     spec="acp",
 )
 SESSION_CLOSE = request(
-    "session/close", params="session:SessionIdParams", session="closes", spec="acp"
+    "session/close",
+    params="session:SessionIdParams",
+    result="subagents:CloseSessionResult",
+    session="closes",
+    spec="acp",
 )
 SESSION_DELETE = request(
     "session/delete", params="session:SessionIdParams", session="deletes", spec="acp"
@@ -389,6 +394,12 @@ CODY_CONFIG_CHECK = request(
     "_cody/config/check",
     params="session:NewSessionParams",
     result="extensions:ConfigCheckResult",
+    spec="cody",
+)
+CODY_SESSION_WORKTREE = request(
+    "_cody/session/worktree",
+    params="subagents:WorktreeParams",
+    result="subagents:WorktreeResult",
     spec="cody",
 )
 CODY_MCP_STATUS = notification(

@@ -19,6 +19,7 @@ __all__ = [
     "PromptParamsMeta",
     "PromptResult",
     "StopReason",
+    "SubagentTotals",
     "TokenUsage",
     "TurnCost",
     "TurnUsage",
@@ -94,11 +95,23 @@ class DryRunReport(WireModel):
     """What the backend cannot enforce, or how to install/log in."""
 
 
+class SubagentTotals(WireModel):
+    """What the session's child sessions (subagents) used so far: part of `usage.total` and
+    `cost.total`, shown apart."""
+
+    usage: TokenUsage
+    cost: float | None = None
+    """USD, when their models have a known price."""
+    sessions: int = 0
+
+
 class CodyPromptMeta(WireModel):
     turn_id: str
     usage: TurnUsage
     cost: TurnCost | None = None
     dry_run: DryRunReport | None = None
+    subagents: SubagentTotals | None = None
+    """Present once the session's `task` calls started child sessions."""
 
 
 class PromptMeta(WireModel):

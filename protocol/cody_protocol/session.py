@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from ._base import WireModel
 from .settings import ApprovalPolicy, Backend, Phase, ReasoningEffort, ReasoningSummary, SandboxMode
+from .subagents import WorktreeInfo
 
 __all__ = [
     "CloseSessionParams",
@@ -112,6 +113,9 @@ class CodySessionMeta(WireModel):
     ephemeral: bool = False
     """Keep no session file: it is removed when the session closes (`cody-client exec
     --ephemeral`)."""
+    worktree: bool | str | None = None
+    """Run the session in a new git worktree of its project (under Cody's data dir, on a
+    branch `cody/<name>`): `true` (a generated name) or the name. docs/subagents.md."""
 
 
 class NewSessionMeta(WireModel):
@@ -178,6 +182,10 @@ class CodySessionResultMeta(WireModel):
     project_docs: list[ProjectDoc] = Field(default_factory=list)
     """The project instructions the model is given, global file first (native sessions;
     an agent CLI reads its own)."""
+    parent_session_id: str | None = None
+    """A child session (a subagent): the session whose `task` call started it."""
+    worktree: WorktreeInfo | None = None
+    """A worktree session: where it runs (its changes: `_cody/session/worktree`)."""
 
 
 class SessionResultMeta(WireModel):
@@ -238,6 +246,8 @@ class SessionInfo(WireModel):
     cwd: str
     title: str | None = None
     updated_at: str | None = None
+    parent_session_id: str | None = None
+    """A child session (a subagent): the session whose `task` call started it."""
 
 
 class ListSessionsResult(WireModel):

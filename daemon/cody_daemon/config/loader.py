@@ -61,11 +61,13 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "backend",
     "project_doc_max_bytes",
     "project_doc_fallback_filenames",
+    "agents",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
 external agent CLI), lift the sandbox, decide where prompts and API keys are sent, or decide
 which files reach the model as instructions (a repository must not pick files to send, nor
-silence the user's global instructions)."""
+silence the user's global instructions); `agents` sets how many subagents a turn may start
+(a repository must not multiply the user's model calls)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 
@@ -119,7 +121,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "include_apply_patch_tool",
         "zsh_path",
         "approvals_reviewer",
-        "agents",
         "skills",
         "hooks",
         "plugins",

@@ -26,11 +26,13 @@ from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
 from ..tools.mcp.specs import McpServerSpec, McpSpecError, build_specs
+from ..worktrees.worktree import WORKTREES_DIR, Worktree
 from .compaction import Compaction
 from .context_items import ContextEntry
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
+from .subagents.lineage import ChildTotals, Lineage
 from .workdir import workdir_for
 
 __all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs", "offline_model_problem"]
@@ -139,8 +141,11 @@ class SessionLoader:
             check_backend_installed(settings.backend, self.deps.env)
         return cwd_path, settings, catalog
 
-    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
-        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+    def create(
+        self, cwd: str, meta: CodySessionMeta | None, header: Mapping[str, Any] | None = None
+    ) -> tuple[Session, ProviderCatalog]:
+        """A new session: config resolved for `cwd` and `meta`, file created and locked;
+        `header`: more fields of its `session_meta` line (a child's `parent`, a worktree)."""
         cwd_path, settings, catalog = self.resolve(cwd, meta)
         created = datetime.now(UTC)
         session_id = new_id()
@@ -149,6 +154,7 @@ class SessionLoader:
             handle.append(
                 "session_meta",
                 {
+                    **(header or {}),  # never over the fields below
                     "id": session_id,
                     "cwd": str(cwd_path),
                     "created": created.isoformat().replace("+00:00", "Z"),
@@ -236,6 +242,7 @@ class SessionLoader:
             tool_output_token_limit=config.tool_output_token_limit,
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
+            agents=config.agents,
         )
         return settings, catalog
 
@@ -323,5 +330,10 @@ class SessionLoader:
             context_items=[
                 entry for entry in map(ContextEntry.from_event, record.context) if entry
             ],
+            lineage=Lineage.from_record(record.header.get("parent")),
+            worktree=Worktree.from_record(
+                record.header.get("worktree"), self.deps.paths.data_dir / WORKTREES_DIR
+            ),
+            children=ChildTotals.from_record(record.children),
         )
         return session, catalog

@@ -30,6 +30,7 @@ from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.registry import ToolRegistry
+from ..worktrees.worktree import WORKTREES_DIR
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
@@ -52,10 +53,15 @@ from .settings import (
 )
 from .slash import parse_command
 from .slash_runner import run_local_command
+from .subagents.children import Subagents
+from .subagents.lineage import Lineage
 from .turn import TurnEnv, TurnRunner
 from .workdir import refuse_live_move, require_workdir
+from .worktree_sessions import WorktreeSessions
 
 if TYPE_CHECKING:
+    from cody_protocol.subagents import WorktreeInfo
+
     from ..tools.mcp import McpStatus
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
@@ -80,6 +86,10 @@ class SessionManager:
         """Turns already cancelled: a turn is cancelled once (see `_cancel_turn`)."""
         self.link: ClientLink | None = None
         """Where out-of-turn events (MCP server status) go; set by the rpc layer."""
+        self.subagents = Subagents(self)
+        """Child sessions started by `task` calls (engine/subagents/)."""
+        self.worktrees = WorktreeSessions(deps.paths.data_dir / WORKTREES_DIR, deps.env)
+        """Sessions that run in a git worktree of their own (engine/worktree_sessions.py)."""
 
     # -- creating and opening ---------------------------------------------------------------
 
@@ -90,16 +100,29 @@ class SessionManager:
         mcp_servers: Sequence[McpServer] = (),
         *,
         read_docs: bool = True,
+        lineage: Lineage | None = None,
     ) -> Session:
         """A new live session; `read_docs`: read its project instructions now (a fork copies
-        its source's instead)."""
-        session, catalog = self._loader.create(cwd, meta)
+        its source's instead); `lineage`: a child session's parent (engine/subagents/). With
+        `_meta.cody.worktree` it runs in a new git worktree of its project."""
+        place = await self.worktrees.place(cwd, meta.worktree if meta is not None else None)
+        header = {"parent": lineage.record()} if lineage is not None else {}
+        if place.worktree is not None:
+            header["worktree"] = place.worktree.record()
+        try:
+            session, catalog = self._loader.create(place.cwd, meta, header)
+        except BaseException:
+            await self.worktrees.discard(place)
+            raise
+        session.lineage, session.worktree = lineage, place.worktree
         try:
             if read_docs:
                 await self._read_project_docs(session)
+            await self.subagents.load_profiles(session)
         except BaseException:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
+            await self.worktrees.discard(place)
             raise
         return self._go_live(session, catalog, mcp_servers)
 
@@ -197,10 +220,20 @@ class SessionManager:
                 # A session from before Cody read project instructions: read them once now
                 # (appended after its history, so nothing it sent before changes).
                 await self._read_project_docs(session)
+            await self.subagents.load_profiles(session)
         except BaseException:
             session.file.close()
             raise
         return self._go_live(session, catalog, mcp_servers)
+
+    def live(self, session_id: str) -> Session | None:
+        """The live session `session_id`, or None."""
+        return self._live.get(session_id)
+
+    def lineage_of(self, session_id: str) -> Lineage | None:
+        """A live child session's parent and agent (the rpc layer names them on the wire)."""
+        session = self._live.get(session_id)
+        return session.lineage if session is not None else None
 
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
@@ -261,11 +294,13 @@ class SessionManager:
         # servers' start-up is awaited inside the turn, where a cancel also reaches it).
         task = asyncio.create_task(run)
         session.turn = task
+        self.subagents.turn_started(session, link)
         try:
             return await task
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
             self._cancel_turn(task)
+            self.subagents.cancel_children(session.id)
             await asyncio.wait({task})
             raise
         finally:
@@ -376,7 +411,7 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools,
+            tools=self.subagents.tools_for(session, self.deps.tools),
             family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
@@ -410,7 +445,10 @@ class SessionManager:
     def cancel(self, session_id: str) -> bool:
         """Cancel the running turn, if any. Unknown sessions are ignored (a notification)."""
         session = self._live.get(session_id)
-        if session is None or session.turn is None or session.turn.done():
+        if session is None:
+            return False
+        self.subagents.cancel_children(session_id)  # background ones too
+        if session.turn is None or session.turn.done():
             return False
         self._cancel_turn(session.turn)
         return True
@@ -534,7 +572,13 @@ class SessionManager:
         summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
-            SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
+            SessionInfo(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                updated_at=s.updated_at,
+                parent_session_id=s.parent_session_id,
+            )
             for s in page
         ]
         next_cursor = (
@@ -542,14 +586,17 @@ class SessionManager:
         )
         return infos, next_cursor
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str) -> WorktreeInfo | None:
         session = self.get(session_id)
-        await self._close(session)
+        return await self._close(session)
 
-    async def _close(self, session: Session) -> None:
+    async def _close(self, session: Session) -> WorktreeInfo | None:
+        """Close the session (its children first); a worktree session's worktree is kept
+        when something changed in it, else removed (what became of it is returned)."""
         if session.turn is not None and not session.turn.done():
             self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
+        await self.subagents.close_children(session)
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
@@ -558,6 +605,7 @@ class SessionManager:
             await self.deps.code.release(session.id)
         await session.file.sync()
         _close_file(session)
+        return await self.worktrees.finish(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -654,6 +702,8 @@ class SessionManager:
                 await session.file.sync()
             finally:
                 _close_file(session)
+        for session in list(self._live.values()):
+            await self.worktrees.finish(session)  # an unchanged worktree is removed
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()

@@ -22,10 +22,12 @@ from ..store.session_file import SessionFile
 from .compaction import Compaction, ContextMark
 from .context_items import ContextEntry, latest
 from .settings import SessionSettings
+from .subagents.lineage import ChildTotals, Lineage
 
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
+    from ..worktrees.worktree import Worktree
 
 __all__ = ["Session", "TurnOutcome"]
 
@@ -71,6 +73,12 @@ class Session:
     """The live agent CLI of a codex/claude session (created at its first prompt)."""
     ephemeral: bool = False
     """Its file is removed when it closes (`_meta.cody.ephemeral`)."""
+    lineage: Lineage | None = None
+    """A child session (a subagent): its parent and agent (engine/subagents/)."""
+    children: ChildTotals = field(default_factory=ChildTotals)
+    """What its child sessions used (included in `usage_total` and `cost_total_usd`)."""
+    worktree: Worktree | None = None
+    """The git worktree it runs in, made for it (worktrees/, engine/subagents/isolation.py)."""
 
     @property
     def busy(self) -> bool:

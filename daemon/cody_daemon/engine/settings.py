@@ -33,7 +33,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
-from ..config.model import LspConfig, McpServerConfig, ToolConfig
+from ..config.model import AgentsConfig, LspConfig, McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 
 __all__ = [
@@ -121,6 +121,8 @@ class SessionSettings:
     """`project_doc_max_bytes` (not persisted: read when project instructions are read)."""
     project_doc_fallbacks: tuple[str, ...] = ("CLAUDE.md",)
     """`project_doc_fallback_filenames` (not persisted)."""
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    """`[agents]`: subagent limits (not persisted)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

@@ -12,6 +12,7 @@ from typing import Any
 from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
 from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
 from cody_protocol.extensions import DiagnosticInfo, DiagnosticsNotification, McpStatusNotification
+from cody_protocol.subagents import ChildSessionMeta
 from cody_protocol.updates import (
     CodySessionInfoMeta,
     CompactionNotice,
@@ -38,6 +39,7 @@ from ..engine.events import (
     EngineEvent,
     McpStatusChanged,
     PlanChanged,
+    SubagentStarted,
     TitleChanged,
     ToolCallOpened,
     ToolCallOutput,
@@ -108,6 +110,13 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 locations=event.locations,
             ).wire()
         ]
+    if isinstance(event, SubagentStarted):
+        child = ChildSessionMeta(
+            child_session_id=event.child_session_id,
+            agent=event.agent,
+            background=event.background,
+        )
+        return [ToolCallUpdate(tool_call_id=event.call_id, meta={"cody": child.wire()}).wire()]
     if isinstance(event, ToolCallOutput):
         return [
             ToolCallUpdate(

@@ -135,6 +135,21 @@ export interface ClientCapabilities {
   terminal?: boolean;
 }
 
+/** `CloseSessionMeta` */
+export interface CloseSessionMeta {
+  cody?: CodyCloseSessionMeta | null;
+}
+
+/** `session/close`'s answer: `{}`, or what became of a worktree session's worktree. */
+export interface CloseSessionResult {
+  _meta?: CloseSessionMeta | null;
+}
+
+/** `CodyCloseSessionMeta` */
+export interface CodyCloseSessionMeta {
+  worktree?: WorktreeInfo | null;
+}
+
 /** `CodyInitializeMeta` */
 export interface CodyInitializeMeta {
   binaries?: BinaryInfo[];
@@ -165,7 +180,10 @@ export interface CodyPermissionAnswerMeta {
 
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
+  agent?: string | null;
   grantKey?: string | null;
+  parentSessionId?: string | null;
+  parentToolCallId?: string | null;
   requestId: string | number;
   sandboxed?: boolean | null;
 }
@@ -174,6 +192,7 @@ export interface CodyPermissionMeta {
 export interface CodyPromptMeta {
   cost?: TurnCost | null;
   dryRun?: DryRunReport | null;
+  subagents?: SubagentTotals | null;
   turnId: string;
   usage: TurnUsage;
 }
@@ -201,16 +220,26 @@ export interface CodySessionMeta {
   reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
   reasoningSummary?: "auto" | "concise" | "detailed" | "none" | null;
   sandboxMode?: "read-only" | "workspace-write" | "danger-full-access" | null;
+  worktree?: boolean | string | null;
 }
 
 /** `CodySessionResultMeta` */
 export interface CodySessionResultMeta {
   backend?: "native" | "codex" | "claude";
   model: string;
+  parentSessionId?: string | null;
   projectDocs?: ProjectDoc[];
   provider: string;
   sessionFile: string;
   warnings?: string[];
+  worktree?: WorktreeInfo | null;
+}
+
+/** `_meta.cody` of a child session's `session/update` (and of its permission requests). */
+export interface CodyUpdateMeta {
+  agent?: string | null;
+  parentSessionId: string;
+  parentToolCallId?: string | null;
 }
 
 /** `_cody/session/compact {sessionId}`: summarise the conversation so far now. */
@@ -779,6 +808,7 @@ export interface SessionIdParams {
 /** `SessionInfo` */
 export interface SessionInfo {
   cwd: string;
+  parentSessionId?: string | null;
   sessionId: string;
   title?: string | null;
   updatedAt?: string | null;
@@ -815,6 +845,7 @@ export interface SessionModeState {
 
 /** `SessionNotification` */
 export interface SessionNotification {
+  _meta?: UpdateMeta | null;
   sessionId: string;
   update: UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallUpdate | PlanUpdate | UsageUpdate | ConfigOptionUpdate | CurrentModeUpdate | SessionInfoUpdate | AvailableCommandsUpdate;
 }
@@ -847,6 +878,16 @@ export interface SetConfigOptionResult {
 export interface SetModeParams {
   modeId: string;
   sessionId: string;
+}
+
+/**
+ * What the session's child sessions (subagents) used so far: part of `usage.total` and
+ * `cost.total`, shown apart.
+ */
+export interface SubagentTotals {
+  cost?: number | null;
+  sessions?: number;
+  usage: TokenUsage;
 }
 
 /** `TerminalExitMeta` */
@@ -976,6 +1017,11 @@ export interface TurnUsage {
   turn: TokenUsage;
 }
 
+/** `UpdateMeta` */
+export interface UpdateMeta {
+  cody?: CodyUpdateMeta | null;
+}
+
 /** `UsageUpdate` */
 export interface UsageUpdate {
   cost?: Cost | null;
@@ -989,6 +1035,33 @@ export interface UserMessageChunk {
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+}
+
+/** `WorktreeChange` */
+export interface WorktreeChange {
+  change: "added" | "modified" | "deleted" | "renamed" | "untracked";
+  path: string;
+}
+
+/** Where a worktree session runs, and what it changed. */
+export interface WorktreeInfo {
+  base: string;
+  branch: string;
+  changes?: WorktreeChange[];
+  commits?: number;
+  kept?: boolean | null;
+  path: string;
+  projectRoot: string;
+}
+
+/** `WorktreeParams` */
+export interface WorktreeParams {
+  sessionId: string;
+}
+
+/** `WorktreeResult` */
+export interface WorktreeResult {
+  worktree?: WorktreeInfo | null;
 }
 
 /** `WriteTextFileParams` */
@@ -1028,6 +1101,7 @@ export const Method = {
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
+  codySessionWorktree: "_cody/session/worktree",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",
   exit: "exit",
