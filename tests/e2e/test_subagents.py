@@ -4,12 +4,14 @@ child's session id, whose updates carry its parent, and whose answer is the call
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-from tests.support.daemon import Daemon
+from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, Usage, text, tool_call
 from tests.support.model_inputs import tool_outputs, user_texts
+from tests.support.routed_model import Routes
 
 CHILD_PROMPT = "Find what notes.txt says and record it. CHILD-1"
 
@@ -96,3 +98,131 @@ async def test_the_explore_agent_cannot_run_a_command(
     refusal = json.loads(tool_outputs(child_requests(model, "CHILD-1")[-1])["c1"])
     assert "exec" in refusal["error"] and "not allowed" in refusal["error"]
     assert "I could not run it." in tool_outputs(model.requests[-1])["p1"]
+
+
+async def test_cancelling_the_parent_mid_child_cancels_both_and_closes_every_tool_call(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(task_call("p1"))
+    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="c1"))
+    model.unused_ok = True
+    parent = await daemon.new_session(approvalPolicy="untrusted")
+    daemon.answer("hang")  # the child waits for its approval: cancel the parent then
+    turn = asyncio.ensure_future(daemon.prompt(parent, "delegate"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+    child = daemon.permission_requests[0]["sessionId"]
+
+    daemon.conn.notify("session/cancel", {"sessionId": parent})
+    result = await asyncio.wait_for(turn, 30)
+
+    assert result["stopReason"] == "cancelled"
+    assert not (daemon.env.workspace / "never.txt").exists()
+    for session in (parent, child):
+        calls: dict[str, str] = {}
+        for update in daemon.tool_updates(session):
+            if update.get("status"):
+                calls[update["toolCallId"]] = update["status"]
+        assert calls, f"{session} had tool calls"
+        assert all(s in ("completed", "failed") for s in calls.values()), (session, calls)
+    ends = [
+        json.loads(line)["payload"]
+        for path in (daemon.env.cody_home / "sessions").rglob(f"*{child}.jsonl")
+        for line in path.read_text().splitlines()
+        if '"turn_end"' in line
+    ]
+    assert [end["stopReason"] for end in ends] == ["cancelled"]
+
+
+async def test_a_child_cannot_start_a_child_of_its_own(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(task_call("p1"))
+    model.enqueue(tool_call("task", {"description": "deeper", "prompt": "GRANDCHILD"}, call_id="c1"))
+    model.enqueue(text("I could not delegate."))
+    model.enqueue(text("ok"))
+    parent = await daemon.new_session()
+
+    await daemon.prompt(parent, "delegate")
+
+    refusal = tool_outputs(child_requests(model, "CHILD-1")[-1])["c1"]
+    assert "max_depth" in refusal and "depth 1" in refusal, refusal
+    assert not child_requests(model, "GRANDCHILD")
+    listed = await daemon.request("session/list", {})
+    assert len(listed["sessions"]) == 2, "the parent and its one child"
+
+
+async def test_background_children_past_the_concurrency_limit_are_refused_and_collected_later(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra="[agents]\nmax_concurrent = 1\n")
+    daemon = await Daemon.start(cody_env)
+    await daemon.initialize()
+    try:
+        routes = Routes(model)
+        background = {"description": "in the background", "background": True}
+        routes.add("PARENT", task_call("p1", prompt="first CHILD-A", background=True))
+        routes.add("PARENT", tool_call("task", {**background, "prompt": "CHILD-B"}, call_id="p2"))
+        routes.add("PARENT", text("started one"))
+        routes.add("CHILD-A", tool_call("exec", {"command": "echo a > a.txt"}, call_id="a1"))
+        routes.add("CHILD-A", text("child A is done"))
+        routes.install()
+        parent = await daemon.new_session(approvalPolicy="untrusted")
+        gate = asyncio.Event()
+        daemon.permission_gate = gate  # child A waits for its approval: it keeps running
+
+        first = await daemon.prompt(parent, "start two PARENT")
+
+        assert first["stopReason"] == "end_turn"
+        refusal = tool_outputs(routes.requests["PARENT"][2])["p2"]
+        assert "max_concurrent = 1" in refusal, refusal
+        assert not child_requests(model, "CHILD-B"), "the second child never started"
+        started = tool_outputs(routes.requests["PARENT"][1])["p1"]
+        child = daemon.permission_requests[0]["sessionId"]
+        assert f'taskResult {{"sessionId": "{child}"}}' in started
+
+        gate.set()
+        routes.add(
+            "PARENT",
+            tool_call("taskResult", {"sessionId": child, "waitMs": 20000}, call_id="p3"),
+        )
+        routes.add("PARENT", text("collected"))
+        await daemon.prompt(parent, "collect it PARENT")
+
+        collected = tool_outputs(routes.requests["PARENT"][-1])["p3"]
+        assert "child A is done" in collected
+        assert (daemon.env.workspace / "a.txt").read_text() == "a\n"
+        assert not routes.left()
+    finally:
+        await daemon.close()
+
+
+async def test_a_claude_code_profile_that_lists_only_read_cannot_run_a_command(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    agents = daemon.env.workspace / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads files and reports.\ntools: [readFile]\n"
+        "approval_policy: never\nsandbox_mode: danger-full-access\n---\n"
+        "You only read. READER-INSTRUCTIONS\n"
+    )
+    (daemon.env.workspace / "notes.txt").write_text("hello\n")
+    model.enqueue(task_call("p1", agent="reader"))
+    model.enqueue(tool_call("exec", {"command": "touch ran.txt"}, call_id="c1"))
+    model.enqueue(tool_call("readFile", {"filePath": "notes.txt"}, call_id="c2"))
+    model.enqueue(text("read it"))
+    model.enqueue(text("ok"))
+    parent = await daemon.new_session(approvalPolicy="untrusted")
+
+    await daemon.prompt(parent, "use the reader")
+
+    assert "reader: Reads files and reports." in json.dumps(model.requests[0].body["tools"])
+    outputs = tool_outputs(child_requests(model, "CHILD-1")[-1])
+    assert "not allowed" in json.loads(outputs["c1"])["error"]
+    assert "hello" in outputs["c2"]
+    assert not (daemon.env.workspace / "ran.txt").exists()
+    assert daemon.permission_requests == [], "readFile runs unasked, exec never gets that far"
+    first_child = child_requests(model, "CHILD-1")[0]
+    assert any("READER-INSTRUCTIONS" in t for t in user_texts(first_child))
+    child_tools = {tool["name"] for tool in first_child.body["tools"]}
+    assert "exec" not in child_tools and "readFile" in child_tools

@@ -207,7 +207,7 @@ class Subagents:
         return ToolResult(
             output=(
                 f"Started subagent `{name}` in the background (session {session.id}). "
-                f"Collect its answer with taskResult {{sessionId: {session.id!r}}}."
+                f'Collect its answer with taskResult {{"sessionId": "{session.id}"}}.'
                 + _notes(child.notes)
             ),
             raw_output=self._raw(child, background=True),
