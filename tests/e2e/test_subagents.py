@@ -36,7 +36,9 @@ async def test_a_general_child_runs_its_turn_and_its_approval_reaches_the_parent
         tool_call("exec", {"command": "echo 42 > recorded.txt"}, call_id="c2"),
         usage=Usage(input=300, output=30),
     )
-    model.enqueue(text("The notes say 42; I wrote recorded.txt."), usage=Usage(input=400, output=40))
+    model.enqueue(
+        text("The notes say 42; I wrote recorded.txt."), usage=Usage(input=400, output=40)
+    )
     model.enqueue(text("Done: the child found 42."))
     parent = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("allow_once")
@@ -45,9 +47,7 @@ async def test_a_general_child_runs_its_turn_and_its_approval_reaches_the_parent
 
     assert result["stopReason"] == "end_turn"
     assert (daemon.env.workspace / "recorded.txt").read_text() == "42\n"
-    started = [
-        u for u in daemon.tool_updates(parent, "p1") if (u.get("_meta") or {}).get("cody")
-    ]
+    started = [u for u in daemon.tool_updates(parent, "p1") if (u.get("_meta") or {}).get("cody")]
     child = started[0]["_meta"]["cody"]["childSessionId"]
     assert started[0]["_meta"]["cody"]["agent"] == "general"
     assert child != parent
@@ -137,7 +137,9 @@ async def test_a_child_cannot_start_a_child_of_its_own(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
     model.enqueue(task_call("p1"))
-    model.enqueue(tool_call("task", {"description": "deeper", "prompt": "GRANDCHILD"}, call_id="c1"))
+    model.enqueue(
+        tool_call("task", {"description": "deeper", "prompt": "GRANDCHILD"}, call_id="c1")
+    )
     model.enqueue(text("I could not delegate."))
     model.enqueue(text("ok"))
     parent = await daemon.new_session()

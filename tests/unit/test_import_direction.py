@@ -32,6 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     # Language servers: pygls' LSP client; launched in the exec sandbox (policy). The engine
     # reaches it only through its CodeServers port, which app.py fills (docs/architecture.md).
     "lsp": {"core", "config", "errors", "policy"},
+    # Git worktrees Cody makes for sessions: git run on the user's repository (its hazard
+    # check and the protected worktrees directory are policy's).
+    "worktrees": {"core", "errors", "policy"},
     "engine": {
         "core",
         "config",
@@ -43,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "tools",
         "backends",
         "history",
+        "worktrees",
     },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }
