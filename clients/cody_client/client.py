@@ -237,6 +237,7 @@ class CodyClient:
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         config: Mapping[str, Any] | None = None,
         ephemeral: bool = False,
+        worktree: bool | str | None = None,
     ) -> ClientSession:
         """`session/new`; settings not given come from the daemon's configuration.
 
@@ -244,7 +245,9 @@ class CodyClient:
         (Claude Code); the daemon's `backend` config key when not given. `config`: config
         keys for this session, shaped like `config.toml` (`{"max_tool_iterations": 5}`),
         validated as the file is; the named settings win over it. `ephemeral`: keep no
-        session file (removed when the session closes)."""
+        session file (removed when the session closes). `worktree`: run the session in a new
+        git worktree of the project (`True`, or its name; `session.meta.worktree` says where,
+        and `close()` whether it was kept)."""
         meta = {
             "provider": provider,
             "model": model,
@@ -257,6 +260,7 @@ class CodyClient:
             "backend": backend,
             "config": dict(config) if config else None,
             "ephemeral": True if ephemeral else None,
+            "worktree": worktree or None,
         }
         params: dict[str, Any] = {"cwd": absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}

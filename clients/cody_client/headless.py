@@ -81,6 +81,7 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
         if allowed
         else None,
         "backend": getattr(args, "backend", None),
+        "worktree": getattr(args, "worktree", None),
     }
 
 
