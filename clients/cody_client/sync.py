@@ -42,6 +42,7 @@ from cody_protocol.initialize import InitializeResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import DryRunReport, PromptResult
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption, SessionInfo
+from cody_protocol.subagents import WorktreeInfo
 from cody_protocol.updates import SessionUpdate
 
 from .client import ClientSession, CodyClient
@@ -125,8 +126,11 @@ class SyncSession:
     def history(self, *, include_original: bool = False) -> list[UnifiedMessage]:
         return self._owner._call(self.session.history(include_original=include_original))
 
-    def close(self) -> None:
-        self._owner._call(self.session.close())
+    def worktree(self) -> WorktreeInfo | None:
+        return self._owner._call(self.session.worktree())
+
+    def close(self) -> WorktreeInfo | None:
+        return self._owner._call(self.session.close())
 
 
 class SyncCodyClient:
