@@ -19,6 +19,7 @@ local SPECS = {
   "acp_spec",
   "escapes_spec",
   "warnings_spec",
+  "subagents_spec",
 }
 
 local filter = _G.arg and _G.arg[1]
