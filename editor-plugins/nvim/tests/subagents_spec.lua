@@ -12,10 +12,11 @@ spec.test("a child's tool calls are nested under the parent's task call, its ans
 
   h.contains(text, "▸ explore: list files [other]\n  ↳ explore · session ")
   local nested = text:find("  │ explore: ▸ List .\n", 1, true)
-  local answer = text:find("  ✓ Subagent `explore`", 1, true) or text:find("  ✓ I found 2 entries", 1, true)
+  local answer = text:find("  ✓ I found ", 1, true)
   h.truthy(nested, "the child's call is shown under the parent's:\n" .. text)
   h.truthy(answer and answer > nested, "the call's result comes after the child's activity:\n" .. text)
-  h.contains(text, "My subagent answered: I found 2 entries: alpha.txt, beta.md.")
+  h.contains(text, "My subagent answered: I found ")
+  h.contains(text, "alpha.txt, beta.md")
   h.eq(0, h.count(text, "## You\n\nlist files"), "the child's prompt is not shown as the user's")
 end)
 
