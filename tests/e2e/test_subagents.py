@@ -5,8 +5,8 @@ child's session id, whose updates carry its parent, and whose answer is the call
 from __future__ import annotations
 
 import asyncio
-import os
 import json
+import os
 from typing import Any
 
 from tests.support.daemon import CodyEnv, Daemon
