@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from typing import Any
 
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, Usage, text, tool_call
 from tests.support.model_inputs import tool_outputs, user_texts
 from tests.support.routed_model import Routes
+from tests.support.warm_daemon import WarmDaemon, short_runtime_dir, warm_env
 
 CHILD_PROMPT = "Find what notes.txt says and record it. CHILD-1"
 
@@ -295,3 +297,41 @@ async def test_a_profile_file_that_is_a_fifo_or_a_link_out_of_the_project_is_ski
     assert "from outside the project" not in described
     warnings = "\n".join(opened["_meta"]["cody"]["warnings"])
     assert "stall.md" in warnings and "outside.md" in warnings
+
+
+async def test_on_a_warm_daemon_whoever_watches_the_parent_sees_the_child_and_only_the_prompter_is_asked(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    runtime = short_runtime_dir()
+    warm_env(cody_env, runtime)
+    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "untrusted"\n')
+    warm = await WarmDaemon.start(cody_env)
+    try:
+        model.enqueue(task_call("p1"))
+        model.enqueue(tool_call("exec", {"command": "echo watched > w.txt"}, call_id="c1"))
+        model.enqueue(text("child done"))
+        model.enqueue(text("parent done"))
+        editor = await warm.client()
+        parent = await editor.new_session()
+        terminal = await warm.client()
+        await terminal.request(
+            "session/resume",
+            {"sessionId": parent, "cwd": str(cody_env.workspace), "mcpServers": []},
+        )
+        editor.answer("allow_once")
+
+        await editor.prompt(parent, "delegate")
+
+        [request] = editor.permission_requests
+        child = request["sessionId"]
+        assert terminal.permission_requests == [], "only the prompting client is asked"
+        await terminal.wait_for(lambda: any(u["sessionId"] == child for u in terminal.updates))
+        watched = [u for u in terminal.updates if u["sessionId"] == child]
+        assert any(u["update"].get("toolCallId") == "c1" for u in watched)
+        assert all(u["_meta"]["cody"]["parentSessionId"] == parent for u in watched)
+        assert (cody_env.workspace / "w.txt").read_text() == "watched\n"
+        await editor.close()
+        await terminal.close()
+    finally:
+        assert await warm.stop() == 0
+        shutil.rmtree(runtime, ignore_errors=True)
