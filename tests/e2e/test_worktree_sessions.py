@@ -251,3 +251,40 @@ async def test_a_session_file_that_claims_the_workspace_as_its_worktree_removes_
     assert closed == {}
     assert (workspace / "shared.txt").read_text() == "base\n"
     assert git(workspace, "worktree", "list").count("\n") == 1
+
+
+async def test_a_task_with_worktree_isolation_edits_its_own_worktree_and_says_where(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    workspace = daemon.env.workspace
+    make_repo(workspace)
+    model.enqueue(
+        tool_call(
+            "task",
+            {
+                "description": "edit apart",
+                "prompt": "ISOLATED change shared.txt",
+                "isolation": "worktree",
+            },
+            call_id="p1",
+        )
+    )
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "shared.txt", "content": "child\n"}, call_id="c1")
+    )
+    model.enqueue(text("changed it"))
+    model.enqueue(text("the child changed it in its worktree"))
+    parent = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(parent, "delegate an edit")
+
+    answer = tool_outputs(model.requests[-1])["p1"]
+    assert "its own git worktree" in answer and "cody/" in answer
+    final = [u for u in daemon.tool_updates(parent, "p1") if u.get("status")][-1]
+    tree = Path(final["rawOutput"]["worktree"]["path"])
+    assert (tree / "shared.txt").read_text() == "child\n"
+    assert (workspace / "shared.txt").read_text() == "base\n", "the parent's checkout is untouched"
+    await daemon.request("session/close", {"sessionId": parent})
+    assert (tree / "shared.txt").read_text() == "child\n", (
+        "closed with its parent, kept: it changed"
+    )

@@ -695,6 +695,7 @@ class SessionManager:
             self._cancel_turn(turn)
         if turns:
             await asyncio.wait(turns, timeout=5)
+        await self.subagents.stop_all()
         for session in list(self._live.values()):
             try:
                 await _stop_agent(session)

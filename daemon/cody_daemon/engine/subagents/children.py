@@ -29,7 +29,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cody_protocol.content import TextContent
+from cody_protocol.content import ContentBlock, TextContent
 
 from ...core.history import MessageItem
 from ...errors import CodyError
@@ -40,6 +40,7 @@ from ..events import AgentText, EngineEvent, SubagentStarted, ToolCallOpened, To
 from ..ports import ApprovalRequest, ClientLink
 from ..prompt_files import render
 from ..session import Session
+from ..slash import parse_command
 from ..toolcalls import error_result, text_content
 from ..usage import add_usage
 from .child_link import ChildLink
@@ -227,11 +228,16 @@ class Subagents:
             on_approval=lambda request: self._waiting(parent.id, child, request, link),
         )
         start = len(session.history)
+        blocks: list[ContentBlock] = [TextContent(text=prompt)]
+        if parse_command(blocks) is not None:
+            # The model's task text is never one of the child's slash commands (`/approvals`
+            # would change the child's settings): it is sent as a task.
+            blocks = [TextContent(text=f"Task:\n{prompt}")]
         outcome: TurnOutcome | None = None
         failure: str | None = None
         try:
             outcome = await asyncio.wait_for(
-                self._manager.prompt(session.id, [TextContent(text=prompt)], child_link),
+                self._manager.prompt(session.id, blocks, child_link),
                 parent.settings.agents.timeout_s,
             )
         except TimeoutError:
@@ -274,8 +280,15 @@ class Subagents:
                 "before it was done; what it wrote:"
             )
         answer = text or "(no answer: its last message had no text)"
+        where = ""
+        if child.session.worktree is not None:
+            worktree = child.session.worktree
+            where = (
+                f"\n\nIt worked in its own git worktree, {worktree.path}, on the branch "
+                f"{worktree.branch}: its changes are there, not in your checkout."
+            )
         return ToolResult(
-            output=f"{head}\n\n{answer}{_notes(child.notes)}",
+            output=f"{head}\n\n{answer}{where}{_notes(child.notes)}",
             raw_output=raw,
             content=text_content(answer),
         )
@@ -325,6 +338,20 @@ class Subagents:
             if child.run is not None and not child.run.done():
                 child.run.cancel()
             self._manager.cancel(child.session.id)
+
+    async def stop_all(self) -> None:
+        """The daemon is stopping: end every background child's run (their turns are
+        cancelled by the manager) before the sessions' files close."""
+        runs = [
+            child.run
+            for children in self._children.values()
+            for child in children
+            if child.run is not None and not child.run.done()
+        ]
+        for run in runs:
+            run.cancel()
+        if runs:
+            await asyncio.wait(runs, timeout=5)
 
     async def close_children(self, session: Session) -> None:
         """Close the session's children (theirs first) before the session itself."""
