@@ -50,7 +50,11 @@ async def test_a_general_child_runs_its_turn_and_its_approval_reaches_the_parent
 
     assert result["stopReason"] == "end_turn"
     assert (daemon.env.workspace / "recorded.txt").read_text() == "42\n"
-    started = [u for u in daemon.tool_updates(parent, "p1") if (u.get("_meta") or {}).get("cody")]
+    started = [
+        u
+        for u in daemon.tool_updates(parent, "p1")
+        if "childSessionId" in ((u.get("_meta") or {}).get("cody") or {})
+    ]
     child = started[0]["_meta"]["cody"]["childSessionId"]
     assert started[0]["_meta"]["cody"]["agent"] == "general"
     assert child != parent

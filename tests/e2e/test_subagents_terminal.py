@@ -50,7 +50,7 @@ async def test_a_childs_activity_shows_under_the_parents_call_and_agents_opens_i
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("ask a subagent", "Enter")
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        screen = await tmux.wait_for("choice [y/a/p/n/r/c]:")
         assert "Approval needed: [general] echo made" in screen
         tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn")
@@ -97,6 +97,7 @@ async def test_worktree_option_says_where_the_session_works_and_what_became_of_i
     try:
         screen = await tmux.wait_for("Ctrl-C interrupts a turn")
         assert "Working in a worktree:" in screen and "(branch cody/demo)" in screen
+        await tmux.prompt_ready("mock/mock-model")
         tmux.keys("C-d")
         screen = await tmux.wait_for("EXITED=0")
         assert "Worktree removed: nothing changed in it." in screen
