@@ -358,3 +358,35 @@ async def test_a_task_prompt_that_looks_like_a_slash_command_is_a_task_not_a_com
     assert any(s["sessionId"] == child["rawOutput"]["sessionId"] for s in options["sessions"])
     modes = [u for u in daemon.updates if u["update"].get("sessionUpdate") == "current_mode_update"]
     assert modes == [], "no settings changed"
+
+
+async def test_a_permission_rule_decides_a_childs_call_as_any_sessions(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url, extra='[permissions]\ndeny = ["exec(touch:*)"]\n')
+    daemon = await Daemon.start(cody_env)
+    await daemon.initialize()
+    try:
+        model.enqueue(task_call("p1"))
+        model.enqueue(tool_call("exec", {"command": "touch denied.txt"}, call_id="c1"))
+        model.enqueue(text("denied"))
+        model.enqueue(text("ok"))
+        parent = await daemon.new_session(approvalPolicy="never")
+
+        await daemon.prompt(parent, "delegate")
+
+        assert not (cody_env.workspace / "denied.txt").exists()
+        child_calls = [
+            u
+            for u in daemon.updates
+            if u["sessionId"] != parent and u["update"].get("toolCallId") == "c1"
+        ]
+        decisions = [
+            u["update"]["_meta"]["cody"]["decision"]
+            for u in child_calls
+            if "decision" in ((u["update"].get("_meta") or {}).get("cody") or {})
+        ]
+        assert decisions and decisions[-1]["by"] == "rule", child_calls
+        assert daemon.permission_requests == []
+    finally:
+        await daemon.close()
