@@ -1,6 +1,9 @@
 """Interactive chat: `cody-client [PROMPT]`.
 
-Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits.
+Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D quits. While
+a turn runs the input line stays up: Enter steers the turn, Tab queues the next prompt
+(chat_turns.py). `@path` completes a file of the workspace and sends it along; `/image PATH`
+(or a pasted image path) attaches an image to the next message (attachments.py).
 Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /agents, /compact,
 /help, /quit run here (with this terminal's own pickers and listings); /init and /review are sent to
 the daemon, which runs them as turns with its built-in prompts (the same commands it
@@ -24,9 +27,12 @@ from typing import Any
 from cody_protocol.settings import APPROVAL_POLICIES
 
 from .approvals import TerminalApprover
+from .attachments import AttachmentError, Attachments, mention_blocks, pasted_image_path
+from .chat_turns import ChatTurns
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
-from .headless import EXIT_CODES, run_turn, session_settings
-from .inert import one_line
+from .headless import EXIT_CODES, session_settings
+from .inert import one_line, prompt_screen
+from .notifications import TerminalNotifier, enable_focus_reports
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .subagents_view import ChildActivity
@@ -55,12 +61,20 @@ def unique_prefix_length(ids: list[str], shortest: int = 8) -> int:
 
 KEYS_HELP = """\
 Keys: Enter sends · Alt-Enter (or Esc then Enter) starts a new line · Ctrl-C interrupts a turn · Ctrl-C twice or Ctrl-D quits
+While a turn runs: Enter steers it (the model reads your message at its next step) · Tab queues the message as the next prompt
+@ completes a file of the workspace (sent along with the message) · /image PATH or a pasted image path attaches an image
 Approvals (one key, no Enter): y allow once · a allow for this session · n reject · r reject for this session · c cancel the turn"""
 
 
 class Chat:
     def __init__(
-        self, client: CodyClient, session: ClientSession, renderer: Renderer, cwd: str
+        self,
+        client: CodyClient,
+        session: ClientSession,
+        renderer: Renderer,
+        cwd: str,
+        *,
+        notify: bool = True,
     ) -> None:
         self.client = client
         self.session = session
@@ -69,9 +83,25 @@ class Chat:
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self.spinner = Spinner(sys.stdout) if self.interactive else None
         self._prompt_session: Any = None
-        self._interrupted = [False]
+        self.interrupted = [False]
         """Whether the last key press that mattered was a Ctrl-C (two in a row quit)."""
         self._quit = False
+        self.attachments = Attachments()
+        """Images for the next message (`/image`, a pasted path)."""
+        self.notifier = TerminalNotifier(sys.stdout, enabled=notify and self.interactive)
+        self.turns = ChatTurns(self)
+        self.completer: Any = None
+        self.focus_bindings: Any = None
+        self.approver: Any = None
+        """Asks the user about an approval (set by `run_chat`: a TerminalApprover)."""
+        if self.interactive:
+            from prompt_toolkit.key_binding import KeyBindings
+
+            from .mentions import MentionCompleter
+
+            self.completer = MentionCompleter(lambda: self.session)
+            self.focus_bindings = KeyBindings()
+            enable_focus_reports(self.focus_bindings, self.notifier)
         self.children = ChildActivity(client, renderer, self.spinner)
         """The child sessions (subagents) this chat has seen start."""
         self.children.parent_id = session.id
@@ -81,7 +111,7 @@ class Chat:
 
     # -- input ----------------------------------------------------------------------------
 
-    def _toolbar(self) -> str:
+    def toolbar(self) -> str:
         parts = [
             f"{self.session.option('provider')}/{self.session.option('model')}",
             f"approvals {self.session.option('approval_policy')}",
@@ -110,8 +140,13 @@ class Chat:
             def _newline(event: KeyPressEvent) -> None:
                 event.current_buffer.insert_text("\n")
 
+            from prompt_toolkit.key_binding import merge_key_bindings
+
             self._prompt_session = PromptSession(
-                bottom_toolbar=self._toolbar, key_bindings=bindings
+                bottom_toolbar=self.toolbar,
+                key_bindings=merge_key_bindings([bindings, self.focus_bindings]),
+                completer=self.completer,
+                complete_while_typing=True,
             )
         while True:
             if self._quit:
@@ -119,25 +154,28 @@ class Chat:
             try:
                 # handle_sigint=False: the chat's own SIGINT handler stays in place (a Ctrl-C
                 # typed before the prompt is up arrives as a signal, not as a key).
-                text: str = await self._prompt_session.prompt_async("› ", handle_sigint=False)
+                draft, self.turns.draft = self.turns.draft, ""
+                text: str = await self._prompt_session.prompt_async(
+                    "› ", handle_sigint=False, default=draft
+                )
             except KeyboardInterrupt:
-                if self._interrupted[0]:
+                if self.interrupted[0]:
                     return None  # the second Ctrl-C in a row
-                self._interrupted[:] = [True]
+                self.interrupted[:] = [True]
                 self.renderer.line("(Ctrl-C again or Ctrl-D to leave)")
                 continue
             except EOFError:
                 return None
-            self._interrupted[:] = [False]
+            self.interrupted[:] = [False]
             return text
 
     def between_turns_interrupt(self) -> None:
         """SIGINT while no turn runs (the terminal not yet in the prompt's raw mode): the
         first is a hint, the second in a row quits (also when the first cancelled a turn)."""
-        if self._interrupted[0]:
+        if self.interrupted[0]:
             self._quit = True
         else:
-            self._interrupted[:] = [True]
+            self.interrupted[:] = [True]
             self.renderer.line("(Ctrl-C again or Ctrl-D to leave)")
         app = getattr(self._prompt_session, "app", None)
         if self._quit and app is not None and app.is_running:
@@ -147,7 +185,7 @@ class Chat:
 
     def banner(self) -> None:
         style = self.renderer.style
-        self.renderer.line(style.dim(f"Cody · {self._toolbar()} · session {self.session.id}"))
+        self.renderer.line(style.dim(f"Cody · {self.toolbar()} · session {self.session.id}"))
         self.renderer.line(style.dim("Ctrl-C interrupts a turn, Ctrl-D quits, /help for help."))
 
     async def run(self, first_prompt: str | None) -> None:
@@ -156,6 +194,13 @@ class Chat:
                 asyncio.get_running_loop().add_signal_handler(
                     signal.SIGINT, self.between_turns_interrupt
                 )
+        self.notifier.start()
+        try:
+            await self._loop(first_prompt)
+        finally:
+            self.notifier.stop()
+
+    async def _loop(self, first_prompt: str | None) -> None:
         pending = first_prompt
         while True:
             text = pending if pending is not None else await self.read()
@@ -213,19 +258,33 @@ class Chat:
         return any(s.get("sessionId") == self.session.id for s in sessions)
 
     async def turn(self, text: str) -> None:
+        content = self.content_of(text)
+        if content is not None:
+            await self.turns.run(content, text)
+
+    def content_of(self, text: str) -> str | list[dict[str, Any]] | None:
+        """What a message sends: its text, the files it mentions (`@path`) and the images
+        attached. A message that is only a pasted image path attaches the image (None: it
+        goes with the next message)."""
+        pasted = pasted_image_path(text)
+        if pasted is not None:
+            self._attach(pasted)
+            return None
+        blocks = mention_blocks(text, self.cwd) + self.attachments.take()
+        return [{"type": "text", "text": text}, *blocks] if blocks else text
+
+    def _attach(self, path: str) -> None:
         try:
-            result = await run_turn(
-                self.session,
-                text,
-                self.renderer.on_update,
-                self.spinner,
-                interrupted=self._interrupted,
-                after_turn=self.between_turns_interrupt if self.interactive else None,
-            )
-        except RemoteError as exc:
-            self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
+            self.attachments.add_image(path)
+        except AttachmentError as exc:
+            self.renderer.line(self.renderer.style.red(f"error: {for_terminal(str(exc))}"))
             return
-        self.renderer.turn_finished(result, model=self.session.option("model"))
+        names = ", ".join(one_line(name) for name in self.attachments.names)
+        self.renderer.line(f"Attached {names}: sent with your next message.")
+
+    async def approve(self, request: Any) -> Any:
+        """The approval callback: asked with the turn's input line down."""
+        return await self.turns.approve(request, self.approver)
 
     # -- slash commands -------------------------------------------------------------------
 
@@ -319,6 +378,11 @@ class Chat:
 
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
+
+    async def _image(self, words: list[str]) -> None:
+        if not words:
+            raise ValueError("no path")
+        self._attach(" ".join(words))
 
     async def _leave(self, words: list[str]) -> bool:
         return False
@@ -482,6 +546,12 @@ COMMANDS: dict[str, ChatCommand] = {
         Chat._agents,
         usage_error="usage: /agents [N | ID prefix | back]",
     ),
+    "/image": ChatCommand(
+        "/image PATH",
+        "attach an image (PNG, JPEG, GIF, WebP) to your next message",
+        Chat._image,
+        usage_error="usage: /image PATH (a PNG, JPEG, GIF or WebP file)",
+    ),
     "/compact": ChatCommand(
         "/compact",
         "summarise the conversation so far to free context\n(the session file keeps everything)",
@@ -528,11 +598,24 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
         markdown=interactive and color,
     )
     cwd = args.cwd or os.getcwd()
+    # Every prompt of the chat (and the tasks that show them) draws behind the gate.
+    with prompt_screen() if interactive else contextlib.nullcontext():
+        return await _chat(args, forward_stderr, renderer, cwd, interactive)
+
+
+async def _chat(
+    args: argparse.Namespace,
+    forward_stderr: Any,
+    renderer: Renderer,
+    cwd: str,
+    interactive: bool,
+) -> int:
     try:
         async with open_daemon(
             use_socket=not args.no_daemon_socket, on_stderr=forward_stderr
         ) as client:
-            client.on_permission = TerminalApprover(renderer, "ask")
+            approver = TerminalApprover(renderer, "ask")
+            client.on_permission = approver
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
                 session = await client.load_session(
@@ -551,7 +634,9 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
                     f"Working in a worktree: {one_line(worktree.path)} "
                     f"(branch {one_line(worktree.branch)})"
                 )
-            chat = Chat(client, session, renderer, cwd)
+            chat = Chat(client, session, renderer, cwd, notify=not args.no_notify)
+            chat.approver = approver
+            client.on_permission = chat.approve
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)
     except RemoteError as exc:

@@ -11,7 +11,8 @@
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
 
 `exec` exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM), 4 a call
-was denied, 5 provider or auth error, 6 max_turn_requests.
+was denied, 5 provider or auth error, 6 max_turn_requests, 7 the answer did not validate
+against --output-schema.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ VALUE_OPTIONS = {
     "--allowed-tools",
     "--backend",
     "--add-dir",
+    "--output-schema",
+    "-i",
+    "--image",
 }
 OPTIONAL_VALUE_OPTIONS = {"--worktree"}
 """Options whose value may be left out (`--worktree [NAME]`): the next word is its value
@@ -146,13 +150,20 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     )
     _common(chat)
     chat.add_argument("--version", action="version", version=f"cody-client {__version__}")
+    chat.add_argument(
+        "--no-notify",
+        action="store_true",
+        help="no bell or desktop notification (OSC 9) when a long turn ends or an approval "
+        "waits while the window is in the background",
+    )
     chat.add_argument("prompt", nargs="*", help="a first prompt to send")
 
     exec_ = argparse.ArgumentParser(
         prog="cody-client exec",
         description="Run one turn, then exit.",
         epilog="Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM), "
-        "4 a call was denied, 5 provider or auth error, 6 max_turn_requests.",
+        "4 a call was denied, 5 provider or auth error, 6 max_turn_requests, 7 the final "
+        "answer did not validate against --output-schema (after one retry).",
     )
     _common(exec_)
     exec_.add_argument(
@@ -194,6 +205,19 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "--ephemeral",
         action="store_true",
         help="keep no session file (the session cannot be resumed afterwards)",
+    )
+    exec_.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="a JSON Schema the final answer must follow: stdout gets only the validated "
+        "answer as JSON (exit code 7 when it does not validate after one retry)",
+    )
+    exec_.add_argument(
+        "-i",
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="attach an image (PNG, JPEG, GIF, WebP) to the prompt (repeatable)",
     )
     exec_.add_argument(
         "--dry-run",

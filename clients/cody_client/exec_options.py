@@ -10,7 +10,10 @@
   with `max_turn_requests` (exit code 6).
 - The final text is the turn's last agent message: the text the model wrote after its last
   tool call (or thought). `-o FILE` writes it when the turn completed (an empty file when there
-  is none); nothing is written when the run fails before.
+  is none); nothing is written when the run fails before. With `--output-schema` it is the
+  validated answer, as one line of JSON.
+- `--output-schema FILE`: a JSON Schema (a JSON object); a file that cannot be read or is not
+  a JSON object is a usage error (exit code 2). The daemon checks that it is a schema.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from typing import Any
 from cody_protocol.content import TextContent
 from cody_protocol.updates import AgentMessageChunk, SessionUpdate
 
-__all__ = ["ConfigOverrideError", "FinalText", "config_overrides", "write_last_message"]
+__all__ = [
+    "ConfigOverrideError",
+    "FinalText",
+    "config_overrides",
+    "read_output_schema",
+    "write_last_message",
+]
 
 
 class ConfigOverrideError(ValueError):
@@ -53,6 +62,22 @@ def config_overrides(pairs: Sequence[str], max_turns: int | None = None) -> dict
             raise ConfigOverrideError(f"--max-turns {max_turns}: must be at least 1")
         table["max_tool_iterations"] = max_turns
     return table
+
+
+def read_output_schema(path: str) -> dict[str, Any]:
+    """The JSON Schema in `path` (raises ConfigOverrideError, a usage error, when it is not
+    a readable JSON object)."""
+    import json
+
+    try:
+        schema = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigOverrideError(f"--output-schema {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigOverrideError(f"--output-schema {path}: not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise ConfigOverrideError(f"--output-schema {path}: a JSON Schema is a JSON object")
+    return schema
 
 
 def _value(raw: str) -> Any:

@@ -1,11 +1,17 @@
 """`cody-client exec`: one turn, then exit; human output or `--json` event lines.
 
 Exit codes: 0 end_turn, 1 error, 2 usage, 3 cancelled (Ctrl-C, SIGTERM, SIGHUP), 4 a call
-was denied, 5 provider or auth error, 6 max_turn_requests. Approvals follow `--approve`:
+was denied, 5 provider or auth error, 6 max_turn_requests, 7 the final answer did not
+validate against `--output-schema` (after one retry). Approvals follow `--approve`:
 `allow`, `deny`, or `ask` (a terminal prompt; without a terminal it denies and says so on
 stderr). Never hangs on an approval. With `--json` the last line is always exactly one
 `turn.completed` or `error` event. CI options (`-c`, `--max-turns`, `-o`, `--ephemeral`):
 exec_options.py.
+
+`--output-schema FILE` (a JSON Schema): the daemon makes the final answer follow it
+(engine/final_answer.py); stdout then holds only the validated answer as one line of JSON
+(the turn's text goes to stderr), and `turn.completed.output` carries it with `--json`.
+`-i/--image FILE` (repeatable) attaches images to the prompt (attachments.py).
 """
 
 from __future__ import annotations
@@ -25,10 +31,17 @@ from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 
 from .approvals import ApprovalMode, TerminalApprover, automatic_answer
+from .attachments import AttachmentError, image_block
 from .client import ClientSession, RemoteError, SessionLookupError
 from .connection import ConnectionClosed
 from .daemon_command import DaemonNotFound
-from .exec_options import ConfigOverrideError, FinalText, config_overrides, write_last_message
+from .exec_options import (
+    ConfigOverrideError,
+    FinalText,
+    config_overrides,
+    read_output_schema,
+    write_last_message,
+)
 from .inert import json_document, one_line
 from .json_events import JsonEvents
 from .process import DaemonProcess
@@ -49,6 +62,7 @@ EXIT_CODES = {
     "denied": 4,
     "provider": 5,
     "max_turn_requests": 6,
+    "output_invalid": 7,
 }
 
 
@@ -57,6 +71,9 @@ def exit_code_for(result: PromptResult, denied: bool) -> int:
         return EXIT_CODES["cancelled"]
     if result.stop_reason == "max_turn_requests":
         return EXIT_CODES["max_turn_requests"]
+    output = result.meta.cody.output if result.meta is not None else None
+    if output is not None and not output.valid:
+        return EXIT_CODES["output_invalid"]
     if denied:
         return EXIT_CODES["denied"]
     return 0 if result.stop_reason == "end_turn" else EXIT_CODES["error"]
@@ -88,12 +105,13 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 async def run_turn(
     session: ClientSession,
-    prompt: str,
+    prompt: str | list[dict[str, Any]],
     on_update: Any,
     spinner: Spinner | None = None,
     *,
     interrupted: list[bool] | None = None,
     after_turn: Callable[[], None] | None = None,
+    output_schema: dict[str, Any] | None = None,
 ) -> PromptResult:
     """One prompt; the first Ctrl-C cancels the turn, a second one quits (KeyboardInterrupt).
 
@@ -111,7 +129,7 @@ async def run_turn(
         if spinner is not None and status in ("completed", "failed"):
             spinner.start()
 
-    run = session.prompt(prompt, on_update=update)
+    run = session.prompt(prompt, on_update=update, output_schema=output_schema)
     task = asyncio.ensure_future(run)
     presses = 0
 
@@ -189,9 +207,13 @@ async def run_exec(
     events = JsonEvents(sys.stdout) if json_mode else None
     problem = None if prompt.strip() else "cody-client exec: the prompt is empty"
     overrides: dict[str, Any] = {}
+    schema: dict[str, Any] | None = None
+    blocks: list[dict[str, Any]] = []
     try:
         overrides = config_overrides(args.config or [], args.max_turns)
-    except ConfigOverrideError as exc:
+        schema = read_output_schema(args.output_schema) if args.output_schema else None
+        blocks = [image_block(path) for path in args.image or []]
+    except (ConfigOverrideError, AttachmentError) as exc:
         problem = f"cody-client exec: {exc}"
     if args.resume and (overrides or args.ephemeral):
         problem = (
@@ -202,7 +224,7 @@ async def run_exec(
             await daemon.close()
         return _fail(events, problem, EXIT_CODES["usage"])
     renderer = Renderer(
-        out=sys.stderr if json_mode else sys.stdout,
+        out=sys.stderr if json_mode or schema is not None else sys.stdout,
         info=sys.stderr,
         style=Style(use_color(sys.stderr)),
         show_thoughts=not args.no_thoughts,
@@ -266,18 +288,30 @@ async def run_exec(
                 show(update)
 
             termination.turn_started(session.cancel)
-            result = await run_turn(session, prompt, on_update, spinner)
+            content = [{"type": "text", "text": prompt}, *blocks] if blocks else prompt
+            result = await run_turn(session, content, on_update, spinner, output_schema=schema)
             termination.turn_ended()
             denied = events.denied if events is not None else renderer.denied
             code = exit_code_for(result, denied)
+            output = result.meta.cody.output if result.meta is not None else None
+            answer = final.text
+            if output is not None and output.valid:
+                answer = json.dumps(output.value, ensure_ascii=False)
+                if events is None:
+                    sys.stdout.write(json_document(answer) + "\n")
+            elif output is not None and events is None:
+                sys.stderr.write(
+                    "cody-client: the final answer does not follow --output-schema "
+                    f"(after a retry): {for_terminal('; '.join(output.errors))}\n"
+                )
             if args.output_last_message:
                 try:
-                    write_last_message(args.output_last_message, final.text)
+                    write_last_message(args.output_last_message, answer)
                 except OSError as exc:  # the turn's result is still reported
                     sys.stderr.write(f"cody-client: cannot write --output-last-message: {exc}\n")
                     code = EXIT_CODES["error"]
             if events is not None:
-                events.turn_completed(result, code, final.text)
+                events.turn_completed(result, code, final.text, output)
             else:
                 renderer.turn_finished(result, model=session.option("model"))
             return code

@@ -14,8 +14,15 @@ it is. Only this module makes a `Safe`, and always around text that went through
 or `one_line()` first:
 
 - `styled(sgr, text)`: the client's own colours (an SGR code of digits and `;`);
-- `control(sequence)`: the client's own cursor controls (the spinner's `\\r`, erase line);
+- `control(sequence)`: the client's own cursor controls (the spinner's `\\r`, erase line)
+  and terminal modes (`\\x1b[?1004h`: focus reports);
+- `notification(text)`: the bell and an OSC 9 desktop notification carrying `one_line(text)`;
 - `json_document(text)`: JSON whose strings escape such characters as `\\uXXXX` (lossless).
+
+While a prompt runs during a turn (the chat's input line: Enter steers, Tab queues),
+`above_prompt(...)` points the gated streams at a writer that prints above the prompt
+(prompt_toolkit's `run_in_terminal`): the text still passes the gate first, only whole lines
+go up while the prompt is drawn, and everything is written in order.
 
 `Safe + str`, `str + Safe` and `join()` make the `str` part inert; anything else (an
 f-string, `%`, `str.join`) gives a plain `str`, which the stream makes inert whole: a renderer
@@ -35,20 +42,25 @@ Both are idempotent.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TextIO, cast
 
 __all__ = [
     "Safe",
     "TerminalStream",
+    "above_prompt",
+    "prompt_screen",
     "control",
     "guard",
     "inert",
     "install",
     "join",
     "json_document",
+    "notification",
     "one_line",
     "raw_stream",
     "styled",
@@ -64,7 +76,7 @@ _MULTI_LINE = re.compile(rf"\r\n|[{_UNSAFE}]")
 _ONE_LINE = re.compile(rf"[\t\n{_UNSAFE}]")
 _LINE_BREAKS = re.compile(r"[\t\n]")
 _SGR = re.compile(r"[0-9;]+")
-_CONTROL = re.compile(r"(?:\r|\x1b\[[0-9;]*[A-Za-z])+")
+_CONTROL = re.compile(r"(?:\r|\x1b\[\??[0-9;]*[A-Za-z])+")
 _IN_JSON = re.compile(rf"[{_UNSAFE}]")
 
 
@@ -119,10 +131,18 @@ def styled(sgr: str, text: str) -> Safe:
 
 
 def control(sequence: str) -> Safe:
-    """The client's own cursor control: carriage returns and CSI sequences only."""
+    """The client's own cursor control: carriage returns and CSI sequences only (private
+    modes such as `\x1b[?1004h` included)."""
     if _CONTROL.fullmatch(sequence) is None:
         raise ValueError(f"not a cursor control: {sequence!r}")
     return Safe(sequence)
+
+
+def notification(text: str) -> Safe:
+    """The bell, then an OSC 9 desktop notification showing `text` on one line (iTerm2,
+    kitty, WezTerm, Ghostty and Windows Terminal show it; tmux passes the bell on). `text`
+    is inert, so it cannot end the sequence early or start another."""
+    return Safe(f"\x07\x1b]9;{one_line(text)}\x07")
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -179,3 +199,102 @@ def install() -> None:
     """Put the gate in front of `sys.stdout` and `sys.stderr` (idempotent)."""
     sys.stdout = guard(sys.stdout)
     sys.stderr = guard(sys.stderr)
+
+
+class _AbovePrompt:
+    """The screen above a running prompt_toolkit prompt, written from the event loop in the
+    order written: while a prompt is up, whole lines go out through `run_in_terminal` (the
+    prompt is erased, the lines written, the prompt drawn again); otherwise everything goes
+    straight to the terminal. One task writes, so nothing overtakes anything."""
+
+    BATCH_S = 0.02
+
+    def __init__(self, raw: TextIO) -> None:
+        self._raw = raw
+        self._chunks: list[str] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    def write(self, text: str) -> int:
+        self._chunks.append(text)
+        self._wake.set()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self._raw.isatty()
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, errors...
+        return getattr(self._raw, name)
+
+    def _write_raw(self, text: str) -> None:
+        self._raw.write(text)
+        self._raw.flush()
+
+    async def _drain(self) -> None:
+        from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._closing:
+                await asyncio.sleep(self.BATCH_S)  # one redraw for a burst of writes
+            text = "".join(self._chunks)
+            self._chunks.clear()
+            app = get_app_or_none()
+            if app is not None and app.is_running and not self._closing:
+                whole, newline, rest = text.rpartition("\n")
+                if rest:
+                    self._chunks.insert(0, rest)
+                if newline:
+                    await run_in_terminal(
+                        lambda lines=whole + newline: self._write_raw(lines),  # type: ignore[misc]
+                        in_executor=False,
+                    )
+            elif text:
+                self._write_raw(text)
+            if self._closing and not self._chunks:
+                return
+
+    async def aclose(self) -> None:
+        self._closing = True
+        self._wake.set()
+        await self._task
+
+
+@asynccontextmanager
+async def above_prompt(*streams: TextIO) -> AsyncIterator[None]:
+    """For the block, the gated `streams` print above the running prompt_toolkit prompt
+    (see the module docstring); what they hold is all written when the block ends."""
+    gated = [stream for stream in streams if isinstance(stream, TerminalStream)]
+    if not gated:
+        yield
+        return
+    before = [stream.unguarded for stream in gated]
+    screen = _AbovePrompt(before[0])
+    for stream in gated:
+        stream.unguarded = cast(TextIO, screen)
+    try:
+        yield
+    finally:
+        for stream, original in zip(gated, before, strict=True):
+            stream.unguarded = original
+        await screen.aclose()
+
+
+@contextmanager
+def prompt_screen() -> Iterator[None]:
+    """For the block, prompt_toolkit draws on the terminal behind the gate (it writes its own
+    escapes and shows control characters of text as `^[`), so `above_prompt` can point the
+    gated streams at its proxy without the proxy writing back into them."""
+    from prompt_toolkit.application.current import create_app_session
+    from prompt_toolkit.output import create_output
+
+    with create_app_session(output=create_output(stdout=raw_stream(sys.stdout))):
+        yield

@@ -24,7 +24,7 @@ from cody_protocol.exec_events import (
     TurnStarted,
     UsageUpdated,
 )
-from cody_protocol.prompt import PromptResult
+from cody_protocol.prompt import PromptResult, StructuredOutput
 from cody_protocol.updates import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -138,7 +138,11 @@ class JsonEvents:
         )
 
     def turn_completed(
-        self, result: PromptResult, exit_code: int, final_text: str | None = None
+        self,
+        result: PromptResult,
+        exit_code: int,
+        final_text: str | None = None,
+        output: StructuredOutput | None = None,
     ) -> None:
         self._close_run()
         meta = result.meta.cody if result.meta is not None else None
@@ -151,6 +155,7 @@ class JsonEvents:
                 cost=meta.cost if meta else None,
                 denied=self.denied,
                 final_text=final_text,
+                output=output,
             )
         )
         self.finished = True

@@ -9,7 +9,10 @@ Invariants:
   it (at most `CANCEL_GRACE_S`), then raises `PromptTimeout` holding the daemon's answer;
 - when a callback of the caller's raises, the turn is cancelled (an approval is answered
   `cancelled`) and awaiting or iterating the prompt raises that exception once the daemon has
-  answered; the connection and the session stay usable.
+  answered; the connection and the session stay usable;
+- a queued prompt (`queue=True`) is sent at once (the daemon keeps the order) and gets the
+  session's updates only from the answer of this client's run before it on (the daemon
+  sends that answer before anything of the queued turn), so two runs never share updates.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol.extensions import CompactSessionResult
 from cody_protocol.history import UnifiedMessage
-from cody_protocol.prompt import DryRunReport, PromptResult
+from cody_protocol.prompt import DryRunReport, PromptResult, StructuredOutput
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption
 from cody_protocol.subagents import CloseSessionResult, WorktreeInfo, WorktreeResult
 from cody_protocol.updates import SessionUpdate
@@ -78,6 +81,8 @@ class ClientSession:
         *,
         on_update: UpdateCallback | None = None,
         timeout: float | None = None,
+        output_schema: dict[str, Any] | None = None,
+        queue: bool = False,
     ) -> PromptRun:
         """Run one turn. Await the result, or iterate the updates as they stream:
 
@@ -88,9 +93,22 @@ class ClientSession:
 
         `timeout` (seconds): cancel the turn when it runs longer, and raise `PromptTimeout`.
         Cancelling the awaiting task (e.g. `asyncio.wait_for`) cancels the turn too.
+        `output_schema` (a JSON Schema): the final answer must validate against it; the
+        answer is `run.output` (`result.meta.cody.output`: `valid`, `value`, `errors`).
+        `queue`: while a turn runs, wait for it instead of failing with `SessionBusy`.
         """
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
-        return PromptRun(self, blocks, on_update, timeout)
+        return PromptRun(self, blocks, on_update, timeout, output_schema=output_schema, queue=queue)
+
+    async def steer(self, prompt: str | list[dict[str, Any]]) -> str:
+        """`_cody/session/steer`: add a message to the running turn (the model reads it at
+        its next step); the turn's id. Raises `SessionBusy` (-32011) when no turn runs:
+        then send it with `prompt`."""
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
+        raw = await self.client.connection.request(
+            "_cody/session/steer", {"sessionId": self.id, "prompt": blocks}
+        )
+        return str(raw["turnId"])
 
     def cancel(self) -> None:
         """`session/cancel`: stop the running turn (its prompt then ends `cancelled`)."""
@@ -187,11 +205,20 @@ class PromptRun:
         blocks: list[dict[str, Any]],
         on_update: UpdateCallback | None,
         timeout: float | None = None,
+        *,
+        output_schema: dict[str, Any] | None = None,
+        queue: bool = False,
     ) -> None:
         self._session = session
         self._blocks = blocks
         self._on_update = on_update
         self._timeout = timeout
+        self._cody_meta: dict[str, Any] = {}
+        if output_schema is not None:
+            self._cody_meta["outputSchema"] = output_schema
+        if queue:
+            self._cody_meta["queue"] = True
+        self._request: asyncio.Future[Any] | None = None
         self._queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue()
         self._task: asyncio.Task[PromptResult] | None = None
         self._callback_error: BaseException | None = None
@@ -201,6 +228,12 @@ class PromptRun:
     def done(self) -> bool:
         """Whether the daemon has answered (then `result` holds its answer)."""
         return self._result is not None
+
+    @property
+    def output(self) -> StructuredOutput | None:
+        """With `output_schema`: the final answer (`valid`, `value`, `errors`); else None."""
+        meta = self.result.meta
+        return meta.cody.output if meta is not None else None
 
     @property
     def result(self) -> PromptResult:
@@ -215,6 +248,11 @@ class PromptRun:
             self._task = asyncio.create_task(self._run())
         return self._task
 
+    def start(self) -> None:
+        """Send the prompt now (awaiting or iterating the run does it too): a queued prompt
+        takes its place in the daemon's queue when it is sent."""
+        self._start()
+
     def fail(self, error: BaseException) -> None:
         """A callback of the caller raised: cancel the turn; the prompt raises `error` at its end."""
         if self._callback_error is None:
@@ -225,8 +263,12 @@ class PromptRun:
         session = self._session
         client = session.client
         await session.settled()
+        earlier = client._runs.get(session.id) if self._cody_meta.get("queue") else None
+        gate = earlier._request if earlier is not None else None
 
         def deliver(update: SessionUpdate) -> None:
+            if gate is not None and not gate.done():
+                return  # the earlier run's turn: not ours (see the module docstring)
             self._queue.put_nowait(update)
             if self._on_update is not None:
                 try:
@@ -236,12 +278,15 @@ class PromptRun:
 
         listeners = client._listeners.setdefault(session.id, [])
         listeners.append(deliver)
-        client._runs[session.id] = self
-        request = asyncio.ensure_future(
-            client.connection.request(
-                "session/prompt", {"sessionId": session.id, "prompt": self._blocks}
-            )
-        )
+        params: dict[str, Any] = {"sessionId": session.id, "prompt": self._blocks}
+        if self._cody_meta:
+            params["_meta"] = {"cody": self._cody_meta}
+        request = asyncio.ensure_future(client.connection.request("session/prompt", params))
+        self._request = request
+        if gate is None:
+            client._runs[session.id] = self
+        else:
+            gate.add_done_callback(lambda _: client._runs.__setitem__(session.id, self))
         timed_out = False
         try:
             try:

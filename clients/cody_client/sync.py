@@ -93,14 +93,23 @@ class SyncSession:
         *,
         on_update: UpdateCallback | None = None,
         timeout: float | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> PromptResult:
         """Run one turn and return the daemon's answer (`PromptTimeout` after `timeout`
-        seconds: the turn is cancelled in the daemon)."""
+        seconds: the turn is cancelled in the daemon). With `output_schema` the validated
+        answer is `result.meta.cody.output`."""
 
         async def run() -> PromptResult:
-            return await self.session.prompt(prompt, on_update=on_update, timeout=timeout)
+            return await self.session.prompt(
+                prompt, on_update=on_update, timeout=timeout, output_schema=output_schema
+            )
 
         return self._owner._call(run())
+
+    def steer(self, prompt: str | list[dict[str, Any]]) -> str:
+        """Add a message to the running turn (from any thread); its id. `SessionBusy` when
+        no turn runs."""
+        return self._owner._call(self.session.steer(prompt))
 
     def cancel(self) -> None:
         """`session/cancel` (from any thread): the running prompt ends `cancelled`."""

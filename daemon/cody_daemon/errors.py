@@ -5,6 +5,7 @@
     ├── InvalidParams           -> -32602  (params or configuration; carries ParamIssues)
     ├── NotFound                -> -32002  (unknown session, missing session file)
     ├── SessionBusy             -> -32011  (a turn is running, or another daemon holds the file)
+    │   └── NoTurnRunning       -> -32011  (a steer with no turn to join: send a prompt instead)
     ├── AuthRequired            -> -32000  (no credentials at all for the chosen provider)
     ├── StorageError            -> -32603  (a session file could not be written: disk full, ...)
     └── ProviderError           -> -32010  (a model call failed: kind, retryable, status)
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "Issue",
+    "NoTurnRunning",
     "NotFound",
     "ProviderError",
     "SessionBusy",
@@ -81,6 +83,11 @@ class NotFound(CodyError):
 
 class SessionBusy(CodyError):
     pass
+
+
+class NoTurnRunning(SessionBusy):
+    """`_cody/session/steer` found no turn to join (the contract's -32011: the client then
+    sends the message as a prompt)."""
 
 
 class StorageError(CodyError):

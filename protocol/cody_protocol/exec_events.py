@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from ._base import WireModel
-from .prompt import StopReason, TurnCost, TurnUsage
+from .prompt import StopReason, StructuredOutput, TurnCost, TurnUsage
 from .updates import PlanEntry, ToolCallStatus, ToolKind
 
 __all__ = [
@@ -121,8 +121,11 @@ class TurnCompleted(WireModel):
     denied: bool = False
     """A tool call of this turn was denied (exit code 4 when nothing else failed)."""
     final_text: str | None = None
-    """The turn's last agent message (what `--output-last-message` writes); None: the model
-    wrote no text after its last tool call."""
+    """The turn's last agent message; None: the model wrote no text after its last tool
+    call."""
+    output: StructuredOutput | None = None
+    """With `--output-schema`: the final answer (`valid`, the parsed `value`, `errors`);
+    exit code 7 when it is not valid."""
 
 
 class ErrorEvent(WireModel):

@@ -22,6 +22,8 @@ __all__ = [
     "LanguageServerInfo",
     "LanguageServersParams",
     "LanguageServersResult",
+    "FileSearchParams",
+    "FileSearchResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -260,3 +262,21 @@ class ConfigCheckResult(WireModel):
     files: list[ConfigFileInfo]
     warnings: list[str] = Field(default_factory=list)
     error: RpcError | None = None
+
+
+class FileSearchParams(WireModel):
+    """`_cody/files/search`: files of a session's workspace whose path fuzzily matches `query`
+    (what the model's `fileSearch` finds: ignore rules apply, `.git` is skipped), for a
+    client's `@path` completion."""
+
+    session_id: str
+    query: str = ""
+    """Characters of the path in order (`fsrch` for `file_search.py`); empty: any file."""
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+class FileSearchResult(WireModel):
+    paths: list[str]
+    """Relative to the session's directory, `/`-separated, best match first."""
+    more: bool = False
+    """More files matched than `limit`."""

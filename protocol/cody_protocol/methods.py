@@ -35,6 +35,7 @@ __all__ = [
     "CODY_AGENTS_LIST",
     "CODY_CONFIG_CHECK",
     "CODY_DIAGNOSTICS",
+    "CODY_FILES_SEARCH",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
@@ -47,6 +48,7 @@ __all__ = [
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
     "CODY_SESSION_WORKTREE",
+    "CODY_SESSION_STEER",
     "CODY_TOOLS_LIST",
     "EXIT",
     "FS_READ_TEXT_FILE",
@@ -357,6 +359,20 @@ CODY_SESSION_COMPACT = request(
     params="extensions:CompactSessionParams",
     result="extensions:CompactSessionResult",
     session="runs",
+    spec="cody",
+)
+CODY_SESSION_STEER = request(
+    "_cody/session/steer",
+    params="prompt:SteerParams",
+    result="prompt:SteerResult",
+    session="runs",
+    spec="cody",
+)
+"""Join the running turn (the caller is attached, so it sees the turn it steers)."""
+CODY_FILES_SEARCH = request(
+    "_cody/files/search",
+    params="extensions:FileSearchParams",
+    result="extensions:FileSearchResult",
     spec="cody",
 )
 CODY_TOOLS_LIST = request(

@@ -18,8 +18,11 @@ __all__ = [
     "PromptParams",
     "PromptParamsMeta",
     "PromptResult",
+    "SteerParams",
+    "SteerResult",
     "StopReason",
     "SubagentTotals",
+    "StructuredOutput",
     "TokenUsage",
     "TurnCost",
     "TurnUsage",
@@ -31,6 +34,14 @@ StopReason = Literal["end_turn", "cancelled", "max_turn_requests", "max_tokens",
 class CodyPromptParamsMeta(WireModel):
     dry_run: bool = False
     """Answer with what the turn would run (`_meta.cody.dryRun` of the result); run nothing."""
+    queue: bool = False
+    """While a turn runs in the session, wait for it (and the prompts queued before this one)
+    and then run, instead of answering -32011. `session/cancel` answers every queued prompt
+    `{stopReason: "cancelled"}`."""
+    output_schema: dict[str, Any] | None = None
+    """A JSON Schema the turn's final answer must validate against (`cody-client exec
+    --output-schema`): the model is asked for it through the API's structured output, or a
+    final `respond` tool; the result's `_meta.cody.output` says whether it did."""
 
 
 class PromptParamsMeta(WireModel):
@@ -105,6 +116,22 @@ class SubagentTotals(WireModel):
     sessions: int = 0
 
 
+class StructuredOutput(WireModel):
+    """The final answer of a turn run with `_meta.cody.outputSchema`."""
+
+    valid: bool
+    """It parsed as JSON and validated against the schema (after at most one retry)."""
+    value: Any = None
+    """The parsed answer when `valid` (any JSON value, `null` included)."""
+    text: str | None = None
+    """The model's final answer as it wrote it (the `respond` tool's arguments when the tool
+    was used); None when it gave none."""
+    errors: list[str] = Field(default_factory=list)
+    """Why the last answer did not validate (JSON errors, schema violations with their path)."""
+    via: Literal["response_format", "tool"] = "response_format"
+    """How the schema reached the model: the API's structured output, or the `respond` tool."""
+
+
 class CodyPromptMeta(WireModel):
     turn_id: str
     usage: TurnUsage
@@ -112,6 +139,8 @@ class CodyPromptMeta(WireModel):
     dry_run: DryRunReport | None = None
     subagents: SubagentTotals | None = None
     """Present once the session's `task` calls started child sessions."""
+    output: StructuredOutput | None = None
+    """With `_meta.cody.outputSchema`: the validated answer (or why it is not one)."""
 
 
 class PromptMeta(WireModel):
@@ -127,3 +156,15 @@ class PromptResult(WireModel):
 
 class CancelParams(WireModel):
     session_id: str
+
+
+class SteerParams(WireModel):
+    """`_cody/session/steer`: add a user message to the running turn (docs/protocol.md)."""
+
+    session_id: str
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class SteerResult(WireModel):
+    turn_id: str
+    """The running turn the message joined."""

@@ -16,6 +16,7 @@ __all__ = [
     "AgentMessageChunk",
     "AgentThoughtChunk",
     "CodySessionInfoMeta",
+    "CodyUserMessageMeta",
     "CompactionNotice",
     "ConfigOptionUpdate",
     "Cost",
@@ -35,10 +36,21 @@ __all__ = [
     "ToolKind",
     "UsageUpdate",
     "UserMessageChunk",
+    "UserMessageMeta",
 ]
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class CodyUserMessageMeta(WireModel):
+    steered: bool | None = None
+    """The message joined a running turn (`_cody/session/steer`): it is shown where the model
+    first saw it, between the turn's tool calls."""
+
+
+class UserMessageMeta(WireModel):
+    cody: CodyUserMessageMeta | None = None
 
 
 class UserMessageChunk(WireModel):
@@ -46,6 +58,7 @@ class UserMessageChunk(WireModel):
     content: ContentBlock
     message_id: str | None = None
     """ACP `messageId`: the same for every chunk of one message (Cody's history item id)."""
+    meta: UserMessageMeta | None = Field(default=None, alias="_meta")
 
 
 class AgentMessageChunk(WireModel):

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import mock_responses
 from tests.support.backend_agents import offline_backends_env
+from tests.support.talk_model import serve_talk_model
 
 pytestmark = pytest.mark.e2e
 
@@ -50,8 +51,15 @@ def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
     env["NVIM"] = nvim
     env["CODY_DAEMON_CMD"] = f"{sys.executable} -m cody_daemon"
-    with offline_backends_env(tmp_path, _one_text_turn) as daemon_env:
+    with (
+        offline_backends_env(tmp_path, _one_text_turn) as daemon_env,
+        serve_talk_model() as (
+            _,
+            talk_config,
+        ),
+    ):
         env["CODY_TEST_BACKEND_ENV"] = json.dumps(daemon_env)
+        env["CODY_TEST_TALK_CONFIG"] = talk_config  # talk_spec.lua: steering, queueing, files
         result = subprocess.run(
             ["bash", str(RUN_SH)],
             cwd=REPO,
@@ -66,6 +74,7 @@ def test_nvim_plugin_suite_passes(tmp_path: Path) -> None:
     assert result.returncode == 0, f"run.sh exited {result.returncode}\n{output}"
     assert " passed, 0 failed" in result.stdout, output
     assert "ok   backends_spec: :CodyBackend runs a turn" in result.stdout, output
+    assert "ok   talk_spec: a message sent while a turn runs steers it" in result.stdout, output
     assert "(skipped" not in result.stdout, output
 
 

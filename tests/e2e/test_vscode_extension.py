@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.talk_model import serve_talk_model
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,6 +66,10 @@ def test_vscode_extension_checks_and_tests_pass() -> None:
     if not (EXTENSION / "node_modules").is_dir():
         _run(npm, ["ci", "--no-audit", "--no-fund"], env, timeout=420)
     _run(npm, ["run", "check"], env, timeout=240)
-    output = _run(npm, ["test"], env, timeout=420)
+    with serve_talk_model() as (_, talk_config):
+        env["CODY_TEST_TALK_CONFIG"] = talk_config  # talk.test.ts: steering, queueing, files
+        output = _run(npm, ["test"], env, timeout=420)
     assert "# fail 0" in output, output
     assert "# pass 0\n" not in output, f"no test ran\n{output}"
+    assert "# skipped 0" in output, f"a test was skipped\n{output}"
+    assert "ok 1 - a message sent while a turn runs steers it" in output, output

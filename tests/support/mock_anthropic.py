@@ -44,7 +44,11 @@ Refusals the real API makes (checked before the script is consumed), per model:
   400 (the effort page does not list them; the message text here is not confirmed);
 - a `budget_tokens` not below `max_tokens`, or below 1,024, is a 400
   (https://platform.claude.com/docs/en/build-with-claude/extended-thinking);
-- `tool_use` / `tool_result` blocks without `tools` are a 400.
+- `tool_use` / `tool_result` blocks without `tools` are a 400;
+- a `tool_choice` that forces a tool (`any`, `tool`) while `thinking` is on is a 400 "Thinking
+  may not be enabled when tool_choice forces tool use."
+  (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, "Extended thinking
+  with tool use": only `auto` and `none` are supported).
 
 `Usage.input` counts ALL input tokens, as in the other mocks; the mock sends
 `input_tokens = input - cached - cache_write`, `cache_read_input_tokens = cached` and
@@ -305,6 +309,18 @@ class MockAnthropicServer(MockResponsesServer):
                 )
             elif budget >= int(body.get("max_tokens") or 0):
                 message = "`max_tokens` must be greater than `thinking.budget_tokens`."
+        choice = body.get("tool_choice")
+        if (
+            message is None
+            and kind
+            and isinstance(choice, dict)
+            and choice.get("type")
+            in (
+                "any",
+                "tool",
+            )
+        ):
+            message = "Thinking may not be enabled when tool_choice forces tool use."
         if message is None:
             message = _image_too_large(body.get("messages"))
         if (

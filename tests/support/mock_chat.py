@@ -76,6 +76,7 @@ from .mock_responses import (
     no_terminal,
     reasoning,
     refusal,
+    strict_format_refusal,
     text,
     tool_call,
 )
@@ -235,6 +236,14 @@ class MockChatServer(MockResponsesServer):
         messages = body.get("messages")
         if not isinstance(messages, list):
             return None
+        response_format = body.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            strict = strict_format_refusal(
+                {"type": "json_schema", **(response_format.get("json_schema") or {})},
+                "response_format",
+            )
+            if strict is not None:
+                return strict
         if str(body.get("model")) in self.text_only_models:
             for where, _ in _image_parts(messages):
                 error = {

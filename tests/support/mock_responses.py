@@ -48,6 +48,13 @@ real servers refuse before doing any work:
   proxy's body `{"error": {"message", "type": "None", "param": "None", "code": "400"}}`
   (`ProxyException` in litellm/proxy/_types.py; `param` is the string "None"). Seen in the
   wild as github.com/BerriAI/litellm/issues/19225 (prompt_cache_key sent to Bedrock).
+- a structured output format sent with `strict: true` whose schema breaks OpenAI's strict
+  rules (an object without `additionalProperties: false`, or not listing every property in
+  `required`) gets the 400 "Invalid schema for response_format '<name>': In context=(...),
+  'additionalProperties' is required to be supplied and to be false." (code
+  `invalid_json_schema`; https://platform.openai.com/docs/guides/structured-outputs
+  "Supported schemas"; `strict_schema_problem`). The Chat mock applies it to
+  `response_format` too.
 `srv.fail_for(seconds, status)` answers every request with that 5xx until the time is up (a
 burst of server errors, as the providers' own 5xx/529 incidents).
 """
@@ -82,6 +89,7 @@ __all__ = [
     "no_terminal",
     "reasoning",
     "refusal",
+    "strict_schema_problem",
     "text",
     "tool_call",
 ]
@@ -399,6 +407,56 @@ def _input_image_parts(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
     return found
 
 
+def strict_schema_problem(schema: Any, context: tuple[str, ...] = ()) -> str | None:
+    """What OpenAI's strict structured output refuses in `schema` (first problem), or None."""
+    if isinstance(schema, list):
+        for item in schema:
+            problem = strict_schema_problem(item, context)
+            if problem:
+                return problem
+        return None
+    if not isinstance(schema, dict):
+        return None
+    kinds = schema.get("type")
+    is_object = kinds == "object" or (isinstance(kinds, list) and "object" in kinds)
+    where = f"In context=({', '.join(repr(c) for c in context)}{',' if len(context) == 1 else ''})"
+    if is_object or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            return f"{where}, 'additionalProperties' is required to be supplied and to be false."
+        missing = [
+            key
+            for key in schema.get("properties") or {}
+            if key not in (schema.get("required") or [])
+        ]
+        if missing:
+            return (
+                f"{where}, 'required' is required to be supplied and to be an array including "
+                f"every key in properties. Missing '{missing[0]}'."
+            )
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            for name, sub in value.items():
+                problem = strict_schema_problem(sub, (*context, key, name))
+                if problem:
+                    return problem
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems"):
+            problem = strict_schema_problem(value, (*context, key))
+            if problem:
+                return problem
+    return None
+
+
+def strict_format_refusal(fmt: Any, param: str) -> Refusal | None:
+    """OpenAI's 400 for a strict `json_schema` format whose schema strict mode refuses."""
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or not fmt.get("strict"):
+        return None
+    problem = strict_schema_problem(fmt.get("schema"))
+    if problem is None:
+        return None
+    message = f"Invalid schema for response_format '{fmt.get('name')}': {problem}"
+    return Refusal(400, _error_body(message, "invalid_request_error", "invalid_json_schema", param))
+
+
 def input_images(request: RecordedRequest) -> list[str]:
     """The `image_url` of every `input_image` the request sent, in order."""
     body = request.body if isinstance(request.body, dict) else {}
@@ -624,6 +682,10 @@ class MockResponsesServer(LoopbackServer):
                         f"{where}.image_url",
                     ),
                 )
+        text_format = body.get("text") if isinstance(body.get("text"), dict) else {}
+        strict = strict_format_refusal(text_format.get("format"), "text.format.schema")
+        if strict is not None:
+            return strict
         reasoning = body.get("reasoning")
         if not isinstance(reasoning, dict):
             return None

@@ -65,14 +65,16 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "project_doc_fallback_filenames",
     "permissions",
     "sandbox_workspace_write",
+    "notify",
     "agents",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
-external agent CLI), lift the sandbox or the approvals (`permissions` rules, network and
-writable roots), decide where prompts and API keys are sent, decide which files reach the
-model as instructions (a repository must not pick files to send, nor silence the user's
-global instructions), or set how many subagents a turn may start (`agents`: a repository must
-not multiply the user's model calls)."""
+external agent CLI, `notify` a program of the daemon's own, outside the sandbox), lift the
+sandbox or the approvals (`permissions` rules, network and writable roots), decide where
+prompts and API keys are sent, decide which files reach the model as instructions (a
+repository must not pick files to send, nor silence the user's global instructions), or set
+how many subagents a turn may start (`agents`: a repository must not multiply the user's model
+calls)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
@@ -92,7 +94,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "personality",
         "model_personality",
         "shell_environment_policy",
-        "notify",
         "instructions",
         "developer_instructions",
         "base_instructions",

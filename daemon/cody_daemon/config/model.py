@@ -416,6 +416,10 @@ class CodyConfig(_ConfigModel):
     """`[projects."<root>"]`: per-project rules (the user file only; `allow_project` writes
     here)."""
     sandbox_workspace_write: SandboxWorkspaceWrite = Field(default_factory=SandboxWorkspaceWrite)
+    notify: list[str] = Field(default_factory=list)
+    """A program (and its arguments) the daemon runs, detached, when a turn ends or an approval
+    waits, with a JSON payload as its last argument (Codex's key and payload;
+    engine/notify.py). Only the user's config or a trusted project's may set it."""
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
@@ -441,6 +445,15 @@ class CodyConfig(_ConfigModel):
                     '"{name}" is not a file name (no directories: e.g. "CLAUDE.md")',
                     {"name": name},
                 )
+        return value
+
+    @field_validator("notify")
+    @classmethod
+    def _notify_program(cls, value: list[str]) -> list[str]:
+        if value and (not value[0].strip() or "\0" in "".join(value)):
+            raise PydanticCustomError(
+                "notify", 'the first entry is the program to run (e.g. ["notify-send", "Cody"])'
+            )
         return value
 
     @field_validator("trusted_projects")

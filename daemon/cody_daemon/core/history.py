@@ -76,6 +76,8 @@ class MessageItem(_Item):
     """A user message's ACP content blocks as the client sent them, when they were more than
     plain text (resources, links); `session/load` replays them as sent. Never sent to a model
     (it sees `content`); absent in older files."""
+    steered: bool | None = None
+    """A user message that joined a running turn (`_cody/session/steer`); absent otherwise."""
 
     @property
     def text(self) -> str:

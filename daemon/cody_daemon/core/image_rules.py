@@ -16,6 +16,9 @@ turn, so each path applies these rules before an image enters:
 A prompt that breaks a rule is refused (-32602, nothing stored); an imported or loaded image
 that breaks one is replaced by a short note in its message (`admit_history_images`), so the
 rest of the conversation loads and nothing unchecked is ever sent.
+
+The limits and accepted types are cody_protocol/images.py's (clients check attachments
+against the same ones), re-exported here.
 """
 
 from __future__ import annotations
@@ -23,7 +26,16 @@ from __future__ import annotations
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+
+from cody_protocol.images import (
+    IMAGE_TYPES,
+    MAX_IMAGE_BYTES,
+    MESSAGE_MAX_IMAGE_BYTES,
+    MESSAGE_MAX_IMAGES,
+    SESSION_MAX_IMAGE_BYTES,
+    SESSION_MAX_IMAGES,
+    image_type,
+)
 
 from .history import HistoryItem, ImagePart, MessageItem, TextPart
 
@@ -42,30 +54,6 @@ __all__ = [
     "left_out",
     "tally_history",
 ]
-
-IMAGE_TYPES: Final = ("image/png", "image/jpeg", "image/gif", "image/webp")
-"""The image types all three APIs accept."""
-MAX_IMAGE_BYTES: Final = 20 * 1024 * 1024
-"""OpenAI's limit per image (decoded bytes)."""
-MESSAGE_MAX_IMAGES: Final = 20
-"""Images in one prompt (a user message)."""
-MESSAGE_MAX_IMAGE_BYTES: Final = 20 * 1024 * 1024
-"""Decoded bytes of all images of one prompt: one image of the largest size, or several
-smaller ones (its session-file line stays under the readers' line limits)."""
-SESSION_MAX_IMAGES: Final = 100
-"""Images in one session's history: Anthropic's Messages API takes at most 100 per request,
-and every turn sends the whole history."""
-SESSION_MAX_IMAGE_BYTES: Final = 24 * 1024 * 1024
-"""Decoded bytes of all images of a session (32 MiB of base64, sent on every turn: under
-OpenAI's 50 MB request limit with room for the conversation's text)."""
-
-
-def image_type(mime_type: str) -> str | None:
-    """The normalised type (`image/jpg` is `image/jpeg`), or None when it is not accepted."""
-    mime = mime_type.strip().lower()
-    if mime == "image/jpg":
-        mime = "image/jpeg"
-    return mime if mime in IMAGE_TYPES else None
 
 
 def decoded_size(data: str) -> int | None:

@@ -1,6 +1,6 @@
 """Context items: what Cody tells the model besides the system prompt, kept in the session.
 
-Three kinds, each a message the model receives between the history items:
+Four kinds, each a message the model receives between the history items:
 - `project_docs`: the project instructions (engine/project_docs.py), a user message, read
   when the session is created (or, for a session from before Cody read them, when it is
   first opened again) and never re-read: resume and fork send the same text;
@@ -9,7 +9,9 @@ Three kinds, each a message the model receives between the history items:
   the last one sent (the first turn, a changed sandbox or approval policy);
 - `agent`: a child session's role and its agent profile's instructions
   (engine/subagents/), a user message (a profile may come from a cloned repository), recorded
-  when the child is created.
+  when the child is created;
+- `answer_check`: a user message telling the model why its final answer did not validate
+  against the turn's output schema (engine/final_answer.py), after that answer.
 
 Invariants:
 - an item, once sent, is never changed or moved while the history it follows is sent
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ContextEntry",
     "ContextKind",
+    "answer_check_entry",
     "latest",
     "agent_entry",
     "project_docs_entry",
@@ -49,8 +52,8 @@ __all__ = [
     "splice",
 ]
 
-ContextKind = Literal["project_docs", "session_context", "agent"]
-_KINDS: tuple[ContextKind, ...] = ("project_docs", "session_context", "agent")
+ContextKind = Literal["project_docs", "session_context", "agent", "answer_check"]
+_KINDS: tuple[ContextKind, ...] = ("project_docs", "session_context", "agent", "answer_check")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +152,11 @@ def session_context_entry(history: Sequence[HistoryItem], key: str, text: str) -
 def agent_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:
     """A child session's role and agent instructions, after `history`'s end."""
     return ContextEntry(kind="agent", after=_anchor(history), item=_message("user", text))
+
+
+def answer_check_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:
+    """Why the answer at the end of `history` did not validate, and what to do."""
+    return ContextEntry(kind="answer_check", after=_anchor(history), item=_message("user", text))
 
 
 def record(session: Session, entry: ContextEntry) -> None:

@@ -54,12 +54,16 @@ class AgentThought:
 
 @dataclass(frozen=True, slots=True)
 class UserText:
-    """A user message (sent only when replaying a session on `session/load`)."""
+    """A user message: replayed on `session/load`, and sent live when a steered message
+    joins the running turn."""
 
     text: str
     message_id: str | None = None
     blocks: tuple[dict[str, Any], ...] = ()
     """The ACP content blocks as the client sent them (then sent instead of `text`)."""
+    steered: bool = False
+    """The message joined a running turn (`_cody/session/steer`): sent live when the turn
+    takes it, and on replay."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +75,7 @@ class UserImage:
     mime_type: str
     message_id: str | None = None
     """The message it belongs to (its text chunks carry the same id)."""
+    steered: bool = False
 
 
 @dataclass(frozen=True, slots=True)

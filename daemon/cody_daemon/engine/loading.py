@@ -301,6 +301,7 @@ class SessionLoader:
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
             agents=config.agents,
+            notify=tuple(config.notify),
         )
         return settings, catalog
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
@@ -25,6 +25,7 @@ from ..errors import AuthRequired, InvalidParams, Issue, NotFound, ProviderError
 from ..policy.allowlist import allowed_tools
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
+from ..providers.base import takes_output_schema
 from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
@@ -36,9 +37,11 @@ from .compaction import CompactionFailed, CompactionResult, compact_session
 from .context_items import ContextEntry, project_docs_entry, record
 from .deps import EngineDeps
 from .events import ConfigChanged, McpStatusChanged
+from .final_answer import FinalAnswer, check_schema
 from .images import prompt_images, refuse_audio, refuse_images_for_backend, takes_images
 from .instructions import base_request, prompt_family
 from .loading import SessionLoader, mcp_specs, offline_model_problem
+from .notify import Notifier, NotifyingLink
 from .ports import ClientLink
 from .project_docs import ProjectDocs, global_candidates, read_project_docs
 from .replay import client_content, prompt_to_text, replay_events
@@ -53,6 +56,7 @@ from .settings import (
 )
 from .slash import parse_command
 from .slash_runner import run_local_command
+from .steer_requests import dropped_outcome, join_turn
 from .subagents.children import Subagents
 from .subagents.lineage import Lineage
 from .turn import TurnEnv, TurnRunner
@@ -63,6 +67,7 @@ if TYPE_CHECKING:
     from cody_protocol.subagents import WorktreeInfo
 
     from ..tools.mcp import McpStatus
+    from .backend_turn import BackendTurnRunner
 
 __all__ = ["LIST_PAGE_SIZE", "PROVIDER_OPTION", "SessionManager"]
 
@@ -90,6 +95,8 @@ class SessionManager:
         """Child sessions started by `task` calls (engine/subagents/)."""
         self.worktrees = WorktreeSessions(deps.paths.data_dir / WORKTREES_DIR, deps.env)
         """Sessions that run in a git worktree of their own (engine/worktree_sessions.py)."""
+        self.notifier = Notifier()
+        """Runs the user's `notify` program (engine/notify.py)."""
 
     # -- creating and opening ---------------------------------------------------------------
 
@@ -247,11 +254,40 @@ class SessionManager:
     # -- turns ------------------------------------------------------------------------------
 
     async def prompt(
-        self, session_id: str, blocks: list[ContentBlock], link: ClientLink
+        self,
+        session_id: str,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        *,
+        queue: bool = False,
+        output_schema: dict[str, Any] | None = None,
     ) -> TurnOutcome:
+        """Run one turn. `queue`: while a turn runs (or prompts wait), wait for them instead of
+        raising SessionBusy (engine/steering.py); `output_schema`: the final answer must
+        validate against it (engine/final_answer.py)."""
         session = self.get(session_id)
-        if session.busy:
-            raise SessionBusy(f"Session {session_id} is already running a turn; wait or cancel it.")
+        if output_schema is not None:
+            check_schema(output_schema)
+        if session.busy or session.queue:
+            if not queue:
+                raise SessionBusy(
+                    f"Session {session_id} is already running a turn; wait, cancel it, or "
+                    "queue the prompt (_meta.cody.queue)."
+                )
+            if await session.queue.wait() == "cancelled":
+                return dropped_outcome(session)
+        try:
+            return await self._prompt(session, blocks, link, output_schema)
+        finally:
+            session.queue.release_soon()  # the next queued prompt, after this answer
+
+    async def _prompt(
+        self,
+        session: Session,
+        blocks: list[ContentBlock],
+        link: ClientLink,
+        output_schema: dict[str, Any] | None,
+    ) -> TurnOutcome:
         refuse_audio(blocks)
         command = parse_command(blocks)  # `/compact`, `/init`...: engine/slash.py
         if command is not None:
@@ -260,14 +296,26 @@ class SessionManager:
             blocks = command.turn_prompt()
         require_workdir(session.id, session.cwd)  # a turn needs its directory
         text = prompt_to_text(blocks)
-        run: Coroutine[Any, Any, TurnOutcome]
+        secrets = self._secrets(session)
+        notifying = (
+            NotifyingLink(link, self.notifier, session, secrets)
+            if session.settings.notify
+            else None
+        )
+        link = notifying or link
+        runner: TurnRunner | BackendTurnRunner
         if session.settings.backend != "native":
             from .agents import agent_for
             from .backend_guard import BackendGuard
             from .backend_turn import BackendTurnRunner
 
+            if output_schema is not None:
+                raise InvalidParams(
+                    f"An output schema needs a native session; session {session.id} runs on "
+                    f"the {session.settings.backend} backend.",
+                    [Issue(key="_meta.cody.outputSchema", message="native sessions only")],
+                )
             refuse_images_for_backend(blocks, session.settings.backend)
-            secrets = self._secrets(session)
             guard = BackendGuard(
                 secrets=secrets,
                 read_only_tools=frozenset(
@@ -276,7 +324,7 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(
+            runner = BackendTurnRunner(
                 session,
                 agent,
                 link,
@@ -284,7 +332,8 @@ class SessionManager:
                 guard,
                 rules_file=self.deps.paths.config_file,
                 refresh_rules=lambda: self.refresh_rules(session),
-            ).run(text)
+            )
+            run = runner.run(text)
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -297,17 +346,29 @@ class SessionManager:
             )
             if session.mcp is not None:
                 env.extra_tools = session.mcp.session_tools
-            run = TurnRunner(session, env).run(text, images, client_content(blocks))
+            if output_schema is not None:
+                env.final_answer = FinalAnswer(
+                    output_schema, structured_output=takes_output_schema(env.provider)
+                )
+            runner = TurnRunner(session, env)
+            run = runner.run(text, images, client_content(blocks))
+        if notifying is not None:
+            notifying.turn_id = runner.state.turn_id
+        start = len(session.history)
         # Claim the session before any await: a second prompt must see it busy (the MCP
         # servers' start-up and the rules are awaited inside the turn, where a cancel also
         # reaches them).
         task = asyncio.create_task(run)
         session.turn = task
         self.subagents.turn_started(session, link)
+        stop = "error"
         try:
-            return await task
+            outcome = await task
+            stop = outcome.stop_reason
+            return outcome
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
+            stop = "cancelled"
             self._cancel_turn(task)
             self.subagents.cancel_children(session.id)
             await asyncio.wait({task})
@@ -315,6 +376,18 @@ class SessionManager:
         finally:
             if session.turn is task:
                 session.turn = None
+            if notifying is not None:
+                turn_items = session.history[start:]
+                self.notifier.turn_complete(
+                    session, runner.state.turn_id, stop, turn_items, secrets
+                )
+
+    def steer(self, session_id: str, blocks: list[ContentBlock]) -> str:
+        """`_cody/session/steer`: add `blocks` to the running turn (engine/steering.py); the
+        turn's id. NoTurnRunning (-32011) when no native turn runs."""
+        session = self.get(session_id)
+        wire_api = self._catalogs[session.id].get(session.settings.provider).wire_api
+        return join_turn(session, blocks, wire_api)
 
     def reload_rules(self, session: Session) -> None:
         """Re-read the session's permission rules (blocking: see `refresh_rules`). A config
@@ -339,7 +412,7 @@ class SessionManager:
         is nothing to summarise. Takes the session's turn slot (SessionBusy while a turn
         runs); `session/cancel` cancels it and nothing changes."""
         session = self.get(session_id)
-        if session.busy:
+        if session.busy or session.queue:
             raise SessionBusy(f"Session {session_id} is running a turn; wait or cancel it.")
         require_workdir(session.id, session.cwd)
         if session.settings.backend != "native":
@@ -474,13 +547,15 @@ class SessionManager:
         return allowed_tools(settings.allowed_tools, settings.phase)
 
     def cancel(self, session_id: str) -> bool:
-        """Cancel the running turn, if any. Unknown sessions are ignored (a notification)."""
+        """Cancel the running turn, if any, and answer every queued prompt `cancelled`.
+        Unknown sessions are ignored (a notification)."""
         session = self._live.get(session_id)
         if session is None:
             return False
         self.subagents.cancel_children(session_id)  # background ones too
+        dropped = session.queue.cancel_all()
         if session.turn is None or session.turn.done():
-            return False
+            return dropped > 0
         self._cancel_turn(session.turn)
         return True
 
@@ -624,6 +699,7 @@ class SessionManager:
     async def _close(self, session: Session) -> WorktreeInfo | None:
         """Close the session (its children first); a worktree session's worktree is kept
         when something changed in it, else removed (what became of it is returned)."""
+        session.queue.cancel_all()
         if session.turn is not None and not session.turn.done():
             self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
@@ -721,6 +797,8 @@ class SessionManager:
     # -- shutdown ---------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
+        for session in self._live.values():
+            session.queue.cancel_all()
         turns = [s.turn for s in self._live.values() if s.turn is not None and not s.turn.done()]
         for turn in turns:
             self._cancel_turn(turn)
@@ -737,6 +815,7 @@ class SessionManager:
         for session in list(self._live.values()):
             await self.worktrees.finish(session)  # an unchanged worktree is removed
         self._live.clear()
+        await self.notifier.aclose()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
         if self.deps.code is not None:

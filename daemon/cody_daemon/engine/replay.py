@@ -71,11 +71,15 @@ def replay_events(
             message_id = item.id + id_suffix
             if item.role == "user":
                 blocks = tuple(item.client_content or ())
+                steered = bool(item.steered)
                 if item.text or not item.images or blocks:
-                    yield UserText(item.text, message_id=message_id, blocks=blocks)
+                    yield UserText(item.text, message_id=message_id, blocks=blocks, steered=steered)
                 for image in item.images:
                     yield UserImage(
-                        data=image.data, mime_type=image.mime_type, message_id=message_id
+                        data=image.data,
+                        mime_type=image.mime_type,
+                        message_id=message_id,
+                        steered=steered,
                     )
             elif item.role == "assistant" and item.text:
                 yield AgentText(item.text, message_id=message_id)

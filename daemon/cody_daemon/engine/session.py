@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cody_protocol.prompt import TokenUsage
+from cody_protocol.prompt import StructuredOutput, TokenUsage
 
 from ..core.history import HistoryItem
 from ..errors import StorageError
@@ -22,6 +22,7 @@ from ..store.session_file import SessionFile
 from .compaction import Compaction, ContextMark
 from .context_items import ContextEntry, latest
 from .settings import SessionSettings
+from .steering import PromptQueue, SteerInbox
 from .subagents.lineage import ChildTotals, Lineage
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class TurnOutcome:
     total: TokenUsage
     cost: tuple[float, float, float] | None = None
     """(last call, this turn, session total) in USD, when the model has a known price."""
+    output: StructuredOutput | None = None
+    """The final answer of a turn run with an output schema (engine/final_answer.py)."""
 
 
 @dataclass(kw_only=True, eq=False)
@@ -57,6 +60,10 @@ class Session:
     title: str | None = None
     turn: asyncio.Task[Any] | None = None
     """The running turn (or `/compact`): one at a time."""
+    steering: SteerInbox | None = None
+    """The running native turn's inbox for `_cody/session/steer` (engine/steering.py)."""
+    queue: PromptQueue = field(default_factory=PromptQueue)
+    """Prompts sent with `_meta.cody.queue`, waiting for the running turn."""
     mcp: McpSessionManager | None = None
     """The session's MCP servers (None when it has none)."""
     mcp_warmup: asyncio.Task[object] | None = None

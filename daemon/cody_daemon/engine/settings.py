@@ -144,6 +144,9 @@ class SessionSettings:
     """`project_doc_fallback_filenames` (not persisted)."""
     agents: AgentsConfig = field(default_factory=AgentsConfig)
     """`[agents]`: subagent limits (not persisted)."""
+    notify: tuple[str, ...] = ()
+    """`notify`: the program run when a turn ends or an approval waits (not persisted;
+    engine/notify.py)."""
 
     def persisted(self) -> dict[str, Any]:
         """The settings written to the session file, keyed like config.toml."""

@@ -116,6 +116,11 @@ class StreamedItem:
         """The history item's id once it started (the `messageId` of its chunks)."""
         return self._item.id if self._item is not None else None
 
+    @property
+    def text(self) -> str:
+        """Everything streamed into the item so far."""
+        return "".join(self._written) + "".join(self._pending)
+
     def add(self, text: str) -> None:
         self._cadence.raise_failure()
         if not text:

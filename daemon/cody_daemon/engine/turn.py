@@ -10,7 +10,12 @@ Invariants:
 - cancellation (task cancel, or `cancelled` chosen in an approval) keeps the partial
   assistant text and answers `cancelled`; provider errors propagate after cleanup;
 - every event of the turn is handed to the link before `run` returns (then the prompt is
-  answered); nothing is emitted for the turn afterwards.
+  answered); nothing is emitted for the turn afterwards;
+- messages steered into the turn (engine/steering.py) are taken before each model call, and
+  end a model call that streams with no tool call yet; the inbox closes when the turn
+  decides to end, and what it still holds then is recorded before the turn ends;
+- with an output schema (engine/final_answer.py) the turn ends once the final answer
+  validated, or failed twice.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
-from cody_protocol.prompt import TokenUsage
+from cody_protocol.prompt import StructuredOutput, TokenUsage
 from cody_protocol.updates import ToolCallLocation
 
 from ..core.history import (
@@ -53,6 +58,7 @@ from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .compaction import ContextKeeper
+from .context_items import answer_check_entry, record
 from .diagnostics import EditChecks
 from .edited_input import edited_note
 from .editor_files import editor_files_for
@@ -67,13 +73,17 @@ from .events import (
     ToolCallOutputEnd,
     ToolCallProgress,
     UsageChanged,
+    UserImage,
+    UserText,
 )
+from .final_answer import AnswerStep, FinalAnswer
 from .images import without_images
 from .instructions import PromptFamily, base_request
 from .ports import ClientLink, CodeServers
 from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
+from .steering import STEERED, SteerInbox, steered_message, until_steered
 from .streamed import SegmentCadence, StreamedItem
 from .time_limit import run_with_time_limit
 from .toolcalls import (
@@ -121,6 +131,8 @@ class TurnEnv:
     """Re-reads the session's permission rules (after `allow_project` saved one)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
+    final_answer: FinalAnswer | None = None
+    """The output schema the final answer must validate against (engine/final_answer.py)."""
     code: CodeServers | None = None
     """The language servers: diagnostics after edits (engine/diagnostics.py)."""
 
@@ -175,6 +187,9 @@ class TurnRunner:
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
+        self.inbox = SteerInbox(self.state.turn_id)
+        self._last_text = ""
+        """The text the latest model call wrote (the final answer, when it asked for no tool)."""
         self._checks = EditChecks(
             env.code,
             session,
@@ -221,6 +236,7 @@ class TurnRunner:
             self._emit(TitleChanged(title))
         stop = "end_turn"
         failure: BaseException | None = None
+        session.steering = self.inbox
         try:
             stop = await self._loop()
         except asyncio.CancelledError:
@@ -232,7 +248,12 @@ class TurnRunner:
             stop = "cancelled"
         except BaseException as exc:
             failure = exc
+        self.inbox.close()
+        if session.steering is self.inbox:
+            session.steering = None
         self._close_open_calls("cancelled" if failure is None else "the turn failed")
+        with contextlib.suppress(StorageError):  # the turn already fails with it
+            self._take_steers()  # accepted but not taken: kept for the next turn
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)
@@ -249,6 +270,15 @@ class TurnRunner:
                 if self.env.price is not None
                 else None
             ),
+            output=self._output(stop),
+        )
+
+    def _output(self, stop: str) -> StructuredOutput | None:
+        answer = self.env.final_answer
+        if answer is None or answer.output is not None:
+            return answer.output if answer is not None else None
+        return StructuredOutput(
+            valid=False, errors=[f"no final answer: the turn ended ({stop})"], via=answer.via
         )
 
     # -- the loop -------------------------------------------------------------------------
@@ -267,9 +297,13 @@ class TurnRunner:
             emit=self._emit,
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
+        answer = self.env.final_answer
         for _ in range(settings.max_tool_iterations):
+            self._take_steers()
             self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
             template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
+            if answer is not None:
+                template = answer.shape(template)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -279,11 +313,54 @@ class TurnRunner:
                     raise
                 history = self._readable(keeper.view())
                 calls, end = await self._model_call(replace(template, history=history))
+            if answer is not None and end != STEERED:
+                step = await answer.after_call(calls, self._last_text, self.inbox.pending)
+                if step is not None:
+                    if await self._finish_answer(step):
+                        self.inbox.close()
+                        return "end_turn"
+                    continue
             if not calls:
+                if end == STEERED or self.inbox.pending:
+                    continue  # the model answers the steered message next
+                self.inbox.close()  # the turn ends here: a later steer is refused, not lost
                 return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(end, "end_turn")
             await self._run_calls(calls)
         logger.info("turn stopped after %d model calls", settings.max_tool_iterations)
         return "max_turn_requests"
+
+    # -- steering and the final answer ------------------------------------------------------
+
+    def _take_steers(self) -> None:
+        """Add the steered messages that arrived to the history (file first), and show them."""
+        for steer in self.inbox.take():
+            item = steered_message(steer)
+            self.session.file.append("response_item", item.payload())
+            self.session.history.append(item)
+            blocks = tuple(steer.client_content or ())
+            if steer.text or not steer.images or blocks:
+                self._emit(UserText(steer.text, item.id, blocks=blocks, steered=True))
+            for image in steer.images:
+                self._emit(
+                    UserImage(
+                        data=image.data, mime_type=image.mime_type, message_id=item.id, steered=True
+                    )
+                )
+
+    async def _finish_answer(self, step: AnswerStep) -> bool:
+        """Carry out what the final answer's check decided; True when the turn ends."""
+        for call, result in step.respond:
+            info = describe_call(self._offered, call.name, call.arguments)
+            self._open(call, replace(info, title="Final answer", kind="other", error=None))
+            self._finish_call(call.call_id, result)
+        for call in step.skipped:
+            self._open(call, describe_call(self._offered, call.name, call.arguments))
+            self._finish_call(call.call_id, error_result("not run: the turn ended"))
+        if step.run:
+            await self._run_calls(step.run)
+        if step.note is not None:
+            record(self.session, answer_check_entry(self.session.history, step.note))
+        return step.done
 
     def _readable(self, history: Sequence[HistoryItem]) -> list[HistoryItem]:
         """What the model can read: a text-only model gets a note in place of each image."""
@@ -313,19 +390,21 @@ class TurnRunner:
             )
             return item
 
-        thought = new_thought()
+        thoughts = [new_thought()]
         calls: list[ToolCallRequested] = []
-        end = "end_turn"
-        usage: UsageReport | None = None
-        try:
+        usage: list[UsageReport] = []
+
+        async def consume() -> str:
+            end = "end_turn"
             async with contextlib.aclosing(self.env.provider.stream(request)) as stream:
                 async for event in stream:
                     await self.env.link.wait_writable()  # back-pressure from a slow client
                     if isinstance(event, TextDelta):
                         message.add(event.text)
                     elif isinstance(event, ReasoningDelta):
-                        thought.add(event.text)
+                        thoughts[-1].add(event.text)
                     elif isinstance(event, ReasoningDone):
+                        thought = thoughts[-1]
                         if not thought.started and event.item.text:
                             thought.add(event.item.text)
                         thought.set_opaque(
@@ -336,23 +415,28 @@ class TurnRunner:
                         )
                         # One reasoning item per block: each carries its own signature.
                         thought.finish()
-                        thought = new_thought()
+                        thoughts.append(new_thought())
                     elif isinstance(event, ToolCallRequested):
                         calls.append(event)
                     elif isinstance(event, UsageReport):
-                        usage = event
+                        usage.append(event)
                     elif isinstance(event, StreamEnd):
                         end = event.stop
+            return end
+
+        try:
+            end = await until_steered(asyncio.ensure_future(consume()), self.inbox, calls)
         finally:
-            thought.finish()
+            thoughts[-1].finish()
             message.finish()
+            self._last_text = message.text
         for call in calls:
             item = FunctionCallItem(call_id=call.call_id, name=call.name, arguments=call.arguments)
             session.history.append(item)
             session.file.append("response_item", item.payload())
-        if usage is not None:
-            self._record_usage(usage)
-            self._keeper.mark(usage)
+        if usage:
+            self._record_usage(usage[-1])
+            self._keeper.mark(usage[-1])
         return calls, end
 
     def _record_usage(self, report: UsageReport, *, meter: bool = True) -> None:
@@ -378,22 +462,26 @@ class TurnRunner:
             for c in calls
         ]
         for call, info in zip(calls, described, strict=True):
-            self.state.open_calls[call.call_id] = _OpenCall(
-                call.call_id, call.name, info.title, info.kind, info.locations
-            )
-            live = info.error is None and info.tool is not None and info.tool.live_output
-            self._emit(
-                ToolCallOpened(
-                    call_id=call.call_id,
-                    title=info.title,
-                    kind=info.kind,
-                    raw_input=info.raw_input,
-                    live_cwd=str(self.session.cwd) if live else None,
-                    locations=info.locations or None,
-                )
-            )
+            self._open(call, info)
         for call, info in zip(calls, described, strict=True):
             await self._run_call(call, info)
+
+    def _open(self, call: ToolCallRequested, info: DescribedCall) -> None:
+        """The call is open: shown to the client as pending, to be finished (`_finish_call`)."""
+        self.state.open_calls[call.call_id] = _OpenCall(
+            call.call_id, call.name, info.title, info.kind, info.locations
+        )
+        live = info.error is None and info.tool is not None and info.tool.live_output
+        self._emit(
+            ToolCallOpened(
+                call_id=call.call_id,
+                title=info.title,
+                kind=info.kind,
+                raw_input=info.raw_input,
+                live_cwd=str(self.session.cwd) if live else None,
+                locations=info.locations or None,
+            )
+        )
 
     async def _run_call(self, call: ToolCallRequested, info: DescribedCall) -> None:
         if info.error is not None or info.tool is None or info.args is None:

@@ -170,9 +170,14 @@ class AnthropicMessagesProvider(HttpProvider):
                 for t in request.tools
             ]
         body["max_tokens"] = max_tokens
-        body.update(
-            thinking_params(caps, request.reasoning_effort, max_tokens, request.reasoning_summary)
+        thinking = thinking_params(
+            caps, request.reasoning_effort, max_tokens, request.reasoning_summary
         )
+        body.update(thinking)
+        if request.tool_choice is not None and request.tools and "thinking" not in thinking:
+            # The API refuses a forced tool while thinking is on ("Thinking may not be enabled
+            # when tool_choice forces tool use"): then the model is only asked to use it.
+            body["tool_choice"] = {"type": "tool", "name": request.tool_choice}
         body["stream"] = True
         return body
 

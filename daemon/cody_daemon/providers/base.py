@@ -11,9 +11,9 @@ Providers never touch the session, the client or the file system.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from cody_protocol.settings import ReasoningEffort, ReasoningSummary
 
@@ -22,6 +22,7 @@ from ..core.tooling import ToolSpec
 from ..errors import ProviderError
 
 __all__ = [
+    "OUTPUT_SCHEMA_NAME",
     "ModelEvent",
     "ModelProvider",
     "ModelRequest",
@@ -34,6 +35,7 @@ __all__ = [
     "ToolCallRequested",
     "ToolSpec",
     "UsageReport",
+    "takes_output_schema",
 ]
 
 
@@ -52,6 +54,23 @@ class ModelRequest:
     reasoning_summary: ReasoningSummary | None = None
     """None: not configured (no summaries on API keys; see `openai_responses`)."""
     max_output_tokens: int | None = None
+    output_schema: Mapping[str, Any] | None = None
+    """The JSON Schema the answer text must follow, sent as the API's structured output; only
+    given to a provider whose `structured_output` is true (engine/final_answer.py)."""
+    output_strict: bool = False
+    """Ask the API to enforce `output_schema` strictly (only for schemas that allow it)."""
+    tool_choice: str | None = None
+    """The tool the model must call in this request (None: the model chooses)."""
+
+
+OUTPUT_SCHEMA_NAME = "cody_output"
+"""The `name` of a structured output format (`^[a-zA-Z0-9_-]{1,64}$`, as OpenAI requires)."""
+
+
+def takes_output_schema(provider: object) -> bool:
+    """Whether `provider` sends `ModelRequest.output_schema` as its API's structured output
+    (a class attribute `structured_output = True`); others get a `respond` tool instead."""
+    return bool(getattr(provider, "structured_output", False))
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ from ..core.history import (
     SummaryPart,
 )
 from .base import (
+    OUTPUT_SCHEMA_NAME,
     ModelEvent,
     ModelRequest,
     ProviderError,
@@ -76,6 +77,9 @@ _NO_OUTPUT = "No output was recorded for this tool call."
 
 class OpenAIChatProvider(HttpProvider):
     """A `ModelProvider` for Chat Completions; one instance per configured provider id."""
+
+    structured_output = True
+    """`ModelRequest.output_schema` is sent as `response_format` (a `json_schema` format)."""
 
     def __init__(self, **options: Unpack[HttpOptions]) -> None:
         super().__init__(
@@ -110,8 +114,22 @@ class OpenAIChatProvider(HttpProvider):
                 for t in request.tools
             ]
             body["tools"] = [{"type": "function", "function": f} for f in functions]
-            body["tool_choice"] = "auto"
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": request.tool_choice}}
+                if request.tool_choice is not None
+                else "auto"
+            )
             body["parallel_tool_calls"] = True
+        if request.output_schema is not None:
+            # https://platform.openai.com/docs/guides/structured-outputs (Chat: response_format)
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": OUTPUT_SCHEMA_NAME,
+                    "schema": dict(request.output_schema),
+                    "strict": request.output_strict,
+                },
+            }
         if request.max_output_tokens is not None:
             body["max_completion_tokens"] = request.max_output_tokens
         configured = request.reasoning_effort

@@ -59,6 +59,7 @@ from ..core.history import (
 )
 from .auth import ApiKeyAuth, NoAuth
 from .base import (
+    OUTPUT_SCHEMA_NAME,
     ModelEvent,
     ModelRequest,
     ProviderError,
@@ -92,6 +93,9 @@ class OpenAIResponsesProvider(HttpProvider):
     `auth` supplies the credentials; `api_key` is a shortcut for `ApiKeyAuth(api_key)` (used
     only when `auth` is None); with neither, requests carry no credentials.
     """
+
+    structured_output = True
+    """`ModelRequest.output_schema` is sent as `text.format` (a `json_schema` format)."""
 
     def __init__(
         self,
@@ -139,6 +143,18 @@ class OpenAIResponsesProvider(HttpProvider):
             "store": False,
             "stream": True,
         }
+        if request.tool_choice is not None:
+            body["tool_choice"] = {"type": "function", "name": request.tool_choice}
+        if request.output_schema is not None:
+            # https://platform.openai.com/docs/guides/structured-outputs (Responses: text.format)
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": OUTPUT_SCHEMA_NAME,
+                    "schema": dict(request.output_schema),
+                    "strict": request.output_strict,
+                }
+            }
         if self._prompt_cache_key:
             body["prompt_cache_key"] = request.session_id
         for name in self.refused & body.keys():

@@ -272,7 +272,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         )
 
         parsed = parse(PromptParams, params)
-        if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
+        cody = parsed.meta.cody if parsed.meta is not None else None
+        if cody is not None and cody.dry_run:
             report = await app.manager.dry_run(parsed.session_id, parsed.prompt)
             zero = TokenUsage()
             return PromptResult(
@@ -285,7 +286,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                     )
                 ),
             )
-        outcome = await app.manager.prompt(parsed.session_id, parsed.prompt, app.link)
+        outcome = await app.manager.prompt(
+            parsed.session_id,
+            parsed.prompt,
+            app.link,
+            queue=cody is not None and cody.queue,
+            output_schema=cody.output_schema if cody is not None else None,
+        )
         children = _children_totals(app, parsed.session_id)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
@@ -300,6 +307,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                         else None
                     ),
                     subagents=children,
+                    output=outcome.output,
                 )
             ),
         )
@@ -461,13 +469,16 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .history_handlers import history_handlers  # _cody/history/*
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
     from .permission_handlers import permission_handlers  # _cody/permissions/*
+    from .turn_handlers import turn_handlers  # _cody/session/steer, _cody/files/search
 
     history = history_handlers(app)
     config = config_handlers(app)
     lsp = lsp_handlers(app)
     permissions = permission_handlers(app)
-    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions])
+    turn = turn_handlers(app)
+    handlers = {**table, **history, **config, **lsp, **permissions, **turn}
+    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions, *turn])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in {**table, **history, **config, **lsp, **permissions}.items():
+    for name, fn in handlers.items():
         server.feature(name)(_guard(name, fn))

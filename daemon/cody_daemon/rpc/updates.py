@@ -27,6 +27,7 @@ from cody_protocol.updates import (
     ToolCallUpdate,
     UsageUpdate,
     UserMessageChunk,
+    UserMessageMeta,
 )
 from cody_protocol.updates import Cost as WireCost
 
@@ -54,6 +55,7 @@ from ..engine.events import (
 
 __all__ = [
     "APPENDED_OUTPUT_META",
+    "STEERED_META",
     "chunk_update",
     "decision_meta",
     "diagnostics_params",
@@ -75,6 +77,10 @@ def decision_meta(decision: CallDecision | None) -> dict[str, Any] | None:
     return {"cody": {"decision": wire.wire()}}
 
 
+STEERED_META = {"cody": {"steered": True}}
+"""`_meta` of the chunks of a user message that joined a running turn."""
+
+
 def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
     update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
     if message_id is not None:
@@ -91,11 +97,17 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [chunk_update("agent_thought_chunk", event.text, event.message_id)]
     if isinstance(event, UserText):
         if event.blocks:
-            return [_block_update(block, event.message_id) for block in event.blocks]
-        return [chunk_update("user_message_chunk", event.text, event.message_id)]
+            updates = [_block_update(block, event.message_id) for block in event.blocks]
+        else:
+            updates = [chunk_update("user_message_chunk", event.text, event.message_id)]
+        if event.steered:
+            for update in updates:
+                update["_meta"] = STEERED_META
+        return updates
     if isinstance(event, UserImage):
         image = ImageContent(data=event.data, mime_type=event.mime_type)
-        return [UserMessageChunk(content=image, message_id=event.message_id).wire()]
+        steered = UserMessageMeta.model_validate(STEERED_META) if event.steered else None
+        return [UserMessageChunk(content=image, message_id=event.message_id, meta=steered).wire()]
     if isinstance(event, ToolCallOpened):
         return [
             ToolCallStart(

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from .base import Tool, ToolContext, ToolError, ToolResult, location
 from .ripgrep import rg_error, running_rg
 
-__all__ = ["FileSearchArgs", "FileSearchTool", "rank", "score"]
+__all__ = ["FileSearchArgs", "FileSearchTool", "rank", "score", "search_paths"]
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
@@ -133,6 +133,19 @@ class FileSearchTool(Tool[FileSearchArgs]):
 
 def _shown(path: str) -> str:
     return os.fsencode(path).decode("utf-8", errors="replace")
+
+
+async def search_paths(cwd: Path, query: str, limit: int) -> tuple[list[str], bool]:
+    """The best `limit` paths for `query` among the tool's candidates (`_cody/files/search`:
+    a client's `@path` completion), and whether more matched. An empty query lists the
+    files nearest the top first. Raises ToolError when the files cannot be listed."""
+    paths, _ = await _candidates(cwd, include_ignored=False)
+    terms = query.split()
+    if terms:
+        ranked = [path for _, path in await asyncio.to_thread(rank, terms, paths)]
+    else:
+        ranked = sorted(paths, key=lambda path: (path.count("/"), len(path), path))
+    return [_shown(path) for path in ranked[:limit]], len(ranked) > limit
 
 
 # --- candidates ------------------------------------------------------------------------

@@ -54,3 +54,19 @@ end, {
   end,
   desc = "Cody: run new sessions on Cody's loop, the Codex CLI or Claude Code",
 })
+
+vim.api.nvim_create_user_command("CodyQueue", function(cmd)
+  require("cody").queue(cmd.args)
+end, { nargs = "+", desc = "Cody: queue a prompt to run after the running turn" })
+
+vim.api.nvim_create_user_command("CodySend", function(cmd)
+  local first, last
+  if cmd.range > 0 then
+    first, last = cmd.line1, cmd.line2
+  end
+  require("cody").send_buffer(cmd.args, first, last)
+end, {
+  nargs = "*",
+  range = true,
+  desc = "Cody: send the current buffer (or the selected lines) with an optional prompt",
+})

@@ -20,6 +20,7 @@ local SPECS = {
   "escapes_spec",
   "warnings_spec",
   "subagents_spec",
+  "talk_spec",
 }
 
 local filter = _G.arg and _G.arg[1]

@@ -2,6 +2,11 @@
  * Activation: wires the vscode-free chat controller to VS Code (webview view, commands,
  * approval dialogs, diff previews, settings, log channel).
  *
+ * "Add File to Cody Chat" (Explorer, editor and editor tab menus; a selection sends just
+ * those lines) and files dropped on the chat attach them to the next message. A turn that
+ * ends while the window is in the background, or after a long turn, is said with a
+ * notification (as is an approval that waits in a background window).
+ *
  * Invariants: one daemon per window, started on first use and restarted when a `cody.*`
  * setting changes (never in a loop after a crash); it is shut down on deactivate. The log
  * channel outlives the daemon: it is not one of the context's subscriptions (VS Code disposes
@@ -14,6 +19,7 @@ import { homedir } from "node:os";
 import * as vscode from "vscode";
 
 import { ChatController, type ControllerOptions } from "./chat/controller";
+import { attachFiles } from "./editor/attach";
 import type { ChatState } from "./chat/state";
 import type { WebviewMessage } from "./chat/view-model";
 import { createApprovalUi } from "./editor/approvals";
@@ -27,6 +33,15 @@ import type { SessionInfo } from "./protocol/types";
 import { parseSettings, type Settings } from "./settings";
 
 let controller: ChatController | undefined;
+
+/** A turn this long ends with a notification even in a focused window. */
+const LONG_TURN_MS = 5000;
+
+/** The files an Explorer or tab menu passes (`uri`, `[uris]`); none from the editor menu. */
+function pickedUris(target: unknown, all: unknown): vscode.Uri[] {
+  if (Array.isArray(all)) return all.filter((uri): uri is vscode.Uri => uri instanceof vscode.Uri);
+  return target instanceof vscode.Uri ? [target] : [];
+}
 let channel: CodyLog | undefined;
 
 function workspaceCwd(): string {
@@ -128,6 +143,12 @@ export function activate(context: vscode.ExtensionContext): void {
       case "prompt":
         void chat.send(message.text);
         break;
+      case "queue":
+        void chat.queue(message.text);
+        break;
+      case "addFiles":
+        void attachFiles(chat, message.uris.map((uri) => vscode.Uri.parse(uri)));
+        break;
       case "cancel":
         void chat.cancel();
         break;
@@ -150,6 +171,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = new ChatViewProvider(context.extensionUri, chat, onMessage);
 
   let busy = false;
+  let turnStarted = 0;
   let errorCount = 0;
   let daemonStatus = chat.state.daemon.status;
   const onState = (state: ChatState): void => {
@@ -165,6 +187,10 @@ export function activate(context: vscode.ExtensionContext): void {
     if (state.busy !== busy) {
       busy = state.busy;
       void vscode.commands.executeCommand("setContext", "cody.busy", busy);
+      if (busy) turnStarted = Date.now();
+      else if (state.lastStopReason && (!vscode.window.state.focused || Date.now() - turnStarted >= LONG_TURN_MS)) {
+        void vscode.window.showInformationMessage(`Cody: turn ended (${state.lastStopReason})`);
+      }
     }
     if (state.errors.length > errorCount) {
       for (const error of state.errors.slice(errorCount)) log.error([error.message, ...error.detail].join("\n"));
@@ -184,6 +210,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.commands.registerCommand("cody.sendPrompt", (text?: unknown) => sendPrompt(chat, text)),
     vscode.commands.registerCommand("cody.cancel", () => chat.cancel()),
+    vscode.commands.registerCommand("cody.addFile", (target?: unknown, all?: unknown) => attachFiles(chat, pickedUris(target, all))),
     vscode.commands.registerCommand("cody.sessions", () => pickSession(chat)),
     vscode.commands.registerCommand("cody.showLog", () => {
       log.show(true);

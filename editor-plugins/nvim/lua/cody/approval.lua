@@ -269,6 +269,7 @@ function M.request(params)
     end
   end
 
+  require("cody").notify_user(("needs your approval: %s"):format(approval.title))
   open_preview(approval, has_diff)
   vim.cmd.redraw() -- the built-in select blocks; draw the preview first
   local ok, err = pcall(vim.ui.select, items, {

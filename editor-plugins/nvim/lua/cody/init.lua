@@ -5,6 +5,12 @@
 --- the chat buffer, `session/request_permission` requests are answered through `vim.ui.select`,
 --- and `VimLeavePre` shuts the daemon down (`shutdown`, then `exit`).
 ---
+--- While a turn runs, a new message steers it (`_cody/session/steer`: the model reads it at
+--- its next step; when the turn has just ended, -32011, it is queued instead) and `queue()`
+--- sends one to run after it (`session/prompt` with `_meta.cody.queue`); `:CodyCancel` ends
+--- the turn and drops the queue. A turn that ends (or an approval that waits) while Neovim
+--- is not focused, or after a long turn, is said with |vim.notify()|.
+---
 --- Loading this module (`setup()` at startup, `:checkhealth cody`) loads only the
 --- configuration: the chat, approvals, buffers and RPC modules load when first used.
 local config = require("cody.config")
@@ -20,6 +26,7 @@ local function on_first_use(name)
 end
 
 local approval = on_first_use("cody.approval")
+local mentions = on_first_use("cody.mentions")
 local buffers = on_first_use("cody.buffers")
 local chat = on_first_use("cody.chat")
 local inert = on_first_use("cody.inert")
@@ -32,6 +39,9 @@ M.version = "0.1.0"
 ---@class cody.Turn
 ---@field cancel_requested boolean `:CodyCancel` came before the prompt was sent.
 ---@field sent boolean
+---@field text string
+---@field started number? When it began to run (`vim.uv.now()`).
+---@field dropped boolean? A queued prompt the daemon answered `cancelled` before it ran.
 
 ---@class cody.State
 ---@field conn cody.Connection?
@@ -42,10 +52,15 @@ M.version = "0.1.0"
 ---@field loading_id string? Session being replayed by `session/load`.
 ---@field title string?
 ---@field turn cody.Turn?
+---@field queued cody.Turn[] Prompts waiting for the running turn, oldest first.
+---@field focused boolean Neovim has the focus (FocusLost / FocusGained).
 ---@field last_exit {code: integer, signal: integer}?
 
 ---@type cody.State
-local state = {}
+local state = { queued = {}, focused = true }
+
+--- A turn this long ends with a notification even while Neovim has the focus.
+M.LONG_TURN_MS = 5000
 
 local augroup = vim.api.nvim_create_augroup("cody", { clear = true })
 
@@ -136,6 +151,7 @@ local function on_exit(conn, code, signal)
   buffers.reset()
   local was_running = state.turn ~= nil
   state.conn, state.init_result, state.session_id, state.loading_id, state.turn = nil, nil, nil, nil, nil
+  state.queued = {}
   if not conn:is_stopping() then
     local log = vim.lsp.log.get_filename()
     notify(
@@ -260,6 +276,15 @@ local function ensure_session(callback)
   end)
 end
 
+--- Calls `callback(err, session_id)` once a session exists (creating one if needed).
+M.with_session = ensure_session
+
+--- The daemon connection, when it runs.
+---@return cody.Connection?
+function M.connection()
+  return state.conn
+end
+
 -- Commands -----------------------------------------------------------------------------------
 
 --- Opens (or focuses) the chat window.
@@ -267,67 +292,174 @@ function M.open()
   chat.open()
 end
 
---- Sends a prompt: shows it in the chat, then streams the reply.
+--- Says that a turn ended (or an approval waits) with |vim.notify()| when Neovim is not
+--- focused, or the turn ran longer than `LONG_TURN_MS`.
+---@param message string
+---@param started number?
+function M.notify_user(message, started)
+  local long = started and (vim.uv.now() - started) >= M.LONG_TURN_MS
+  if not state.focused or long then
+    notify(message)
+  end
+end
+
+--- The turn that runs next, when the running one answered (queued prompts run in order).
+local function next_turn()
+  local turn = table.remove(state.queued, 1)
+  while turn and turn.dropped do
+    turn = table.remove(state.queued, 1)
+  end
+  state.turn = turn
+  if turn then
+    turn.started = vim.uv.now()
+    chat.user(turn.text)
+  end
+end
+
+--- Sends `session/prompt` for `turn`; `queued`: with `_meta.cody.queue` (it waits for the
+--- running turn). The answer ends the turn in the chat and starts the next queued one.
+---@param turn cody.Turn
+---@param session_id string
+---@param content table[]
+---@param queued boolean
+local function send_prompt(turn, session_id, content, queued)
+  local conn = assert(state.conn)
+  turn.sent = true
+  local params = { sessionId = session_id, prompt = content }
+  if queued then
+    params._meta = { cody = { queue = true } }
+  end
+  conn:request("session/prompt", params, function(err, result)
+    if conn:is_stopping() then
+      return
+    end
+    if turn.dropped then
+      return -- said when the turn before it was cancelled
+    end
+    if state.turn ~= turn then
+      -- A queued prompt answered before its turn came: the daemon dropped it (cancel).
+      turn.dropped = true
+      chat.note(("dropped the queued prompt: %s"):format(turn.text))
+      return
+    end
+    if err then
+      chat.error(report(err))
+    else
+      chat.turn_end(result)
+      M.notify_user(("turn ended (%s)"):format(result.stopReason), turn.started)
+    end
+    if result and result.stopReason == "cancelled" then
+      for _, waiting in ipairs(state.queued) do
+        if not waiting.dropped then
+          waiting.dropped = true
+          chat.note(("dropped the queued prompt: %s"):format(waiting.text))
+        end
+      end
+      state.queued = {}
+    end
+    next_turn()
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "CodyTurnDone",
+      modeline = false,
+      data = { sessionId = session_id, stopReason = result and result.stopReason, error = err },
+    })
+  end)
+end
+
+--- Sends a prompt: shows it in the chat, then streams the reply. While a turn runs, the
+--- message steers that turn instead (see `steer`). `blocks`: more content to send with the
+--- text (files, `@path` mentions: cody.mentions).
 ---@param text string
-function M.prompt(text)
+---@param blocks table[]?
+function M.prompt(text, blocks)
   if state.turn then
-    notify("a turn is still running; wait for it or :CodyCancel", vim.log.levels.WARN)
+    M.steer(text, blocks)
     return
   end
   chat.open()
   chat.user(text)
   ---@type cody.Turn
-  local turn = { cancel_requested = false, sent = false }
+  local turn = { cancel_requested = false, sent = false, text = text, started = vim.uv.now() }
   state.turn = turn
-  local function finish()
-    if state.turn == turn then
-      state.turn = nil
-    end
-  end
 
   ensure_session(function(session_err, session_id)
     if session_err or not session_id then
       chat.error(session_err and session_err.message or "no session")
-      finish()
+      if state.turn == turn then
+        state.turn = nil
+      end
       return
     end
     if turn.cancel_requested then
       chat.turn_end({ stopReason = "cancelled" })
-      finish()
+      if state.turn == turn then
+        state.turn = nil
+      end
       return
     end
-    local conn = assert(state.conn)
-    turn.sent = true
-    conn:request("session/prompt", {
-      sessionId = session_id,
-      prompt = { { type = "text", text = text } },
-    }, function(err, result)
-      finish()
-      if conn:is_stopping() then
-        return
-      end
-      if err then
-        chat.error(report(err))
-      else
-        chat.turn_end(result)
-      end
-      vim.api.nvim_exec_autocmds("User", {
-        pattern = "CodyTurnDone",
-        modeline = false,
-        data = { sessionId = session_id, stopReason = result and result.stopReason, error = err },
-      })
-    end)
+    send_prompt(turn, session_id, mentions.content(text, blocks), false)
   end)
 end
 
---- Asks for a prompt with `vim.ui.input`, then sends it.
-function M.ask()
-  chat.open()
-  vim.ui.input({ prompt = "Cody> " }, function(text)
-    if text and vim.trim(text) ~= "" then
-      M.prompt(text)
+--- Adds a message to the running turn (`_cody/session/steer`); the chat shows it where the
+--- model reads it. With no turn running it is sent as a prompt; when the turn ended just
+--- before (-32011) it is queued.
+---@param text string
+---@param blocks table[]?
+function M.steer(text, blocks)
+  local turn = state.turn
+  if not turn or not turn.sent or not state.conn then
+    if turn then
+      M.queue(text, blocks)
+    else
+      M.prompt(text, blocks)
+    end
+    return
+  end
+  local content = mentions.content(text, blocks)
+  state.conn:request("_cody/session/steer", { sessionId = state.session_id, prompt = content }, function(err)
+    if err and err.code == -32011 then
+      M.queue(text, blocks)
+    elseif err then
+      chat.error(report(err))
+    else
+      chat.note("sent to the running turn: the model reads it next")
     end
   end)
+end
+
+--- Queues a prompt to run after the running turn (and the prompts queued before it); with
+--- no turn running it is sent at once.
+---@param text string
+---@param blocks table[]?
+function M.queue(text, blocks)
+  if not state.turn or not state.conn or not state.session_id then
+    M.prompt(text, blocks)
+    return
+  end
+  ---@type cody.Turn
+  local turn = { cancel_requested = false, sent = false, text = text }
+  table.insert(state.queued, turn)
+  chat.note(("queued: %s"):format(text))
+  send_prompt(turn, state.session_id, mentions.content(text, blocks), true)
+end
+
+--- Sends the current buffer, or the lines `first`..`last` of it, with `text` (a prompt; or
+--- a steer while a turn runs): `:CodySend` and `:'<,'>CodySend`.
+---@param text string?
+---@param first integer?
+---@param last integer?
+function M.send_buffer(text, first, last)
+  local block = mentions.buffer_block(0, first, last)
+  local what = first and ("lines %d-%d of %s"):format(first, last, block.name) or block.name
+  M.prompt(text and text ~= "" and text or ("(sent %s)"):format(what), { block.content })
+end
+
+--- Opens the prompt buffer below the chat (cody.input): <CR> sends (steers a running
+--- turn), <Tab> queues, `@` completes a workspace file.
+function M.ask()
+  chat.open()
+  require("cody.input").open()
 end
 
 --- Cancels the running turn (`session/cancel`); the turn ends with stop reason `cancelled`.
@@ -353,7 +485,7 @@ function M.new_session()
   if state.conn and state.session_id then
     state.conn:request("session/close", { sessionId = state.session_id }, function() end)
   end
-  state.session_id, state.title = nil, nil
+  state.session_id, state.title, state.queued = nil, nil, {}
   chat.clear()
 end
 
@@ -497,8 +629,22 @@ function M.stop()
   conn:stop(config.options.shutdown_timeout_ms)
   state.conn, state.init_result, state.init_waiters = nil, nil, nil
   state.session_id, state.session_waiters, state.loading_id, state.turn = nil, nil, nil, nil
+  state.queued = {}
   return conn.exited and conn.exit_code or nil
 end
+
+vim.api.nvim_create_autocmd("FocusLost", {
+  group = augroup,
+  callback = function()
+    state.focused = false
+  end,
+})
+vim.api.nvim_create_autocmd("FocusGained", {
+  group = augroup,
+  callback = function()
+    state.focused = true
+  end,
+})
 
 vim.api.nvim_create_autocmd("VimLeavePre", {
   group = augroup,
@@ -514,6 +660,7 @@ vim.api.nvim_create_autocmd("VimLeavePre", {
 ---@field session_id string?
 ---@field title string?
 ---@field busy boolean A turn is running.
+---@field queued integer Prompts waiting for the running turn.
 ---@field last_exit {code: integer, signal: integer}? How the last daemon process ended.
 
 --- The plugin's state, for statuslines, `:checkhealth` and tests.
@@ -525,6 +672,7 @@ function M.status()
     session_id = state.session_id,
     title = state.title,
     busy = state.turn ~= nil,
+    queued = #state.queued,
     last_exit = state.last_exit,
   }
 end

@@ -3,6 +3,12 @@
  * session, turns protocol traffic into reducer events, and exposes what the commands do
  * (new session, send, cancel, list/open sessions, restart).
  *
+ * While a turn runs, `send` steers it (`_cody/session/steer`: the model reads the message
+ * at its next step; if the turn ended meanwhile, -32011, the message is queued instead) and
+ * `queue` sends a prompt that waits for it (`_meta.cody.queue`); queued prompts are shown as
+ * turns of their own, in order, and a cancelled turn drops them. Files attached with
+ * `attach` go with the next message as embedded resources.
+ *
  * Invariants: no `vscode` import (the approval UI is injected); every failure ends up in
  * `state` as a readable error and never escapes as a rejected promise; the daemon is
  * started on demand, so one that exited is started again by the next action, never in a loop.
@@ -13,7 +19,7 @@ import { Emitter, type Event } from "vscode-jsonrpc/node";
 import { CodyClient, type CodyClientOptions } from "../protocol/client";
 import { CodyError, toCodyError } from "../protocol/errors";
 import type { ExitInfo } from "../protocol/process";
-import type { CodySessionMeta, PermissionOutcome, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
+import type { CodySessionMeta, ContentBlock, PermissionOutcome, PromptResult, RequestPermissionParams, SessionConfigOption, SessionInfo } from "../protocol/types";
 import { initialState, reduce, type ApprovalDecision, type ChatEvent, type ChatState, type ErrorInfo } from "./state";
 
 /** Shows an approval to the user; `signal` aborts when the daemon withdraws it. */
@@ -26,6 +32,20 @@ export interface ControllerOptions {
   /** `_meta.cody` for `session/new` (provider, model, approval policy, sandbox). */
   sessionMeta: CodySessionMeta;
   approvals: ApprovalUi;
+}
+
+/** A file (or part of one) to send with the next message. */
+export interface Attachment {
+  /** What the chat shows: a workspace-relative path, `a.ts:3-9` for a selection. */
+  name: string;
+  /** `file:///...` (with `#L3-L9` for a selection). */
+  uri: string;
+  text: string;
+}
+
+interface QueuedPrompt {
+  text: string;
+  result: Promise<PromptResult>;
 }
 
 export function errorInfo(error: unknown): ErrorInfo {
@@ -42,6 +62,8 @@ export class ChatController {
   private starting: Promise<CodyClient> | undefined;
   /** The client in which the current session is live. */
   private liveIn: CodyClient | undefined;
+  private queued: QueuedPrompt[] = [];
+  private attachments: ContentBlock[] = [];
   private readonly changed = new Emitter<ChatState>();
 
   /** Fires after every state change. */
@@ -89,15 +111,31 @@ export class ChatController {
     }
   }
 
-  /** Run one turn in the current session (a new one if there is none). */
+  /** Files for the next message (embedded resources; the chat lists them until then). */
+  attach(attachment: Attachment): void {
+    this.attachments.push({ type: "resource", resource: { uri: attachment.uri, text: attachment.text } });
+    this.dispatch({ type: "attached", name: attachment.name });
+  }
+
+  /** The blocks of a message: its text, then the files attached since the last one. */
+  private content(text: string): ContentBlock[] {
+    const blocks: ContentBlock[] = [{ type: "text", text }, ...this.attachments];
+    if (this.attachments.length > 0) {
+      this.attachments = [];
+      this.dispatch({ type: "attachmentsSent" });
+    }
+    return blocks;
+  }
+
+  /**
+   * Run one turn in the current session (a new one if there is none); while a turn runs,
+   * steer it instead. Resolves with the turn's answer (undefined for a steer or a failure).
+   */
   async send(text: string): Promise<PromptResult | undefined> {
     const prompt = text.trim();
     if (!prompt) return undefined;
     if (this.current.busy) {
-      this.dispatch({
-        type: "error",
-        error: { kind: "busy", message: "A turn is already running; cancel it or wait for it to end.", detail: [] },
-      });
+      await this.steer(prompt);
       return undefined;
     }
     const session = this.current.session;
@@ -108,13 +146,71 @@ export class ChatController {
     const client = this.client;
     if (!sessionId || !client) return undefined;
     this.dispatch({ type: "promptStarted", text: prompt });
+    const result = await this.finish(client.prompt(sessionId, this.content(prompt)));
+    void this.nextQueued(result);
+    return result;
+  }
+
+  /** Add a message to the running turn; a turn that just ended gets it queued instead. */
+  async steer(text: string): Promise<void> {
+    const sessionId = this.current.session?.id;
+    const client = this.client;
+    if (!sessionId || !client?.running) return;
+    const blocks = this.content(text);
     try {
-      const result = await client.prompt(sessionId, prompt);
+      await client.steer(sessionId, blocks);
+      this.dispatch({ type: "notice", text: "Sent to the running turn: the model reads it next." });
+    } catch (error) {
+      const info = errorInfo(error);
+      if (info.code === -32011) this.enqueue(client, sessionId, text, blocks);
+      else this.dispatch({ type: "error", error: info });
+    }
+  }
+
+  /** Queue a prompt to run after the running turn (with none running: send it now). */
+  async queue(text: string): Promise<void> {
+    const prompt = text.trim();
+    if (!prompt) return;
+    const sessionId = this.current.session?.id;
+    const client = this.client;
+    if (!this.current.busy || !sessionId || !client?.running) {
+      await this.send(prompt);
+      return;
+    }
+    this.enqueue(client, sessionId, prompt, this.content(prompt));
+  }
+
+  private enqueue(client: CodyClient, sessionId: string, text: string, blocks: ContentBlock[]): void {
+    const result = client.prompt(sessionId, blocks, { queue: true });
+    result.catch(() => undefined); // reported when its turn comes (nextQueued)
+    this.queued.push({ text, result });
+    this.dispatch({ type: "promptQueued", text });
+  }
+
+  /** The turn's answer into the state (undefined: it failed, said in the chat). */
+  private async finish(answer: Promise<PromptResult>): Promise<PromptResult | undefined> {
+    try {
+      const result = await answer;
       this.dispatch({ type: "promptFinished", result });
       return result;
     } catch (error) {
       this.dispatch({ type: "promptFailed", error: errorInfo(error) });
       return undefined;
+    }
+  }
+
+  /** After a turn: its queued prompts run in order, or are dropped when it was cancelled. */
+  private async nextQueued(previous: PromptResult | undefined): Promise<void> {
+    let last = previous;
+    while (this.queued.length > 0) {
+      const next = this.queued.shift();
+      if (!next) break;
+      if (last?.stopReason === "cancelled") {
+        this.dispatch({ type: "queuedDropped", text: next.text });
+        continue;
+      }
+      this.dispatch({ type: "queuedStarted", text: next.text });
+      last = await this.finish(next.result);
     }
   }
 

@@ -67,7 +67,7 @@ export interface SubagentView {
 }
 
 export type ChatItem =
-  | { type: "user"; turn: number; text: string }
+  | { type: "user"; turn: number; text: string; messageId?: string }
   | { type: "agent"; turn: number; text: string }
   | { type: "thought"; turn: number; text: string }
   | { type: "tool"; turn: number; call: ToolCallView }
@@ -135,6 +135,10 @@ export interface ChatState {
   mcp: Record<string, McpServerView>;
   /** The most recent errors, oldest first (at most `MAX_ERRORS`). */
   errors: ErrorInfo[];
+  /** Prompts queued behind the running turn (`_meta.cody.queue`), oldest first. */
+  queued: string[];
+  /** Files to send with the next message ("Add File to Cody Chat", drag and drop). */
+  attachments: string[];
 }
 
 export type ApprovalDecision = "selected" | "cancelled" | "withdrawn" | "failed";
@@ -154,7 +158,16 @@ export type ChatEvent =
   | { type: "approvalResolved"; toolCallId: string; decision: ApprovalDecision; optionId?: string }
   | { type: "mcpStatus"; status: McpStatusNotification }
   | { type: "error"; error: ErrorInfo }
-  | { type: "clearErrors" };
+  | { type: "clearErrors" }
+  /** A line of the client's own in the transcript ("Sent to the running turn."). */
+  | { type: "notice"; text: string }
+  /** A prompt queued behind the running turn (it runs, in order, after it). */
+  | { type: "promptQueued"; text: string }
+  /** The oldest queued prompt starts (its turn's updates follow), or was dropped. */
+  | { type: "queuedStarted"; text: string }
+  | { type: "queuedDropped"; text: string }
+  | { type: "attached"; name: string }
+  | { type: "attachmentsSent" };
 
 export { PREVIEW_CHARS, PREVIEW_LINES, previewOf } from "./updates";
 export const MAX_ERRORS = 20;
@@ -173,6 +186,8 @@ export function initialState(): ChatState {
     plan: [],
     mcp: {},
     errors: [],
+    queued: [],
+    attachments: [],
   };
 }
 
@@ -265,7 +280,34 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return withError(state, event.error);
     case "clearErrors":
       return { ...state, errors: [] };
+    case "notice":
+      return { ...state, items: [...state.items, { type: "notice", turn: state.turn, text: event.text }] };
+    case "promptQueued":
+      return {
+        ...state,
+        queued: [...state.queued, event.text],
+        items: [...state.items, { type: "notice", turn: state.turn, text: `Queued: ${event.text}` }],
+      };
+    case "queuedStarted": {
+      const started = reduce({ ...state, queued: withoutFirst(state.queued, event.text) }, { type: "promptStarted", text: event.text });
+      return started;
+    }
+    case "queuedDropped":
+      return {
+        ...state,
+        queued: withoutFirst(state.queued, event.text),
+        items: [...state.items, { type: "notice", turn: state.turn, text: `Dropped the queued prompt: ${event.text}` }],
+      };
+    case "attached":
+      return { ...state, attachments: [...state.attachments, event.name] };
+    case "attachmentsSent":
+      return { ...state, attachments: [] };
   }
+}
+
+function withoutFirst(list: string[], item: string): string[] {
+  const index = list.indexOf(item);
+  return index < 0 ? list : [...list.slice(0, index), ...list.slice(index + 1)];
 }
 
 function mcpOf(mcp: ChatState["mcp"], sessionId: string): ChatState["mcp"] {

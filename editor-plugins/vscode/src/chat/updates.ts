@@ -30,7 +30,7 @@ export function optionValue(options: SessionConfigOption[], id: string): string 
 export function applyUpdate(state: ChatState, update: SessionNotification["update"]): ChatState {
   switch (update.sessionUpdate) {
     case "user_message_chunk":
-      return appendUserChunk(state, blockText(update.content));
+      return appendUserChunk(state, blockText(update.content), update.messageId ?? undefined);
     case "agent_message_chunk":
       return { ...state, items: appendText(state.items, "agent", state.turn, blockText(update.content)) };
     case "agent_thought_chunk":
@@ -76,13 +76,16 @@ function blockText(block: ContentBlock): string {
 }
 
 /** Replayed user text: a new turn begins unless the previous item is this turn's user text. */
-function appendUserChunk(state: ChatState, text: string): ChatState {
+/** A chunk of a user message (a replay, or a message steered into the running turn): it
+ * continues the last user item only when it is the same message (same `messageId`). */
+function appendUserChunk(state: ChatState, text: string, messageId: string | undefined): ChatState {
   const last = state.items.at(-1);
-  if (last?.type === "user" && last.turn === state.turn) {
+  if (last?.type === "user" && last.turn === state.turn && last.messageId === messageId) {
     return { ...state, items: [...state.items.slice(0, -1), { ...last, text: last.text + text }] };
   }
   const turn = state.turn + 1;
-  return { ...state, turn, items: [...state.items, { type: "user", turn, text }] };
+  const item: ChatItem = messageId === undefined ? { type: "user", turn, text } : { type: "user", turn, text, messageId };
+  return { ...state, turn, items: [...state.items, item] };
 }
 
 function appendText(items: ChatItem[], type: "agent" | "thought", turn: number, text: string): ChatItem[] {

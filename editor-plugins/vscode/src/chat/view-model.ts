@@ -44,12 +44,20 @@ export interface ChatViewModel {
   errors: { message: string; detail: string }[];
   plan: { content: string; status: string }[];
   mcp: string[];
+  /** Files that go with the next message. */
+  attachments: string[];
+  /** Prompts waiting for the running turn. */
+  queued: number;
 }
 
 /** Webview → extension. */
 export type WebviewMessage =
   | { type: "ready" }
   | { type: "prompt"; text: string }
+  /** Tab while a turn runs: run the text after it. */
+  | { type: "queue"; text: string }
+  /** Files dropped on the chat (their `file:` URIs). */
+  | { type: "addFiles"; uris: string[] }
   | { type: "cancel" }
   | { type: "newSession" }
   | { type: "sessions" }

@@ -70,6 +70,8 @@ function buildViewModel(state: ChatState): ChatViewModel {
       if (server.state === "failed") return `${name}: failed${server.reason ? ` (${oneLine(server.reason)})` : ""}`;
       return `${name}: starting`;
     }),
+    attachments: state.attachments.map(oneLine),
+    queued: state.queued.length,
   };
 }
 
@@ -101,6 +103,7 @@ function statusChips(state: ChatState): string[] {
   }
   const cost = state.usage.cost;
   if (cost) chips.push(cost.currency === "USD" ? `$${cost.amount.toFixed(4)}` : `${cost.amount.toFixed(4)} ${cost.currency}`);
+  if (state.queued.length > 0) chips.push(`${String(state.queued.length)} queued`);
   return chips;
 }
 
@@ -143,7 +146,14 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
   const message = value as Record<string, unknown>;
   switch (message.type) {
     case "prompt":
-      return typeof message.text === "string" ? { type: "prompt", text: message.text } : undefined;
+    case "queue":
+      return typeof message.text === "string" ? { type: message.type, text: message.text } : undefined;
+    case "addFiles": {
+      const uris = message.uris;
+      if (!Array.isArray(uris) || uris.length > 100) return undefined;
+      const files = uris.filter((uri): uri is string => typeof uri === "string" && uri.startsWith("file:"));
+      return { type: "addFiles", uris: files };
+    }
     case "ready":
     case "cancel":
     case "newSession":

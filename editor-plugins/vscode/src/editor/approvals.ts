@@ -32,6 +32,7 @@ export function createApprovalUi(diffs: DiffContentProvider, log: CodyLog): Appr
       }));
       const title = oneLine(request.toolCall.title);
       log.info(`approval asked: ${title}`);
+      if (!vscode.window.state.focused) void vscode.window.showInformationMessage(`Cody needs your approval: ${title}`);
       const choice = await vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...items);
       if (signal.aborted) {
         void vscode.window.showInformationMessage("Cody withdrew that approval request (the turn was cancelled or the request timed out).");

@@ -60,6 +60,8 @@ import {
   type SetConfigOptionParams,
   type SetConfigOptionResult,
   type SetModeParams,
+  type SteerParams,
+  type SteerResult,
 } from "./types";
 
 export type TraceLevel = "off" | "messages" | "verbose";
@@ -277,11 +279,27 @@ export class CodyClient {
 
   // ------------------------------------------------------------ turns
 
-  /** Run one turn; resolves when it ends (updates stream through `onSessionUpdate`). */
-  prompt(sessionId: string, prompt: string | ContentBlock[]): Promise<PromptResult> {
+  /**
+   * Run one turn; resolves when it ends (updates stream through `onSessionUpdate`).
+   * `queue`: while a turn runs, wait for it (and the prompts queued before) instead of
+   * failing busy (`_meta.cody.queue`); `session/cancel` answers it `cancelled`.
+   */
+  prompt(sessionId: string, prompt: string | ContentBlock[], options: { queue?: boolean } = {}): Promise<PromptResult> {
     const blocks: ContentBlock[] = typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
     const params: PromptParams = { sessionId, prompt: blocks };
+    if (options.queue) params._meta = { cody: { queue: true } };
     return this.request<PromptResult>(Method.sessionPrompt, params);
+  }
+
+  /**
+   * Add a message to the running turn (`_cody/session/steer`): the model reads it at its
+   * next step. Rejects with a `busy` CodyError (-32011) when no turn runs.
+   */
+  async steer(sessionId: string, prompt: string | ContentBlock[]): Promise<string> {
+    const blocks: ContentBlock[] = typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
+    const params: SteerParams = { sessionId, prompt: blocks };
+    const result = await this.request<SteerResult>(Method.codySessionSteer, params);
+    return result.turnId;
   }
 
   /** Stop the running turn (`session/cancel`); the prompt then answers `cancelled`. */

@@ -195,6 +195,7 @@ export interface CodyPermissionMeta {
 export interface CodyPromptMeta {
   cost?: TurnCost | null;
   dryRun?: DryRunReport | null;
+  output?: StructuredOutput | null;
   subagents?: SubagentTotals | null;
   turnId: string;
   usage: TurnUsage;
@@ -203,6 +204,8 @@ export interface CodyPromptMeta {
 /** `CodyPromptParamsMeta` */
 export interface CodyPromptParamsMeta {
   dryRun?: boolean;
+  outputSchema?: { [key: string]: Json } | null;
+  queue?: boolean;
 }
 
 /** `CodySessionInfoMeta` */
@@ -244,6 +247,11 @@ export interface CodyUpdateMeta {
   agent?: string | null;
   parentSessionId: string;
   parentToolCallId?: string | null;
+}
+
+/** `CodyUserMessageMeta` */
+export interface CodyUserMessageMeta {
+  steered?: boolean | null;
 }
 
 /** `_cody/session/compact {sessionId}`: summarise the conversation so far now. */
@@ -402,6 +410,23 @@ export interface EmbeddedResource {
 export interface EnvVariable {
   name: string;
   value: string;
+}
+
+/**
+ * `_cody/files/search`: files of a session's workspace whose path fuzzily matches `query`
+ * (what the model's `fileSearch` finds: ignore rules apply, `.git` is skipped), for a
+ * client's `@path` completion.
+ */
+export interface FileSearchParams {
+  limit?: number;
+  query?: string;
+  sessionId: string;
+}
+
+/** `FileSearchResult` */
+export interface FileSearchResult {
+  more?: boolean;
+  paths: string[];
 }
 
 /** `FileSystemCapabilities` */
@@ -920,6 +945,26 @@ export interface SetModeParams {
   sessionId: string;
 }
 
+/** `_cody/session/steer`: add a user message to the running turn (docs/protocol.md). */
+export interface SteerParams {
+  prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  sessionId: string;
+}
+
+/** `SteerResult` */
+export interface SteerResult {
+  turnId: string;
+}
+
+/** The final answer of a turn run with `_meta.cody.outputSchema`. */
+export interface StructuredOutput {
+  errors?: string[];
+  text?: string | null;
+  valid: boolean;
+  value?: Json;
+  via?: "response_format" | "tool";
+}
+
 /**
  * What the session's child sessions (subagents) used so far: part of `usage.total` and
  * `cost.total`, shown apart.
@@ -1079,9 +1124,15 @@ export interface UsageUpdate {
 
 /** `UserMessageChunk` */
 export interface UserMessageChunk {
+  _meta?: UserMessageMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+}
+
+/** `UserMessageMeta` */
+export interface UserMessageMeta {
+  cody?: CodyUserMessageMeta | null;
 }
 
 /** `WorktreeChange` */
@@ -1139,6 +1190,7 @@ export const Method = {
   codyAgentsList: "_cody/agents/list",
   codyConfigCheck: "_cody/config/check",
   codyDiagnostics: "_cody/diagnostics",
+  codyFilesSearch: "_cody/files/search",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
@@ -1150,6 +1202,7 @@ export const Method = {
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",
+  codySessionSteer: "_cody/session/steer",
   codySessionWorktree: "_cody/session/worktree",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",

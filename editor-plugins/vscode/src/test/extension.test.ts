@@ -5,13 +5,13 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, test } from "node:test";
 
 import type { ChatViewModel, HostMessage, ViewToolCall } from "../chat/view-model";
 import { TestEnv, daemonArgv, waitFor, within } from "./support/daemon";
-import { Uri, fake, installFakeVscode, type FakeWebviewView, type ModalCall } from "./support/fake-vscode";
+import { Uri, fake, fakeEditor, installFakeVscode, type FakeWebviewView, type ModalCall } from "./support/fake-vscode";
 
 installFakeVscode();
 
@@ -73,7 +73,7 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
   const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(root) };
   extension.activate(context);
   try {
-    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.showLog"]) {
+    for (const id of ["cody.newSession", "cody.sendPrompt", "cody.cancel", "cody.sessions", "cody.showLog", "cody.addFile"]) {
       assert.ok(fake.commands.has(id), `command ${id} is registered`);
     }
     const declared = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { contributes: { commands: { command: string }[] } }).contributes.commands;
@@ -195,4 +195,53 @@ test("shutdown with the default verbose trace sends exit although VS Code dispos
   assert.ok(fake.log.some((line) => line.includes("Sending notification 'exit'")), "exit was sent (verbose trace)");
   assert.ok(fake.log.some((line) => /Daemon stopped \(exit code 0\)/.test(line)), fake.log.filter((l) => l.includes("Daemon")).join("\n"));
   assert.ok(fake.calls.some((call) => call.kind === "disposeLog"), "the log channel is disposed at the end of deactivate");
+});
+
+test("Add File to Cody Chat, dropped files and a selection attach; a background turn is notified", { timeout: 120_000 }, async () => {
+  fake.log.length = 0;
+  fake.calls.length = 0;
+  const files = new TestEnv();
+  files.writeFiles({ "notes.txt": "one\ntwo\nthree\n", "bin.dat": "\u0000\u00ff" });
+  writeFileSync(join(files.workspace, "bin.dat"), Buffer.from([0xff, 0xfe, 0x00]));
+  fake.workspaceFolder = files.workspace;
+  fake.configuration = {
+    "cody.daemon.command": daemonArgv(),
+    "cody.daemon.env": { HOME: files.env.HOME, CODY_HOME: files.codyHome, TMPDIR: files.env.TMPDIR },
+  };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const extension = require("../extension") as ExtensionModule;
+  const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(resolve(__dirname, "..", "..")) };
+  extension.activate(context);
+  try {
+    const provider = fake.viewProviders.get("cody.chat");
+    assert.ok(provider);
+    const { view, posted, receive } = fake.createWebviewView();
+    provider.resolveWebviewView(view);
+    receive({ type: "ready" });
+    await waitFor(() => posted.length > 0, 5_000, "initial state posted");
+
+    const notes = Uri.file(join(files.workspace, "notes.txt"));
+    await fake.commands.get("cody.addFile")?.(notes, [notes]);
+    receive({ type: "addFiles", uris: [Uri.file(join(files.workspace, "bin.dat")).toString(), "https://evil.example/x"] });
+    fake.activeTextEditor = fakeEditor(join(files.workspace, "notes.txt"), [1, 2]);
+    await fake.commands.get("cody.addFile")?.();
+    await waitFor(() => (lastView(posted)?.attachments.length ?? 0) === 2, 5_000, "attachments shown");
+    assert.deepEqual(lastView(posted)?.attachments, ["notes.txt", "notes.txt:2-3"]);
+    assert.ok(
+      fake.calls.some((c) => c.kind === "warning" && /bin\.dat: not UTF-8 text/.test(String(c.args[0]))),
+      "a binary file is refused with a message",
+    );
+
+    fake.focused = false; // the window is in the background when the turn ends
+    await within(Promise.resolve(fake.commands.get("cody.sendPrompt")?.("hello")), 60_000, "sendPrompt");
+    await waitFor(() => lastView(posted)?.busy === false && (lastView(posted)?.attachments.length ?? 1) === 0, 10_000, "sent with the files");
+    await waitFor(() => fake.calls.some((c) => c.kind === "information" && c.args[0] === "Cody: turn ended (end_turn)"), 5_000, "notified");
+  } finally {
+    fake.focused = true;
+    fake.activeTextEditor = undefined;
+    const deactivated = extension.deactivate();
+    for (const disposable of context.subscriptions) disposable.dispose();
+    await within(deactivated, 15_000, "deactivate");
+    files.cleanup();
+  }
 });

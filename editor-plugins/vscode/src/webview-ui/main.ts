@@ -18,6 +18,9 @@ declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 
+/** Whether a turn runs (Enter then steers it, Tab queues). */
+let busy = false;
+
 function byId(id: string): HTMLElement {
   const element = document.getElementById(id);
   if (!element) throw new Error(`missing #${id}`);
@@ -170,14 +173,17 @@ function render(view: ChatViewModel): void {
   if (atBottom) transcript.scrollTop = transcript.scrollHeight;
 
   button("cancel").disabled = !view.busy;
-  button("send").disabled = view.busy;
+  // while a turn runs, Send steers it (the model reads the message at its next step)
+  button("send").textContent = view.busy ? "Steer" : "Send";
+  busy = view.busy;
+  byId("attachments").replaceChildren(...view.attachments.map((name) => el("span", "chip", `📎 ${name}`)));
 }
 
-function send(): void {
+function send(type: "prompt" | "queue" = "prompt"): void {
   const prompt = textArea("prompt");
   const text = prompt.value.trim();
   if (!text) return;
-  vscode.postMessage({ type: "prompt", text });
+  vscode.postMessage({ type, text });
   prompt.value = "";
   vscode.setState({ draft: "" });
 }
@@ -195,7 +201,27 @@ promptBox.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     send();
+  } else if (event.key === "Tab" && !event.shiftKey && busy && promptBox.value.trim()) {
+    event.preventDefault(); // queue it after the running turn (else Tab moves the focus)
+    send("queue");
   }
+});
+// Files dragged from the Explorer (hold Shift to drop into a view) are attached.
+const composer = byId("composer");
+composer.addEventListener("dragover", (event) => {
+  event.preventDefault();
+  composer.classList.add("dropping");
+});
+composer.addEventListener("dragleave", () => {
+  composer.classList.remove("dropping");
+});
+composer.addEventListener("drop", (event) => {
+  event.preventDefault();
+  composer.classList.remove("dropping");
+  const data = event.dataTransfer;
+  const list = data?.getData("application/vnd.code.uri-list") || data?.getData("text/uri-list") || "";
+  const uris = list.split(/\r?\n/).map((line) => line.trim()).filter((line) => line.startsWith("file:"));
+  if (uris.length > 0) vscode.postMessage({ type: "addFiles", uris });
 });
 promptBox.addEventListener("input", () => {
   vscode.setState({ draft: promptBox.value });

@@ -56,7 +56,8 @@ export function chatHtml(options: HtmlOptions): string {
   <div id="approval" hidden></div>
   <div id="plan" hidden></div>
   <form id="composer">
-    <textarea id="prompt" rows="3" placeholder="Ask Cody… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+    <div id="attachments"></div>
+    <textarea id="prompt" rows="3" placeholder="Ask Cody… (Enter to send, Shift+Enter for a new line; while a turn runs: Enter steers it, Tab queues; drop files here to attach them)" aria-label="Prompt"></textarea>
     <div id="buttons">
       <button type="submit" id="send">Send</button>
       <button type="button" id="cancel" class="secondary" disabled>Cancel</button>

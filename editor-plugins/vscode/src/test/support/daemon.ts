@@ -74,6 +74,20 @@ export class TestEnv {
     this.env = env;
   }
 
+  /**
+   * Run the daemon on the scripted talk model (tests/support/talk_model.py: `slow <path>`
+   * runs a command until <path> exists, anything else is answered `ok: <message>`), whose
+   * config.toml `tests/e2e/test_vscode_extension.py` passes in `CODY_TEST_TALK_CONFIG`.
+   * False when it is not set (the test then says it was skipped).
+   */
+  useTalkModel(): boolean {
+    const config = process.env.CODY_TEST_TALK_CONFIG;
+    if (!config) return false;
+    writeFileSync(join(this.codyHome, "config.toml"), config, "utf8");
+    this.env.MOCK_API_KEY = "test-key-not-secret";
+    return true;
+  }
+
   /** Write files into the workspace: `{ "a.txt": "text" }`. */
   writeFiles(files: Record<string, string>): void {
     for (const [name, text] of Object.entries(files)) {

@@ -7,8 +7,9 @@
  * test-provided `fake.answerModal` / `fake.answerQuickPick` / `fake.answerInputBox`.
  */
 
+import { readFileSync, statSync } from "node:fs";
 import Module from "node:module";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 
 type Listener<T> = (value: T) => unknown;
 
@@ -39,6 +40,11 @@ export class Uri {
   static file(path: string): Uri {
     return new Uri("file", path, "");
   }
+  static parse(value: string): Uri {
+    const match = /^([a-z][\w+.-]*):\/\/([^?#]*)(?:\?([^#]*))?/i.exec(value);
+    if (!match) throw new Error(`not a URI: ${value}`);
+    return new Uri(match[1] ?? "", decodeURIComponent(match[2] ?? ""), match[3] ?? "");
+  }
   static from(parts: { scheme: string; path?: string; query?: string }): Uri {
     return new Uri(parts.scheme, parts.path ?? "", parts.query ?? "");
   }
@@ -51,6 +57,40 @@ export class Uri {
   toString(): string {
     return `${this.scheme}://${this.path}${this.query ? `?${this.query}` : ""}`;
   }
+}
+
+export enum FileType {
+  Unknown = 0,
+  File = 1,
+  Directory = 2,
+}
+
+export class Range {
+  constructor(
+    readonly startLine: number,
+    readonly startCharacter: number,
+    readonly endLine: number,
+    readonly endCharacter: number,
+  ) {}
+}
+
+/** A text editor over a file's text: `selection` is 0-based lines, as VS Code's. */
+export interface FakeEditor {
+  document: { uri: Uri; getText(range?: Range): string };
+  selection: { isEmpty: boolean; start: { line: number; character: number }; end: { line: number; character: number } };
+}
+
+export function fakeEditor(path: string, selection?: [number, number]): FakeEditor {
+  const text = readFileSync(path, "utf8");
+  const lines = text.split("\n");
+  const [start, end] = selection ?? [0, 0];
+  return {
+    document: {
+      uri: Uri.file(path),
+      getText: (range?: Range) => (range ? lines.slice(range.startLine, range.endLine).map((line) => `${line}\n`).join("") : text),
+    },
+    selection: { isEmpty: selection === undefined, start: { line: start, character: 0 }, end: { line: end, character: 5 } },
+  };
 }
 
 export class TabInputTextDiff {
@@ -106,6 +146,8 @@ export const fake = {
   answerModal: (_call: ModalCall): MessageItem | undefined => undefined,
   answerQuickPick: (items: unknown[]): unknown => items[0],
   answerInputBox: (): string | undefined => undefined,
+  focused: true,
+  activeTextEditor: undefined as FakeEditor | undefined,
 
   /** A webview view as VS Code would pass to `resolveWebviewView`, recording posted messages. */
   createWebviewView(): { view: FakeWebviewView; posted: unknown[]; receive: (message: unknown) => void } {
@@ -173,6 +215,12 @@ const channel = (name: string): Record<string, unknown> => {
 };
 
 export const window = {
+  get state() {
+    return { focused: fake.focused };
+  },
+  get activeTextEditor() {
+    return fake.activeTextEditor;
+  },
   createOutputChannel: (name: string) => channel(name),
   showWarningMessage: (message: string, ...rest: unknown[]): Promise<MessageItem | undefined> => {
     const [first, ...items] = rest;
@@ -212,6 +260,14 @@ export const window = {
 export const workspace = {
   get workspaceFolders() {
     return [{ uri: Uri.file(fake.workspaceFolder) }];
+  },
+  asRelativePath: (uri: Uri): string => relative(fake.workspaceFolder, uri.fsPath),
+  fs: {
+    stat: (uri: Uri) => {
+      const stat = statSync(uri.fsPath);
+      return Promise.resolve({ type: stat.isFile() ? FileType.File : FileType.Directory, size: stat.size });
+    },
+    readFile: (uri: Uri) => Promise.resolve(new Uint8Array(readFileSync(uri.fsPath))),
   },
   getConfiguration: (section: string) => ({
     get: (key: string): unknown => fake.configuration[`${section}.${key}`],
