@@ -390,3 +390,30 @@ async def test_a_permission_rule_decides_a_childs_call_as_any_sessions(
         assert daemon.permission_requests == []
     finally:
         await daemon.close()
+
+
+async def test_a_client_steers_a_running_child_and_the_parent_gets_the_steered_answer(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(task_call("p1"))
+    model.enqueue(tool_call("exec", {"command": "echo step > step.txt"}, call_id="c1"))
+    model.enqueue(text("done as steered"))
+    model.enqueue(text("ok"))
+    parent = await daemon.new_session(approvalPolicy="untrusted")
+    gate = asyncio.Event()
+    daemon.permission_gate = gate  # the child waits at its approval: steer it then
+    turn = asyncio.ensure_future(daemon.prompt(parent, "delegate"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+    child = daemon.permission_requests[0]["sessionId"]
+
+    steered = await daemon.request(
+        "_cody/session/steer",
+        {"sessionId": child, "prompt": [{"type": "text", "text": "STEER: also say hello"}]},
+    )
+    gate.set()
+    await asyncio.wait_for(turn, 30)
+
+    assert steered["turnId"]
+    after = child_requests(model, "CHILD-1")[-1]
+    assert "STEER: also say hello" in user_texts(after), "the child's model got the steer"
+    assert "done as steered" in tool_outputs(model.requests[-1])["p1"]
