@@ -47,6 +47,7 @@ from .json_events import JsonEvents
 from .process import DaemonProcess
 from .progress import Spinner
 from .project_docs import project_docs_line
+from .subagents_view import ChildActivity
 from .terminal import Renderer, Style, use_color
 from .termination import Termination
 from .warm import open_daemon
@@ -276,6 +277,9 @@ async def run_exec(
                 )
                 events.turn_started(prompt)
             else:
+                children = ChildActivity(client, renderer, spinner)  # subagents' activity
+                children.parent_id = session.id
+                renderer.on_child = children.watch
                 for warning in session.meta.warnings if session.meta else []:
                     renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
                 docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
