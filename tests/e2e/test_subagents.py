@@ -417,3 +417,25 @@ async def test_a_client_steers_a_running_child_and_the_parent_gets_the_steered_a
     after = child_requests(model, "CHILD-1")[-1]
     assert "STEER: also say hello" in user_texts(after), "the child's model got the steer"
     assert "done as steered" in tool_outputs(model.requests[-1])["p1"]
+
+
+async def test_cancelling_only_the_child_fails_the_task_call_and_the_parent_goes_on(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(task_call("p1"))
+    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="c1"))
+    model.enqueue(text("the subagent was stopped; I carry on"))
+    parent = await daemon.new_session(approvalPolicy="untrusted")
+    daemon.answer("hang")
+    turn = asyncio.ensure_future(daemon.prompt(parent, "delegate"))
+    await daemon.wait_for(lambda: bool(daemon.permission_requests))
+    child = daemon.permission_requests[0]["sessionId"]
+
+    daemon.conn.notify("session/cancel", {"sessionId": child})
+    result = await asyncio.wait_for(turn, 30)
+
+    assert result["stopReason"] == "end_turn", "the parent's turn went on"
+    failed = json.loads(tool_outputs(model.requests[-1])["p1"])
+    assert "cancelled before it finished" in failed["error"]
+    assert daemon.agent_text(parent).endswith("the subagent was stopped; I carry on")
+    assert not (daemon.env.workspace / "never.txt").exists()
