@@ -35,7 +35,7 @@ from .inert import one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
 from .progress import Spinner
 from .project_docs import project_docs_line
-from .subagents_view import ChildActivity
+from .subagents_view import ChildActivity, agents_command, leave_worktrees
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
@@ -106,7 +106,7 @@ class Chat:
         """The child sessions (subagents) this chat has seen start."""
         self.children.parent_id = session.id
         renderer.on_child = self.children.watch
-        self._parents: list[ClientSession] = []
+        self.parents: list[ClientSession] = []
         """Where `/agents back` returns to (the sessions `/agents N` left)."""
 
     # -- input ----------------------------------------------------------------------------
@@ -220,31 +220,7 @@ class Chat:
         else:
             message = "Nothing was asked, so the session is not saved."
         self.renderer.line(self.renderer.style.dim(message))
-        await self._leave_worktree()
-
-    async def _leave_worktree(self) -> None:
-        """A worktree session: close it now, to say what became of its worktree."""
-        self.children.close()
-        for session in [*self._parents, self.session]:
-            if session.meta is None or session.meta.worktree is None:
-                continue
-            try:
-                worktree = await session.close()
-            except RemoteError:
-                continue
-            if worktree is None:
-                continue
-            if worktree.kept:
-                changed = len(worktree.changes)
-                self.renderer.line(
-                    f"Worktree kept (changes in {changed} file{'s' if changed != 1 else ''}, "
-                    f"{worktree.commits} commit{'s' if worktree.commits != 1 else ''}): "
-                    f"{one_line(worktree.path)} on branch {one_line(worktree.branch)}"
-                )
-            else:
-                self.renderer.line(
-                    self.renderer.style.dim("Worktree removed: nothing changed in it.")
-                )
+        await leave_worktrees(self)
 
     async def _kept(self) -> bool:
         """Whether the daemon keeps this session: it lists (and saves) only sessions with a
@@ -309,72 +285,13 @@ class Chat:
             self.renderer.line(command.usage_error or f"usage: see /help for {name}")
         return True
 
-    def _show(self, session: ClientSession) -> None:
+    def show(self, session: ClientSession) -> None:
         """The chat talks to `session` now (its children are the ones listed)."""
         self.session = session
         self.children.parent_id = session.id
 
     async def _agents(self, words: list[str]) -> None:
-        if words == ["back"]:
-            if not self._parents:
-                self.renderer.line("This is not a subagent's session opened with /agents.")
-                return
-            self._show(self._parents.pop())
-            self.renderer.line(f"Back in session {self.session.id}.")
-            return
-        children = await self._children()
-        if not words:
-            if not children:
-                self.renderer.line("No subagents in this session yet.")
-            for number, (child_id, agent, title) in enumerate(children, start=1):
-                self.renderer.line(
-                    f"{number:>3}. {one_line(agent):10} {one_line(child_id)}  {one_line(title)}"
-                )
-            if children:
-                self.renderer.line(
-                    self.renderer.style.dim("/agents N opens one (/agents back returns).")
-                )
-            return
-        chosen = words[0]
-        if chosen.isdigit() and 1 <= int(chosen) <= len(children):
-            child_id = children[int(chosen) - 1][0]
-        else:
-            matches = [c[0] for c in children if c[0].startswith(chosen)]
-            if len(matches) != 1:
-                raise ValueError("no such subagent")
-            child_id = matches[0]
-        await self._open_child(child_id)
-
-    async def _children(self) -> list[tuple[str, str, str]]:
-        """(session id, agent, title) of this session's children: those seen starting in
-        this chat, then the saved ones."""
-        seen = {c.session_id: c.agent for c in self.children.of(self.session.id)}
-        found = [(sid, agent, "") for sid, agent in seen.items()]
-        for info in await self.client.list_sessions():
-            if info.parent_session_id != self.session.id:
-                continue
-            if info.session_id in seen:
-                index = next(i for i, c in enumerate(found) if c[0] == info.session_id)
-                found[index] = (info.session_id, seen[info.session_id], info.title or "")
-            else:
-                found.append((info.session_id, "subagent", info.title or ""))
-        return found
-
-    async def _open_child(self, child_id: str) -> None:
-        replay = self.renderer.fresh()
-        try:
-            child = await self.client.load_session(child_id, self.cwd, on_update=replay.on_update)
-        except RemoteError as exc:
-            if exc.code != -32011:
-                raise
-            # It is running: its activity shows here already; talk to it once it is done.
-            child = ClientSession(self.client, child_id, self.cwd)
-        self._parents.append(self.session)
-        self._show(child)
-        replay.line(
-            f"In subagent session {child_id}: prompts go to it now; /agents back returns to "
-            "its parent."
-        )
+        await agents_command(self, words)
 
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
@@ -389,7 +306,7 @@ class Chat:
 
     async def _fork(self, words: list[str]) -> None:
         at = int(words[0]) if words else None
-        self._show(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
+        self.show(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
@@ -406,8 +323,8 @@ class Chat:
                 return
         session_id = await self.client.resolve_session_id(given)
         replay = self.renderer.fresh()
-        self._show(await self.client.load_session(session_id, self.cwd, on_update=replay.on_update))
-        self._parents.clear()
+        self.show(await self.client.load_session(session_id, self.cwd, on_update=replay.on_update))
+        self.parents.clear()
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
         for warning in self.session.meta.warnings if self.session.meta else []:

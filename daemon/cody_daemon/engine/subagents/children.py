@@ -26,12 +26,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cody_protocol.content import ContentBlock, TextContent
 
-from ...core.history import MessageItem
 from ...errors import CodyError
 from ...tools.base import ToolError, ToolResult
 from ...tools.registry import ToolRegistry
@@ -42,16 +40,14 @@ from ..prompt_files import render
 from ..session import Session
 from ..slash import parse_command
 from ..toolcalls import error_result, text_content
-from ..usage import add_usage
 from .child_link import ChildLink
 from .limits import child_plan
 from .lineage import Lineage
+from .outcome import Child, add_child_usage, answer, final_text, notes_text, raw_output
 from .profiles import ProfileDirs, ProfileSet, builtin_profiles, load_profiles
 from .task_tools import TASK_TOOL, TaskArgs, TaskResultTool, TaskTool
 
 if TYPE_CHECKING:
-    from cody_protocol.prompt import TokenUsage
-
     from ..manager import SessionManager
     from ..session import TurnOutcome
 
@@ -60,26 +56,12 @@ __all__ = ["Subagents"]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(eq=False, slots=True)
-class _Child:
-    session: Session
-    agent: str
-    call_id: str
-    background: bool
-    notes: list[str] = field(default_factory=list)
-    run: asyncio.Task[ToolResult] | None = None
-    """A background child's turn."""
-    result: ToolResult | None = None
-    activity: str = "starting"
-    done: bool = False
-
-
 class Subagents:
     """The manager's child sessions (one per daemon, built by the SessionManager)."""
 
     def __init__(self, manager: SessionManager) -> None:
         self._manager = manager
-        self._children: dict[str, list[_Child]] = {}
+        self._children: dict[str, list[Child]] = {}
         """Parent session id -> its children started in this daemon, in order."""
         self._links: dict[str, ClientLink] = {}
         """Session id -> the link of its latest turn (a child's turn talks through it)."""
@@ -190,7 +172,7 @@ class Subagents:
             raise ToolError(f"Cannot start the subagent: {exc}") from None
         instructions = render("subagent", agent=name, instructions=profile.instructions)
         record(session, agent_entry(session.history, instructions))
-        child = _Child(session, name, call_id, args.background, plan.notes)
+        child = Child(session, name, call_id, args.background, plan.notes)
         self._children.setdefault(parent_id, []).append(child)
         parent.children.sessions += 1
         link.emit(
@@ -209,14 +191,14 @@ class Subagents:
             output=(
                 f"Started subagent `{name}` in the background (session {session.id}). "
                 f'Collect its answer with taskResult {{"sessionId": "{session.id}"}}.'
-                + _notes(child.notes)
+                + notes_text(child.notes)
             ),
-            raw_output=self._raw(child, background=True),
+            raw_output=raw_output(child, background=True),
             content=text_content(f"{name} works in the background (session {session.id})"),
         )
 
     async def _run(
-        self, parent: Session, child: _Child, prompt: str, link: ClientLink
+        self, parent: Session, child: Child, prompt: str, link: ClientLink
     ) -> ToolResult:
         """The child's turn for `prompt`: its answer as the `task` call's result."""
         session = child.session
@@ -248,66 +230,22 @@ class Subagents:
         except CodyError as exc:
             failure = str(exc)
         except asyncio.CancelledError:
-            child.result = error_result("cancelled with its parent's turn", self._raw(child))
+            child.result = error_result("cancelled with its parent's turn", raw_output(child))
             raise
         finally:
             child.done = True
-            self._add_usage(parent, child, before)
-        text = _final_text(session, start)
+            add_child_usage(parent, child, before)
+        text = final_text(session, start)
         if failure is not None:
             result = error_result(
                 f"The subagent failed: {failure}." + (f"\nIts last words:\n{text}" if text else ""),
-                self._raw(child, stop="error"),
+                raw_output(child, stop="error"),
             )
         else:
             assert outcome is not None
-            result = self._answer(child, outcome.stop_reason, text)
+            result = answer(child, outcome.stop_reason, text)
         child.result = result
         return result
-
-    def _answer(self, child: _Child, stop: str, text: str) -> ToolResult:
-        raw = self._raw(child, stop=stop)
-        if stop == "cancelled":
-            return error_result(
-                "The subagent's turn was cancelled before it finished."
-                + (f"\nWhat it had written:\n{text}" if text else ""),
-                raw,
-            )
-        head = f"Subagent `{child.agent}` (session {child.session.id}) answered:"
-        if stop != "end_turn":
-            head = (
-                f"Subagent `{child.agent}` (session {child.session.id}) stopped ({stop}) "
-                "before it was done; what it wrote:"
-            )
-        answer = text or "(no answer: its last message had no text)"
-        where = ""
-        if child.session.worktree is not None:
-            worktree = child.session.worktree
-            where = (
-                f"\n\nIt worked in its own git worktree, {worktree.path}, on the branch "
-                f"{worktree.branch}: its changes are there, not in your checkout."
-            )
-        return ToolResult(
-            output=f"{head}\n\n{answer}{where}{_notes(child.notes)}",
-            raw_output=raw,
-            content=text_content(answer),
-        )
-
-    def _raw(
-        self, child: _Child, *, stop: str | None = None, background: bool = False
-    ) -> dict[str, Any]:
-        raw: dict[str, Any] = {"sessionId": child.session.id, "agent": child.agent}
-        if stop is not None:
-            raw["stopReason"] = stop
-            raw["usage"] = child.session.usage_total.model_dump()
-            if child.session.cost_total_usd:
-                raw["costUsd"] = child.session.cost_total_usd
-        if background:
-            raw["background"] = True
-        worktree = child.session.worktree
-        if worktree is not None:
-            raw["worktree"] = {"path": str(worktree.path), "branch": worktree.branch}
-        return raw
 
     # -- taskResult ----------------------------------------------------------------------------
 
@@ -326,7 +264,7 @@ class Subagents:
                 f"Subagent `{child.agent}` (session {child_id}) is still working "
                 f"(last: {child.activity}). Call taskResult again to wait for it."
             ),
-            raw_output={**self._raw(child), "running": True},
+            raw_output={**raw_output(child), "running": True},
             content=text_content(f"still working: {child.activity}"),
         )
 
@@ -368,7 +306,7 @@ class Subagents:
 
     # -- what the parent sees ----------------------------------------------------------------
 
-    def _watch(self, parent_id: str, child: _Child, event: EngineEvent, link: ClientLink) -> None:
+    def _watch(self, parent_id: str, child: Child, event: EngineEvent, link: ClientLink) -> None:
         if isinstance(event, ToolCallOpened):
             activity = event.title
         elif isinstance(event, AgentText):
@@ -378,11 +316,11 @@ class Subagents:
         self._show(parent_id, child, activity, link)
 
     def _waiting(
-        self, parent_id: str, child: _Child, request: ApprovalRequest, link: ClientLink
+        self, parent_id: str, child: Child, request: ApprovalRequest, link: ClientLink
     ) -> None:
         self._show(parent_id, child, f"waiting for approval: {request.title}", link)
 
-    def _show(self, parent_id: str, child: _Child, activity: str, link: ClientLink) -> None:
+    def _show(self, parent_id: str, child: Child, activity: str, link: ClientLink) -> None:
         if activity == child.activity:
             return
         child.activity = activity
@@ -392,50 +330,3 @@ class Subagents:
             parent_id,
             ToolCallProgress(call_id=child.call_id, content=text_content(f"▸ {activity}")),
         )
-
-    def _add_usage(self, parent: Session, child: _Child, before: tuple[TokenUsage, float]) -> None:
-        """Add what the child's turn used to its parent (whatever way the turn ended)."""
-        session = child.session
-        used = _difference(session.usage_total, before[0])
-        cost = max(session.cost_total_usd - before[1], 0.0)
-        totals = parent.children
-        totals.usage = add_usage(totals.usage, used)
-        totals.cost_usd += cost
-        parent.usage_total = add_usage(parent.usage_total, used)
-        parent.cost_total_usd += cost
-        with contextlib.suppress(CodyError):  # a full disk: the totals are kept in memory
-            parent.file.append(
-                "event",
-                {
-                    "kind": "subagent_usage",
-                    "sessionId": session.id,
-                    "usage": used.model_dump(),
-                    "costUsd": cost,
-                    "total": parent.usage_total.model_dump(),
-                    "costTotal": parent.cost_total_usd,
-                    "children": totals.record(),
-                },
-            )
-
-
-def _difference(after: TokenUsage, before: TokenUsage) -> TokenUsage:
-    return type(after)(
-        **{
-            name: max(getattr(after, name) - getattr(before, name), 0)
-            for name in type(after).model_fields
-        }
-    )
-
-
-def _final_text(session: Session, start: int) -> str:
-    """The text of the last assistant message since history index `start`."""
-    for item in reversed(session.history[start:]):
-        if isinstance(item, MessageItem) and item.role == "assistant" and item.text.strip():
-            return item.text.strip()
-    return ""
-
-
-def _notes(notes: list[str]) -> str:
-    if not notes:
-        return ""
-    return "\n\n(Its profile asked for more than you have: " + "; ".join(notes) + ".)"
