@@ -110,7 +110,7 @@ class TaskTool(Tool[TaskArgs]):
 
     def time_limit_s(self, args: TaskArgs, ctx: ToolContext) -> float:
         if args.background:
-            return 120.0  # starting it only (a worktree is made, the profiles read)
+            return 600.0  # starting it only (a worktree may be checked out)
         return self._subagents.turn_limit_s(ctx.session_id) + OWN_DEADLINE_MARGIN_S
 
     async def run(self, args: TaskArgs, ctx: ToolContext) -> ToolResult:
