@@ -204,6 +204,16 @@ SCENARIOS = {
     "short": lambda: [text_body(3, "ok ")],
     "concurrent": lambda: [],  # paced: see write_paced
     "flood": lambda: [text_body(100_000, "0123456789abcdef ")],  # 1.7 MB of text
+    # A task call, the child's answer, the parent's answer (bench/subagents.py).
+    "task-turn": lambda: [
+        tool_body(
+            [],
+            name="task",
+            arguments=json.dumps({"description": "look", "prompt": "look around"}),
+        ),
+        text_body(5, "child "),
+        text_body(5, "done "),
+    ],
     # An edit that breaks main.py, then one that fixes it (diagnostics: each one is a change).
     "edit-turn": lambda: [
         write_body(EDIT_BROKEN),

@@ -4,12 +4,12 @@ Enter sends; Ctrl-C interrupts the running turn (a second Ctrl-C quits); Ctrl-D 
 a turn runs the input line stays up: Enter steers the turn, Tab queues the next prompt
 (chat_turns.py). `@path` completes a file of the workspace and sends it along; `/image PATH`
 (or a pasted image path) attaches an image to the next message (attachments.py).
-Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /compact, /undo,
-/rewind (rewind_cli.py), /ps (processes.py), /help, /quit run here (`COMMANDS`: this
-terminal's own pickers and listings); /init and /review, and the session's custom commands
-and skills (`_meta.cody.commands`: `.claude/commands`, Codex prompts, skills...), are sent to
-the daemon, which runs them as turns (the same commands it advertises to editors over ACP).
-`/help` lists them too, and Tab completes every command.
+Slash commands: /model, /approvals, /sessions, /resume, /fork, /history, /agents
+(subagents_view.py), /compact, /undo, /rewind (rewind_cli.py), /ps (processes.py), /help,
+/quit run here (`COMMANDS`: this terminal's own pickers and listings); /init and /review, and
+the session's custom commands and skills (`_meta.cody.commands`: `.claude/commands`, Codex
+prompts, skills...), are sent to the daemon, which runs them as turns (the same commands it
+advertises to editors over ACP). `/help` lists them too, and Tab completes every command.
 Without a terminal, prompts are read line by line from stdin and approvals are rejected
 (there is nobody to ask), which is said on screen.
 """
@@ -43,6 +43,7 @@ from .processes import ProcessCount, ps_command
 from .progress import Spinner
 from .project_docs import project_docs_line
 from .rewind_cli import RewindCommands
+from .subagents_view import ChildActivity, agents_command, leave_worktrees
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
@@ -117,11 +118,19 @@ class Chat:
         self.process_count = ProcessCount(on_change=self._redraw)
         """The session's running processes, for the status bar (cody_client/processes.py)."""
         self._unlisten = client.listen(session.id, self.process_count.observe)
+        self.children = ChildActivity(client, renderer, self.spinner)
+        """The child sessions (subagents) this chat has seen start."""
+        self.children.parent_id = session.id
+        renderer.on_child = self.children.watch
+        self.parents: list[ClientSession] = []
+        """Where `/agents back` returns to (the sessions `/agents N` left)."""
 
-    def _follow(self, session: ClientSession) -> None:
-        """Switch to another session (resume, fork): its processes are the ones counted."""
+    def show(self, session: ClientSession) -> None:
+        """The chat talks to `session` now (resume, fork, a subagent's session): its
+        processes are the ones counted, its children the ones listed."""
         self._unlisten()
         self.session = session
+        self.children.parent_id = session.id
         self.process_count = ProcessCount(on_change=self._redraw)
         self._unlisten = self.client.listen(session.id, self.process_count.observe)
 
@@ -251,6 +260,7 @@ class Chat:
         else:
             message = "Nothing was asked, so the session is not saved."
         self.renderer.line(self.renderer.style.dim(message))
+        await leave_worktrees(self)
 
     async def _kept(self) -> bool:
         """Whether the daemon keeps this session: it lists (and saves) only sessions with a
@@ -348,6 +358,9 @@ class Chat:
         own = {f"/{command.name}" for command in self.custom_commands()}
         return DAEMON_COMMANDS | frozenset(own - set(COMMANDS))
 
+    async def _agents(self, words: list[str]) -> None:
+        await agents_command(self, words)
+
     async def _help(self, words: list[str]) -> None:
         self.renderer.line(HELP)
         rows = [
@@ -376,7 +389,7 @@ class Chat:
 
     async def _fork(self, words: list[str]) -> None:
         at = int(words[0]) if words else None
-        self._follow(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
+        self.show(await self.client.fork_session(self.session.id, self.cwd, at_message=at))
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
@@ -393,9 +406,8 @@ class Chat:
                 return
         session_id = await self.client.resolve_session_id(given)
         replay = self.renderer.fresh()
-        self._follow(
-            await self.client.load_session(session_id, self.cwd, on_update=replay.on_update)
-        )
+        self.show(await self.client.load_session(session_id, self.cwd, on_update=replay.on_update))
+        self.parents.clear()
         self.renderer.forget_usage()
         replay.line(f"Resumed session {self.session.id}.")  # ends the replay's last message
         for warning in self.session.meta.warnings if self.session.meta else []:
@@ -534,6 +546,12 @@ COMMANDS: dict[str, ChatCommand] = {
         usage_error="usage: /fork [N] where N is a user message number (0 = the first)",
     ),
     "/history": ChatCommand("/history", "replay this session's history", Chat._history),
+    "/agents": ChatCommand(
+        "/agents [N | back]",
+        "list this session's subagents, open one (prompts then go to it), or go back",
+        Chat._agents,
+        usage_error="usage: /agents [N | ID prefix | back]",
+    ),
     "/image": ChatCommand(
         "/image PATH",
         "attach an image (PNG, JPEG, GIF, WebP) to your next message",
@@ -637,6 +655,12 @@ async def _chat(
             docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)
             if docs is not None:
                 renderer.line(renderer.style.dim(docs))
+            worktree = session.meta.worktree if session.meta else None
+            if worktree is not None:
+                renderer.line(
+                    f"Working in a worktree: {one_line(worktree.path)} "
+                    f"(branch {one_line(worktree.branch)})"
+                )
             chat = Chat(client, session, renderer, cwd, notify=not args.no_notify)
             chat.approver = approver
             client.on_permission = chat.approve

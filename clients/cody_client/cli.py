@@ -55,6 +55,9 @@ VALUE_OPTIONS = {
     "-i",
     "--image",
 }
+OPTIONAL_VALUE_OPTIONS = {"--worktree"}
+"""Options whose value may be left out (`--worktree [NAME]`): the next word is its value
+unless it is an option, for argparse (`nargs="?"`) as for finding the subcommand."""
 
 
 def split_subcommand(argv: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -66,7 +69,11 @@ def split_subcommand(argv: Sequence[str]) -> tuple[str | None, list[str]]:
         if token == "--":
             return None, tokens
         if token.startswith("-"):
-            if token in VALUE_OPTIONS:
+            if token in VALUE_OPTIONS or (
+                token in OPTIONAL_VALUE_OPTIONS
+                and index + 1 < len(tokens)
+                and not tokens[index + 1].startswith("-")
+            ):
                 index += 1
             index += 1
             continue
@@ -100,6 +107,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
         choices=("native", "codex", "claude"),
         help="whose agent loop runs the session: Cody's own (native), the Codex CLI or "
         "Claude Code (default: the `backend` config key)",
+    )
+    parser.add_argument(
+        "--worktree",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="NAME",
+        help="work in a new git worktree of the project, on the branch cody/NAME (a name is "
+        "made up without one); at the end it is kept if anything changed, else removed. A "
+        "prompt after a bare --worktree goes after `--`",
     )
     parser.add_argument(
         "--add-dir",

@@ -282,6 +282,7 @@ class CodyClient:
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         config: Mapping[str, Any] | None = None,
         ephemeral: bool = False,
+        worktree: bool | str | None = None,
     ) -> ClientSession:
         """`session/new`; settings not given come from the daemon's configuration.
 
@@ -290,7 +291,9 @@ class CodyClient:
         more directories the sandbox lets the session write (`--add-dir`). `config`: config
         keys for this session, shaped like `config.toml` (`{"max_tool_iterations": 5}`),
         validated as the file is; the named settings win over it. `ephemeral`: keep no
-        session file (removed when the session closes)."""
+        session file (removed when the session closes). `worktree`: run the session in a new
+        git worktree of the project (`True`, or its name; `session.meta.worktree` says where,
+        and `close()` whether it was kept)."""
         meta = {
             "provider": provider,
             "model": model,
@@ -306,6 +309,7 @@ class CodyClient:
             else None,
             "config": dict(config) if config else None,
             "ephemeral": True if ephemeral else None,
+            "worktree": worktree or None,
         }
         params: dict[str, Any] = {"cwd": absolute(cwd), "mcpServers": list(mcp_servers)}
         given = {key: value for key, value in meta.items() if value is not None}

@@ -50,6 +50,7 @@ from .process import DaemonProcess
 from .processes import stop_left_running
 from .progress import Spinner
 from .project_docs import project_docs_line
+from .subagents_view import ChildActivity
 from .terminal import Renderer, Style, use_color
 from .termination import Termination
 from .warm import open_daemon
@@ -101,6 +102,7 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
         if allowed
         else None,
         "backend": getattr(args, "backend", None),
+        "worktree": getattr(args, "worktree", None),
         "writable_roots": getattr(args, "add_dir", None) or None,
     }
 
@@ -282,6 +284,9 @@ async def run_exec(
                 )
                 events.turn_started(prompt)
             else:
+                children = ChildActivity(client, renderer, spinner)  # subagents' activity
+                children.parent_id = session.id
+                renderer.on_child = children.watch
                 for warning in session.meta.warnings if session.meta else []:
                     renderer.line(renderer.style.yellow(f"warning: {for_terminal(warning)}"))
                 docs = project_docs_line(session.meta.project_docs if session.meta else [], cwd)

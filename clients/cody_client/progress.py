@@ -26,6 +26,10 @@ class Spinner:
         if self._enabled and self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._spin())
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
     def stop(self) -> None:
         if self._task is None:
             return

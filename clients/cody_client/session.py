@@ -30,6 +30,7 @@ from cody_protocol.history import UnifiedMessage
 from cody_protocol.processes import KillProcessResult, ProcessInfo, SessionProcessesResult
 from cody_protocol.prompt import DryRunReport, PromptResult, StructuredOutput
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption
+from cody_protocol.subagents import CloseSessionResult, WorktreeInfo, WorktreeResult
 from cody_protocol.updates import SessionUpdate
 
 from .errors import RemoteError
@@ -230,10 +231,19 @@ class ClientSession:
         )
         return KillProcessResult.model_validate(raw)
 
-    async def close(self) -> None:
-        """`session/close`: the daemon saves and closes the session (a running turn is
-        cancelled); `CodyClient.resume_session` makes it live again."""
-        await self.client.connection.request("session/close", {"sessionId": self.id})
+    async def close(self) -> WorktreeInfo | None:
+        """`session/close`: the daemon saves and closes the session (a running turn and its
+        subagents are cancelled); `CodyClient.resume_session` makes it live again. For a
+        worktree session: what became of its worktree (`kept`, `branch`), else None."""
+        raw = await self.client.connection.request("session/close", {"sessionId": self.id})
+        meta = CloseSessionResult.model_validate(raw or {}).meta
+        return meta.cody.worktree if meta is not None and meta.cody is not None else None
+
+    async def worktree(self) -> WorktreeInfo | None:
+        """`_cody/session/worktree`: where this worktree session runs and what changed
+        there (None: it runs in its project's own checkout)."""
+        raw = await self.client.connection.request("_cody/session/worktree", {"sessionId": self.id})
+        return WorktreeResult.model_validate(raw).worktree
 
 
 class PromptRun:

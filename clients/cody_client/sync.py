@@ -46,6 +46,7 @@ from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.processes import KillProcessResult, ProcessInfo
 from cody_protocol.prompt import DryRunReport, PromptResult
 from cody_protocol.session import CodySessionResultMeta, SessionConfigOption, SessionInfo
+from cody_protocol.subagents import WorktreeInfo
 from cody_protocol.updates import SessionUpdate
 
 from .client import ClientSession, CodyClient
@@ -155,8 +156,11 @@ class SyncSession:
     def kill_process(self, process_id: int) -> KillProcessResult:
         return self._owner._call(self.session.kill_process(process_id))
 
-    def close(self) -> None:
-        self._owner._call(self.session.close())
+    def worktree(self) -> WorktreeInfo | None:
+        return self._owner._call(self.session.worktree())
+
+    def close(self) -> WorktreeInfo | None:
+        return self._owner._call(self.session.close())
 
 
 class SyncCodyClient:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -112,6 +112,9 @@ class Renderer:
     _size: int | None = None
     _md: MarkdownStream | None = None
     total_tokens: int = 0
+    on_child: Callable[[str, str, str], None] | None = None
+    """Called with (child session id, agent, the `task` call's id) when a call of the shown
+    session starts a child session (a subagent): the chat then shows the child's activity."""
 
     def __post_init__(self) -> None:
         same = self.out is self.info
@@ -196,6 +199,9 @@ class Renderer:
         elif isinstance(update, ToolCallStart):
             self._tool_started(update)
         elif isinstance(update, ToolCallUpdate):
+            child = (update.meta or {}).get("cody")
+            if isinstance(child, dict) and isinstance(child.get("childSessionId"), str):
+                self._child_started(update.tool_call_id, child)
             if self.show_decisions:
                 self._show_decision(update)
             if update.status in ("completed", "failed"):
@@ -234,6 +240,24 @@ class Renderer:
             self._tool_finished(
                 update.tool_call_id, update.status, update.content or [], update.raw_output
             )
+
+    def _child_started(self, call_id: str, meta: dict[str, object]) -> None:
+        child, agent = str(meta["childSessionId"]), str(meta.get("agent") or "subagent")
+        how = "in the background" if meta.get("background") else "working"
+        self._newline()
+        self._write(
+            self.info,
+            self.style.dim(f"  ↳ {one_line(agent)} {how} · session {one_line(child)}") + "\n",
+        )
+        self._mode = "tool"
+        if self.on_child is not None:
+            self.on_child(child, agent, call_id)
+
+    def child_line(self, agent: str, text: str) -> None:
+        """One line of a child session's activity, under the parent's `task` call."""
+        self._newline()
+        self._write(self.info, self.style.dim(f"  │ {one_line(agent)}: ") + one_line(text) + "\n")
+        self._mode = "tool"
 
     def _tool_finished(
         self,
@@ -284,6 +308,12 @@ class Renderer:
             cost = result.meta.cody.cost
             if cost is not None and cost.total > 0:  # a free model shows no "$0.0000"
                 parts.append(f"${cost.turn:.4f} (session ${cost.total:.4f})")
+            children = result.meta.cody.subagents
+            if children is not None and children.sessions:
+                spent = f"{_count(children.usage.total_tokens)} tokens"
+                if children.cost:
+                    spent += f", ${children.cost:.4f}"
+                parts.append(f"subagents {children.sessions}: {spent}")
         if self._used is not None and self._size:
             parts.append(f"context {100 * self._used // self._size}% of {_count(self._size)}")
         self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")

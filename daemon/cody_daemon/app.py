@@ -98,6 +98,7 @@ class DaemonApp:
 
         manager = SessionManager(self.deps)
         manager.link = self.link
+        self.link.lineage_of = manager.lineage_of
         return manager
 
     def set_client_capabilities(self, wire: dict[str, Any]) -> None:

@@ -54,6 +54,7 @@ __all__ = [
     "CODY_SESSION_HISTORY",
     "CODY_SESSION_PROCESSES",
     "CODY_SESSION_REWIND",
+    "CODY_SESSION_WORKTREE",
     "CODY_SESSION_STEER",
     "CODY_TOOLS_LIST",
     "EXIT",
@@ -293,7 +294,11 @@ SESSION_LIST = request(
     spec="acp",
 )
 SESSION_CLOSE = request(
-    "session/close", params="session:SessionIdParams", session="closes", spec="acp"
+    "session/close",
+    params="session:SessionIdParams",
+    result="subagents:CloseSessionResult",
+    session="closes",
+    spec="acp",
 )
 SESSION_DELETE = request(
     "session/delete", params="session:SessionIdParams", session="deletes", spec="acp"
@@ -414,6 +419,12 @@ CODY_CONFIG_CHECK = request(
     "_cody/config/check",
     params="session:NewSessionParams",
     result="extensions:ConfigCheckResult",
+    spec="cody",
+)
+CODY_SESSION_WORKTREE = request(
+    "_cody/session/worktree",
+    params="subagents:WorktreeParams",
+    result="subagents:WorktreeResult",
     spec="cody",
 )
 CODY_PERMISSIONS_LIST = request(

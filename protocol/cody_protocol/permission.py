@@ -91,6 +91,12 @@ class CodyPermissionMeta(WireModel):
     """What `allow_always`/`reject_always` would remember, in words."""
     sandboxed: bool | None = None
     """For `exec`: whether the command would run inside the sandbox."""
+    parent_session_id: str | None = None
+    """The request comes from a child session (a subagent) of this session."""
+    parent_tool_call_id: str | None = None
+    """The parent's `task` call that started the child."""
+    agent: str | None = None
+    """The child's agent profile (also at the start of the title)."""
     justification: str | None = None
     """Why the model asks to run the command outside the sandbox (`exec` with `escalate`)."""
     project_rules: list[str] | None = None

@@ -21,6 +21,7 @@ __all__ = [
     "SteerParams",
     "SteerResult",
     "StopReason",
+    "SubagentTotals",
     "StructuredOutput",
     "TokenUsage",
     "TurnCost",
@@ -105,6 +106,16 @@ class DryRunReport(WireModel):
     """What the backend cannot enforce, or how to install/log in."""
 
 
+class SubagentTotals(WireModel):
+    """What the session's child sessions (subagents) used so far: part of `usage.total` and
+    `cost.total`, shown apart."""
+
+    usage: TokenUsage
+    cost: float | None = None
+    """USD, when their models have a known price."""
+    sessions: int = 0
+
+
 class StructuredOutput(WireModel):
     """The final answer of a turn run with `_meta.cody.outputSchema`."""
 
@@ -126,6 +137,8 @@ class CodyPromptMeta(WireModel):
     usage: TurnUsage
     cost: TurnCost | None = None
     dry_run: DryRunReport | None = None
+    subagents: SubagentTotals | None = None
+    """Present once the session's `task` calls started child sessions."""
     output: StructuredOutput | None = None
     """With `_meta.cody.outputSchema`: the validated answer (or why it is not one)."""
 

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from ._base import WireModel
 from .settings import ApprovalPolicy, Backend, Phase, ReasoningEffort, ReasoningSummary, SandboxMode
+from .subagents import WorktreeInfo
 
 __all__ = [
     "CloseSessionParams",
@@ -118,6 +119,9 @@ class CodySessionMeta(WireModel):
     ephemeral: bool = False
     """Keep no session file: it is removed when the session closes (`cody-client exec
     --ephemeral`)."""
+    worktree: bool | str | None = None
+    """Run the session in a new git worktree of its project (under Cody's data dir, on a
+    branch `cody/<name>`): `true` (a generated name) or the name. docs/subagents.md."""
 
 
 class NewSessionMeta(WireModel):
@@ -236,6 +240,10 @@ class CodySessionResultMeta(WireModel):
     which `skills` lists with `userInvocable`; `available_commands_update` has them all)."""
     skills: list[SkillInfo] = Field(default_factory=list)
     hooks: list[HookInfo] = Field(default_factory=list)
+    parent_session_id: str | None = None
+    """A child session (a subagent): the session whose `task` call started it."""
+    worktree: WorktreeInfo | None = None
+    """A worktree session: where it runs (its changes: `_cody/session/worktree`)."""
 
 
 class SessionResultMeta(WireModel):
@@ -296,6 +304,8 @@ class SessionInfo(WireModel):
     cwd: str
     title: str | None = None
     updated_at: str | None = None
+    parent_session_id: str | None = None
+    """A child session (a subagent): the session whose `task` call started it."""
 
 
 class ListSessionsResult(WireModel):

@@ -10,6 +10,7 @@ from ._base import WireModel
 from .commands import AvailableCommandsUpdate
 from .content import ContentBlock, ToolCallContent
 from .session import SessionConfigOption
+from .subagents import UpdateMeta
 
 __all__ = [
     "AgentMessageChunk",
@@ -215,3 +216,5 @@ SessionUpdate = Annotated[
 class SessionNotification(WireModel):
     session_id: str
     update: SessionUpdate
+    meta: UpdateMeta | None = Field(default=None, alias="_meta")
+    """A child session's updates: `_meta.cody.parentSessionId` (cody_protocol.subagents)."""

@@ -34,6 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     # Language servers: pygls' LSP client; launched in the exec sandbox (policy). The engine
     # reaches it only through its CodeServers port, which app.py fills (docs/architecture.md).
     "lsp": {"core", "config", "errors", "policy"},
+    # Git worktrees Cody makes for sessions: git run on the user's repository (its hazard
+    # check and the protected worktrees directory are policy's).
+    "worktrees": {"core", "errors", "policy"},
     "engine": {
         "core",
         "config",
@@ -47,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "history",
         "checkpoints",
         "extensions",
+        "worktrees",
     },
     "rpc": {"engine", "errors", "validation", "config", "core", "ids", "app", "__init__"},
 }

@@ -17,6 +17,7 @@ from cody_daemon.engine.events import (
     HookReported,
     McpStatusChanged,
     PlanChanged,
+    SubagentStarted,
     TitleChanged,
     ToolCallOpened,
     ToolCallOutput,
@@ -306,6 +307,17 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         {},
     ),
     (
+        "a task call started a child session (the call's update names it)",
+        SubagentStarted(call_id="t1", child_session_id="child-1", agent="explore"),
+        ["tool_call_update"],
+        {
+            "toolCallId": "t1",
+            "_meta": {
+                "cody": {"childSessionId": "child-1", "agent": "explore", "background": False}
+            },
+        },
+    ),
+    (
         "compaction notice (a session_info_update with _meta.cody)",
         Compacted(
             reason="auto", tokens_before=9000, tokens_after=2100, summarized_items=40, kept_items=6
@@ -346,6 +358,17 @@ def test_event_maps_to_valid_updates(
 def test_every_engine_event_type_is_covered() -> None:
     covered = {type(event) for _, event, _, _ in EVENTS}
     assert covered == set(typing.get_args(EngineEvent))
+
+
+def test_a_child_sessions_update_meta_matches_its_model() -> None:
+    from cody_daemon.engine.subagents.lineage import Lineage
+    from cody_daemon.rpc.link import _lineage_meta
+    from cody_protocol.subagents import CodyUpdateMeta
+
+    lineage = Lineage(parent_session_id="p", parent_tool_call_id="t1", agent="general", depth=1)
+    meta = _lineage_meta(lineage)
+    assert CodyUpdateMeta.model_validate(meta).wire() == meta
+    assert meta == {"parentSessionId": "p", "parentToolCallId": "t1", "agent": "general"}
 
 
 def test_text_chunks_carry_the_text_exactly() -> None:

@@ -43,6 +43,7 @@ from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 __all__ = [
     "BUILTIN_LSP_SERVERS",
     "BUILTIN_PROVIDER_IDS",
+    "AgentsConfig",
     "PARTIAL",
     "CodyConfig",
     "LspConfig",
@@ -350,6 +351,32 @@ class LspConfig(_ConfigModel):
         return dict(self.__pydantic_extra__ or {})
 
 
+class AgentsConfig(_ConfigModel):
+    """`[agents]`: subagents (child sessions a `task` call starts; docs/subagents.md).
+
+    A Codex `config.toml` has an `[agents]` table too: its `max_threads` means
+    `max_concurrent` here (used when `max_concurrent` is not set), and its role tables
+    (`[agents.<name>]`) and other keys are ignored, so the file works unchanged.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    max_depth: int = Field(default=1, ge=0, le=4)
+    """How deep child sessions may nest: 1 (the default) lets a session start children that
+    start none; 0 turns the `task` tool off."""
+    max_concurrent: int | None = Field(default=None, ge=1, le=32)
+    """How many children of one session may run at once (`background` ones included);
+    default 4."""
+    max_threads: int | None = Field(default=None, ge=1, le=32)
+    """Codex's name for `max_concurrent`."""
+    timeout_s: float = Field(default=1800, gt=0)
+    """Longest turn of a child before its `task` call fails (its turn is then cancelled)."""
+
+    @property
+    def concurrency(self) -> int:
+        return self.max_concurrent or self.max_threads or 4
+
+
 class CodyConfig(_ConfigModel):
     """The whole configuration, with its defaults (README "Configuration").
 
@@ -408,6 +435,7 @@ class CodyConfig(_ConfigModel):
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     lsp: LspConfig = Field(default_factory=LspConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
 
     @field_validator("model_reasoning_summary", mode="before")
     @classmethod

@@ -1,12 +1,15 @@
 """Context items: what Cody tells the model besides the system prompt, kept in the session.
 
-Five kinds, each a message the model receives between the history items:
+Six kinds, each a message the model receives between the history items:
 - `project_docs`: the project instructions (engine/project_docs.py), a user message, read
   when the session is created (or, for a session from before Cody read them, when it is
   first opened again) and never re-read: resume and fork send the same text;
 - `session_context`: the environment and the permissions (engine/permissions.py), a
   developer message, added at the start of a turn whenever the permissions text differs from
   the last one sent (the first turn, a changed sandbox or approval policy);
+- `agent`: a child session's role and its agent profile's instructions
+  (engine/subagents/), a user message (a profile may come from a cloned repository), recorded
+  when the child is created;
 - `answer_check`: a user message telling the model why its final answer did not validate
   against the turn's output schema (engine/final_answer.py), after that answer;
 - `skills`: the skills the model may use (engine/skills_context.py), a developer message,
@@ -48,6 +51,7 @@ __all__ = [
     "answer_check_entry",
     "latest",
     "hook_entry",
+    "agent_entry",
     "project_docs_entry",
     "record",
     "session_context_entry",
@@ -55,10 +59,11 @@ __all__ = [
     "splice",
 ]
 
-ContextKind = Literal["project_docs", "session_context", "answer_check", "skills", "hook"]
+ContextKind = Literal["project_docs", "session_context", "agent", "answer_check", "skills", "hook"]
 _KINDS: tuple[ContextKind, ...] = (
     "project_docs",
     "session_context",
+    "agent",
     "answer_check",
     "skills",
     "hook",
@@ -158,6 +163,11 @@ def session_context_entry(history: Sequence[HistoryItem], key: str, text: str) -
     return ContextEntry(
         kind="session_context", after=_anchor(history), item=_message("developer", text), key=key
     )
+
+
+def agent_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:
+    """A child session's role and agent instructions, after `history`'s end."""
+    return ContextEntry(kind="agent", after=_anchor(history), item=_message("user", text))
 
 
 def answer_check_entry(history: Sequence[HistoryItem], text: str) -> ContextEntry:

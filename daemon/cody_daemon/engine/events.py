@@ -28,6 +28,7 @@ __all__ = [
     "HookReported",
     "McpStatusChanged",
     "PlanChanged",
+    "SubagentStarted",
     "TitleChanged",
     "ToolCallOpened",
     "ToolCallOutput",
@@ -238,6 +239,18 @@ class DiagnosticsReported:
     late: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentStarted:
+    """A `task` call of this session started a child session (sent as a `tool_call_update`
+    of that call with `_meta.cody.childSessionId`; a warm daemon attaches the connections
+    watching this session to the child: rpc/sharing.py)."""
+
+    call_id: str
+    child_session_id: str
+    agent: str
+    background: bool = False
+
+
 EngineEvent = (
     AgentText
     | AgentThought
@@ -257,4 +270,5 @@ EngineEvent = (
     | Compacted
     | CommandsAvailable
     | DiagnosticsReported
+    | SubagentStarted
 )

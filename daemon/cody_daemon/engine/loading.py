@@ -29,11 +29,13 @@ from ..store.reader import read_session
 from ..store.session_file import SessionFile
 from ..tools.mcp import SESSION_TOOLS as MCP_SESSION_TOOLS
 from ..tools.mcp.specs import McpServerSpec, McpSpecError, build_specs
+from ..worktrees.worktree import WORKTREES_DIR, Worktree
 from .compaction import Compaction
 from .context_items import ContextEntry
 from .deps import EngineDeps
 from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
+from .subagents.lineage import ChildTotals, Lineage
 from .workdir import workdir_for
 
 __all__ = [
@@ -192,8 +194,11 @@ class SessionLoader:
             check_backend_installed(settings.backend, self.deps.env)
         return cwd_path, settings, catalog
 
-    def create(self, cwd: str, meta: CodySessionMeta | None) -> tuple[Session, ProviderCatalog]:
-        """A new session: config resolved for `cwd` and `meta`, file created and locked."""
+    def create(
+        self, cwd: str, meta: CodySessionMeta | None, header: Mapping[str, Any] | None = None
+    ) -> tuple[Session, ProviderCatalog]:
+        """A new session: config resolved for `cwd` and `meta`, file created and locked;
+        `header`: more fields of its `session_meta` line (a child's `parent`, a worktree)."""
         cwd_path, settings, catalog = self.resolve(cwd, meta)
         created = datetime.now(UTC)
         session_id = new_id()
@@ -202,6 +207,7 @@ class SessionLoader:
             handle.append(
                 "session_meta",
                 {
+                    **(header or {}),  # never over the fields below
                     "id": session_id,
                     "cwd": str(cwd_path),
                     "created": created.isoformat().replace("+00:00", "Z"),
@@ -296,6 +302,7 @@ class SessionLoader:
             tool_output_token_limit=config.tool_output_token_limit,
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
+            agents=config.agents,
             notify=tuple(config.notify),
             hook_tables=tuple(loaded.hook_tables),
         )
@@ -411,6 +418,11 @@ class SessionLoader:
                 entry for entry in map(ContextEntry.from_event, record.context) if entry
             ],
             checkpoints=record.checkpoints,
+            lineage=Lineage.from_record(record.header.get("parent")),
+            worktree=Worktree.from_record(
+                record.header.get("worktree"), self.deps.paths.data_dir / WORKTREES_DIR
+            ),
+            children=ChildTotals.from_record(record.children),
         )
         if record.checkpoints.marks:  # rewound: a compaction may no longer apply
             from .rewind import forget_stale_compaction

@@ -34,6 +34,7 @@ from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
 from ..tools.registry import ToolRegistry
+from ..worktrees.worktree import WORKTREES_DIR
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
 from .checkpoints import Checkpoints
 from .compaction import CompactionFailed, CompactionResult, compact_session
@@ -63,12 +64,16 @@ from .settings import (
 from .slash import BUILTIN_NAMES, McpCommandCall, parse_command, parse_mcp_command
 from .slash_runner import Reply, answer, run_local_command
 from .steer_requests import dropped_outcome, join_turn
+from .subagents.children import Subagents
+from .subagents.lineage import Lineage
 from .turn import TurnEnv, TurnRunner
 from .turn_hooks import TurnHooks
 from .workdir import refuse_live_move, require_workdir
+from .worktree_sessions import WorktreeSessions
 
 if TYPE_CHECKING:
     from cody_protocol.processes import ProcessInfo
+    from cody_protocol.subagents import WorktreeInfo
 
     from .backend_turn import BackendTurnRunner
 
@@ -97,6 +102,10 @@ class SessionManager:
         self.checkpoints = Checkpoints(
             deps.checkpoints, protected=(deps.paths.config_dir, deps.paths.data_dir)
         )
+        self.subagents = Subagents(self)
+        """Child sessions started by `task` calls (engine/subagents/)."""
+        self.worktrees = WorktreeSessions(deps.paths.data_dir / WORKTREES_DIR, deps.env)
+        """Sessions that run in a git worktree of their own (engine/worktree_sessions.py)."""
         self.notifier = Notifier()
         """Runs the user's `notify` program (engine/notify.py)."""
 
@@ -110,17 +119,31 @@ class SessionManager:
         *,
         read_docs: bool = True,
         start_source: str = "startup",
+        lineage: Lineage | None = None,
     ) -> Session:
         """A new live session; `read_docs`: read its project instructions now (a fork copies
-        its source's instead); `start_source`: what its SessionStart hooks are told."""
-        session, catalog = self._loader.create(cwd, meta)
+        its source's instead); `start_source`: what its SessionStart hooks are told;
+        `lineage`: a child session's parent (engine/subagents/). With `_meta.cody.worktree` it
+        runs in a new git worktree of its project."""
+        place = await self.worktrees.place(cwd, meta.worktree if meta is not None else None)
+        header = {"parent": lineage.record()} if lineage is not None else {}
+        if place.worktree is not None:
+            header["worktree"] = place.worktree.record()
+        try:
+            session, catalog = self._loader.create(place.cwd, meta, header)
+        except BaseException:
+            await self.worktrees.discard(place)
+            raise
+        session.lineage, session.worktree = lineage, place.worktree
         try:
             if read_docs:
                 await self._read_project_docs(session)
+            await self.subagents.load_profiles(session)
             await self._discover(session, start_source)
         except BaseException:
             session.file.close()
             session.file.path.unlink(missing_ok=True)
+            await self.worktrees.discard(place)
             raise
         live = self._go_live(session, catalog, mcp_servers)
         self.checkpoints.warm(live, new=True)  # the first turn's snapshot, ahead
@@ -240,6 +263,7 @@ class SessionManager:
                 # A session from before Cody read project instructions: read them once now
                 # (appended after its history, so nothing it sent before changes).
                 await self._read_project_docs(session)
+            await self.subagents.load_profiles(session)
             await self._discover(session, "resume")
         except BaseException:
             session.file.close()
@@ -247,6 +271,15 @@ class SessionManager:
         live = self._go_live(session, catalog, mcp_servers)
         self.checkpoints.warm(live, new=False)
         return live
+
+    def live(self, session_id: str) -> Session | None:
+        """The live session `session_id`, or None."""
+        return self._live.get(session_id)
+
+    def lineage_of(self, session_id: str) -> Lineage | None:
+        """A live child session's parent and agent (the rpc layer names them on the wire)."""
+        session = self._live.get(session_id)
+        return session.lineage if session is not None else None
 
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
@@ -370,6 +403,7 @@ class SessionManager:
         # reaches them).
         task = asyncio.create_task(run)
         session.turn = task
+        self.subagents.turn_started(session, link)
         stop = "error"
         session.asker = link  # an MCP server's elicitation goes to this client
         try:
@@ -380,6 +414,7 @@ class SessionManager:
             # The request itself was cancelled ($/cancelRequest): let the turn clean up.
             stop = "cancelled"
             self._cancel_turn(task)
+            self.subagents.cancel_children(session.id)
             await asyncio.wait({task})
             raise
         finally:
@@ -555,7 +590,7 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools,
+            tools=self.subagents.tools_for(session, self.deps.tools),
             family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
@@ -598,6 +633,7 @@ class SessionManager:
         session = self._live.get(session_id)
         if session is None:
             return False
+        self.subagents.cancel_children(session_id)  # background ones too
         dropped = session.queue.cancel_all()
         if session.turn is None or session.turn.done():
             return dropped > 0
@@ -734,7 +770,13 @@ class SessionManager:
         summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
-            SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
+            SessionInfo(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                updated_at=s.updated_at,
+                parent_session_id=s.parent_session_id,
+            )
             for s in page
         ]
         next_cursor = (
@@ -742,15 +784,18 @@ class SessionManager:
         )
         return infos, next_cursor
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str) -> WorktreeInfo | None:
         session = self.get(session_id)
-        await self._close(session)
+        return await self._close(session)
 
-    async def _close(self, session: Session) -> None:
+    async def _close(self, session: Session) -> WorktreeInfo | None:
+        """Close the session (its children first); a worktree session's worktree is kept
+        when something changed in it, else removed (what became of it is returned)."""
         session.queue.cancel_all()
         if session.turn is not None and not session.turn.done():
             self._cancel_turn(session.turn)
             await asyncio.wait({session.turn})
+        await self.subagents.close_children(session)
         self._live.pop(session.id, None)
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
@@ -763,7 +808,8 @@ class SessionManager:
         _close_file(session)  # first: a client may load the session again at once
         if session.ephemeral and session.checkpoints.entries:
             self.checkpoints.forget(session.id)  # nobody can rewind it any more
-        await _stop_processes(session)
+        await _stop_processes(session)  # before its worktree may be removed
+        return await self.worktrees.finish(session)
 
     async def delete(self, session_id: str) -> None:
         live = self._live.get(session_id)
@@ -860,6 +906,7 @@ class SessionManager:
             self._cancel_turn(turn)
         if turns:
             await asyncio.wait(turns, timeout=5)
+        await self.subagents.stop_all()
         for session in list(self._live.values()):
             try:
                 await _stop_agent(session)
@@ -869,13 +916,16 @@ class SessionManager:
                 await session.file.sync()
             finally:
                 _close_file(session)
-        ephemeral = [s for s in self._live.values() if s.ephemeral and s.checkpoints.entries]
+        closing = list(self._live.values())
+        ephemeral = [s for s in closing if s.ephemeral and s.checkpoints.entries]
         self._live.clear()
         await self.checkpoints.aclose()
         for session in ephemeral:  # its ref only: the objects go at the repository's next prune
             await self.checkpoints.drop_ref(session)
         await self.notifier.aclose()
         await self.deps.processes.close()  # every session's processes, then the launcher
+        for session in closing:  # after its processes: an unchanged worktree is removed
+            await self.worktrees.finish(session)
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
         if self.deps.code is not None:

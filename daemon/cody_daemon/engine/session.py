@@ -26,11 +26,13 @@ from .compaction import Compaction, ContextMark
 from .context_items import ContextEntry, latest
 from .settings import SessionSettings
 from .steering import PromptQueue, SteerInbox
+from .subagents.lineage import ChildTotals, Lineage
 
 if TYPE_CHECKING:
     from ..backends.base import AgentBackend
     from ..tools.mcp import McpSessionManager
     from ..tools.processes.table import ProcessTable
+    from ..worktrees.worktree import Worktree
     from .hooks import SessionHooks
     from .ports import ClientLink
 
@@ -120,6 +122,13 @@ class Session:
         if self._waits == 0 and self._waiting_since is not None:
             self._user_waited_s += time.monotonic() - self._waiting_since
             self._waiting_since = None
+
+    lineage: Lineage | None = None
+    """A child session (a subagent): its parent and agent (engine/subagents/)."""
+    children: ChildTotals = field(default_factory=ChildTotals)
+    """What its child sessions used (included in `usage_total` and `cost_total_usd`)."""
+    worktree: Worktree | None = None
+    """The git worktree it runs in, made for it (worktrees/, engine/subagents/isolation.py)."""
 
     @property
     def busy(self) -> bool:

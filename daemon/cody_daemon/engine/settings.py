@@ -34,7 +34,7 @@ from cody_protocol.settings import (
 )
 
 from ..config.loader import HookTable
-from ..config.model import LspConfig, McpServerConfig, ToolConfig
+from ..config.model import AgentsConfig, LspConfig, McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 from ..policy.rules import RuleSet
 
@@ -145,6 +145,8 @@ class SessionSettings:
     """`project_doc_max_bytes` (not persisted: read when project instructions are read)."""
     project_doc_fallbacks: tuple[str, ...] = ("CLAUDE.md",)
     """`project_doc_fallback_filenames` (not persisted)."""
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    """`[agents]`: subagent limits (not persisted)."""
     notify: tuple[str, ...] = ()
     """`notify`: the program run when a turn ends or an approval waits (not persisted;
     engine/notify.py)."""

@@ -10,7 +10,10 @@ session's sandbox (`.cody/config.toml` of a trusted project). So, under every wr
   git dirs): it holds `HEAD` and either both `objects/` and `refs/`, or a `commondir` file
   (a worktree's private dir), the same test git itself uses;
 - every entry named `.cody`;
-- Cody's own config and data directories (user config, session files with their grants).
+- Cody's own config and data directories (user config, session files with their grants),
+  except, for a writable root inside one of their `OWN_WORKSPACES` directories (a git
+  worktree Cody made for a session under its data dir), that root itself: the session
+  works there, and everything else of Cody's own stays protected (outside the root).
 
 Invariants:
 - `is_protected_path` decides for one path (file tools); it looks only at the path's own
@@ -31,6 +34,7 @@ from pathlib import Path
 from ..core.safe_read import open_regular, read_regular_text
 
 __all__ = [
+    "OWN_WORKSPACES",
     "PROTECTED_NAMES",
     "SCAN_BUDGET",
     "ScanResult",
@@ -40,10 +44,14 @@ __all__ = [
     "is_within",
     "looks_like_git_dir",
     "outermost",
+    "own_workspace",
     "scan",
 ]
 
 PROTECTED_NAMES = frozenset({".git", ".cody"})
+OWN_WORKSPACES = "worktrees"
+"""The directory under Cody's data dir holding the worktrees it makes for sessions
+(worktrees/): a session's writable root inside it is the session's to write."""
 SCAN_BUDGET = 200_000
 """Directory entries `scan` looks at per root (about 0.3 s on a warm cache)."""
 
@@ -97,7 +105,7 @@ def is_protected_path(real: Path, root: Path, extra: Iterable[Path] = ()) -> str
     `extra` are further protected directories (Cody's own config and data dirs).
     """
     for protected in extra:
-        if is_within(real, protected):
+        if is_within(real, protected) and not own_workspace(root, protected):
             return f"{real} is inside Cody's own files ({protected}), which the sandbox protects"
     relative = real.relative_to(root)
     if ".git" in relative.parts:
@@ -112,6 +120,13 @@ def is_protected_path(real: Path, root: Path, extra: Iterable[Path] = ()) -> str
     if is_git_dir(real):
         return f"{real} is a git directory, which the sandbox protects"
     return None
+
+
+def own_workspace(root: Path, own: Path) -> bool:
+    """`root` is a session's workspace inside Cody's own directory `own` (a worktree Cody made
+    for it: `<own>/worktrees/<...>/<name>`), not `own`'s own files."""
+    workspaces = own / OWN_WORKSPACES
+    return root != workspaces and workspaces in root.parents
 
 
 @dataclass

@@ -292,10 +292,13 @@ class SandboxPolicy:
                     args += ["--ro-bind", str(self.cwd), str(self.cwd)]
         else:
             roots = sorted(self.writable_roots(), key=_depth)
-            for root in roots:
-                args += ["--bind", str(root), str(root)]
-            for path in self._read_only_paths(roots, notes, create=True):
-                args += ["--ro-bind", str(path), str(path)]
+            mounts = [("--bind", root) for root in roots]
+            mounts += [("--ro-bind", p) for p in self._read_only_paths(roots, notes, create=True)]
+            # Parents before children (a root in Cody's data dir, a worktree, is mounted
+            # writable after the data dir's read-only mount); at equal depth the read-only
+            # mount comes last.
+            for how, path in sorted(mounts, key=lambda mount: _depth(mount[1])):
+                args += [how, str(path), str(path)]
         for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
             if hidden.is_file():
                 args += ["--ro-bind", "/dev/null", str(hidden)]

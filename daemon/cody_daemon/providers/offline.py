@@ -11,6 +11,7 @@ the latest user message (case-insensitive):
     run outside CMD       -> exec asking to leave the sandbox (`escalate`)
     start CMD             -> exec in the background (a server, a watcher)
     write PATH: TEXT      -> writeFile
+    ask AGENT to TASK     -> task (a subagent `AGENT` works on TASK: docs/subagents.md)
 
 After a tool result it summarises that result; anything else gets a short help text.
 Deltas are paced (`delay_s`) so a terminal shows the text streaming.
@@ -53,6 +54,7 @@ HELP_TEXT = (
     "- `run CMD` (`run outside CMD` asks to leave the sandbox)\n"
     "- `start CMD` (runs it in the background)\n"
     "- `write PATH: TEXT`\n"
+    "- `ask AGENT to TASK` (a subagent: `ask explore to list files`)\n"
     "Point Cody at a real provider (set OPENAI_API_KEY, or see the README) for everything else."
 )
 
@@ -62,6 +64,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^run\s+(?P<cmd>.+)$", re.I | re.S), "exec"),
     (re.compile(r"^start\s+(?P<cmd>.+)$", re.I | re.S), "background"),
     (re.compile(r"^write\s+(?P<path>[^:]+?)\s*:\s?(?P<text>.*)$", re.I | re.S), "writeFile"),
+    (re.compile(r"^ask\s+(?P<agent>[\w.-]+)\s+to\s+(?P<task>.+)$", re.I | re.S), "task"),
 )
 
 
@@ -149,6 +152,14 @@ def plan_reply(history: list[HistoryItem]) -> tuple[str, str, dict[str, Any] | N
                 {"command": command, "background": True},
                 "exec",
             )
+        if tool == "task":
+            agent, task = match.group("agent"), match.group("task").strip()
+            return (
+                f"The user wants the {agent} agent to {task}; I'll start it with task.",
+                f"Asking `{agent}` to {task}.",
+                {"description": task[:60], "prompt": task, "agent": agent},
+                tool,
+            )
         path = match.group("path").strip()
         return (
             f"The user wants me to write {path}; I'll call writeFile.",
@@ -191,6 +202,9 @@ def summarize(tool: str, output: FunctionCallOutputItem) -> str:
             return "The directory is empty."
         noun = "entry" if len(entries) == 1 else "entries"
         return f"I found {len(entries)} {noun}: {listed}."
+    if tool == "task":
+        answer = "\n".join(lines[2:] if len(lines) > 2 else lines).strip()
+        return f"My subagent answered: {answer}"
     if tool == "readFile":
         preview = "\n".join(line.split("\t", 1)[-1] for line in lines[:5])
         count = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")

@@ -117,9 +117,41 @@ def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
                 commands=[CustomCommandInfo.model_validate(c) for c in listed["commands"]],
                 skills=[SkillInfo.model_validate(skill) for skill in listed["skills"]],
                 hooks=[HookInfo.model_validate(hook) for hook in listed["hooks"]],
+                parent_session_id=(
+                    session.lineage.parent_session_id if session.lineage is not None else None
+                ),
+                worktree=_worktree_of(session),
             )
         ),
     }
+
+
+def _children_totals(app: DaemonApp, session_id: str) -> Any:
+    """What the session's children used (`_meta.cody.subagents`), once it has any."""
+    session = app.manager.live(session_id)
+    if session is None or not session.children.sessions:
+        return None
+    from cody_protocol.prompt import SubagentTotals
+
+    totals = session.children
+    return SubagentTotals(
+        usage=totals.usage, cost=totals.cost_usd or None, sessions=totals.sessions
+    )
+
+
+def _worktree_of(session: Session) -> Any:
+    """Where a worktree session runs (its changes: `_cody/session/worktree`)."""
+    if session.worktree is None:
+        return None
+    from cody_protocol.subagents import WorktreeInfo
+
+    worktree = session.worktree
+    return WorktreeInfo(
+        path=str(worktree.path),
+        branch=worktree.branch,
+        base=worktree.base,
+        project_root=str(worktree.project_root),
+    )
 
 
 def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
@@ -212,10 +244,26 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
     async def session_close(params: Any) -> Any:
         from cody_protocol.session import SessionIdParams
+        from cody_protocol.subagents import (
+            CloseSessionMeta,
+            CloseSessionResult,
+            CodyCloseSessionMeta,
+        )
 
         parsed = parse(SessionIdParams, params)
-        await app.manager.close(parsed.session_id)
-        return {}
+        worktree = await app.manager.close(parsed.session_id)
+        if worktree is None:
+            return {}
+        return CloseSessionResult(
+            meta=CloseSessionMeta(cody=CodyCloseSessionMeta(worktree=worktree))
+        )
+
+    async def session_worktree(params: Any) -> Any:
+        from cody_protocol.subagents import WorktreeParams, WorktreeResult
+
+        parsed = parse(WorktreeParams, params)
+        session = app.manager.get(parsed.session_id)
+        return WorktreeResult(worktree=await app.manager.worktrees.describe(session))
 
     async def session_delete(params: Any) -> Any:
         from cody_protocol.session import SessionIdParams
@@ -257,6 +305,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             queue=cody is not None and cody.queue,
             output_schema=cody.output_schema if cody is not None else None,
         )
+        children = _children_totals(app, parsed.session_id)
         return PromptResult(
             stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
             usage=outcome.turn,
@@ -269,6 +318,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
                         if outcome.cost is not None
                         else None
                     ),
+                    subagents=children,
                     output=outcome.output,
                 )
             ),
@@ -348,8 +398,10 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             tool_config = session.settings.tool_config
             allowed = app.manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
-        absent = app.deps.tools.absent(app.env, tool_config, parsed.session_id)
-        available = app.deps.tools.offered(None, app.env, tool_config, parsed.session_id).tools()
+        subagents = app.manager.subagents  # the engine registers `task` and `taskResult`
+        registry = subagents.tools_for(session, app.deps.tools) if session else app.deps.tools
+        absent = registry.absent(app.env, tool_config, parsed.session_id)
+        available = registry.offered(None, app.env, tool_config, parsed.session_id).tools()
         if session is not None and session.mcp is not None:
             available = [*available, *await session.mcp.session_tools()]
             statuses = [
@@ -422,6 +474,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
+        methods.CODY_SESSION_WORKTREE: session_worktree,
     }
     from .checkpoint_handlers import checkpoint_handlers  # checkpoints and rewind
     from .config_handlers import config_handlers  # _cody/config/check

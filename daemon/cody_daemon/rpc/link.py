@@ -18,6 +18,10 @@ Files: sent only when the client declared `fs.readTextFile` / `writeTextFile` (`
 an error answer or a malformed result raises `ClientFileError` (a tool error for the model);
 cancelling the awaiting tool withdraws the request like an approval.
 
+Child sessions (subagents): their updates carry `_meta.cody` with `parentSessionId`,
+`parentToolCallId` and `agent` (built as a plain dict on this hot path: unit-tested against
+cody_protocol.subagents.CodyUpdateMeta), and so do their permission requests.
+
 Live output: for a client with `_meta.terminal_output` (Zed), calls of live-output tools are
 shown as display-only terminals (rpc/live_output.py); a client with `_meta.cody.appendOutput`
 gets increments to append (rpc/updates.py); any other client, as ACP's `content` replaces,
@@ -34,8 +38,9 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
 from cody_protocol.initialize import ClientCapabilities
@@ -93,6 +98,9 @@ from .updates import (
     mcp_status_params,
 )
 
+if TYPE_CHECKING:
+    from ..engine.subagents.lineage import Lineage
+
 __all__ = ["COALESCE_S", "RpcClientLink"]
 
 logger = logging.getLogger(__name__)
@@ -128,6 +136,9 @@ class RpcClientLink:
         """What the client declared in `initialize` (set by the handler)."""
         self._terminals = TerminalView()
         self._outputs = OutputSoFar()
+        self.lineage_of: Callable[[str], Lineage | None] = _no_lineage
+        """A live child session's parent (set by the app once the engine exists): its
+        updates and approvals carry `_meta.cody.parentSessionId`."""
 
     # -- updates --------------------------------------------------------------------------
 
@@ -186,7 +197,11 @@ class RpcClientLink:
         )
 
     def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
-        self._protocol.notify(SESSION_UPDATE, {"sessionId": session_id, "update": update})
+        params: dict[str, Any] = {"sessionId": session_id, "update": update}
+        lineage = self.lineage_of(session_id)
+        if lineage is not None:
+            params["_meta"] = {"cody": _lineage_meta(lineage)}
+        self._protocol.notify(SESSION_UPDATE, params)
 
     async def wait_writable(self) -> None:
         if self._protocol.sink is not None:
@@ -203,6 +218,7 @@ class RpcClientLink:
     async def request_approval(self, session_id: str, request: ApprovalRequest) -> ApprovalReply:
         self._flush_pending(session_id)
         msg_id = f"cody-{next(self._ids)}"
+        lineage = self.lineage_of(session_id)
         params = RequestPermissionParams(
             session_id=session_id,
             tool_call=PermissionToolCall(
@@ -220,6 +236,9 @@ class RpcClientLink:
                     request_id=msg_id,
                     grant_key=request.grant_key,
                     sandboxed=request.sandboxed,
+                    parent_session_id=lineage.parent_session_id if lineage else None,
+                    parent_tool_call_id=lineage.parent_tool_call_id if lineage else None,
+                    agent=lineage.agent if lineage else None,
                     justification=request.justification,
                     project_rules=request.project_rules,
                     project=request.project,
@@ -315,6 +334,18 @@ class RpcClientLink:
             raise ClientFileError(
                 f"{exc.message or 'error'} (JSON-RPC error {exc.code})", exc.code
             ) from None
+
+
+def _no_lineage(session_id: str) -> Lineage | None:
+    return None
+
+
+def _lineage_meta(lineage: Lineage) -> dict[str, Any]:
+    """`_meta.cody` of a child session's updates (cody_protocol.subagents.CodyUpdateMeta)."""
+    meta: dict[str, Any] = {"parentSessionId": lineage.parent_session_id, "agent": lineage.agent}
+    if lineage.parent_tool_call_id is not None:
+        meta["parentToolCallId"] = lineage.parent_tool_call_id
+    return meta
 
 
 def _options(request: ApprovalRequest) -> list[PermissionOption]:

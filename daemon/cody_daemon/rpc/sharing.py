@@ -14,6 +14,8 @@ Invariants:
   can neither stall the editor's turn nor grow the daemon's memory without bound.
 - What answers one connection's request goes to that connection only: a `session/load`
   replay, the slash commands advertised after new/load/resume.
+- A child session (a subagent) is attached to every connection attached to its parent when
+  it starts (`SubagentStarted`), so whoever watches the parent sees the child's updates.
 - `session/request_permission`, `_cody/mcp/elicit` and `fs/*` go to the connection that sent
   the turn's prompt, never to another. Once that connection is gone they are answered at once
   as a rejection (approval), a decline (elicitation) or an error (file request): nothing
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from cody_protocol import methods
 from pygls.exceptions import JsonRpcException
 
-from ..engine.events import CommandsAvailable, EngineEvent
+from ..engine.events import CommandsAvailable, EngineEvent, SubagentStarted
 from ..engine.ports import (
     ApprovalReply,
     ApprovalRequest,
@@ -136,6 +138,11 @@ class SharedSessionLink(RpcClientLink):
         if isinstance(event, CommandsAvailable) or _PRIVATE_TO.get() is self:
             self.deliver(session_id, event)
             return
+        if isinstance(event, SubagentStarted):
+            # Whoever watches the parent watches its child too (the child's turn talks
+            # through this link, the one of the parent's turn).
+            for link in [self, *self._attachments.links(session_id)]:
+                self._attachments.attach(event.child_session_id, link)
         for link in self._attachments.links(session_id):
             if link is not self:
                 link.watch(session_id, event)
@@ -243,6 +250,7 @@ class SharingServer(CodyServer):
         self.attachments = attachments
         self.manager = manager
         self.link = SharedSessionLink(self.protocol, attachments)
+        self.link.lineage_of = manager.lineage_of
         self.resume_live: Callable[[str], Awaitable[Any]] | None = None
         """Answers `session/resume` of a session that is running a turn (set by the app)."""
 

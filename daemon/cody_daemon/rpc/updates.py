@@ -17,6 +17,7 @@ from cody_protocol.extensions import (
     HookStatusNotification,
     McpStatusNotification,
 )
+from cody_protocol.subagents import ChildSessionMeta
 from cody_protocol.updates import (
     CodySessionInfoMeta,
     CompactionNotice,
@@ -47,6 +48,7 @@ from ..engine.events import (
     HookReported,
     McpStatusChanged,
     PlanChanged,
+    SubagentStarted,
     TitleChanged,
     ToolCallOpened,
     ToolCallOutput,
@@ -154,6 +156,13 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 meta={"cody": {"progress": progress}},
             ).wire()
         ]
+    if isinstance(event, SubagentStarted):
+        child = ChildSessionMeta(
+            child_session_id=event.child_session_id,
+            agent=event.agent,
+            background=event.background,
+        )
+        return [ToolCallUpdate(tool_call_id=event.call_id, meta={"cody": child.wire()}).wire()]
     if isinstance(event, ToolCallOutput):
         return [
             ToolCallUpdate(

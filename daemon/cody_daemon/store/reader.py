@@ -63,6 +63,11 @@ class SessionRecord:
     created: str
     settings: dict[str, Any]
     """The session's settings: those of `session_meta`, updated by `config` events."""
+    header: dict[str, Any] = field(default_factory=dict)
+    """The whole `session_meta` payload (a child's `parent`, a worktree session's
+    `worktree`: validated by the engine, engine/subagents/)."""
+    children: dict[str, Any] | None = None
+    """The latest `subagent_usage` event's totals (what the session's children used)."""
     items: list[HistoryItem] = field(default_factory=list)
     usage_total: dict[str, int] = field(default_factory=dict)
     cost_total_usd: float = 0.0
@@ -138,6 +143,17 @@ class _Folder:
             cost = payload.get("costUsd")
             if isinstance(cost, dict) and isinstance(cost.get("total"), int | float):
                 self.record.cost_total_usd = float(cost["total"])
+        elif kind == "subagent_usage" and isinstance(payload.get("total"), dict):
+            # A child's turn added to this session's totals (engine/subagents/children.py).
+            self.record.usage_total = {
+                key: int(value)
+                for key, value in payload["total"].items()
+                if isinstance(value, int | float)
+            }
+            if isinstance(payload.get("costTotal"), int | float):
+                self.record.cost_total_usd = float(payload["costTotal"])
+            if isinstance(payload.get("children"), dict):
+                self.record.children = payload["children"]
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
             # The engine records `allow_session` / `reject_session`; the wire kinds are accepted too.
@@ -293,6 +309,7 @@ def _consume(
             cwd=str(payload.get("cwd", "")),
             created=str(payload.get("created", "")),
             settings=dict(settings) if isinstance(settings, dict) else {},
+            header=payload,
         )
         return record, _Folder(record)
     assert folder is not None

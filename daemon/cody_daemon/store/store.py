@@ -47,6 +47,8 @@ class SessionSummary:
     path: Path
     has_turn: bool = True
     """The session was prompted at least once (a `turn_context` line or a user message)."""
+    parent_session_id: str | None = None
+    """A child session (a subagent): its parent (`session_meta`'s `parent.sessionId`)."""
 
 
 def _valid_session_id(session_id: str) -> bool:
@@ -142,6 +144,7 @@ def _summarize(path: Path) -> SessionSummary | None:
             stat = os.fstat(fd)
             session_id = cwd = ""
             title: str | None = None
+            parent: str | None = None
             has_turn = False
             for raw in _head_lines(handle):
                 line = _object_or_none(raw)
@@ -151,6 +154,7 @@ def _summarize(path: Path) -> SessionSummary | None:
                 if line.get("type") == "session_meta":
                     session_id = _text(payload.get("id"))
                     cwd = _text(payload.get("cwd"))
+                    parent = _parent_of(payload.get("parent"))
                 elif line.get("type") == "turn_context":
                     has_turn = True
                 elif (
@@ -174,6 +178,7 @@ def _summarize(path: Path) -> SessionSummary | None:
         updated_at=updated,
         path=path,
         has_turn=has_turn,
+        parent_session_id=parent,
     )
 
 
@@ -203,6 +208,11 @@ def _object_or_none(raw: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _parent_of(value: object) -> str | None:
+    parent = value.get("sessionId") if isinstance(value, dict) else None
+    return parent if isinstance(parent, str) and _valid_session_id(parent) else None
 
 
 def _text(value: object) -> str:

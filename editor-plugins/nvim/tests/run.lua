@@ -20,6 +20,7 @@ local SPECS = {
   "escapes_spec",
   "rewind_spec",
   "warnings_spec",
+  "subagents_spec",
   "talk_spec",
   "processes_spec",
 }

@@ -24,6 +24,8 @@ local AGENT_BLOCKS = { message = true, thought = true, tool = true, plan = true 
 ---@class cody.ToolCallView
 ---@field mark integer Extmark on the `▸` line (it follows the line when text moves).
 ---@field done boolean
+---@field tail integer? Extmark on the last line nested under it (a child session's activity):
+--- its result goes after that.
 
 ---@class cody.ChatState
 ---@field buf integer?
@@ -32,6 +34,7 @@ local AGENT_BLOCKS = { message = true, thought = true, tool = true, plan = true 
 ---@field tools table<string, cody.ToolCallView>
 ---@field thought_mark integer? Highlight extmark of the thought block being streamed.
 ---@field plan_mark integer? Start of the plan block, while it is the last block.
+---@field children table<string, {agent: string?, titles: table<string, string>, call: string?}>? Child sessions seen.
 
 ---@type cody.ChatState
 local state = { tools = {} }
@@ -433,7 +436,7 @@ local function show_tool_result(buf, view, update)
   if #lines == 0 then
     lines = { ok and "  ✓ done" or "  ✗ failed" }
   end
-  local row = vim.api.nvim_buf_get_extmark_by_id(buf, M.namespace, view.mark, {})[1]
+  local row = vim.api.nvim_buf_get_extmark_by_id(buf, M.namespace, view.tail or view.mark, {})[1]
   lines = set_lines(buf, row + 1, row + 1, lines)
   vim.api.nvim_buf_set_extmark(buf, M.namespace, row + 1, 0, {
     end_row = row + #lines,
@@ -474,6 +477,55 @@ function M.tool_call_update(update)
   write(function(buf)
     show_tool_result(buf, view, update)
   end)
+end
+
+--- Appends one dimmed line of a child's activity; while its `task` call has no result yet,
+--- the result will go after it.
+---@param call_id string?
+---@param text string
+local function nested_line(call_id, text)
+  write(function(buf)
+    begin(buf, "tool")
+    append(buf, inert.line(text))
+    local row = last_line(buf)
+    local mark = highlight_line(buf, row, "CodyStatus")
+    local view = call_id and state.tools[call_id]
+    if view and not view.done then
+      view.tail = mark
+    end
+  end)
+end
+
+--- A line under the parent's `task` call when it started a child session (a subagent):
+--- `↳ explore · session <id>`.
+---@param call_id string the `task` call
+---@param meta table `_meta.cody` of its `tool_call_update`: childSessionId, agent
+function M.child_started(call_id, meta)
+  state.children = state.children or {}
+  state.children[meta.childSessionId or ""] = { agent = meta.agent, titles = {}, call = call_id }
+  nested_line(call_id, ("  ↳ %s · session %s"):format(meta.agent or "subagent", meta.childSessionId or "?"))
+end
+
+--- What a child session of the shown one does, one indented line per tool call it makes
+--- (`│ explore: ▸ Read src/app.py`, `│ explore: ✗ ...` when one fails); its answer is the
+--- parent's `task` call's result.
+---@param session_id string the child's
+---@param update table its `session/update`'s `update`
+---@param meta table its `_meta.cody`: parentSessionId, parentToolCallId, agent
+function M.child_update(session_id, update, meta)
+  state.children = state.children or {}
+  local child = state.children[session_id] or { agent = meta.agent, titles = {} }
+  state.children[session_id] = child
+  local text
+  if update.sessionUpdate == "tool_call" then
+    child.titles[update.toolCallId or ""] = update.title
+    text = "▸ " .. (update.title or update.toolCallId or "a tool call")
+  elseif update.sessionUpdate == "tool_call_update" and update.status == "failed" then
+    text = "✗ " .. (child.titles[update.toolCallId or ""] or update.toolCallId or "a tool call")
+  else
+    return
+  end
+  nested_line(child.call or meta.parentToolCallId, ("  │ %s: %s"):format(child.agent or "subagent", text))
 end
 
 --- `plan`: a checklist, rewritten in place while it is the last thing in the chat.

@@ -104,6 +104,11 @@ end
 local function on_session_update(params)
   local sid = params.sessionId
   if sid ~= state.session_id and sid ~= state.loading_id then
+    -- A child session (a subagent) of the shown one: its activity, nested under the call.
+    local lineage = vim.tbl_get(params, "_meta", "cody")
+    if type(lineage) == "table" and lineage.parentSessionId == state.session_id and state.session_id then
+      chat.child_update(sid, params.update or {}, lineage)
+    end
     return
   end
   local update = params.update or {}
@@ -121,6 +126,10 @@ local function on_session_update(params)
       buffers.on_tool_update(update)
     end
   elseif kind == "tool_call_update" then
+    local child = vim.tbl_get(update, "_meta", "cody")
+    if type(child) == "table" and type(child.childSessionId) == "string" then
+      chat.child_started(update.toolCallId, child)
+    end
     chat.tool_call_update(update)
     if sid ~= state.loading_id then
       buffers.on_tool_update(update) -- an edit that completed: :checktime its open buffers

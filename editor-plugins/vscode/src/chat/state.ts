@@ -3,7 +3,8 @@
  *
  * Invariants: no I/O and no `vscode` import; the input state is never mutated; a tool call
  * appears once in `items` however many updates it gets; updates for another session are
- * ignored; `busy` is false once a prompt has answered or failed, or the daemon has exited.
+ * ignored, except a child session's (a subagent's: `_meta.cody.parentSessionId` is the shown
+ * session), which show under the parent's `task` call; `busy` is false once a prompt has answered or failed, or the daemon has exited.
  */
 
 import type {
@@ -24,7 +25,7 @@ import type {
   ToolKind,
   TurnCost,
 } from "../protocol/types";
-import { applyUpdate, closeOpenCalls, mapCall, optionValue, pendingApproval } from "./updates";
+import { applyChildUpdate, applyUpdate, closeOpenCalls, mapCall, optionValue, pendingApproval } from "./updates";
 
 /** An error as plain data (what `CodyError` carries). */
 export interface ErrorInfo {
@@ -53,6 +54,16 @@ export interface ToolCallView {
   diffs: DiffPreview[];
   /** How its approval was decided, when one was asked. */
   decision?: string;
+  /** The child session (a subagent) this `task` call started, and what it did. */
+  subagent?: SubagentView;
+}
+
+export interface SubagentView {
+  sessionId: string;
+  agent: string;
+  background: boolean;
+  /** One line per tool call the child made ("▸ List .", "✗ Run make"), oldest first. */
+  activity: string[];
 }
 
 export type ChatItem =
@@ -216,7 +227,12 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
       return { ...base, loading: false, session: sessionView(event.sessionId, event.cwd, title, event.result) };
     }
     case "sessionUpdate":
-      if (state.session?.id !== event.notification.sessionId) return state;
+      if (state.session?.id !== event.notification.sessionId) {
+        // A child session (a subagent) of the shown one: its activity under the parent's call.
+        const parent = event.notification._meta?.cody;
+        if (!state.session || parent?.parentSessionId !== state.session.id) return state;
+        return applyChildUpdate(state, parent, event.notification);
+      }
       return applyUpdate(state, event.notification.update);
     case "promptStarted": {
       const turn = state.turn + 1;
@@ -238,7 +254,12 @@ export function reduce(state: ChatState, event: ChatEvent): ChatState {
         items: closeOpenCalls([...state.items, { type: "error", turn: state.turn, error: event.error }], "failed"),
       };
     case "approvalRequested":
-      if (state.session !== null && state.session.id !== event.request.sessionId) return state;
+      if (
+        state.session !== null &&
+        state.session.id !== event.request.sessionId &&
+        event.request._meta?.cody.parentSessionId !== state.session.id
+      )
+        return state;
       return { ...state, pendingApproval: pendingApproval(event.request) };
     case "approvalResolved": {
       const pending = state.pendingApproval?.toolCallId === event.toolCallId ? null : state.pendingApproval;

@@ -6,6 +6,7 @@
  */
 
 import type {
+  CodyUpdateMeta,
   ContentBlock,
   RequestPermissionParams,
   SessionConfigOption,
@@ -14,7 +15,10 @@ import type {
   ToolCallStart,
   ToolCallUpdate,
 } from "../protocol/types";
-import type { ChatItem, ChatState, DiffPreview, PendingApproval, ToolCallView } from "./state";
+import type { ChatItem, ChatState, DiffPreview, PendingApproval, SubagentView, ToolCallView } from "./state";
+
+/** At most this many lines of a child's activity are kept under its `task` call. */
+export const MAX_ACTIVITY = 50;
 
 export const PREVIEW_LINES = 12;
 export const PREVIEW_CHARS = 2000;
@@ -105,10 +109,42 @@ function upsertCall(items: ChatItem[], turn: number, update: ToolCallStart | Too
   if (update.status) call.status = update.status;
   if (update.rawInput !== undefined && update.rawInput !== null) call.rawInput = update.rawInput;
   if (update.content) Object.assign(call, contentView(update.content));
+  const child = childOf(update._meta);
+  if (child && !call.subagent) call.subagent = { ...child, activity: [] };
   if (existing?.type === "tool") {
     return items.map((item, i) => (i === index ? { ...existing, call } : item));
   }
   return [...items, { type: "tool", turn, call }];
+}
+
+/** `_meta.cody` of a `task` call's update that names the child session it started. */
+function childOf(meta: unknown): Omit<SubagentView, "activity"> | null {
+  if (typeof meta !== "object" || meta === null) return null;
+  const cody = (meta as { cody?: unknown }).cody;
+  if (typeof cody !== "object" || cody === null) return null;
+  const { childSessionId, agent, background } = cody as Record<string, unknown>;
+  if (typeof childSessionId !== "string") return null;
+  return { sessionId: childSessionId, agent: typeof agent === "string" ? agent : "subagent", background: background === true };
+}
+
+/** A child session's update: one activity line under the parent's `task` call. */
+export function applyChildUpdate(state: ChatState, parent: CodyUpdateMeta, notification: SessionNotification): ChatState {
+  const update = notification.update;
+  let line: string | null = null;
+  if (update.sessionUpdate === "tool_call") line = `▸ ${update.title}`;
+  else if (update.sessionUpdate === "tool_call_update" && update.status === "failed") line = `✗ ${update.title ?? update.toolCallId}`;
+  if (line === null || !parent.parentToolCallId) return state;
+  const entry = line;
+  const items = mapCall(state.items, parent.parentToolCallId, (call) => {
+    const subagent: SubagentView = call.subagent ?? {
+      sessionId: notification.sessionId,
+      agent: parent.agent ?? "subagent",
+      background: false,
+      activity: [],
+    };
+    return { ...call, subagent: { ...subagent, activity: [...subagent.activity, entry].slice(-MAX_ACTIVITY) } };
+  });
+  return { ...state, items };
 }
 
 export function mapCall(items: ChatItem[], id: string, change: (call: ToolCallView) => ToolCallView): ChatItem[] {

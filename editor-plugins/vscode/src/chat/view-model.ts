@@ -18,6 +18,10 @@ export interface ViewToolCall {
   decision: string;
   /** One line per file edit: "src/a.ts: 3 → 5 lines". */
   diffs: string[];
+  /** A `task` call's child session: "explore · session 0193…", or empty. */
+  subagent: string;
+  /** What the child did, one line per tool call ("▸ List ."), nested under the call. */
+  activity: string[];
 }
 
 export type ViewItem =

@@ -126,6 +126,10 @@ function toolView(call: ToolCallView): ViewToolCall {
     more: call.hiddenLines > 0 ? `… ${String(call.hiddenLines)} more lines` : "",
     decision: call.decision ? oneLine(DECISION_LABEL[call.decision] ?? call.decision) : "",
     diffs: call.diffs.map(diffLabel),
+    subagent: call.subagent
+      ? oneLine(`${call.subagent.agent}${call.subagent.background ? " (background)" : ""} · session ${call.subagent.sessionId}`)
+      : "",
+    activity: (call.subagent?.activity ?? []).map(oneLine),
   };
 }
 

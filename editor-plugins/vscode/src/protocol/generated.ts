@@ -180,6 +180,21 @@ export interface ClientCapabilities {
   terminal?: boolean;
 }
 
+/** `CloseSessionMeta` */
+export interface CloseSessionMeta {
+  cody?: CodyCloseSessionMeta | null;
+}
+
+/** `session/close`'s answer: `{}`, or what became of a worktree session's worktree. */
+export interface CloseSessionResult {
+  _meta?: CloseSessionMeta | null;
+}
+
+/** `CodyCloseSessionMeta` */
+export interface CodyCloseSessionMeta {
+  worktree?: WorktreeInfo | null;
+}
+
 /** `CodyInitializeMeta` */
 export interface CodyInitializeMeta {
   binaries?: BinaryInfo[];
@@ -215,8 +230,11 @@ export interface CodyPermissionAnswerMeta {
 
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
+  agent?: string | null;
   grantKey?: string | null;
   justification?: string | null;
+  parentSessionId?: string | null;
+  parentToolCallId?: string | null;
   project?: string | null;
   projectRules?: string[] | null;
   requestId: string | number;
@@ -228,6 +246,7 @@ export interface CodyPromptMeta {
   cost?: TurnCost | null;
   dryRun?: DryRunReport | null;
   output?: StructuredOutput | null;
+  subagents?: SubagentTotals | null;
   turnId: string;
   usage: TurnUsage;
 }
@@ -257,6 +276,7 @@ export interface CodySessionMeta {
   reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
   reasoningSummary?: "auto" | "concise" | "detailed" | "none" | null;
   sandboxMode?: "read-only" | "workspace-write" | "danger-full-access" | null;
+  worktree?: boolean | string | null;
   writableRoots?: string[] | null;
 }
 
@@ -266,11 +286,20 @@ export interface CodySessionResultMeta {
   commands?: CustomCommandInfo[];
   hooks?: HookInfo[];
   model: string;
+  parentSessionId?: string | null;
   projectDocs?: ProjectDoc[];
   provider: string;
   sessionFile: string;
   skills?: SkillInfo[];
   warnings?: string[];
+  worktree?: WorktreeInfo | null;
+}
+
+/** `_meta.cody` of a child session's `session/update` (and of its permission requests). */
+export interface CodyUpdateMeta {
+  agent?: string | null;
+  parentSessionId: string;
+  parentToolCallId?: string | null;
 }
 
 /** `CodyUserMessageMeta` */
@@ -1020,6 +1049,7 @@ export interface SessionIdParams {
 /** `SessionInfo` */
 export interface SessionInfo {
   cwd: string;
+  parentSessionId?: string | null;
   sessionId: string;
   title?: string | null;
   updatedAt?: string | null;
@@ -1056,6 +1086,7 @@ export interface SessionModeState {
 
 /** `SessionNotification` */
 export interface SessionNotification {
+  _meta?: UpdateMeta | null;
   sessionId: string;
   update: UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallUpdate | PlanUpdate | UsageUpdate | ConfigOptionUpdate | CurrentModeUpdate | SessionInfoUpdate | AvailableCommandsUpdate;
 }
@@ -1130,6 +1161,16 @@ export interface StructuredOutput {
   valid: boolean;
   value?: Json;
   via?: "response_format" | "tool";
+}
+
+/**
+ * What the session's child sessions (subagents) used so far: part of `usage.total` and
+ * `cost.total`, shown apart.
+ */
+export interface SubagentTotals {
+  cost?: number | null;
+  sessions?: number;
+  usage: TokenUsage;
 }
 
 /** `TerminalExitMeta` */
@@ -1266,6 +1307,11 @@ export interface TurnUsage {
   turn: TokenUsage;
 }
 
+/** `UpdateMeta` */
+export interface UpdateMeta {
+  cody?: CodyUpdateMeta | null;
+}
+
 /** `UsageUpdate` */
 export interface UsageUpdate {
   cost?: Cost | null;
@@ -1285,6 +1331,33 @@ export interface UserMessageChunk {
 /** `UserMessageMeta` */
 export interface UserMessageMeta {
   cody?: CodyUserMessageMeta | null;
+}
+
+/** `WorktreeChange` */
+export interface WorktreeChange {
+  change: "added" | "modified" | "deleted" | "renamed" | "untracked";
+  path: string;
+}
+
+/** Where a worktree session runs, and what it changed. */
+export interface WorktreeInfo {
+  base: string;
+  branch: string;
+  changes?: WorktreeChange[];
+  commits?: number;
+  kept?: boolean | null;
+  path: string;
+  projectRoot: string;
+}
+
+/** `WorktreeParams` */
+export interface WorktreeParams {
+  sessionId: string;
+}
+
+/** `WorktreeResult` */
+export interface WorktreeResult {
+  worktree?: WorktreeInfo | null;
 }
 
 /** `WriteTextFileParams` */
@@ -1335,6 +1408,7 @@ export const Method = {
   codySessionProcesses: "_cody/session/processes",
   codySessionRewind: "_cody/session/rewind",
   codySessionSteer: "_cody/session/steer",
+  codySessionWorktree: "_cody/session/worktree",
   codyToolsList: "_cody/tools/list",
   authenticate: "authenticate",
   exit: "exit",

@@ -10,6 +10,7 @@ import { after, describe, test } from "node:test";
 
 import type { ChatController } from "../chat/controller";
 import type { ChatState } from "../chat/state";
+import { toViewModel } from "../chat/view";
 import type { Message, NotificationMessage } from "vscode-jsonrpc/node";
 import type { PermissionOutcome, RequestPermissionParams } from "../protocol/types";
 import { TestEnv, deferred, waitFor, within, type ChatOptions } from "./support/daemon";
@@ -44,6 +45,28 @@ describe("chat against the real daemon", () => {
   };
   after(() => {
     for (const env of envs) env.cleanup();
+  });
+
+  test("a subagent's activity is nested under the parent's task call, and shown inert", TIMEOUT, async () => {
+    const env = newEnv();
+    env.writeFiles({ "alpha.txt": "a\n", "beta.md": "# b\n" });
+    await withChat(env, {}, async (chat) => {
+      const result = await within(chat.send("ask explore to list files"), 60_000, "prompt");
+
+      assert.equal(result?.stopReason, "end_turn");
+      const call = onlyCall(chat.state);
+      assert.equal(call.title, "explore: list files");
+      assert.equal(call.status, "completed");
+      assert.ok(call.subagent, "the task call names its child session");
+      assert.equal(call.subagent.agent, "explore");
+      assert.deepEqual(call.subagent.activity, ["▸ List ."], "the child's own call, under the parent's");
+      assert.equal(toolCalls(chat.state).length, 1, "the child's call is not one of the parent's");
+      assert.match(call.preview, /alpha\.txt/, "the child's answer is the call's result");
+      const view = toViewModel(chat.state).items.find((item) => item.type === "tool");
+      assert.ok(view?.type === "tool");
+      assert.match(view.call.subagent, /^explore · session [0-9a-f-]+$/);
+      assert.deepEqual(view.call.activity, ["▸ List ."]);
+    });
   });
 
   test("a prompt streams its reply and its tool call into the chat state", TIMEOUT, async () => {

@@ -36,6 +36,36 @@ function live(): ChatState {
 }
 
 describe("reduce", () => {
+  test("a child session's calls are nested under the parent's task call; others' are ignored", () => {
+    const child = (u: SessionUpdate, parent = SESSION): ChatEvent => ({
+      type: "sessionUpdate",
+      notification: { sessionId: "child-1", update: u, _meta: { cody: { parentSessionId: parent, parentToolCallId: "t1", agent: "explore" } } },
+    });
+    const state = run(
+      [
+        update({ sessionUpdate: "tool_call", toolCallId: "t1", title: "explore: look", kind: "other", status: "pending" }),
+        update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: "t1",
+          _meta: { cody: { childSessionId: "child-1", agent: "explore", background: false } },
+        }),
+        child({ sessionUpdate: "tool_call", toolCallId: "c1", title: "Read a.txt", kind: "read", status: "pending" }),
+        child({ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "failed", title: "Read a.txt" }),
+        child({ sessionUpdate: "tool_call", toolCallId: "c2", title: "elsewhere", kind: "read", status: "pending" }, "other"),
+        child({ sessionUpdate: "agent_message_chunk", content: text("the child's answer") }),
+      ],
+      live(),
+    );
+    const call = onlyCall(state);
+    assert.deepEqual(call.subagent, {
+      sessionId: "child-1",
+      agent: "explore",
+      background: false,
+      activity: ["▸ Read a.txt", "✗ Read a.txt"],
+    });
+    assert.equal(agentText(state), "", "the child's text is its answer, shown as the call's result");
+  });
+
   test("streams chunks into one message per kind and turn, in order", () => {
     const state = run(
       [

@@ -80,6 +80,12 @@ function toolCard(call: ViewToolCall): HTMLElement {
   head.appendChild(el("span", "tool-title", call.title));
   if (call.decision) head.appendChild(el("span", "tool-decision", call.decision));
   card.appendChild(head);
+  if (call.subagent) {
+    const nested = el("div", "tool-subagent");
+    nested.appendChild(el("div", "muted", `↳ ${call.subagent}`));
+    for (const line of call.activity) nested.appendChild(el("div", "tool-activity", line));
+    card.appendChild(nested);
+  }
   for (const diff of call.diffs) card.appendChild(el("div", "tool-diff", diff));
   if (call.preview) {
     const pre = el("pre", "tool-output");

@@ -1,0 +1,1 @@
+"""Subagents: child sessions a `task` call starts, their agent profiles and limits."""
