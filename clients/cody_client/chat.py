@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cody_protocol.settings import APPROVAL_POLICIES
 
@@ -32,6 +32,9 @@ from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
 from .wording import for_terminal, lookup_message
+
+if TYPE_CHECKING:
+    from cody_protocol.session import SessionInfo
 
 __all__ = ["COMMANDS", "DAEMON_COMMANDS", "HELP", "ChatCommand", "run_chat"]
 
@@ -50,6 +53,16 @@ def unique_prefix_length(ids: list[str], shortest: int = 8) -> int:
     ):
         length += 1
     return length
+
+
+def session_label(info: SessionInfo, id_width: int = 8) -> str:
+    """A listed session's title, on one line; a fork says whose fork it is (it starts with
+    its parent's title)."""
+    title = one_line(info.title or "")
+    parent = info.forked_from
+    if parent is None:
+        return title
+    return f"{title}  (fork of {one_line(parent[:id_width])})".lstrip()
 
 
 KEYS_HELP = """\
@@ -74,18 +87,31 @@ class Chat:
 
     # -- input ----------------------------------------------------------------------------
 
-    def _toolbar(self) -> str:
+    def _settings(self) -> list[str]:
         parts = [
             f"{self.session.option('provider')}/{self.session.option('model')}",
             f"approvals {self.session.option('approval_policy')}",
             f"sandbox {self.session.option('sandbox_mode')}",
         ]
         # prompt_toolkit shows C0 controls as ^[ but passes bidi controls to the terminal.
-        parts = [one_line(part) for part in parts]
-        status = self.renderer.status()
-        if status:
-            parts.append(status)
-        return " · ".join(parts)
+        return [one_line(part) for part in parts]
+
+    def _toolbar(self) -> str:
+        """The bottom bar: model, context use, approvals, sandbox, tokens used, as many whole
+        parts as fit the terminal's width (in that order of importance)."""
+        from .chat_input import fit, terminal_width
+
+        model, *policies = self._settings()
+        context, *rest = [*self.renderer.status_parts(), ""]
+        parts = [model, context, *policies, *rest]
+        return fit([part for part in parts if part], terminal_width() - 1)
+
+    def _commands(self) -> list[tuple[str, str]]:
+        """What Tab completes: the terminal's own commands, then the daemon's."""
+        own = [(name, command.help.split("\n")[0]) for name, command in COMMANDS.items()]
+        own += [(usage.split()[0], text) for usage, text in DAEMON_HELP.items()]
+        advertised = self.client.available_commands.get(self.session.id, [])
+        return own + [(f"/{c.name}", c.description) for c in advertised]
 
     async def read(self) -> str | None:
         if not self.interactive:
@@ -94,6 +120,8 @@ class Chat:
         if self._prompt_session is None:
             from prompt_toolkit import PromptSession
             from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+            from .chat_input import SlashCompleter
 
             bindings = KeyBindings()
 
@@ -104,7 +132,10 @@ class Chat:
                 event.current_buffer.insert_text("\n")
 
             self._prompt_session = PromptSession(
-                bottom_toolbar=self._toolbar, key_bindings=bindings
+                bottom_toolbar=self._toolbar,
+                key_bindings=bindings,
+                completer=SlashCompleter(self._commands),
+                complete_while_typing=False,  # Tab completes (and lists several)
             )
         while True:
             if self._quit:
@@ -139,8 +170,12 @@ class Chat:
     # -- the loop -------------------------------------------------------------------------
 
     def banner(self) -> None:
+        """Three short lines (each fits 80 columns; the settings line is cut at the width)."""
+        from .chat_input import fit, terminal_width
+
         style = self.renderer.style
-        self.renderer.line(style.dim(f"Cody · {self._toolbar()} · session {self.session.id}"))
+        self.renderer.line(style.dim(fit(["Cody", *self._settings()], terminal_width() - 1)))
+        self.renderer.line(style.dim(f"session {one_line(self.session.id)}"))
         self.renderer.line(style.dim("Ctrl-C interrupts a turn, Ctrl-D quits, /help for help."))
 
     async def run(self, first_prompt: str | None) -> None:
@@ -181,15 +216,21 @@ class Chat:
         return any(s.get("sessionId") == self.session.id for s in sessions)
 
     async def turn(self, text: str) -> None:
+        quiet = contextlib.nullcontext()
+        if self.interactive:
+            from .chat_input import typing_hidden
+
+            quiet = typing_hidden()  # type: ignore[assignment]
         try:
-            result = await run_turn(
-                self.session,
-                text,
-                self.renderer.on_update,
-                self.spinner,
-                interrupted=self._interrupted,
-                after_turn=self.between_turns_interrupt if self.interactive else None,
-            )
+            with quiet:
+                result = await run_turn(
+                    self.session,
+                    text,
+                    self.renderer.on_update,
+                    self.spinner,
+                    interrupted=self._interrupted,
+                    after_turn=self.between_turns_interrupt if self.interactive else None,
+                )
         except RemoteError as exc:
             self.renderer.line(self.renderer.style.red(f"error: {for_terminal(exc.message)}"))
             return
@@ -230,10 +271,13 @@ class Chat:
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
-        # A renderer of its own: the calls shown live are shown again in the replay.
-        replay = self.renderer.fresh()
+        # A renderer of its own: the calls shown live are shown again in the replay. User
+        # messages are numbered as /fork counts them.
+        replay = self.renderer.fresh(number_messages=True)
         await self.client.load_session(self.session.id, self.cwd, on_update=replay.on_update)
         replay.line("")
+        if replay.messages_numbered:
+            replay.line(replay.style.dim("(/fork N continues from a copy up to user message #N)"))
 
     async def _resume(self, words: list[str]) -> None:
         given = words[0] if words else None
@@ -253,16 +297,19 @@ class Chat:
 
     async def _pick_session(self) -> str | None:
         """Number the recent sessions and read a choice (an empty answer picks nothing)."""
-        sessions = [s for s in await self.client.list_sessions() if s.session_id != self.session.id]
+        listed = await self.client.list_sessions()
+        sessions = [s for s in listed if s.session_id != self.session.id]
         if not sessions:
             self.renderer.line("No other saved sessions.")
             return None
         shown = sessions[:PICK_LIMIT]
-        width = unique_prefix_length([s.session_id for s in sessions])
+        # Unique among every session, this one too: forks made within a minute share their
+        # first 8 characters (ids start with the time).
+        width = unique_prefix_length([s.session_id for s in listed] + [self.session.id])
         for number, info in enumerate(shown, start=1):
             self.renderer.line(
                 f"{number:>3}. {one_line(info.session_id[:width])}  "
-                f"{one_line(info.updated_at or ''):20}  {one_line(info.title or '')}"
+                f"{one_line(info.updated_at or ''):20}  {session_label(info, width)}"
             )
         answer = await self._ask_line(f"resume which? [1-{len(shown)}, Enter for none] ")
         if answer is None or not answer.strip():
@@ -336,7 +383,7 @@ class Chat:
             here = "  ← this session" if info.session_id == self.session.id else ""
             self.renderer.line(
                 f"{one_line(info.session_id)}  {one_line(info.updated_at or '')}  "
-                f"{one_line(info.title or '')}{here}"
+                f"{session_label(info)}{here}"
             )
 
 

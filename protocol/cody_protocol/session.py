@@ -12,6 +12,7 @@ from .settings import ApprovalPolicy, Backend, Phase, ReasoningEffort, Reasoning
 
 __all__ = [
     "CloseSessionParams",
+    "CodySessionInfoMeta",
     "CodySessionMeta",
     "CodySessionResultMeta",
     "ConfigOptionValue",
@@ -22,6 +23,7 @@ __all__ = [
     "HttpHeader",
     "ListSessionsParams",
     "ListSessionsResult",
+    "ListedSessionMeta",
     "CodyLoadSessionMeta",
     "LoadSessionMeta",
     "LoadSessionParams",
@@ -233,11 +235,30 @@ class ListSessionsParams(WireModel):
     _check_cwd = field_validator("cwd")(_no_nul)
 
 
+class CodySessionInfoMeta(WireModel):
+    """`session/list` entries' `_meta.cody`: where a fork came from."""
+
+    forked_from: str | None = None
+    """The session this one was forked from (`session/fork`), when it is a fork."""
+    at_message: int | None = None
+    """The fork's `atMessage` (None: the whole history was copied)."""
+
+
+class ListedSessionMeta(WireModel):
+    cody: CodySessionInfoMeta | None = None
+
+
 class SessionInfo(WireModel):
     session_id: str
     cwd: str
     title: str | None = None
     updated_at: str | None = None
+    meta: ListedSessionMeta | None = Field(default=None, alias="_meta")
+
+    @property
+    def forked_from(self) -> str | None:
+        cody = self.meta.cody if self.meta is not None else None
+        return cody.forked_from if cody is not None else None
 
 
 class ListSessionsResult(WireModel):

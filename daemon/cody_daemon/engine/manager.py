@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
-from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
+from cody_protocol.session import (
+    CodySessionInfoMeta,
+    CodySessionMeta,
+    ListedSessionMeta,
+    McpServer,
+    SessionConfigOption,
+    SessionInfo,
+)
 
 from ..config.loader import project_trusted
 from ..core.history import item_key
@@ -527,7 +534,13 @@ class SessionManager:
         summaries = [s for s in stored if s.has_turn]
         page = summaries[start : start + LIST_PAGE_SIZE]
         infos = [
-            SessionInfo(session_id=s.session_id, cwd=s.cwd, title=s.title, updated_at=s.updated_at)
+            SessionInfo(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                updated_at=s.updated_at,
+                meta=_fork_meta(s.forked_from, s.at_message),
+            )
             for s in page
         ]
         next_cursor = (
@@ -665,6 +678,15 @@ async def _close_mcp(session: Session) -> None:
         session.mcp_warmup.cancel()
     if session.mcp is not None:
         await session.mcp.aclose()
+
+
+def _fork_meta(forked_from: str | None, at_message: int | None) -> ListedSessionMeta | None:
+    """A listed session's `_meta`: whose fork it is (none for a session that is not one)."""
+    if forked_from is None:
+        return None
+    return ListedSessionMeta(
+        cody=CodySessionInfoMeta(forked_from=forked_from, at_message=at_message)
+    )
 
 
 def _is_user_message(item: Any) -> bool:

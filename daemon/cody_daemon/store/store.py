@@ -47,6 +47,9 @@ class SessionSummary:
     path: Path
     has_turn: bool = True
     """The session was prompted at least once (a `turn_context` line or a user message)."""
+    forked_from: str | None = None
+    """The session it was forked from (its `forked` event), when it is a fork."""
+    at_message: int | None = None
 
 
 def _valid_session_id(session_id: str) -> bool:
@@ -143,6 +146,8 @@ def _summarize(path: Path) -> SessionSummary | None:
             session_id = cwd = ""
             title: str | None = None
             has_turn = False
+            forked_from: str | None = None
+            at_message: int | None = None
             for raw in _head_lines(handle):
                 line = _object_or_none(raw)
                 payload = line.get("payload") if line is not None else None
@@ -153,6 +158,11 @@ def _summarize(path: Path) -> SessionSummary | None:
                     cwd = _text(payload.get("cwd"))
                 elif line.get("type") == "turn_context":
                     has_turn = True
+                elif line.get("type") == "event" and payload.get("kind") == "forked":
+                    source = _text(payload.get("from"))
+                    forked_from = source if _valid_session_id(source) else None
+                    at = payload.get("atMessage")
+                    at_message = at if type(at) is int and at >= 0 else None
                 elif (
                     line.get("type") == "response_item"
                     and payload.get("type") == "message"
@@ -174,6 +184,8 @@ def _summarize(path: Path) -> SessionSummary | None:
         updated_at=updated,
         path=path,
         has_turn=has_turn,
+        forked_from=forked_from,
+        at_message=at_message if forked_from else None,
     )
 
 

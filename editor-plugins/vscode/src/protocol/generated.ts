@@ -183,11 +183,6 @@ export interface CodyPromptParamsMeta {
   dryRun?: boolean;
 }
 
-/** `CodySessionInfoMeta` */
-export interface CodySessionInfoMeta {
-  compaction?: CompactionNotice | null;
-}
-
 /** Per-session overrides in `session/new` `_meta.cody` (docs/protocol.md "Settings" table). */
 export interface CodySessionMeta {
   allowedTools?: string[] | null;
@@ -425,6 +420,11 @@ export interface ListSessionsParams {
 export interface ListSessionsResult {
   nextCursor?: string | null;
   sessions: SessionInfo[];
+}
+
+/** `ListedSessionMeta` */
+export interface ListedSessionMeta {
+  cody?: cody_protocol__session__CodySessionInfoMeta | null;
 }
 
 /** `LoadSessionMeta` */
@@ -724,6 +724,7 @@ export interface SessionIdParams {
 
 /** `SessionInfo` */
 export interface SessionInfo {
+  _meta?: ListedSessionMeta | null;
   cwd: string;
   sessionId: string;
   title?: string | null;
@@ -732,7 +733,7 @@ export interface SessionInfo {
 
 /** `SessionInfoMeta` */
 export interface SessionInfoMeta {
-  cody?: CodySessionInfoMeta | null;
+  cody?: cody_protocol__updates__CodySessionInfoMeta | null;
 }
 
 /**
@@ -942,6 +943,17 @@ export interface WriteTextFileParams {
   content: string;
   path: string;
   sessionId: string;
+}
+
+/** `session/list` entries' `_meta.cody`: where a fork came from. */
+export interface cody_protocol__session__CodySessionInfoMeta {
+  atMessage?: number | null;
+  forkedFrom?: string | null;
+}
+
+/** `cody_protocol__updates__CodySessionInfoMeta` */
+export interface cody_protocol__updates__CodySessionInfoMeta {
+  compaction?: CompactionNotice | null;
 }
 
 /** Every JSON-RPC error code the daemon sends (docs/protocol.md, "Errors"). */
