@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cody_protocol.settings import APPROVAL_POLICIES
 
@@ -31,10 +31,7 @@ from .progress import Spinner
 from .project_docs import project_docs_line
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
-from .wording import for_terminal, lookup_message
-
-if TYPE_CHECKING:
-    from cody_protocol.session import SessionInfo
+from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["COMMANDS", "DAEMON_COMMANDS", "HELP", "ChatCommand", "run_chat"]
 
@@ -53,16 +50,6 @@ def unique_prefix_length(ids: list[str], shortest: int = 8) -> int:
     ):
         length += 1
     return length
-
-
-def session_label(info: SessionInfo, id_width: int = 8) -> str:
-    """A listed session's title, on one line; a fork says whose fork it is (it starts with
-    its parent's title)."""
-    title = one_line(info.title or "")
-    parent = info.forked_from
-    if parent is None:
-        return title
-    return f"{title}  (fork of {one_line(parent[:id_width])})".lstrip()
 
 
 KEYS_HELP = """\

@@ -27,7 +27,7 @@ from typing import NoReturn
 from . import __version__
 from .inert import install, one_line
 from .process import DaemonNotFound
-from .wording import for_terminal, lookup_message
+from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["main", "split_subcommand"]
 
@@ -323,7 +323,7 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                 for info in sessions:
                     print(
                         f"{one_line(info.session_id)}  {one_line(info.updated_at or ''):20}  "
-                        f"{one_line(info.cwd)}  {one_line(info.title or '')}"
+                        f"{one_line(info.cwd)}  {session_label(info)}"
                     )
             elif args.action == "show":
                 # A read of the file, as `history show` does: no lock, no directory needed.
