@@ -65,6 +65,8 @@ class Options:
     stall_timeout: float | None = None
     warm_up: bool = True
     verbose: int = 0
+    exec_socket: bool = False
+    idle_exit: float | None = None
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -99,6 +101,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="keep running and serve any number of clients on a unix socket (mode 0600) "
         "instead of stdio; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one",
+    )
+    parser.add_argument(
+        "--exec-socket",
+        action="store_true",
+        help="with --listen: listen where `cody-client exec` looks for the daemon it starts "
+        "for this environment (cody_protocol.endpoint.exec_socket_path)",
+    )
+    parser.add_argument(
+        "--idle-exit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --listen: exit once no client has been connected for this long",
     )
     parser.add_argument(
         "--stall-timeout",
@@ -142,7 +157,16 @@ def main(argv: list[str] | None = None) -> None:
         startup_gc.resume()  # a warm daemon starts once; its clients never wait for it
 
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
-        _exit_now(main_listen(args.listen, args.framing, stall, warm_up=args.warm_up))
+        _exit_now(
+            main_listen(
+                args.listen,
+                args.framing,
+                stall,
+                warm_up=args.warm_up,
+                exec_socket=args.exec_socket,
+                idle_exit_s=args.idle_exit,
+            )
+        )
 
     channel = guard_stdio()
     env = dict(os.environ)

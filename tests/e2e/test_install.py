@@ -156,7 +156,9 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
     (project / "AGENTS.md").write_text("Run `python main.py` to test.\n")
-    user_env = {**env, "PATH": f"{bin_dir}:{system_path}"}
+    # exec starts its own warm daemon (as for any user); it exits 5 s after the test's last
+    # command instead of 300 s.
+    user_env = {**env, "PATH": f"{bin_dir}:{system_path}", "CODY_EXEC_DAEMON_IDLE": "5"}
     turn = subprocess.run(
         ["cody-client", "exec", "list files"],
         cwd=project, env=user_env, capture_output=True, text=True, timeout=120, check=False,

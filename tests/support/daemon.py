@@ -60,6 +60,9 @@ class CodyEnv:
             "CODEX_HOME": str(root / "codex-home"),
             "CLAUDE_CONFIG_DIR": str(root / "claude-config"),
             "TMPDIR": str(root / "tmp"),
+            # `exec` starts no warm daemon of its own (it would outlive the test by its idle
+            # time); tests/e2e/test_exec_own_daemon.py turns it on.
+            "CODY_EXEC_DAEMON_IDLE": "0",
         }
         for name in ("CODY_BWRAP", "VIRTUAL_ENV", "PYTHONPATH"):
             if name in os.environ:

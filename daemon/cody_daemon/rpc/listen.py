@@ -34,7 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cody_protocol.endpoint import RUNTIME_DIR_HINT, SOCKET_ENV, default_socket_path
+from cody_protocol.endpoint import (
+    RUNTIME_DIR_HINT,
+    SOCKET_ENV,
+    default_socket_path,
+    exec_socket_path,
+)
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
@@ -88,7 +93,17 @@ class ListenTarget:
         self.private_dir = private_dir
 
     @classmethod
-    def resolve(cls, requested: str, env: dict[str, str]) -> ListenTarget:
+    def resolve(
+        cls, requested: str, env: dict[str, str], *, exec_socket: bool = False
+    ) -> ListenTarget:
+        if exec_socket:
+            path = exec_socket_path(env)
+            if path is None or requested:
+                raise ListenError(
+                    "--exec-socket takes no PATH and needs CODY_DAEMON_SOCKET unset and "
+                    "CODY_EXEC_DAEMON_IDLE not 0"
+                )
+            return cls(path, private_dir=True)
         if requested:
             return cls(Path(requested).expanduser().absolute(), private_dir=False)
         explicit = bool(env.get(SOCKET_ENV))
@@ -307,10 +322,13 @@ async def serve_listen(
     own_uid: int | None = None,
     stop: asyncio.Event | None = None,
     warm_up: bool = True,
+    idle_exit_s: float | None = None,
 ) -> int:
     """Serve every connection on `sock` until SIGTERM/SIGINT/SIGHUP; returns 0.
 
     `warm_up`: load what sessions need while no connection is talking (rpc/warm_up.py).
+    `idle_exit_s`: also stop once no connection has been open for that long (the daemon
+    `cody-client exec` starts); a connection arriving meanwhile starts the wait again.
 
     `own_uid` (default: this process' uid) is the only uid whose connections are served;
     `stop` (default: one set by those signals) ends serving."""
@@ -360,13 +378,33 @@ async def serve_listen(
             await view.shutdown()
             await sink.close()
 
+    idle_timer: asyncio.TimerHandle | None = None
+
+    def idle_check() -> None:
+        """(Re)start the idle wait when no connection is open; cancel it when one is."""
+        nonlocal idle_timer
+        if idle_timer is not None:
+            idle_timer.cancel()
+            idle_timer = None
+        if idle_exit_s is not None and not clients and not stop.is_set():
+            idle_timer = loop.call_later(idle_exit_s, _idle_stop)
+
+    def _idle_stop() -> None:
+        logger.info("no client for %g s: exiting", idle_exit_s)
+        stop.set()
+
+    def client_done(done: asyncio.Task[None]) -> None:
+        clients.pop(done, None)
+        idle_check()
+
     def on_client(reader: InputReader, sink: ByteSink) -> None:
         if warming is not None:
             reader.on_input = warming.heard
         ends = asyncio.Event()
         task = loop.create_task(serve_client(reader, sink, ends))
         clients[task] = ends
-        task.add_done_callback(lambda done: clients.pop(done, None))
+        idle_check()
+        task.add_done_callback(client_done)
 
     server = await loop.create_unix_server(
         lambda: _ClientProtocol(loop, on_client, serve_uid, admit), sock=sock
@@ -375,9 +413,12 @@ async def serve_listen(
         ready()
     if warming is not None:
         warming.start()
+    idle_check()
     try:
         await stop.wait()
     finally:
+        if idle_timer is not None:
+            idle_timer.cancel()
         if warming is not None:
             warming.stop()
         server.close()
@@ -390,13 +431,24 @@ async def serve_listen(
 
 
 def main_listen(
-    requested: str, framing: FramingMode, stall_timeout_s: float, *, warm_up: bool = True
+    requested: str,
+    framing: FramingMode,
+    stall_timeout_s: float,
+    *,
+    warm_up: bool = True,
+    exec_socket: bool = False,
+    idle_exit_s: float | None = None,
 ) -> int:
-    """`cody-daemon --listen [PATH]`: bind, serve, remove the socket; returns the exit code."""
+    """`cody-daemon --listen [PATH]`: bind, serve, remove the socket; returns the exit code.
+    `exec_socket`: the socket `cody-client exec` looks for (`--exec-socket`)."""
     from ..config.paths import resolve_paths
 
     env = dict(os.environ)
-    target = ListenTarget.resolve(requested, env)
+    try:
+        target = ListenTarget.resolve(requested, env, exec_socket=exec_socket)
+    except ListenError as exc:
+        sys.stderr.write(f"cody-daemon: {exc}\n")
+        return 2
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if target.private_dir and runtime and not target.path.is_relative_to(runtime):
         sys.stderr.write(
@@ -417,7 +469,13 @@ def main_listen(
     async def run() -> int:
         app = DaemonApp(env=env, paths=resolve_paths(env))
         return await serve_listen(
-            app, sock, framing, stall_timeout_s=stall_timeout_s, ready=ready, warm_up=warm_up
+            app,
+            sock,
+            framing,
+            stall_timeout_s=stall_timeout_s,
+            ready=ready,
+            warm_up=warm_up,
+            idle_exit_s=idle_exit_s,
         )
 
     try:
