@@ -9,9 +9,6 @@ prompts, file contents or secrets at INFO. The process ends as soon as serving e
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -21,25 +18,27 @@ from . import __version__
 
 if TYPE_CHECKING:
     import argparse
+    import logging
 
+    from .rpc.first_answer import FirstRead
     from .rpc.framing import FramingMode
 
 __all__ = ["Options", "main", "parse_args"]
 
 
-class _DropExpectedRpcErrors(logging.Filter):
+def _drop_expected_rpc_errors(record: logging.LogRecord) -> bool:
     """pygls logs a full traceback for every error a handler raises on purpose."""
+    if record.exc_info and record.exc_info[1] is not None:
+        from pygls.exceptions import JsonRpcException
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            from pygls.exceptions import JsonRpcException
-
-            if isinstance(record.exc_info[1], JsonRpcException):
-                return False
-        return True
+        if isinstance(record.exc_info[1], JsonRpcException):
+            return False
+    return True
 
 
 def _configure_logging(verbosity: int, log_file: str | None) -> None:
+    import logging
+
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler: logging.Handler = (
         logging.FileHandler(log_file, encoding="utf-8")
@@ -47,7 +46,7 @@ def _configure_logging(verbosity: int, log_file: str | None) -> None:
         else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_DropExpectedRpcErrors())
+    handler.addFilter(_drop_expected_rpc_errors)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -141,11 +140,17 @@ def main(argv: list[str] | None = None) -> None:
 
     startup_gc.pause()
     args = parse_args(argv)
-    _configure_logging(args.verbose, args.log_file)
-    _prepare_imports()
     from .policy.programs import probe_in_background
 
     probe_in_background()  # bwrap and rg, checked while the stack imports
+    env = dict(os.environ)
+    # Started as editors start it (no arguments): `initialize` is answered before the
+    # server's stack is imported (rpc/first_answer.py).
+    first = _answer_first(env) if args == Options() else None
+    _configure_logging(args.verbose, args.log_file)
+    _prepare_imports()
+    import asyncio
+
     from .app import DaemonApp
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
@@ -169,14 +174,13 @@ def main(argv: list[str] | None = None) -> None:
         )
 
     channel = guard_stdio()
-    env = dict(os.environ)
 
     async def run() -> int:
         asyncio.get_running_loop().call_later(startup_gc.RESUME_AFTER_S, startup_gc.resume)
         app = DaemonApp(env=env, paths=resolve_paths(env))
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
         return await serve_stdio(
-            app, channel, args.framing, stall_timeout_s=stall, warm_up=args.warm_up
+            app, channel, args.framing, stall_timeout_s=stall, warm_up=args.warm_up, first=first
         )
 
     try:
@@ -184,6 +188,14 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     _exit_now(code)
+
+
+def _answer_first(env: dict[str, str]) -> FirstRead:
+    """Read stdin's first frame and answer it when it is `initialize` (rpc/first_answer.py)."""
+    from .config.paths import resolve_paths
+    from .rpc.first_answer import answer_first_initialize
+
+    return answer_first_initialize(env, resolve_paths(env))
 
 
 def _prepare_imports() -> None:
@@ -210,6 +222,9 @@ def _exit_now(code: int) -> NoReturn:
     second more, and an editor waiting for the daemon to end after `exit` notices that (a
     VS Code window reload waited for it). The daemon registers no atexit handlers; logs and
     stdio are flushed here."""
+    import contextlib
+    import logging
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
