@@ -79,6 +79,8 @@ async def test_exec_starts_a_warm_daemon_the_next_exec_uses_until_it_idles_out(
         for fd in (0, 1, 2):  # exec's pipes ended with exec: the daemon holds none of them
             assert os.readlink(f"/proc/{pid}/fd/{fd}") == "/dev/null"
         assert os.getsid(pid) == pid, "it runs in a session of its own (no terminal's Ctrl-C)"
+        code, out, err = await run_exec(first, cody_env.workspace, "doctor")
+        assert f"exec's daemon {path} (listening; exits after {IDLE_S} s" in out, out + err
 
         # 2. The next exec with the same environment but another terminal program (a terminal
         #    variable) is served by that daemon: its command sees the first one's TERM_PROGRAM.

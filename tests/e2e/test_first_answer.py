@@ -21,6 +21,10 @@ INITIALIZE = {
 }
 
 
+SERVER_ONLY = ("--stall-timeout", "300")
+"""Any argument that is not the default turns the first answer off (the server answers)."""
+
+
 def body(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode()
 
@@ -67,8 +71,8 @@ class RawDaemon:
 
 
 async def server_answer(cody_env: CodyEnv) -> dict[str, Any]:
-    """`initialize` answered by the server itself (any argument turns the first answer off)."""
-    daemon = await RawDaemon.start(cody_env, "--framing", "auto")
+    """`initialize` answered by the server itself (`SERVER_ONLY`)."""
+    daemon = await RawDaemon.start(cody_env, *SERVER_ONLY)
     await daemon.send(body(INITIALIZE) + b"\n")
     _, answer = await daemon.read()
     await daemon.close()
@@ -111,20 +115,33 @@ async def test_a_first_frame_in_pieces_is_answered_once_it_is_whole(cody_env: Co
         body({**INITIALIZE, "params": {"protocolVersion": 1, "client_info": {"name": "x"}}})
         + b"\n",
         b'  \n{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+        # what `json` reads and orjson (the server's parser) does not, or reads otherwise
+        b'{"jsonrpc":"2.0","id":18446744073709551616,"method":"initialize","params":{}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":'
+        b'{"name":"\\ud800","version":"1"}}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1e400}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":NaN}}\n',
     ],
-    ids=["another-header", "python-field-name", "blank-line-first"],
+    ids=[
+        "another-header",
+        "python-field-name",
+        "blank-line-first",
+        "id-past-64-bits",
+        "lone-surrogate",
+        "float-overflow",
+        "nan",
+    ],
 )
 async def test_first_frames_this_path_leaves_alone_get_the_servers_answer(
     cody_env: CodyEnv, first: bytes
 ) -> None:
     answers = []
-    for args in ((), ("--framing", "auto")):  # as editors start it; the server alone
+    for args in ((), SERVER_ONLY):  # as editors start it; the server alone
         daemon = await RawDaemon.start(cody_env, *args)
         await daemon.send(first)
         answers.append(await daemon.read())
         assert await daemon.close() == 0
     assert answers[0] == answers[1]
-    assert answers[0][1]["id"] == 1
 
 
 async def test_anything_but_initialize_first_is_refused_as_before(cody_env: CodyEnv) -> None:
@@ -147,8 +164,38 @@ async def test_eof_before_a_whole_first_frame_ends_the_daemon_as_before(
     cody_env: CodyEnv, sent: bytes
 ) -> None:
     codes = []
-    for args in ((), ("--framing", "auto")):
+    for args in ((), SERVER_ONLY):
         daemon = await RawDaemon.start(cody_env, *args)
         await daemon.send(sent)
         codes.append(await daemon.close())
     assert codes[0] == codes[1]
+
+
+async def test_initialize_is_answered_before_asyncio_is_even_imported(cody_env: CodyEnv) -> None:
+    """A daemon that cannot import asyncio (an import hook refuses it) still answers the
+    first `initialize`, then fails: the answer came before the server's stack."""
+    hooks = cody_env.root / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoAsyncio:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'asyncio':\n"
+        "            raise ImportError('asyncio refused by the test')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _NoAsyncio())\n"
+    )
+    paths = [str(hooks), *filter(None, [cody_env.env.get("PYTHONPATH")])]
+    cody_env.env["PYTHONPATH"] = ":".join(paths)
+    daemon = await RawDaemon.start(cody_env)
+    await daemon.send(body(INITIALIZE) + b"\n")
+    framing, answer = await daemon.read()
+    assert framing == "ndjson" and answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == 1
+    assert await daemon.close() != 0  # then it could not start its server
+
+    refused = await RawDaemon.start(cody_env, *SERVER_ONLY)  # the server's own path
+    await refused.send(body(INITIALIZE) + b"\n")
+    assert await refused.close() != 0
+    assert refused.process.stdout is not None
+    assert await refused.process.stdout.read() == b"", "no answer without asyncio"

@@ -12,6 +12,8 @@ that followed.
 Invariants:
 - The answer is the one the server would give: the same function builds it
   (`initialize_answer`), from the same environment and paths.
+- The frame is parsed with `json` and answered only when orjson, the server's parser, would
+  read it the same (`_as_orjson_reads`).
 - Only the common case is answered here: the first frame complete within `MAX_FIRST_BYTES`,
   framed as NDJSON (`{...}\\n`) or with a single `Content-Length` header, a JSON object with
   `jsonrpc: "2.0"`, `method: "initialize"`, an integer or string id and plain params
@@ -24,13 +26,12 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-
-import orjson
 
 from .initialize_wire import plain_client_capabilities
 
@@ -83,7 +84,11 @@ def answer_first_initialize(
     msg_id, capabilities = request
     from .initialize_answer import initialize_answer
 
-    answer = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": initialize_answer(env, paths)})
+    answer = json.dumps(
+        {"jsonrpc": "2.0", "id": msg_id, "result": initialize_answer(env, paths)},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
     frame = (
         b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
         if framing == "lsp"
@@ -120,12 +125,41 @@ def _first_frame(
     return "lsp", data[header.end() : end], data[end:]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _as_orjson_reads(value: Any) -> bool:
+    """Whether the server's parser (orjson, rpc/server.py) reads `value` the same: no lone
+    surrogate in a string, no integer past 64 bits, no float that overflowed (`json` is used
+    here because importing orjson costs ~7 ms before the answer)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    if isinstance(value, float):
+        return value not in (float("inf"), float("-inf"))
+    if isinstance(value, list):
+        return all(_as_orjson_reads(item) for item in value)
+    if isinstance(value, dict):
+        return all(_as_orjson_reads(k) and _as_orjson_reads(v) for k, v in value.items())
+    return False
+
+
 def _initialize_request(body: bytes) -> tuple[int | str, dict[str, Any]] | None:
     """(id, client capabilities) of a plain `initialize` request, else None."""
     try:
-        message = orjson.loads(body)  # as the server parses (rpc/server.py)
-    except orjson.JSONDecodeError:
+        message = json.loads(body, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError):
         return None
+    if not _as_orjson_reads(message):
+        return None  # the server (orjson) may refuse what `json` takes: it decides
     if not isinstance(message, dict) or set(message) - {"jsonrpc", "id", "method", "params"}:
         return None
     msg_id = message.get("id")

@@ -252,17 +252,14 @@ async def serve_stdio(
     session request needs while the client is quiet (rpc/warm_up.py). `first`: what was read
     (and maybe answered: `initialize`) before the server started (rpc/first_answer.py)."""
     server = app.server
-    reader, sink = await open_channel(channel)
+    reader, sink = await open_channel(channel, first.data if first is not None else b"")
     server.protocol.attach(sink)
     initialized = False
-    if first is not None:
-        if first.data:
-            reader.feed_data(first.data)  # read first: before anything the pipe still holds
-        if first.framing is not None and first.capabilities is not None:
-            app.set_client_capabilities(first.capabilities)
-            framing = server.protocol.framing = first.framing
-            initialized = True
-            startup_gc.resume()
+    if first is not None and first.framing is not None and first.capabilities is not None:
+        app.set_client_capabilities(first.capabilities)  # `initialize` was answered
+        framing = server.protocol.framing = first.framing
+        initialized = True
+        startup_gc.resume()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
