@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config.paths import CodyPaths
+from .initialize_answer import daemon_locations_of, initialize_answer
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
 from .providers.listing import validated_listing
 from .rpc.handlers import register_handlers
-from .rpc.initialize_answer import daemon_locations_of, initialize_answer
 from .rpc.server import CodyServer
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class DaemonApp:
             return {}
 
     def initialize_result(self) -> dict[str, Any]:
-        """`initialize`'s answer as JSON (rpc/initialize_answer.py: no pydantic import)."""
+        """`initialize`'s answer as JSON (initialize_answer.py: no pydantic import)."""
         return initialize_answer(self.env, self.paths)
 
     def locations(self) -> dict[str, str]:

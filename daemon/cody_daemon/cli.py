@@ -193,9 +193,20 @@ def main(argv: list[str] | None = None) -> None:
 def _answer_first(env: dict[str, str]) -> FirstRead:
     """Read stdin's first frame and answer it when it is `initialize` (rpc/first_answer.py)."""
     from .config.paths import resolve_paths
+    from .initialize_answer import initialize_answer
     from .rpc.first_answer import answer_first_initialize
 
-    return answer_first_initialize(env, resolve_paths(env))
+    paths = resolve_paths(env)
+    # A client that sends nothing keeps this read waiting: the collector comes back anyway
+    # (startup_gc's invariant; the event loop does the same once it runs).
+    from threading import Timer
+
+    from . import startup_gc
+
+    timer = Timer(startup_gc.RESUME_AFTER_S, startup_gc.resume)
+    timer.daemon = True
+    timer.start()
+    return answer_first_initialize(lambda: initialize_answer(env, paths))
 
 
 def _prepare_imports() -> None:

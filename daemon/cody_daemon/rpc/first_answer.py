@@ -1,7 +1,7 @@
 """`initialize` answered before asyncio, pygls and the rpc layer are imported (issue 24.11a).
 
 An editor spawns `cody-daemon` and sends `initialize` first; the answer needs only the
-configuration's provider listing and the bwrap/rg probe (rpc/initialize_answer.py), not the
+configuration's provider listing and the bwrap/rg probe (initialize_answer.py), not the
 ~60 ms of asyncio, pygls, attrs and cattrs the server needs. So the daemon started without
 arguments (as editors start it) reads its first frame itself, with plain `os.read`, and when
 it is an ordinary `initialize` request it writes the answer straight to stdout; then it
@@ -10,8 +10,9 @@ capabilities recorded, `initialize` seen, the framing known) and reads on from t
 that followed.
 
 Invariants:
-- The answer is the one the server would give: the same function builds it
-  (`initialize_answer`), from the same environment and paths.
+- The answer is the one the server would give: cli.py passes the function the server's
+  `DaemonApp.initialize_result` uses (cody_daemon/initialize_answer.py), for the same
+  environment and paths.
 - The frame is parsed with `json` and answered only when orjson, the server's parser, would
   read it the same (`_as_orjson_reads`).
 - Only the common case is answered here: the first frame complete within `MAX_FIRST_BYTES`,
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,10 +61,10 @@ class FirstRead:
 
 
 def answer_first_initialize(
-    env: Mapping[str, str], paths: Any, *, read_fd: int = 0, write_fd: int = 1
+    result: Callable[[], dict[str, Any]], *, read_fd: int = 0, write_fd: int = 1
 ) -> FirstRead:
-    """Read the first frame from `read_fd`; answer it on `write_fd` when it is a plain
-    `initialize` (see the module docstring)."""
+    """Read the first frame from `read_fd`; answer it on `write_fd` with `result()` when it
+    is a plain `initialize` (see the module docstring)."""
     data = b""
     while len(data) < MAX_FIRST_BYTES:
         chunk = os.read(read_fd, 65536)
@@ -82,10 +83,8 @@ def answer_first_initialize(
     if request is None:
         return FirstRead(data)
     msg_id, capabilities = request
-    from .initialize_answer import initialize_answer
-
     answer = json.dumps(
-        {"jsonrpc": "2.0", "id": msg_id, "result": initialize_answer(env, paths)},
+        {"jsonrpc": "2.0", "id": msg_id, "result": result()},
         ensure_ascii=False,
         separators=(",", ":"),
     ).encode("utf-8")

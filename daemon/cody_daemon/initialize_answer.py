@@ -1,5 +1,7 @@
 """`initialize`'s answer, as JSON: what `DaemonApp.initialize_result` returns and what
 rpc/first_answer.py writes before the server exists (one function, so the two are the same).
+Beside app.py (the composition root) because it reads the config, provider and program
+layers, which rpc/ does not import; cli.py hands it to rpc/first_answer.py.
 
 Built without the models (rpc/initialize_wire.py) from the provider listing
 (providers/listing.py) and the bwrap/rg probe (policy/programs.py): no pydantic, no asyncio,
@@ -15,14 +17,14 @@ from typing import Any
 
 from cody_protocol.methods import extensions
 
-from .. import __version__
-from ..config.paths import CodyPaths
-from ..engine.auth import AUTH_METHOD_SUFFIX
-from ..policy.programs import binaries_report
-from ..providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
-from ..providers.listing import provider_listing
-from ..providers.models import takes_images
-from .initialize_wire import initialize_result
+from . import __version__
+from .config.paths import CodyPaths
+from .engine.auth import AUTH_METHOD_SUFFIX
+from .policy.programs import binaries_report
+from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
+from .providers.listing import provider_listing
+from .providers.models import takes_images
+from .rpc.initialize_wire import initialize_result
 
 __all__ = ["daemon_locations_of", "initialize_answer"]
 
