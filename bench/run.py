@@ -1,6 +1,6 @@
 """Benchmarks of the real daemon over stdio (not tests). Median of 9 runs after a warm-up.
 
-    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|prompt|all] [--runs 9]
+    uv run python bench/run.py [startup|stream|turn|memory|resume|concurrent|stall|backends|warm|diagnostics|prompt|web|all] [--runs 9]
     uv run python bench/run.py --peers [--runs 9]   (or `peers`: against the Codex CLI, codex-acp
                                                      and Claude Code; see bench/peers.py)
 
@@ -499,6 +499,21 @@ async def bench_warm(runs: int) -> dict[str, Any]:
     return {"exec_warm_ms": summary(warm), "exec_spawned_ms": summary(spawned)}
 
 
+async def bench_diagnostics(runs: int) -> dict[str, Any]:
+    """An edit turn with language servers off, with ruff, with ruff + basedpyright
+    (bench/diagnostics.py)."""
+    from bench.diagnostics import bench_diagnostics as run
+
+    return await run(runs)
+
+
+async def bench_web(runs: int) -> dict[str, Any]:
+    """The same streamed turn over stdio and over the WebSocket listener (bench/web.py)."""
+    from bench.web import bench_web as run
+
+    return await run(runs)
+
+
 SCENARIOS: dict[str, Callable[[int], Any]] = {
     "startup": bench_startup,
     "stream": bench_stream,
@@ -509,7 +524,9 @@ SCENARIOS: dict[str, Callable[[int], Any]] = {
     "stall": bench_stall,
     "backends": bench_backends,
     "warm": bench_warm,
+    "diagnostics": bench_diagnostics,
     "prompt": bench_prompt,
+    "web": bench_web,
 }
 
 

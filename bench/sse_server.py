@@ -95,14 +95,14 @@ def text_body(deltas: int, piece: str = "tok ") -> bytes:
     return sse(events)
 
 
-def tool_body(command: list[str]) -> bytes:
-    args = json.dumps({"command": command})
+def tool_body(command: list[str], *, name: str = "exec", arguments: str | None = None) -> bytes:
+    args = arguments if arguments is not None else json.dumps({"command": command})
     item = {
         "id": "fc_1",
         "type": "function_call",
         "status": "completed",
         "call_id": "call_bench",
-        "name": "exec",
+        "name": name,
         "arguments": args,
     }
     return sse(
@@ -187,12 +187,30 @@ async def write_paced(writer: asyncio.StreamWriter) -> None:
     await writer.drain()
 
 
+EDIT_BROKEN = "from shop.prices import total\n\n\ndef main() -> float:\n    return total(prices)\n"
+EDIT_FIXED = (
+    "from shop.prices import total\n\n\ndef main() -> float:\n    return total([1.0, 2.0])\n"
+)
+
+
+def write_body(content: str) -> bytes:
+    arguments = json.dumps({"filePath": "main.py", "content": content})
+    return tool_body([], name="writeFile", arguments=arguments)
+
+
 SCENARIOS = {
     "stream": lambda: [text_body(20_000)],
     "tool-turn": lambda: [tool_body(["echo", "bench"]), text_body(5, "done ")],
     "short": lambda: [text_body(3, "ok ")],
     "concurrent": lambda: [],  # paced: see write_paced
     "flood": lambda: [text_body(100_000, "0123456789abcdef ")],  # 1.7 MB of text
+    # An edit that breaks main.py, then one that fixes it (diagnostics: each one is a change).
+    "edit-turn": lambda: [
+        write_body(EDIT_BROKEN),
+        text_body(3, "done "),
+        write_body(EDIT_FIXED),
+        text_body(3, "done "),
+    ],
 }
 
 

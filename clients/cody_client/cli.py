@@ -4,6 +4,7 @@
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
     cody-client sessions list|show ID|delete ID
     cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
+    cody-client web [--port P] [--no-open]   Cody in the browser (docs/web.md)
     cody-client demo                        a full session on the built-in offline model
     cody-client doctor                      check providers, sandbox, search and paths
     cody-client [OPTIONS] -- PROMPT        a prompt that looks like a subcommand
@@ -31,7 +32,7 @@ from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history")
+SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history", "web")
 VALUE_OPTIONS = {
     "-c",
     "--config",
@@ -108,7 +109,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
         description=(
-            "Chat with Cody. Subcommands: exec, sessions, history, demo, doctor "
+            "Chat with Cody. Subcommands: exec, sessions, history, web, demo, doctor "
             "(see cody-client exec --help)."
         ),
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
@@ -194,6 +195,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         from .history_cli import build_history_parser
 
         return build_history_parser()
+    if command == "web":
+        from .web_cli import build_web_parser
+
+        return build_web_parser()
     return build_parsers()[command]
 
 
@@ -237,6 +242,10 @@ def main(
             from .history_cli import run_history
 
             code = asyncio.run(run_history(args, parser, _forward_stderr))
+        elif command == "web":
+            from .web_cli import run_web
+
+            code = run_web(args)
         elif command == "demo":
             from .demo import run_demo
 

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandsUpdate
-from cody_protocol.extensions import ModelsListResult
+from cody_protocol.extensions import LanguageServersResult, ModelsListResult
 from cody_protocol.history import (
     HistoryImportResult,
     HistoryImportStats,
@@ -289,6 +289,13 @@ class CodyClient:
         """`_cody/models/list`: every provider, whether it can be used, and its models."""
         return ModelsListResult.model_validate(
             await self.connection.request("_cody/models/list", {})
+        )
+
+    async def language_servers(self, cwd: str, *, start: bool = False) -> LanguageServersResult:
+        """`_cody/lsp/servers`: the language servers a session in `cwd` gets; with `start`,
+        whether each one starts there (it is started and stopped again)."""
+        return LanguageServersResult.model_validate(
+            await self.connection.request("_cody/lsp/servers", {"cwd": cwd, "start": start})
         )
 
     async def load_session(

@@ -7,7 +7,9 @@ bwrap can build a sandbox here, plus the config file and data directory. The con
 is checked by the daemon (`_cody/config/check`: `session/new`'s own checks, for the user file
 and the current project's `.cody/config.toml`), so doctor fails exactly when a session would.
 Then it opens a session in that directory (never prompted: nothing is saved) to show the
-project instructions the model would get and the tools it would not be offered, with why.
+project instructions the model would get and the tools it would not be offered, with why, and
+lists the language servers a session there gets (`_cody/lsp/servers`): each found one is
+started there and stopped again, so the report says whether it starts.
 
 Exit codes: 0 ready; 1 something essential is broken (the daemon does not start, bwrap or rg
 is unusable, the default provider has no credentials, the data directory is not writable, a
@@ -29,6 +31,7 @@ from cody_protocol.endpoint import client_socket_path
 from cody_protocol.extensions import (
     AbsentTool,
     ConfigCheckResult,
+    LanguageServersResult,
     McpServerStatus,
     ToolsListResult,
 )
@@ -43,7 +46,14 @@ if TYPE_CHECKING:
     from .client import CodyClient
     from .warm import WarmDaemon
 
-__all__ = ["build_parser", "config_lines", "daemon_line", "report_lines", "run_doctor"]
+__all__ = [
+    "build_parser",
+    "config_lines",
+    "daemon_line",
+    "language_server_lines",
+    "report_lines",
+    "run_doctor",
+]
 
 _PURPOSE = {"bwrap": "Sandbox (bwrap)", "rg": "Search (rg)"}
 _FIX = {
@@ -97,6 +107,11 @@ async def run_doctor(
                 check = ConfigCheckResult.model_validate(raw)
             if check is None or check.error is None:  # else no session can open: said once
                 here = await session_here(client, cwd)
+            servers: LanguageServersResult | str
+            try:
+                servers = await client.language_servers(cwd, start=True)
+            except Exception as exc:  # an older daemon, a bad config: not essential
+                servers = f"{exc.__class__.__name__}: {exc}"
     except Exception as exc:
         out.write(f"The daemon did not start: {exc.__class__.__name__}: {exc}\n")
         return 1
@@ -108,6 +123,7 @@ async def run_doctor(
         config=config_lines(check, cwd),
         session=session_lines(here, cwd) if check is None or check.error is None else (),
         session_problems=session_problems,
+        language_servers=language_server_lines(servers),
     )
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket, skipped=skipped)
     lines.insert(2, f"Daemon        {daemon}")
@@ -128,6 +144,11 @@ async def run_doctor(
         }
         report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
         report["problems"] = problems
+        report["languageServers"] = (
+            servers.model_dump(mode="json", by_alias=True)
+            if isinstance(servers, LanguageServersResult)
+            else {"error": servers}
+        )
         out.write(json.dumps(report, indent=2) + "\n")
     else:
         out.write("\n".join(lines) + "\n")
@@ -259,10 +280,12 @@ def report_lines(
     config: tuple[list[str], list[str]] = ([], []),
     session: Sequence[str] = (),
     session_problems: Sequence[str] = (),
+    language_servers: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     """The human report and the essential problems found (empty: ready); `config` is the
     configuration's section and problems (`config_lines`); `session`: the lines about a
-    session in the current directory, and its problems."""
+    session in the current directory, and its problems; `language_servers`: their section
+    (`language_server_lines`: never a problem, edits just get no diagnostics)."""
     config_section, config_problems = config
     problems: list[str] = list(config_problems)
     lines = [f"Cody {meta.version}", ""]
@@ -307,9 +330,37 @@ def report_lines(
     if session:
         lines += ["", *session]
     problems += session_problems
+    lines += language_servers
     lines.append("")
     lines += _problem_lines(problems) if problems else ["Ready."]
     return lines, problems
+
+
+def language_server_lines(servers: LanguageServersResult | str) -> list[str]:
+    """The "Language servers" section: found or not, and whether each starts here. A
+    server that does not start is no essential problem (edits just get no diagnostics)."""
+    if isinstance(servers, str):
+        return ["", f"Language servers  could not be listed: {one_line(servers)}"]
+    where = one_line(servers.cwd)
+    if not servers.enabled:
+        return ["", f"Language servers  off for {where} ([lsp] enabled = false, or CODY_LSP=off)"]
+    lines = ["", f"Language servers  for {where}"]
+    marks = {"started": "ok", "found": "ok", "not found": "--"}
+    for server in servers.servers:
+        mark = marks.get(server.state, "!!")
+        if server.state == "not found":
+            detail = f"not found: {one_line(server.command[0])} is not installed"
+        else:
+            detail = f"{server.state}: {one_line(server.path or '')}"
+            if server.sandboxed:
+                detail += "  (sandboxed, read-only: the project is not trusted)"
+        if server.problem:
+            detail += f"  ({one_line(server.problem)})"
+        files = " ".join(server.extensions)
+        lines.append(f"  {mark}  {one_line(server.name):<14} {detail}  [{one_line(files)}]")
+    if not servers.servers:
+        lines.append("  (none configured)")
+    return lines
 
 
 def _binary_line(binary: BinaryInfo) -> str:

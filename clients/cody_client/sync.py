@@ -27,7 +27,11 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from cody_protocol.extensions import CompactSessionResult, ModelsListResult
+from cody_protocol.extensions import (
+    CompactSessionResult,
+    LanguageServersResult,
+    ModelsListResult,
+)
 from cody_protocol.history import (
     HistoryImportStats,
     HistoryReadResult,
@@ -238,6 +242,9 @@ class SyncCodyClient:
 
     def models(self) -> ModelsListResult:
         return self._call(self.client.models())
+
+    def language_servers(self, cwd: str, *, start: bool = False) -> LanguageServersResult:
+        return self._call(self.client.language_servers(cwd, start=start))
 
     def history_list(
         self, *, agent: str | None = None, cwd: str | None = None

@@ -55,19 +55,25 @@ class DaemonApp:
     @cached_property
     def deps(self) -> EngineDeps:
         from .engine.deps import EngineDeps
+        from .lsp.service import LanguageServers  # no pygls: the pool loads on first use
         from .providers.pool import ProviderPool
         from .store.store import SessionStore
         from .tools.registry import ToolRegistry
+        from .tools.symbols import SymbolsTool
 
+        code = LanguageServers(env=self.env)
+        tools = ToolRegistry.builtin()
+        tools.register(SymbolsTool(code))
         return EngineDeps(
             paths=self.paths,
             store=SessionStore(self.paths.sessions_dir),
-            tools=ToolRegistry.builtin(),
+            tools=tools,
             providers=ProviderPool(env=self.env),
             env=self.env,
             codex_home=self.codex_home,
             claude_dir=self.claude_dir,
             version=__version__,
+            code=code,
         )
 
     @cached_property

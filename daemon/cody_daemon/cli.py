@@ -1,6 +1,7 @@
-"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--log-file PATH] [--stall-timeout S]
-[--no-warm-up] [-v]`:
-serve Cody on stdio, or as a warm daemon on a unix socket (rpc/listen.py).
+"""`cody-daemon [--framing auto|lsp|ndjson] [--listen [PATH]] [--listen ws://HOST:PORT]
+[--allow-remote] [--log-file PATH] [--stall-timeout S] [--no-warm-up] [-v]`:
+serve Cody on stdio, or as a warm daemon on a unix socket and/or a WebSocket listener with
+the web page (rpc/listen.py, docs/web.md).
 
 stdout carries protocol frames only; logs go to stderr (or --log-file), redacted: no
 prompts, file contents or secrets at INFO. The process ends as soon as serving ends (see
@@ -60,7 +61,8 @@ class Options:
 
     framing: FramingMode = "auto"
     log_file: str | None = None
-    listen: str | None = None
+    listen: list[str] | None = None
+    allow_remote: bool = False
     stall_timeout: float | None = None
     warm_up: bool = True
     verbose: int = 0
@@ -97,9 +99,18 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         default=None,
-        metavar="PATH",
-        help="keep running and serve any number of clients on a unix socket (mode 0600) "
-        "instead of stdio; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one",
+        action="append",
+        metavar="PATH|ws://HOST:PORT",
+        help="keep running and serve any number of clients instead of stdio: on a unix socket "
+        "(mode 0600; PATH defaults to $CODY_DAEMON_SOCKET, else a per-user one) and/or, with "
+        "ws://127.0.0.1:PORT, over WebSocket with the web page (docs/web.md); give it twice "
+        "for both",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen ws://HOST:PORT bind an address other machines can reach (the token "
+        "is still required; the connection is not encrypted)",
     )
     parser.add_argument(
         "--exec-socket",
@@ -168,6 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.framing,
                 stall,
                 warm_up=args.warm_up,
+                allow_remote=args.allow_remote,
                 exec_socket=args.exec_socket,
                 idle_exit_s=args.idle_exit,
             )

@@ -17,6 +17,11 @@ __all__ = [
     "AgentsListResult",
     "ConfigCheckResult",
     "ConfigFileInfo",
+    "DiagnosticInfo",
+    "DiagnosticsNotification",
+    "LanguageServerInfo",
+    "LanguageServersParams",
+    "LanguageServersResult",
     "McpServerStatus",
     "McpStatusNotification",
     "ModelInfo",
@@ -129,6 +134,62 @@ class AgentInfo(WireModel):
 
 class AgentsListResult(WireModel):
     agents: list[AgentInfo]
+
+
+class DiagnosticInfo(WireModel):
+    """One problem a language server found (1-based lines and columns)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: Literal["error", "warning", "information", "hint"]
+    message: str
+    code: str | None = None
+    source: str | None = None
+    """Who found it (`Ruff`, `basedpyright`)."""
+
+
+class DiagnosticsNotification(WireModel):
+    """`_cody/diagnostics`: what the language servers found new in a file a tool call
+    changed (the same lines the model gets with the call's result). An empty `diagnostics`
+    means nothing new; `late` names servers whose answer did not come in time."""
+
+    session_id: str
+    tool_call_id: str | None = None
+    path: str
+    diagnostics: list[DiagnosticInfo]
+    servers: list[str] = Field(default_factory=list)
+    """The servers that checked the file."""
+    late: list[str] = Field(default_factory=list)
+
+
+class LanguageServersParams(WireModel):
+    """`_cody/lsp/servers {cwd?, start?}`: the language servers a session in `cwd` (default:
+    the daemon's directory) would get; with `start`, each found one is started there,
+    initialized and stopped again (what `cody-client doctor` shows)."""
+
+    cwd: str | None = None
+    start: bool = False
+
+
+class LanguageServerInfo(WireModel):
+    name: str
+    command: list[str]
+    extensions: list[str]
+    path: str | None = None
+    """Where its program was found (null: not found, never started)."""
+    state: Literal["found", "not found", "started", "failed", "not started"]
+    sandboxed: bool
+    """It runs in the read-only sandbox (the project is not trusted)."""
+    problem: str | None = None
+
+
+class LanguageServersResult(WireModel):
+    cwd: str
+    enabled: bool
+    """False when `[lsp] enabled = false` (or `CODY_LSP=off`) turns them all off."""
+    servers: list[LanguageServerInfo]
 
 
 class ConfigFileInfo(WireModel):

@@ -224,6 +224,9 @@ class HistoryListParams(WireModel):
     )
     cwd: str | None = None
     cursor: str | None = None
+    query: str | None = Field(default=None, max_length=500)
+    """Only sessions whose title, directory, id or agent contain every word of it (any
+    case); the cursor of a filtered listing is only good for the same query."""
 
 
 class HistoryListResult(WireModel):

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ._base import WireModel
 from .codes import PROTOCOL_VERSION
+from .settings import ProviderWireApi
 from .terminal import TERMINAL_OUTPUT_CAPABILITY
 
 __all__ = [
@@ -119,7 +120,7 @@ class ProviderInfo(WireModel):
 
     id: str
     name: str
-    wire_api: Literal["responses", "chat", "anthropic", "offline"]
+    wire_api: ProviderWireApi
     default_model: str
     available: bool
     """True when credentials are present (always true for `offline`)."""

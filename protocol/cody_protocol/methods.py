@@ -34,9 +34,11 @@ __all__ = [
     "CANCEL_REQUEST_LSP",
     "CODY_AGENTS_LIST",
     "CODY_CONFIG_CHECK",
+    "CODY_DIAGNOSTICS",
     "CODY_HISTORY_IMPORT",
     "CODY_HISTORY_LIST",
     "CODY_HISTORY_READ",
+    "CODY_LSP_SERVERS",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
     "CODY_SESSION_COMPACT",
@@ -391,6 +393,18 @@ CODY_CONFIG_CHECK = request(
 )
 CODY_MCP_STATUS = notification(
     "_cody/mcp/status", sender="agent", params="extensions:McpStatusNotification", spec="cody"
+)
+CODY_LSP_SERVERS = request(
+    "_cody/lsp/servers",
+    params="extensions:LanguageServersParams",
+    result="extensions:LanguageServersResult",
+    spec="cody",
+)
+CODY_DIAGNOSTICS = notification(
+    "_cody/diagnostics",
+    sender="agent",
+    params="extensions:DiagnosticsNotification",
+    spec="cody",
 )
 
 # -- derived ---------------------------------------------------------------------------------

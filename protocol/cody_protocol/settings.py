@@ -22,6 +22,8 @@ __all__ = [
     "SandboxMode",
     "SandboxUnavailable",
     "WireApi",
+    "ProviderWireApi",
+    "WIRE_APIS",
 ]
 
 ApprovalPolicy = Literal["untrusted", "on-request", "on-failure", "never"]
@@ -30,6 +32,10 @@ SandboxUnavailable = Literal["ask", "refuse", "allow"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 ReasoningSummary = Literal["auto", "concise", "detailed", "none"]
 WireApi = Literal["responses", "chat", "anthropic"]
+"""The model APIs Cody speaks (`wire_api` of a provider); each has one provider module, chosen
+in the daemon's providers/pool.py. The one place the names are written out."""
+ProviderWireApi = Literal[WireApi, "offline"]
+"""A provider's API: a `WireApi`, or `offline` (the built-in provider that needs no network)."""
 Phase = Literal["research", "plan", "implement"]
 Backend = Literal["native", "codex", "claude"]
 
@@ -38,3 +44,4 @@ SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 REASONING_EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 REASONING_SUMMARIES: tuple[str, ...] = get_args(ReasoningSummary)
 BACKENDS: tuple[str, ...] = get_args(Backend)
+WIRE_APIS: tuple[WireApi, ...] = get_args(WireApi)

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from cody_daemon.engine.prompt_files import prompt as builtin_prompt
 
+from tests.support import backend_agents
 from tests.support import mock_responses as responses
 from tests.support.backend_agents import KINDS, BackendKind, BackendRig
 from tests.support.daemon import CodyEnv, Daemon, expect_error
@@ -48,31 +49,9 @@ def _config(cody_env: CodyEnv, extra: str = "") -> None:
     )
 
 
-def _session_lines(cody_env: CodyEnv) -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for path in cody_env.cody_home.rglob("rollout-*.jsonl")
-        for line in path.read_text().splitlines()
-        if line.strip()
-    ]
-
-
-def _decided(cody_env: CodyEnv) -> dict[str, tuple[str, str]]:
-    """Call id -> (decision, reason) of every `approval` event in the session files."""
-    return {
-        line["payload"]["callId"]: (line["payload"]["decision"], line["payload"]["reason"])
-        for line in _session_lines(cody_env)
-        if line["type"] == "event" and line["payload"].get("kind") == "approval"
-    }
-
-
 def _tool(rig: BackendRig, name: str, arguments: dict[str, Any], call_id: str) -> None:
     """The next model call uses a Claude Code tool."""
     rig.mock.enqueue(responses.tool_call(name, arguments, call_id=call_id))
-
-
-def _model_saw(rig: BackendRig) -> str:
-    return "\n".join(r.raw_body.decode("utf-8", "replace") for r in rig.mock.requests)
 
 
 # -- 1. a hostile repository runs nothing on a prompt ----------------------------------------
@@ -169,7 +148,7 @@ async def test_every_tool_call_of_a_backend_reaches_codys_decision(
 
             assert (await daemon.prompt(sid, "look around"))["stopReason"] == "end_turn"
 
-            decided = _decided(cody_env)
+            decided = backend_agents.decided(cody_env)
             assert set(calls) <= set(decided), decided
             assert decided["call_git"] == ("reject_once", "user")
             assert decided["call_ls"] == ("allow", "known-safe command")
@@ -217,7 +196,7 @@ async def test_a_backend_gets_no_credential_and_nothing_it_reports_leaks_one(
 
             output = json.dumps(daemon.tool_updates(sid, "call_env"))
             assert "PATH=" in output, "the command ran and its output was shown"
-            model_saw = _model_saw(rig)
+            model_saw = rig.model_saw()
             assert "PATH=" in model_saw
             assert _leaks(model_saw, list(SECRETS.values())) == [], "withheld from the CLI"
             if kind == "codex":  # Codex keeps its own key from its commands
@@ -264,12 +243,12 @@ async def test_login_files_are_refused_without_asking(kind: BackendKind, cody_en
                 assert (await daemon.prompt(sid, "read the logins"))["stopReason"] == "end_turn"
                 refused = [f"call_cat_{policy}"] + ([f"call_read_{policy}"] * (kind == "claude"))
                 for call_id in refused:
-                    assert _decided(cody_env)[call_id] == ("deny", "credentials")
+                    assert backend_agents.decided(cody_env)[call_id] == ("deny", "credentials")
                     assert daemon.tool_updates(sid, call_id)[-1]["status"] == "failed"
             assert daemon.permission_requests == [], "refused, never asked"
-            assert TOKEN not in _model_saw(rig)
+            assert TOKEN not in rig.model_saw()
             if kind == "claude":  # Codex's `decline` carries no message to its model
-                assert "login credentials" in _model_saw(rig)
+                assert "login credentials" in rig.model_saw()
         finally:
             await daemon.close()
 
@@ -319,7 +298,7 @@ async def test_claude_code_cannot_write_protected_paths_in_policy_never(
             assert not (project / ".cody" / "config.toml").exists()
             assert not (project / ".git" / "hooks" / "pre-push").exists()
             assert (project / "notes.txt").read_text() == "fine\n", "acceptEdits still edits"
-            decided = _decided(cody_env)
+            decided = backend_agents.decided(cody_env)
             assert decided["call_cody"] == ("deny", "sandbox")
             assert decided["call_hook"] == ("deny", "sandbox")
             assert decided["call_ok"] == ("allow", "policy")

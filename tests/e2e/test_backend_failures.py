@@ -9,6 +9,7 @@ tree is gone, and the session file keeps the prompt (`session/load` replays it).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -142,5 +143,38 @@ async def test_an_image_for_a_backend_session_is_refused_not_dropped(
         )
         assert f"{kind} backend" in error.message and "without images" in error.message
         assert not _running(str(cody_env.root / "fake" / kind)), "the CLI was never started"
+    finally:
+        await daemon.close()
+
+
+IGNORES_THE_SANDBOX = """#!{python}
+import json, sys
+from pathlib import Path
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "turn/start":
+        Path({marker!r}).write_text("a turn was started")
+    result = {{}}
+    if message["method"] == "thread/start":  # an older CLI: its own profile, not Cody's
+        result = {{"thread": {{"id": "t1", "modelProvider": "mock", "model": "m"}},
+                  "activePermissionProfile": {{"id": ":workspace"}}}}
+    print(json.dumps({{"id": message["id"], "result": result}}), flush=True)
+"""
+
+
+async def test_a_codex_cli_that_ignores_codys_sandbox_runs_no_turn(cody_env: CodyEnv) -> None:
+    """Codex takes Cody's sandbox as a permission profile (backends/codex_sandbox.py); a CLI
+    that answers with another one would run commands with less protection: refused first."""
+    marker = cody_env.root / "turn-started"
+    _fake(cody_env, "codex", IGNORES_THE_SANDBOX.format(python=sys.executable, marker=str(marker)))
+    cody_env.write_config('sandbox_mode = "workspace-write"\n')
+    daemon, sid = await _session(cody_env, "codex")
+    try:
+        error = await expect_error(daemon.prompt(sid, "hello"), -32010)
+        assert "did not take Cody's sandbox" in error.message and "cody-workspace" in error.message
+        assert not marker.exists(), "no turn was started"
+        assert _user_texts_on_disk(cody_env) == ["hello"]
     finally:
         await daemon.close()

@@ -422,10 +422,15 @@ async def test_dry_run_shows_the_command_and_runs_nothing(
             if kind == "codex":
                 assert report["command"][1] == "app-server"
                 # the CLI's own key is kept from the commands it runs (a name, not a value)
-                assert report["command"][2:] == [
+                assert report["command"][2:4] == [
                     "-c",
                     'shell_environment_policy.exclude=["MOCK_KEY"]',
                 ]
+                # Cody's sandbox, as a Codex permission profile (backends/codex_sandbox.py)
+                assert report["command"][4:8:2] == ["-c", "-c"]
+                assert report["command"][5].startswith("permissions.cody-workspace=")
+                assert report["command"][7].startswith("permissions.cody-read-only=")
+                assert report["flags"]["permissions"] == "cody-read-only"
                 assert report["flags"]["sandbox"] == "read-only"
                 assert report["flags"]["approvalPolicy"] == "untrusted"
                 assert "MOCK_KEY" not in report["env"]  # not a codex variable by name

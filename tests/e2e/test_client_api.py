@@ -200,6 +200,7 @@ async def test_a_decision_that_is_not_one_fails_loudly_and_runs_nothing(
     model.enqueue(tool_call("exec", {"command": "echo ran > ran.txt"}, call_id="c1"))
     model.enqueue(text("ok"))
     model.enqueue(text("and on"))
+    model.unused_ok = True  # the cancelled turn never asks for "ok"
 
     async def decide(request: RequestPermissionParams) -> object:
         return mistake

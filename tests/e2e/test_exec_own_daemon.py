@@ -21,7 +21,9 @@ from tests.support.daemon import CodyEnv
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.warm_daemon import short_runtime_dir
 
-IDLE_S = 4
+IDLE_S = 15
+"""Long enough that no gap between the commands below (a loaded machine included) ends the
+daemon early; the last step waits for it."""
 
 
 @pytest.fixture
@@ -58,6 +60,7 @@ def sockets(runtime: Path) -> list[Path]:
     return sorted((runtime / "cody").glob("exec-*.sock"))
 
 
+@pytest.mark.timeout(150)
 async def test_exec_starts_a_warm_daemon_the_next_exec_uses_until_it_idles_out(
     cody_env: CodyEnv, model: MockResponsesServer, runtime: Path
 ) -> None:

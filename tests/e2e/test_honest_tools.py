@@ -66,7 +66,8 @@ async def test_web_tools_are_absent_without_a_key_and_present_with_one(
     finally:
         await daemon.close()
     assert set(WEB) <= offered(model.requests[-1])
-    assert listed["absent"] == []
+    # Only `symbols` is left out: the harness turns the language servers off.
+    assert [tool["name"] for tool in listed["absent"]] == ["symbols"]
     assert set(WEB) <= {tool["name"] for tool in listed["tools"]}
 
 
@@ -91,6 +92,31 @@ async def test_a_key_under_another_variable_and_a_tool_turned_off(
     absent = {tool["name"]: tool["reason"] for tool in listed["absent"]}
     assert "enabled = false" in absent["fetchUrl"]
     assert "PERPLEXITY_API_KEY" in absent["perplexitySearch"]
+
+
+async def test_symbols_is_absent_while_no_language_server_runs_and_says_why(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The harness turns language servers off (CODY_LSP=off): `symbols` is never offered, and
+    a model that calls it anyway is told why instead of getting an unknown tool."""
+    daemon = await start(cody_env, model)
+    try:
+        sid = await daemon.new_session()
+        listed = await daemon.request("_cody/tools/list", {"sessionId": sid})
+        model.enqueue(
+            tool_call("symbols", {"operation": "workspaceSymbols", "query": "x"}, call_id="s1")
+        )
+        model.enqueue(text("no symbols, then"))
+        await daemon.prompt(sid, "find x")
+    finally:
+        await daemon.close()
+    assert "symbols" not in offered(model.requests[0])
+    assert "symbols" not in {tool["name"] for tool in listed["tools"]}
+    absent = {tool["name"]: tool["reason"] for tool in listed["absent"]}
+    assert "language servers are turned off" in absent["symbols"]
+    error = tool_outputs(model.requests[1])["s1"]
+    assert "'symbols' is not available in this session" in error
+    assert "language servers are turned off" in error
 
 
 async def test_a_failed_mcp_server_brings_no_tools_and_says_why(

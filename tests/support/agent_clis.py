@@ -17,9 +17,11 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
+from cody_daemon.backends.info import KINDS, backend_info
 
 __all__ = [
     "AGENTS_DIR",
@@ -28,13 +30,13 @@ __all__ = [
     "codex",
     "codex_acp",
     "codex_env",
+    "require_codex_sandbox",
     "write_codex_config",
 ]
 
 AGENTS_DIR = Path(__file__).resolve().parents[1] / "agents"
 _PACKAGES = {
-    "codex": "@openai/codex",
-    "claude": "@anthropic-ai/claude-code",
+    **{kind: backend_info(kind).npm_package for kind in KINDS},
     "codex-acp": "@zed-industries/codex-acp",  # bench/run.py --peers only
 }
 
@@ -94,6 +96,27 @@ def codex() -> Path:
 def claude() -> Path:
     """The pinned `claude` executable (installing it first when needed)."""
     return _binary("claude")
+
+
+def require_codex_sandbox() -> None:
+    """Skip (fail under `CI=true`) unless the pinned Codex CLI's own sandbox (its bundled
+    bubblewrap and seccomp) can run a command here: tests that run its commands sandboxed."""
+    with tempfile.TemporaryDirectory(prefix="cody-codex-sandbox-") as tmp:
+        home = Path(tmp)
+        (home / "codex").mkdir()
+        env = {"HOME": str(home), "CODEX_HOME": str(home / "codex"), "PATH": "/usr/bin:/bin"}
+        probe = subprocess.run(
+            [str(codex()), "sandbox", "-c", 'sandbox_mode="workspace-write"', "--", "true"],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    if probe.returncode != 0:
+        tail = probe.stderr.strip().splitlines()[-1:] or ["no output"]
+        _unavailable(f"the Codex CLI's sandbox cannot run a command here ({tail[0]})")
 
 
 def codex_acp() -> Path:

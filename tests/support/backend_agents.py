@@ -20,17 +20,23 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
+
+from cody_daemon.backends.info import KINDS, BackendKind
 
 from . import mock_anthropic as anthropic
 from . import mock_responses as responses
 from .agent_clis import claude, claude_env, codex, codex_env, write_codex_config
 from .daemon import CodyEnv
 
-__all__ = ["BackendKind", "BackendRig", "KINDS", "offline_backends_env"]
-
-BackendKind = Literal["codex", "claude"]
-KINDS: tuple[BackendKind, ...] = ("codex", "claude")
+__all__ = [
+    "KINDS",
+    "BackendKind",
+    "BackendRig",
+    "decided",
+    "offline_backends_env",
+    "session_lines",
+]
 
 
 @dataclass
@@ -103,6 +109,20 @@ class BackendRig:
             )
         self.mock.enqueue(*outputs, usage=self._usage(200, 20))
 
+    def run_escalated(self, command: str, call_id: str) -> None:
+        """The next model call asks Codex to run `command` outside its sandbox
+        (`sandbox_permissions: "require_escalated"`, as its `exec_command` tool offers)."""
+        assert self.kind == "codex", "only the Codex CLI has a sandbox to leave"
+        arguments = {
+            "cmd": command,
+            "sandbox_permissions": "require_escalated",
+            "justification": "it needs to",
+        }
+        self.mock.enqueue(
+            responses.tool_call("exec_command", arguments, call_id=call_id),
+            usage=self._usage(200, 20),
+        )
+
     def edit(self, path: str, old: str, new: str, call_id: str) -> None:
         """The next model call replaces the line `old` with `new` in `path` (relative).
 
@@ -170,11 +190,34 @@ class BackendRig:
 
     # -- reading what the CLI sent the model -----------------------------------------------
 
+    def model_saw(self) -> str:
+        """Everything the CLI sent its model (command outputs included)."""
+        return "\n".join(r.raw_body.decode("utf-8", "replace") for r in self.mock.requests)
+
     def model_inputs(self, index: int = -1) -> str:
         """The text of a model request's conversation (to see what the CLI resumed)."""
         calls = [r for r in self.mock.requests if isinstance(r.body, dict)]
         body = calls[index].body
         return json.dumps(body.get("input") if self.kind == "codex" else body.get("messages"))
+
+
+def session_lines(cody_env: CodyEnv) -> list[dict[str, Any]]:
+    """Every line of every session file of the daemon."""
+    return [
+        json.loads(line)
+        for path in cody_env.cody_home.rglob("rollout-*.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+def decided(cody_env: CodyEnv) -> dict[str, tuple[str, str]]:
+    """Call id -> (decision, reason) of every `approval` event in the session files."""
+    return {
+        line["payload"]["callId"]: (line["payload"]["decision"], line["payload"]["reason"])
+        for line in session_lines(cody_env)
+        if line["type"] == "event" and line["payload"].get("kind") == "approval"
+    }
 
 
 @contextmanager

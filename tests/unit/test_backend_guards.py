@@ -14,6 +14,7 @@ from cody_daemon.backends.base import (
     Launch,
     TextDelta,
     ToolStarted,
+    TurnIO,
 )
 from cody_daemon.backends.claude_code import ClaudeBackend
 from cody_daemon.backends.claude_turn import ClaudeTurn
@@ -117,7 +118,7 @@ def test_a_slash_prompt_is_text_for_claude_code(tmp_path: Path, prompt: str) -> 
 
 def test_a_tool_result_that_skipped_cody_ends_the_turn(tmp_path: Path) -> None:
     backend = _claude(tmp_path)
-    turn = ClaudeTurn(backend, lambda event: None, None, SETTINGS)  # type: ignore[arg-type]
+    turn = ClaudeTurn(backend, TurnIO(lambda event: None, None, SETTINGS))  # type: ignore[arg-type]
     turn.decided.add("toolu_asked")
     result = {"type": "tool_result", "tool_use_id": "toolu_asked", "content": "ok"}
     refused = {"type": "tool_result", "tool_use_id": "toolu_x", "content": "no", "is_error": True}

@@ -305,7 +305,7 @@ def test_cody_sandbox_is_kept_where_the_cli_would_not_keep_it(tmp_path: Path) ->
 
 
 def test_codex_is_billed_per_token_only_with_an_api_key(tmp_path: Path) -> None:
-    from cody_daemon.backends.discovery import codex_bills_per_token
+    from cody_daemon.backends.codex_config import codex_bills_per_token
 
     env = {"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "cx")}
     assert not codex_bills_per_token(env)

@@ -17,7 +17,9 @@ def test_no_arguments_are_the_parsers_defaults() -> None:
 def test_options_are_parsed() -> None:
     options = parse_args(["--framing", "ndjson", "--no-warm-up", "--stall-timeout", "5"])
     assert options == Options(framing="ndjson", warm_up=False, stall_timeout=5.0)
-    assert parse_args(["--listen"]).listen == ""
+    assert parse_args(["--listen"]).listen == [""]
+    both = parse_args(["--listen", "--listen", "ws://127.0.0.1:0", "--allow-remote"])
+    assert both.listen == ["", "ws://127.0.0.1:0"] and both.allow_remote
 
 
 def test_no_arguments_import_no_argparse() -> None:

@@ -29,6 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"core", "config", "policy", "errors", "ids", "__init__"},
     "history": {"core", "errors", "ids", "store"},
     "backends": {"core", "config", "errors", "ids", "policy"},
+    # Language servers: pygls' LSP client; launched in the exec sandbox (policy). The engine
+    # reaches it only through its CodeServers port, which app.py fills (docs/architecture.md).
+    "lsp": {"core", "config", "errors", "policy"},
     "engine": {
         "core",
         "config",
@@ -46,7 +49,8 @@ ALLOWED: dict[str, set[str]] = {
 """Which top-level parts of cody_daemon each part may import (the layer diagram)."""
 
 PYGLS = {"pygls", "lsprotocol"}
-PYGLS_USERS = {"rpc", "cli"}
+PYGLS_USERS = {"rpc", "cli", "lsp"}
+"""rpc/ serves JSON-RPC with pygls; lsp/ drives language servers with pygls' LSP client."""
 
 
 def _part_of(path: Path) -> str:
@@ -118,3 +122,15 @@ def test_the_checker_resolves_relative_imports() -> None:
                 edges[_part_of(path)].add(module.split(".")[1])
     assert "providers" in edges["engine"]  # resolution of relative imports works
     assert "engine" not in edges["providers"]
+
+
+def test_the_engine_reaches_language_servers_only_through_its_port() -> None:
+    """No engine module imports lsp/ (or pygls): app.py passes `CodeServers` in EngineDeps."""
+    assert "lsp" not in ALLOWED["engine"] and "lsp" not in ALLOWED["tools"]
+    engine = [
+        module
+        for path in (DAEMON / "engine").rglob("*.py")
+        for module, _line in _imports(path)
+        if ".lsp" in module or module.split(".")[0] in PYGLS
+    ]
+    assert engine == []

@@ -15,7 +15,7 @@ from pathlib import Path
 from cody_daemon.rpc import warm_up
 
 from tests.support.daemon import CodyEnv, Daemon
-from tests.support.mock_responses import MockResponsesServer, text
+from tests.support.mock_responses import MockResponsesServer, text, tool_call
 
 HEAVY = ("httpx", "trafilatura", "mcp", "prompt_toolkit", "rich", "lxml")
 
@@ -25,6 +25,7 @@ the daemon's entry point stops it (cli._prepare_imports)."""
 
 NOT_BEFORE_PROMPT = (
     *HEAVY,
+    "websockets",  # only `--listen ws://...` imports it (rpc/web_listen.py)
     *TERMINAL_UI,
     "httpcore",
     "anyio",
@@ -38,6 +39,9 @@ NOT_BEFORE_PROMPT = (
     "cody_daemon.backends.codex_app_server",
     "cody_daemon.backends.claude_code",
     "cody_daemon.history.importer",
+    "cody_daemon.lsp.pool",  # language servers: on the first edit of a file one handles
+    "cody_daemon.lsp.client",
+    "pygls.lsp.client",  # (pygls.lsp itself: pygls imports it at once)
 )
 """Not imported before the first `session/prompt`: only a turn (or a history import) needs
 them, so an editor's `initialize` and first `session/new` never wait for them."""
@@ -234,3 +238,30 @@ async def test_a_turn_imports_its_provider_but_never_a_terminal_ui(tmp_path: Pat
     assert {"httpx", "cody_daemon.providers.openai_responses"} <= names
     assert loaded(names, TERMINAL_UI) == set()
     assert "lsprotocol.types" not in names
+
+
+async def test_the_language_server_pool_loads_at_the_first_edit_of_a_file_it_handles(
+    tmp_path: Path,
+) -> None:
+    """pygls' LSP client (and with it the real lsprotocol) loads only when an edit needs a
+    server: a text file does not, a Python file (ruff) does."""
+    async with MockResponsesServer() as model:
+        cody_env = CodyEnv.create(tmp_path)
+        cody_env.env["PYTHONPROFILEIMPORTTIME"] = "1"
+        cody_env.env.pop("CODY_LSP")  # the harness turns language servers off
+        cody_env.use_mock_provider(model.base_url)
+        daemon = await Daemon.start(cody_env)
+        await daemon.initialize()
+        sid = await daemon.new_session(approvalPolicy="never")
+        model.enqueue(tool_call("writeFile", {"filePath": "notes.txt", "content": "hi\n"}))
+        model.enqueue(text("noted"))
+        await daemon.prompt(sid, "write notes")
+        after_text = len(daemon.stderr)
+        model.enqueue(tool_call("writeFile", {"filePath": "a.py", "content": "x = 1\n"}))
+        model.enqueue(text("written"))
+        await daemon.prompt(sid, "write code")
+        await daemon.close()
+    lsp_modules = ("cody_daemon.lsp.pool", "cody_daemon.lsp.client", "pygls.lsp.client")
+    assert loaded(imported(daemon.stderr[:after_text]), lsp_modules) == set()
+    assert "cody_daemon.lsp.service" in imported(daemon.stderr[:after_text])
+    assert loaded(imported(daemon.stderr), lsp_modules) == set(lsp_modules)

@@ -120,3 +120,29 @@ def test_fallback_names_are_read_in_order_after_agents_md(tmp_path: Path) -> Non
     (root / "AGENTS.md").write_text("AGENTS\n")
     text = read_project_docs(root, fallbacks=["GUIDE.md"]).text
     assert "AGENTS" in text and "GUIDE" not in text
+
+
+def test_a_directory_other_users_can_write_is_never_the_project_root(tmp_path: Path) -> None:
+    """Regression: the Codex CLI's sandbox leaves an empty `/tmp/.git` mount point behind, and
+    any local user can make one: every session under /tmp then took /tmp as its project root
+    and read the /tmp/AGENTS.md another user wrote. A world-writable directory is never a
+    root, and an instruction file in one is not read."""
+    shared = tmp_path / "shared"
+    (shared / ".git").mkdir(parents=True)
+    (shared / "AGENTS.md").write_text("INJECTED\n")
+    shared.chmod(0o1777)
+    project = shared / "mine" / "sub"
+    project.mkdir(parents=True)
+    (project / "AGENTS.md").write_text("MINE\n")
+    assert project_root(project) == project
+    docs = read_project_docs(project)
+    assert "MINE" in docs.text and "INJECTED" not in docs.text
+
+    (shared / "mine" / ".git").mkdir()
+    writable_here = shared / "open"
+    writable_here.mkdir()
+    (writable_here / "AGENTS.md").write_text("ALSO-INJECTED\n")
+    writable_here.chmod(0o777)
+    docs = read_project_docs(writable_here)
+    assert "ALSO-INJECTED" not in docs.text
+    assert [doc.skipped for doc in docs.files] == ["in a directory other users can write"]

@@ -12,6 +12,7 @@ from cody_daemon.engine.events import (
     CommandsAvailable,
     Compacted,
     ConfigChanged,
+    DiagnosticsReported,
     EngineEvent,
     McpStatusChanged,
     PlanChanged,
@@ -274,6 +275,12 @@ EVENTS: list[tuple[str, EngineEvent, list[str], dict[str, Any]]] = [
         {},
     ),
     (
+        "diagnostics (not a session update: `_cody/diagnostics`)",
+        DiagnosticsReported(call_id="c1", path="/w/a.py", diagnostics=(), servers=("ruff",)),
+        [],
+        {},
+    ),
+    (
         "compaction notice (a session_info_update with _meta.cody)",
         Compacted(
             reason="auto", tokens_before=9000, tokens_after=2100, summarized_items=40, kept_items=6
@@ -427,6 +434,19 @@ def test_a_cut_stream_or_a_refused_call_shows_the_final_text_and_still_exits() -
     }
 
 
+def test_a_terminal_client_keeps_the_diagnostics_added_after_the_command() -> None:
+    view = TerminalView()
+    view.updates(
+        "s", ToolCallOpened(call_id="c", title="t", kind="execute", raw_input={}, live_cwd="/w")
+    )
+    view.updates("s", ToolCallProgress(call_id="c", status="in_progress"))
+    view.updates("s", ToolCallOutputEnd(call_id="c", exit_code=0))
+    found = ContentToolCallContent(content=TextContent(text="Diagnostics (ruff): ..."))
+    final = ToolCallProgress(call_id="c", status="completed", content=[*OUTPUT, found])
+    (done,) = view.updates("s", final) or []
+    assert _valid(done)["content"] == [{"type": "terminal", "terminalId": "c"}, found.wire()]
+
+
 def test_replayed_and_ordinary_calls_are_not_terminals() -> None:
     view = TerminalView()
     replayed = ToolCallOpened(
@@ -436,3 +456,45 @@ def test_replayed_and_ordinary_calls_are_not_terminals() -> None:
     plain = ToolCallOpened(call_id="p", title="t", kind="read", raw_input={})
     assert view.updates("s", plain) is None
     assert view.updates("s", ToolCallProgress(call_id="p", status="completed")) is None
+
+
+def test_diagnostics_are_sent_as_their_own_notification_in_the_models_shape() -> None:
+    from cody_daemon.core.code_intel import Diagnostic
+    from cody_daemon.rpc.updates import diagnostics_params
+    from cody_protocol.extensions import DiagnosticsNotification
+
+    found = Diagnostic(
+        path="/w/a.py",
+        line=5,
+        column=12,
+        end_line=5,
+        end_column=26,
+        severity="error",
+        message="Undefined name `x`",
+        code="F821",
+        source="Ruff",
+    )
+    event = DiagnosticsReported(
+        call_id="c1", path="/w/a.py", diagnostics=(found,), servers=("ruff",), late=("x (slow)",)
+    )
+    params = diagnostics_params("s1", event)
+    assert DiagnosticsNotification.model_validate(params).wire() == params
+    assert params == {
+        "sessionId": "s1",
+        "toolCallId": "c1",
+        "path": "/w/a.py",
+        "diagnostics": [
+            {
+                "line": 5,
+                "column": 12,
+                "endLine": 5,
+                "endColumn": 26,
+                "severity": "error",
+                "message": "Undefined name `x`",
+                "code": "F821",
+                "source": "Ruff",
+            }
+        ],
+        "servers": ["ruff"],
+        "late": ["x (slow)"],
+    }

@@ -33,6 +33,8 @@ from cody_protocol.settings import ApprovalPolicy, ReasoningEffort, SandboxMode
 from cody_protocol.updates import ToolKind
 
 from ..core.tooling import GrantKey
+from .info import BackendInfo, BackendKind
+from .peer import CliEnded
 
 __all__ = [
     "DENIED",
@@ -57,10 +59,10 @@ __all__ = [
     "ToolFinished",
     "ToolOutput",
     "ToolStarted",
+    "TurnIO",
     "UsageReported",
 ]
 
-BackendKind = Literal["codex", "claude"]
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "max_turn_requests", "refusal"]
 Decision = Literal["allow_once", "allow_session", "reject_once", "reject_session", "cancelled"]
 
@@ -233,6 +235,17 @@ class BackendSettings:
     """The workspace is in the user's `trusted_projects`: the CLI may read its project settings."""
     protected: tuple[Path, ...] = ()
     """Cody's own config and data directories: no edit may write them (policy/protected.py)."""
+    hidden_files: tuple[Path, ...] = ()
+    """The login files: a sandboxed command may not read them (whether they exist or not)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnIO:
+    """What one turn reports to the engine (`emit`), asks it (`approve`), and runs with."""
+
+    emit: Callable[[BackendEvent], None]
+    approve: Approver
+    settings: BackendSettings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,8 +268,8 @@ class Launch:
 
 
 class AgentBackend(ABC):
-    kind: ClassVar[BackendKind]
-    display_name: ClassVar[str]
+    info: ClassVar[BackendInfo]
+    """The facts of this backend's CLI (its module's `INFO`, backends/info.py)."""
 
     def __init__(self, launch: Launch) -> None:
         self.launch = launch
@@ -265,7 +278,14 @@ class AgentBackend(ABC):
         """(provider id, model) when the agent's calls are billed per token to an API key of a
         provider Cody has prices for; the engine then shows their cost (the agent gives none)."""
 
-    @abstractmethod
+    @property
+    def kind(self) -> BackendKind:
+        return self.info.kind
+
+    @property
+    def display_name(self) -> str:
+        return self.info.display_name
+
     async def run_turn(
         self,
         prompt: str,
@@ -274,6 +294,14 @@ class AgentBackend(ABC):
         approve: Approver,
     ) -> StopReason:
         """Run one turn to its end (see the module docstring)."""
+        try:
+            return await self.turn(prompt, TurnIO(emit, approve, settings))
+        except CliEnded as exc:
+            raise exc.error from None
+
+    @abstractmethod
+    async def turn(self, prompt: str, io: TurnIO) -> StopReason:
+        """`run_turn` of this CLI; `CliEnded` (the CLI died or babbled) becomes its error."""
 
     @abstractmethod
     async def stop(self) -> None:

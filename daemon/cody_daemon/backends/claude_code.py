@@ -35,32 +35,84 @@ is shown and asked in backends/claude_tools.py):
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import Callable
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from cody_protocol.prompt import DryRunReport
 
-from ..errors import ProviderError
-from .base import (
-    AgentBackend,
-    Approver,
-    BackendEvent,
-    BackendSettings,
-    Launch,
-    StopReason,
-)
-from .claude_turn import HOOKS, ClaudeTurn, CliEnded
+from .base import AgentBackend, BackendSettings, Launch, StopReason, TurnIO
+from .claude_protocol import ControlResponse, PermissionAllow, PermissionDeny, UserLine
+from .claude_turn import HOOKS, ClaudeTurn
+from .discovery import home_dir, json_object
 from .env import relevant_env_names
-from .failures import classify, cli_exited, cli_garbage
-from .mapping import CLAUDE_ENFORCEMENT, claude_flags
-from .process import JsonLineProcess
+from .failures import classify
+from .info import BackendInfo, LoginStatus
+from .mapping import claude_flags
+from .peer import JsonLinePeer, Message, view
 
-__all__ = ["ClaudeBackend"]
+__all__ = ["BACKEND", "INFO", "ClaudeBackend", "claude_login"]
 
-logger = logging.getLogger(__name__)
+
+def claude_login(env: Mapping[str, str]) -> LoginStatus:
+    """A key or token in the environment, else a claude.ai login in its config directory."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        if env.get(name):
+            return LoginStatus("ok", f"env {name}")
+    for name in ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        if env.get(name):
+            return LoginStatus("ok", f"env {name}")
+    config_dir = Path(env.get("CLAUDE_CONFIG_DIR") or home_dir(env) / ".claude")
+    credentials = json_object(config_dir / ".credentials.json")
+    if credentials is not None and isinstance(credentials.get("claudeAiOauth"), dict):
+        return LoginStatus("ok", str(config_dir / ".credentials.json"))
+    if os.uname().sysname == "Darwin":
+        return LoginStatus("unknown", "the macOS keychain (not inspected)")
+    return LoginStatus("missing")
+
+
+INFO: Final = BackendInfo(
+    kind="claude",
+    display_name="Claude Code",
+    subject="Claude Code",
+    cli_name="claude",
+    cli_env="CLAUDE_CLI_PATH",
+    npm_package="@anthropic-ai/claude-code",
+    install_note="(see https://docs.claude.com/en/docs/claude-code/setup)",
+    install_dirs=(".claude/local",),
+    login_hint="run `claude` and log in (/login), or set ANTHROPIC_API_KEY",
+    login=claude_login,
+    env_prefixes=("CLAUDE_", "ANTHROPIC_", "AWS_", "GOOGLE_", "VERTEX_", "DISABLE_", "IS_SANDBOX"),
+    # The model credentials Claude Code 2.1.197 reads (its own subprocess scrub list).
+    credentials=frozenset(
+        {
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_CUSTOM_HEADERS",
+            "ANTHROPIC_FOUNDRY_API_KEY",
+            "ANTHROPIC_AWS_API_KEY",
+            "ANTHROPIC_BEDROCK_MANTLE_API_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AZURE_CLIENT_SECRET",
+        }
+    ),
+    env_set={"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1"},
+    env_dropped=("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE"),
+    enforcement=(
+        "Claude Code has no sandbox. It asks Cody about every tool call (a PreToolUse hook), "
+        "and Cody refuses what the sandbox mode forbids, login files and protected paths; its "
+        "Bash commands run with your access once allowed, so outside `danger-full-access` they "
+        'count as unsandboxed (asked, or refused in `never` unless sandbox_unavailable = "allow"). '
+        "Tools outside the allowlist are removed with --tools/--disallowedTools and declined by "
+        "Cody if asked for anyway."
+    ),
+)
 
 INIT_TIMEOUT_S: Final = 60.0
 INTERRUPT_GRACE_S: Final = 1.0
@@ -69,17 +121,20 @@ _NOT_COMMAND: Final = "\u200b"
 _EFFORT: Final = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 
 
+def _answer_id(message: Message) -> Any:
+    """A `control_response` names the request it answers by `response.request_id`."""
+    if message.get("type") != "control_response":
+        return None
+    response = message.get("response")
+    return str(response.get("request_id", "")) if isinstance(response, dict) else ""
+
+
 class ClaudeBackend(AgentBackend):
-    kind = "claude"
-    display_name = "Claude Code"
+    info = INFO
 
     def __init__(self, launch: Launch) -> None:
         super().__init__(launch)
-        self._proc: JsonLineProcess | None = None
-        self._inbox: asyncio.Queue[dict[str, Any] | CliEnded] = asyncio.Queue()
-        self._pending: dict[str, asyncio.Future[Any]] = {}
-        self._ids = 0
-        self._dead: ProviderError | None = None
+        self._peer: JsonLinePeer | None = None
         self._cost_seen = 0.0
         """`total_cost_usd` of the running process so far."""
         self.window: int | None = None
@@ -141,136 +196,72 @@ class ClaudeBackend(AgentBackend):
                     "request_id": "init_1",
                     "request": {"subtype": "initialize", "hooks": HOOKS},
                 },
-                _user_line(prompt),
+                dict(_user_line(prompt)),
             ],
             found=found,
-            notes=[*flags.notes, CLAUDE_ENFORCEMENT]
-            + ([] if found else [self.launch.install_hint]),
+            notes=[*flags.notes, INFO.enforcement] + ([] if found else [self.launch.install_hint]),
         )
 
     # -- the process ------------------------------------------------------------------------
 
     async def _ensure_process(self, settings: BackendSettings) -> None:
         wanted = self._argv("", settings)[: -2 if self.resume_id else None]
-        if (
-            self._proc is not None
-            and self._proc.running
-            and self._dead is None
-            and self._running_flags == wanted
-        ):
+        if self._peer is not None and self._peer.alive and self._running_flags == wanted:
             return
         await self._end_process(gracefully=True)
         self._running_flags = wanted
-        self._proc = JsonLineProcess(
+        self._peer = JsonLinePeer(
+            "claude",
             self.argv(settings),
             cwd=self.launch.cwd,
             env=self.launch.env,
-            on_message=self._on_message,
-            on_garbage=lambda sample: self._fail(cli_garbage("claude", sample)),
-            on_exit=self._on_exit,
+            answer_id=_answer_id,
         )
-        try:
-            await self._proc.start()
-        except OSError as exc:
-            self._proc = None
-            raise classify("claude", f"cannot start {self.launch.cli}: {exc.strerror}") from None
+        await self._peer.start()
         self._cost_seen = 0.0
         await self._control({"subtype": "initialize", "hooks": HOOKS}, INIT_TIMEOUT_S)
 
     async def _end_process(self, *, gracefully: bool) -> None:
-        proc = self._proc
-        if proc is not None:
-            if gracefully and proc.running:
-                await proc.close_stdin()
-                await proc.wait(2.0)
-            await proc.kill()
-        self._proc = None
-        self._dead = None
-        for future in self._pending.values():
-            future.cancel()
-        self._pending.clear()
-        self._inbox = asyncio.Queue()
+        if self._peer is not None:
+            await self._peer.close(gracefully=gracefully)
+        self._peer = None
 
-    def _on_message(self, message: dict[str, Any]) -> None:
-        if message.get("type") == "control_response":
-            response = message.get("response") or {}
-            future = self._pending.pop(str(response.get("request_id", "")), None)
-            if future is not None and not future.done():
-                future.set_result(response)
-            return
-        self._inbox.put_nowait(message)
+    def _send(self, message: Message) -> None:
+        if self._peer is not None:
+            self._peer.send(message)
 
-    def _fail(self, error: ProviderError) -> None:
-        if self._dead is None:
-            self._dead = error
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(CliEnded(error))
-        self._pending.clear()
-        self._inbox.put_nowait(CliEnded(error))
-
-    def _on_exit(self, code: int | None) -> None:
-        tail = self._proc.stderr_tail if self._proc is not None else ""
-        self._fail(cli_exited("claude", code, tail))
-
-    def _send(self, message: dict[str, Any]) -> None:
-        if self._proc is not None:
-            self._proc.send(message)
-
-    async def _control(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        if self._dead is not None:
-            raise CliEnded(self._dead)
-        self._ids += 1
-        request_id = f"cody_{self._ids}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        self._send({"type": "control_request", "request_id": request_id, "request": request})
-        assert self._proc is not None
-        await self._proc.drain()
-        try:
-            response: dict[str, Any] = await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            raise classify(
-                "claude", f"no answer to the {request['subtype']} request in {timeout_s:g} s"
-            ) from None
-        finally:
-            self._pending.pop(request_id, None)
+    async def _control(self, request: dict[str, Any], timeout_s: float) -> ControlResponse:
+        assert self._peer is not None
+        request_id = f"cody_{self._peer.next_id()}"
+        message = {"type": "control_request", "request_id": request_id, "request": request}
+        answer = await self._peer.request(
+            request_id, message, timeout_s=timeout_s, what=f"the {request['subtype']} request"
+        )
+        response = view(ControlResponse, answer.get("response"))
         if response.get("subtype") == "error":
             raise classify("claude", str(response.get("error") or "control request failed"))
         return response
 
     # -- a turn -----------------------------------------------------------------------------
 
-    async def run_turn(
-        self,
-        prompt: str,
-        settings: BackendSettings,
-        emit: Callable[[BackendEvent], None],
-        approve: Approver,
-    ) -> StopReason:
-        try:
-            await self._ensure_process(settings)
-        except CliEnded as exc:
-            raise exc.error from None
-        self._send(_user_line(prompt))
-        assert self._proc is not None
-        await self._proc.drain()
+    async def turn(self, prompt: str, io: TurnIO) -> StopReason:
+        await self._ensure_process(io.settings)
+        assert self._peer is not None
+        self._send(dict(_user_line(prompt)))
+        await self._peer.drain()
         self._in_turn = True
-        turn = ClaudeTurn(self, emit, approve, settings)
         try:
-            return await turn.run()
-        except CliEnded as exc:
-            raise exc.error from None
+            return await ClaudeTurn(self, io).run()
         finally:
             self._in_turn = False
 
-    async def next_message(self) -> dict[str, Any]:
-        item = await self._inbox.get()
-        if isinstance(item, CliEnded):
-            raise item
-        return item
+    async def next_message(self) -> Message:
+        assert self._peer is not None
+        return await self._peer.next_message()
 
-    def answer_permission(self, request_id: str, response: dict[str, Any]) -> None:
+    def answer_permission(
+        self, request_id: str, response: PermissionAllow | PermissionDeny | dict[str, Any]
+    ) -> None:
         self._send(
             {
                 "type": "control_response",
@@ -294,23 +285,24 @@ class ClaudeBackend(AgentBackend):
     # -- cancel / close ---------------------------------------------------------------------
 
     async def stop(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.running and self._dead is None and self._in_turn:
-            with contextlib.suppress(Exception):
+        peer = self._peer
+        if peer is not None and self._in_turn:
+
+            async def interrupt() -> None:
                 await self._control({"subtype": "interrupt"}, INTERRUPT_GRACE_S)
-                await asyncio.wait_for(self._drain_to_result(), INTERRUPT_GRACE_S)
+
+            def refuse(message: Message) -> None:
+                if message.get("type") == "control_request":
+                    self.refuse_control(str(message.get("request_id", "")), "cancelled")
+
+            def turn_over(message: Message) -> bool:
+                return message.get("type") == "result"
+
+            await peer.interrupt(interrupt, turn_over, refuse, grace_s=2 * INTERRUPT_GRACE_S)
         await self._end_process(gracefully=False)
 
-    async def _drain_to_result(self) -> None:
-        while True:
-            message = await self.next_message()
-            if message.get("type") == "control_request":
-                self.refuse_control(str(message.get("request_id", "")), "cancelled")
-            elif message.get("type") == "result":
-                return
 
-
-def _user_line(prompt: str) -> dict[str, Any]:
+def _user_line(prompt: str) -> UserLine:
     if prompt.lstrip().startswith("/"):
         prompt = _NOT_COMMAND + prompt  # text for the model, not a Claude Code command
     return {
@@ -319,3 +311,6 @@ def _user_line(prompt: str) -> dict[str, Any]:
         "parent_tool_use_id": None,
         "session_id": "",
     }
+
+
+BACKEND: Final = ClaudeBackend

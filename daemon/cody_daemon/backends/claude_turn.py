@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast, get_args
 
 from ..errors import ProviderError
 from .base import (
     DENIED,
     Answer,
-    Approver,
-    BackendEvent,
-    BackendSettings,
     CostReported,
     PlanStatus,
     PlanUpdated,
@@ -35,11 +31,30 @@ from .base import (
     TokenCounts,
     ToolFinished,
     ToolStarted,
+    TurnIO,
     UsageReported,
+)
+from .claude_protocol import (
+    AssistantLine,
+    CanUseToolRequest,
+    ContentBlock,
+    ControlRequestLine,
+    HookCallbackRequest,
+    MessageBody,
+    PermissionAllow,
+    PermissionDeny,
+    PreToolUseInput,
+    ResultLine,
+    StreamEvent,
+    StreamEventLine,
+    SystemLine,
+    Usage,
+    UserLine,
 )
 from .claude_tools import approval_ask, describe_tool
 from .display import exec_known_safe, text_content
 from .failures import classify
+from .peer import CliEnded, Message
 
 if TYPE_CHECKING:
     from .claude_code import ClaudeBackend
@@ -56,40 +71,23 @@ _ASK_CODY: Final = {
         "permissionDecisionReason": "Cody decides every tool call",
     }
 }
-_PLAN_STATUS: Final[dict[str, PlanStatus]] = {
-    "pending": "pending",
-    "in_progress": "in_progress",
-    "completed": "completed",
-}
+_PLAN_STATUSES: Final[tuple[PlanStatus, ...]] = get_args(PlanStatus)
+"""Claude Code's todo statuses are Cody's plan statuses (anything else: pending)."""
 _STOP: Final[dict[str, StopReason]] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
 
 
-class CliEnded(Exception):
-    def __init__(self, error: ProviderError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 class ClaudeTurn:
-    def __init__(
-        self,
-        backend: ClaudeBackend,
-        emit: Callable[[BackendEvent], None],
-        approve: Approver,
-        settings: BackendSettings,
-    ) -> None:
+    def __init__(self, backend: ClaudeBackend, io: TurnIO) -> None:
         self.backend = backend
-        self.emit = emit
-        self.approve = approve
-        self.settings = settings
+        self.io = io
         self.cwd: Path = backend.launch.cwd
         self.streamed: set[str] = set()
         """Ids of assistant messages whose text arrived as stream deltas."""
         self.started: dict[str, ToolStarted] = {}
-        self.call_usage: dict[str, int] = {}
+        self.call_usage: Usage = {}
         self.message_id = ""
         self.decided: set[str] = set()
         """Tool use ids that came through `can_use_tool` (Cody's decision)."""
@@ -101,24 +99,24 @@ class ClaudeTurn:
             message = await self.backend.next_message()
             kind = message.get("type")
             if kind == "control_request":
-                await self._control_request(message)
+                await self._control_request(cast(ControlRequestLine, message))
             elif kind == "result":
-                return self._result(message)
+                return self._result(cast(ResultLine, message))
             elif message.get("parent_tool_use_id"):
                 if kind == "user":  # a sub-agent's own conversation: only the tripwire
-                    self._check_decided(message.get("message") or {})
+                    self._check_decided(_body(message))
             elif kind == "system":
-                self._system(message)
+                self._system(cast(SystemLine, message))
             elif kind == "stream_event":
-                self._stream_event(message.get("event") or {})
+                self._stream_event(cast(StreamEventLine, message).get("event") or {})
             elif kind == "assistant":
-                self._assistant(message.get("message") or {})
+                self._assistant(_body(message))
             elif kind == "user":
-                self._tool_results(message.get("message") or {})
+                self._tool_results(_body(message))
 
     # messages
 
-    def _system(self, message: dict[str, Any]) -> None:
+    def _system(self, message: SystemLine) -> None:
         subtype = message.get("subtype")
         if subtype == "init":
             session_id = str(message.get("session_id") or "")
@@ -127,7 +125,7 @@ class ClaudeTurn:
                 self.backend.window = 1_000_000 if model.endswith("[1m]") else 200_000
             if session_id and session_id != self.backend.resume_id:
                 self.backend.resume_id = session_id
-                self.emit(ResumeIdAssigned(session_id))
+                self.io.emit(ResumeIdAssigned(session_id))
         elif subtype == "api_retry":
             status = message.get("error_status")
             if status in (401, 403) or message.get("error") == "authentication_failed":
@@ -140,26 +138,27 @@ class ClaudeTurn:
                     )
                 )
 
-    def _stream_event(self, event: dict[str, Any]) -> None:
+    def _stream_event(self, event: StreamEvent) -> None:
         kind = event.get("type")
         if kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
                 self.streamed.add(self.message_id)
-                self.emit(TextDelta(str(delta.get("text", ""))))
+                self.io.emit(TextDelta(str(delta.get("text", ""))))
             elif delta.get("type") == "thinking_delta":
                 self.streamed.add(self.message_id)
-                self.emit(ThoughtDelta(str(delta.get("thinking", ""))))
+                self.io.emit(ThoughtDelta(str(delta.get("thinking", ""))))
         elif kind == "message_start":
             message = event.get("message") or {}
             self.message_id = str(message.get("id", ""))
-            self.call_usage = dict(message.get("usage") or {})
+            self.call_usage = Usage(**(message.get("usage") or {}))
         elif kind == "message_delta":
-            usage = {**self.call_usage, **(event.get("usage") or {})}
+            usage = Usage(**self.call_usage)
+            usage.update(event.get("usage") or {})
             fresh = int(usage.get("input_tokens") or 0)
             read = int(usage.get("cache_read_input_tokens") or 0)
             written = int(usage.get("cache_creation_input_tokens") or 0)
-            self.emit(
+            self.io.emit(
                 UsageReported(
                     last=TokenCounts(
                         input=fresh + read + written,
@@ -171,21 +170,19 @@ class ClaudeTurn:
                 )
             )
 
-    def _assistant(self, message: dict[str, Any]) -> None:
+    def _assistant(self, message: MessageBody) -> None:
         message_id = str(message.get("id", ""))
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
+        for block in _blocks(message):
             kind = block.get("type")
             if kind == "tool_use":
                 self._tool_use(block)
             elif message_id not in self.streamed and message.get("model") != "<synthetic>":
                 if kind == "text" and block.get("text"):
-                    self.emit(TextDelta(str(block["text"])))
+                    self.io.emit(TextDelta(str(block["text"])))
                 elif kind == "thinking" and block.get("thinking"):
-                    self.emit(ThoughtDelta(str(block["thinking"])))
+                    self.io.emit(ThoughtDelta(str(block["thinking"])))
 
-    def _tool_use(self, block: dict[str, Any]) -> None:
+    def _tool_use(self, block: ContentBlock) -> None:
         call_id = str(block.get("id", ""))
         if call_id in self.started:
             return
@@ -193,15 +190,15 @@ class ClaudeTurn:
         tool_input = _as_dict(block.get("input"))
         started = describe_tool(call_id, name, tool_input, self.cwd)
         self.started[call_id] = started
-        self.emit(started)
+        self.io.emit(started)
         if name == "TodoWrite":
             todos = tool_input.get("todos") or []
-            self.emit(
+            self.io.emit(
                 PlanUpdated(
                     tuple(
                         (
                             str(todo.get("content", "")),
-                            _PLAN_STATUS.get(str(todo.get("status")), "pending"),
+                            _plan_status(todo.get("status")),
                         )
                         for todo in todos
                         if isinstance(todo, dict)
@@ -209,17 +206,14 @@ class ClaudeTurn:
                 )
             )
 
-    def _tool_results(self, message: dict[str, Any]) -> None:
-        content = message.get("content")
-        if not isinstance(content, list):
-            return
+    def _tool_results(self, message: MessageBody) -> None:
         for block in _tool_result_blocks(message):
             call_id = str(block.get("tool_use_id", ""))
             text = _result_text(block.get("content"))
             failed = bool(block.get("is_error"))
             if failed and text.startswith("<tool_use_error>"):
                 text = text.removeprefix("<tool_use_error>").removesuffix("</tool_use_error>")
-            self.emit(
+            self.io.emit(
                 ToolFinished(
                     call_id=call_id,
                     status="failed" if failed else "completed",
@@ -229,7 +223,7 @@ class ClaudeTurn:
             )
         self._check_decided(message)
 
-    def _check_decided(self, message: dict[str, Any]) -> None:
+    def _check_decided(self, message: MessageBody) -> None:
         """The tripwire of the module docstring: a call that ran without Cody's decision."""
         for block in _tool_result_blocks(message):
             call_id = str(block.get("tool_use_id", ""))
@@ -248,10 +242,10 @@ class ClaudeTurn:
                     )
                 )
 
-    def _result(self, message: dict[str, Any]) -> StopReason:
+    def _result(self, message: ResultLine) -> StopReason:
         total = message.get("total_cost_usd")
         if isinstance(total, int | float):
-            self.emit(CostReported(self.backend.turn_cost(float(total))))
+            self.io.emit(CostReported(self.backend.turn_cost(float(total))))
         for usage in (message.get("modelUsage") or {}).values():
             if isinstance(usage, dict) and isinstance(usage.get("contextWindow"), int):
                 self.backend.window = int(usage["contextWindow"])
@@ -276,16 +270,18 @@ class ClaudeTurn:
 
     # approvals
 
-    async def _control_request(self, message: dict[str, Any]) -> None:
+    async def _control_request(self, message: ControlRequestLine) -> None:
         request_id = str(message.get("request_id", ""))
-        request = message.get("request") or {}
-        subtype = request.get("subtype")
-        if subtype == "hook_callback" and request.get("callback_id") == HOOK_ID:
-            self._pre_tool_use(request_id, _as_dict(request.get("input")))
+        raw = _as_dict(message.get("request"))
+        subtype = raw.get("subtype")
+        if subtype == "hook_callback" and raw.get("callback_id") == HOOK_ID:
+            hook = cast(HookCallbackRequest, raw)
+            self._pre_tool_use(request_id, cast(PreToolUseInput, _as_dict(hook.get("input"))))
             return
         if subtype != "can_use_tool":
             self.backend.refuse_control(request_id, f"{subtype} is not supported")
             return
+        request = cast(CanUseToolRequest, raw)
         name = str(request.get("tool_name", ""))
         tool_input = _as_dict(request.get("input"))
         call_id = str(request.get("tool_use_id") or f"claude_{request_id}")
@@ -294,18 +290,18 @@ class ClaudeTurn:
         if started is None:
             started = describe_tool(call_id, name, tool_input, self.cwd)
             self.started[call_id] = started
-            self.emit(started)
+            self.io.emit(started)
         safe = False
         if name == "Bash":
             where = self.hook_cwd.get(call_id, self.cwd)
             command = str(tool_input.get("command", ""))
             env = self.backend.launch.env
             safe = await asyncio.to_thread(exec_known_safe, command, cwd=where, env=env)
-        ask = approval_ask(started, name, tool_input, self.cwd, self.settings, known_safe=safe)
-        answer = await self.approve(ask)
+        ask = approval_ask(started, name, tool_input, self.cwd, self.io.settings, known_safe=safe)
+        answer = await self.io.approve(ask)
         self.backend.answer_permission(request_id, _permission_answer(answer, tool_input))
 
-    def _pre_tool_use(self, request_id: str, hook_input: dict[str, Any]) -> None:
+    def _pre_tool_use(self, request_id: str, hook_input: PreToolUseInput) -> None:
         """Every tool use: answer `ask`, so that Claude Code asks Cody (`can_use_tool`)."""
         call_id = str(hook_input.get("tool_use_id") or "")
         where = hook_input.get("cwd")
@@ -314,24 +310,37 @@ class ClaudeTurn:
         self.backend.answer_permission(request_id, _ASK_CODY)
 
 
-def _permission_answer(answer: Answer, tool_input: dict[str, Any]) -> dict[str, Any]:
+def _permission_answer(
+    answer: Answer, tool_input: dict[str, Any]
+) -> PermissionAllow | PermissionDeny:
     if answer.decision in ("allow_once", "allow_session"):
         return {"behavior": "allow", "updatedInput": tool_input}
-    reply: dict[str, Any] = {"behavior": "deny", "message": answer.message or DENIED}
+    reply: PermissionDeny = {"behavior": "deny", "message": answer.message or DENIED}
     if answer.decision == "cancelled":
         reply["interrupt"] = True
     return reply
+
+
+def _plan_status(value: object) -> PlanStatus:
+    return next((status for status in _PLAN_STATUSES if status == value), "pending")
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _tool_result_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _body(line: Message) -> MessageBody:
+    """The `message` of an `assistant` or `user` line."""
+    return cast(MessageBody, _as_dict(cast(AssistantLine | UserLine, line).get("message")))
+
+
+def _blocks(message: MessageBody) -> list[ContentBlock]:
     content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _tool_result_blocks(message: MessageBody) -> list[ContentBlock]:
+    return [b for b in _blocks(message) if b.get("type") == "tool_result"]
 
 
 def _result_text(content: Any) -> str:

@@ -4,20 +4,21 @@ Invariants (`cli_environment`):
 - the CLI gets the daemon's environment minus every credential Cody withholds from its own
   `exec` (`SecretGuard.child_environment`: names with KEY, TOKEN, SECRET, PASSWORD...,
   configured `env_key`s, values holding a known secret), plus back only the variables the
-  CLI itself reads to reach its model (`_CLI_CREDENTIALS`, and for Codex the `env_key` of
-  the model provider its config.toml selects). So `GITHUB_TOKEN`, `*_PASSWORD` and the rest
-  never reach the CLI or anything it runs;
+  CLI itself reads to reach its model (`BackendInfo.credentials`, and for Codex the
+  `env_key` of the model provider its config.toml selects). So `GITHUB_TOKEN`, `*_PASSWORD`
+  and the rest never reach the CLI or anything it runs;
 - what the CLI keeps for itself is kept from the commands it runs where the CLI allows it:
   the Codex CLI gets `-c shell_environment_policy.exclude=[...]` naming them (added to the
   user's own list; 0.169 passes every variable to its commands otherwise); Claude Code
   passes its environment to its Bash tool, so its own credential reaches the commands it
   runs (their output is redacted by the engine before it is stored or shown, but Claude
   Code's model sees what they printed: docs/backends.md);
-- Claude Code additionally gets `CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1` (otherwise it runs
-  `git status`, `git log` and `git config` in the workspace at every turn to describe the
-  repository to its model, and a repository's own git settings can make those run a
-  program), and never `CLAUDE_CODE_SAFE_MODE` / `CLAUDE_CODE_SIMPLE`, which would drop the
-  PreToolUse hook that sends every tool call to Cody (backends/claude_code.py).
+- a CLI's `BackendInfo.env_set` is set and its `env_dropped` removed: Claude Code gets
+  `CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1` (otherwise it runs `git status`, `git log` and
+  `git config` in the workspace at every turn to describe the repository to its model, and a
+  repository's own git settings can make those run a program), and never
+  `CLAUDE_CODE_SAFE_MODE` / `CLAUDE_CODE_SIMPLE`, which would drop the PreToolUse hook that
+  sends every tool call to Cody (backends/claude_code.py).
 
 `relevant_env_names` lists only names, never a value.
 """
@@ -31,42 +32,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular_text
 from ..policy.secrets import SecretGuard
-from .base import BackendKind
+from .info import BackendKind, backend_info
 
 __all__ = ["cli_credentials", "cli_environment", "codex_command_env_args", "relevant_env_names"]
 
 _COMMON: Final = ("HOME", "PATH", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
-_PREFIXES: Final[dict[BackendKind, tuple[str, ...]]] = {
-    "codex": ("CODEX_", "OPENAI_", "AZURE_OPENAI_", "RUST_LOG"),
-    "claude": ("CLAUDE_", "ANTHROPIC_", "AWS_", "GOOGLE_", "VERTEX_", "DISABLE_", "IS_SANDBOX"),
-}
-
-_CLI_CREDENTIALS: Final[dict[BackendKind, frozenset[str]]] = {
-    "codex": frozenset({"OPENAI_API_KEY", "CODEX_API_KEY", "AZURE_OPENAI_API_KEY"}),
-    # The model credentials Claude Code 2.1.197 reads (its own subprocess scrub list).
-    "claude": frozenset(
-        {
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-            "ANTHROPIC_CUSTOM_HEADERS",
-            "ANTHROPIC_FOUNDRY_API_KEY",
-            "ANTHROPIC_AWS_API_KEY",
-            "ANTHROPIC_BEDROCK_MANTLE_API_KEY",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN",
-            "AWS_BEARER_TOKEN_BEDROCK",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "AZURE_CLIENT_SECRET",
-        }
-    ),
-}
-"""Credential variables each CLI reads itself to reach its model."""
-
-_CLAUDE_SET: Final = {"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1"}
-_CLAUDE_DROPPED: Final = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
 
 
 def cli_credentials(
@@ -76,7 +48,7 @@ def cli_credentials(
 
     `provider_env_key`: the variable the Codex CLI's configured model provider reads its key
     from (its `env_key`)."""
-    needed = set(_CLI_CREDENTIALS[kind])
+    needed = set(backend_info(kind).credentials)
     if provider_env_key:
         needed.add(provider_env_key)
     return tuple(sorted(name for name in needed if name in env))
@@ -95,18 +67,19 @@ def cli_environment(
     for name in own_credentials:
         if name in env:
             result[name] = env[name]
-    if kind == "claude":
-        for name in _CLAUDE_DROPPED:
-            result.pop(name, None)
-        result.update(_CLAUDE_SET)
+    info = backend_info(kind)
+    for name in info.env_dropped:
+        result.pop(name, None)
+    result.update(info.env_set)
     return result
 
 
 def relevant_env_names(kind: BackendKind, env: Mapping[str, str]) -> list[str]:
+    prefixes = backend_info(kind).env_prefixes
     names = [
         name
         for name in env
-        if name in _COMMON or name.upper().startswith(_PREFIXES[kind]) or name.endswith("_API_KEY")
+        if name in _COMMON or name.upper().startswith(prefixes) or name.endswith("_API_KEY")
     ]
     return sorted(names)
 
@@ -121,7 +94,7 @@ def codex_command_env_args(own_credentials: tuple[str, ...], codex_config: Path)
     if not names:
         return []
     try:
-        data = tomllib.loads(codex_config.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_text(codex_config, CONFIG_FILE_LIMIT))
     except (OSError, ValueError):
         data = {}
     policy = data.get("shell_environment_policy")

@@ -18,8 +18,7 @@ from typing import Final
 from cody_protocol.errors import ProviderErrorKind
 
 from ..errors import ProviderError
-from .base import BackendKind
-from .discovery import DISPLAY_NAMES, LOGIN_HINTS
+from .info import BackendKind, backend_info
 
 __all__ = ["classify", "cli_exited", "cli_garbage", "cli_timeout"]
 
@@ -99,11 +98,12 @@ def classify(
     code: str | None = None,
 ) -> ProviderError:
     """The -32010 error for a failure the CLI reported (`detail` in its own words)."""
-    name = DISPLAY_NAMES[backend]
+    info = backend_info(backend)
+    name = info.display_name
     kind = _kind_of(status, code, detail)
     said = _one_line(detail) or "no details"
     if kind == "auth":
-        advice = f"To fix it, {LOGIN_HINTS[backend]}."
+        advice = f"To fix it, {info.login_hint}."
         message = f"{name} could not authenticate with its model provider ({said}). {advice}"
     else:
         message = f"{name} failed: {said}. {_ADVICE[kind]}"
@@ -121,7 +121,8 @@ def cli_exited(backend: BackendKind, code: int | None, stderr_tail: str) -> Prov
     lines = [line for line in stderr_tail.splitlines() if line.strip() and "WARN" not in line]
     detail = " ".join(lines[-6:]) if lines else ""
     how = f"exited with code {code}" if code is not None else "exited"
-    error = classify(backend, f"{DISPLAY_NAMES[backend]} {how}" + (f": {detail}" if detail else ""))
+    name = backend_info(backend).display_name
+    error = classify(backend, f"{name} {how}" + (f": {detail}" if detail else ""))
     return error
 
 
@@ -129,7 +130,7 @@ def cli_garbage(backend: BackendKind, sample: str) -> ProviderError:
     return ProviderError(
         kind="provider",
         message=(
-            f"{DISPLAY_NAMES[backend]} printed output that is not its protocol "
+            f"{backend_info(backend).display_name} printed output that is not its protocol "
             f"({_one_line(sample, 120)!r}); the turn was stopped. Check that the configured "
             "executable is really the CLI (and its version)."
         ),
@@ -141,7 +142,7 @@ def cli_timeout(backend: BackendKind, timeout_s: float) -> ProviderError:
     return ProviderError(
         kind="provider",
         message=(
-            f"{DISPLAY_NAMES[backend]} did not finish the turn within {timeout_s:g} s "
+            f"{backend_info(backend).display_name} did not finish the turn within {timeout_s:g} s "
             "(backend_timeout_s); it was interrupted and stopped. Try again, or raise "
             "backend_timeout_s in config.toml."
         ),

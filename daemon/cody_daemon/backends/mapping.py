@@ -1,15 +1,16 @@
 """Cody's settings -> each CLI's own settings: the one mapping table (docs/backends.md).
 
-| Cody (approval policy / sandbox)  | Codex app-server `approvalPolicy` / `sandbox` | Claude Code `--permission-mode` |
-|-----------------------------------|-----------------------------------------------|---------------------------------|
-| `untrusted`                       | `untrusted`                                   | `default`                       |
-| `on-request`                      | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
-| `on-failure`                      | `on-request` (asks after a sandboxed failure) | `default`                       |
-| `never`                           | `never`                                       | `acceptEdits`                   |
-| sandbox `read-only`               | `read-only`                                   | `plan` (whatever the policy)    |
-| sandbox `workspace-write`         | `workspace-write`                             | not enforced (no sandbox)       |
-| sandbox `danger-full-access`      | `danger-full-access`, approval `untrusted`    | not enforced (no sandbox)       |
+| Cody (approval policy / sandbox) | Codex `approvalPolicy` / sandbox      | Claude Code `--permission-mode` |
+|----------------------------------|---------------------------------------|---------------------------------|
+| `untrusted`                      | `untrusted`                           | `default`                       |
+| `on-request`                     | `untrusted` (Codex's `on-request` asks only to leave its sandbox) | `default` |
+| `on-failure`                     | `on-request` (asks to leave its sandbox) | `default`                    |
+| `never`                          | `never`                               | `acceptEdits`                   |
+| sandbox `read-only`              | `read-only` (profile `cody-read-only`) | `plan` (whatever the policy)   |
+| sandbox `workspace-write`        | `workspace-write` (`cody-workspace`)  | not enforced (no sandbox)       |
+| sandbox `danger-full-access`     | `danger-full-access`, approval `untrusted` | not enforced (no sandbox)  |
 
+The Codex sandbox modes are Cody's own rules as Codex permission profiles (codex_sandbox.py).
 Claude Code asks Cody about every tool call whatever its mode (backends/claude_code.py); its
 mode still tells its model what is expected (plan mode: do not edit). With sandbox
 `danger-full-access` Codex has no sandbox to keep, so it runs with approval `untrusted`
@@ -47,12 +48,12 @@ from typing import Final
 from cody_protocol.settings import ApprovalPolicy, SandboxMode
 
 from ..policy.sandbox import SandboxPolicy
-from .base import BackendKind, BackendSettings
+from .base import BackendSettings
+from .codex_protocol import AskForApproval
+from .info import BackendKind, backend_info
 
 __all__ = [
     "CLAUDE_TOOLS",
-    "CODEX_ENFORCEMENT",
-    "CLAUDE_ENFORCEMENT",
     "WRITING_TOOLS",
     "ClaudeFlags",
     "CodexPolicy",
@@ -84,23 +85,6 @@ _CLAUDE_TO_CODY: Final[dict[str, str]] = {
     claude: cody for cody, names in CLAUDE_TOOLS.items() for claude in names
 }
 
-CODEX_ENFORCEMENT: Final = (
-    "Codex enforces its sandbox itself. Under approval `untrusted` (Cody's `untrusted` and "
-    "`on-request`, and every policy without a sandbox) it asks Cody about every command and "
-    "edit, and Cody applies the session's policy; under `never` and `on-failure` it runs "
-    "commands and applies edits inside its sandbox without asking, and that sandbox keeps "
-    "`.git` but not `.cody` read-only and does not hide login files from reads. Its tools "
-    "cannot be withheld: tools outside the allowlist are declined by Cody when Codex asks."
-)
-CLAUDE_ENFORCEMENT: Final = (
-    "Claude Code has no sandbox. It asks Cody about every tool call (a PreToolUse hook), and "
-    "Cody refuses what the sandbox mode forbids, login files and protected paths; its Bash "
-    "commands run with your access once allowed, so outside `danger-full-access` they count "
-    'as unsandboxed (asked, or refused in `never` unless sandbox_unavailable = "allow"). '
-    "Tools outside the allowlist are removed with --tools/--disallowedTools and declined by "
-    "Cody if asked for anyway."
-)
-
 
 def claude_tool_to_cody(name: str) -> str | None:
     """The Cody tool a Claude Code tool corresponds to (`mcp__*` names are shared)."""
@@ -111,12 +95,12 @@ def claude_tool_to_cody(name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodexPolicy:
-    approval_policy: str
+    approval_policy: AskForApproval
     sandbox: SandboxMode
     notes: list[str] = field(default_factory=list)
 
 
-_CODEX_APPROVAL: Final[dict[ApprovalPolicy, str]] = {
+_CODEX_APPROVAL: Final[dict[ApprovalPolicy, AskForApproval]] = {
     "untrusted": "untrusted",
     "on-request": "untrusted",
     "on-failure": "on-request",
@@ -207,9 +191,6 @@ def claude_flags(settings: BackendSettings) -> ClaudeFlags:
     )
 
 
-_NAMES: Final[dict[BackendKind, str]] = {"codex": "the Codex CLI", "claude": "Claude Code"}
-
-
 def sandbox_violation(
     backend: BackendKind,
     settings: BackendSettings,
@@ -232,6 +213,6 @@ def sandbox_violation(
     if cody_tool == "exec" and settings.sandbox_mode == "read-only" and not known_safe:
         return (
             "the sandbox is read-only and this command is not known to be read-only: "
-            f"{_NAMES[backend]} would run it outside any sandbox once approved"
+            f"{backend_info(backend).subject} would run it outside any sandbox once approved"
         )
     return None

@@ -19,7 +19,7 @@ Observed with the pinned CLIs (see tests/e2e/test_backends.py, the hostile-repos
   `.gitattributes`) would run that program on any prompt. `codex_git_refusal` names such a
   setting (policy/git_repo.py `guarded_status_hazard`), and the turn is refused before the CLI
   is started, saying how to proceed. Claude Code's own `git status` / `git log` at each turn
-  are switched off instead (`CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS`, backends/environment.py).
+  are switched off instead (`CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS`, backends/env.py).
 
 "Trusted" means listed in the user's Cody `trusted_projects`; then nothing is overridden or
 refused.

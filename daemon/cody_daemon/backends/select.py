@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..policy.secrets import SecretGuard
-from .base import AgentBackend, BackendKind, Launch
-from .discovery import codex_provider_env_key, find_cli, not_installed_message
+from .base import AgentBackend, Launch
+from .discovery import find_cli, not_installed_message
 from .env import cli_credentials, cli_environment
+from .info import BackendKind, backend_class, backend_info
 
 __all__ = ["make_backend"]
 
@@ -26,8 +27,8 @@ def make_backend(
     `env` is the daemon's environment; the CLI gets `backends/env.py`'s `cli_environment` of
     it (credentials withheld by `secrets`, except the ones the CLI itself needs)."""
     location = find_cli(kind, env)
-    key = codex_provider_env_key(env) if kind == "codex" else None
-    own = cli_credentials(kind, env, key)
+    provider_key = backend_info(kind).provider_env_key
+    own = cli_credentials(kind, env, provider_key(env) if provider_key is not None else None)
     launch = Launch(
         cli=location.path,
         cwd=cwd,
@@ -36,10 +37,4 @@ def make_backend(
         install_hint=not_installed_message(kind, location),
         resume_id=resume_id,
     )
-    if kind == "codex":
-        from .codex_app_server import CodexBackend
-
-        return CodexBackend(launch)
-    from .claude_code import ClaudeBackend
-
-    return ClaudeBackend(launch)
+    return backend_class(kind)(launch)

@@ -9,9 +9,11 @@ Invariants:
   `http_headers`/`env` tables and values of unknown keys are never echoed (they may be secrets).
 - A missing file is an empty layer. Nothing is written or created.
 - A project file (`<cwd>/.cody/config.toml`) may set the keys in `PROTECTED_KEYS` (and a tool's
-  `base_url`/`env_key`) only when `cwd` is listed in the *user* file's `trusted_projects`
-  (compared as resolved real paths). Otherwise those keys are dropped with a warning. A project
-  file cannot trust itself: its own `trusted_projects` is always ignored with a warning.
+  `base_url`/`env_key`, a language server's `command`/`env`/`init_options`/`settings`) only
+  when `cwd` is listed in the *user* file's `trusted_projects` (compared as resolved real
+  paths). Otherwise those keys are dropped with a warning (a server table of its own with a
+  `command`, whole). A project file cannot trust itself: its own `trusted_projects` is always
+  ignored with a warning.
 - An untrusted project may not switch `model_provider` to another of the user's providers
   either: the provider decides where prompts (and the code they quote) are sent and which of
   the user's accounts pays. A `model_provider` that differs from the user file's (default
@@ -35,12 +37,13 @@ from pydantic import ValidationError
 from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular
 from ..errors import InvalidParams, Issue
 from ..validation import issues_from_validation_error
-from .model import PARTIAL, CodyConfig
+from .model import BUILTIN_LSP_SERVERS, PARTIAL, CodyConfig
 from .paths import PROJECT_CONFIG, CodyPaths
 from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 
 __all__ = [
     "PROTECTED_KEYS",
+    "PROTECTED_LSP_KEYS",
     "PROTECTED_TOOL_KEYS",
     "LoadedConfig",
     "deep_merge",
@@ -65,6 +68,10 @@ which files reach the model as instructions (a repository must not pick files to
 silence the user's global instructions)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
+
+PROTECTED_LSP_KEYS: Final[tuple[str, ...]] = ("command", "env", "init_options", "settings")
+"""Keys of `[lsp.<name>]` an untrusted project may not set: they choose the program that runs
+(and what it runs: an interpreter path in `settings`). It may still switch servers off."""
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
 or let the model reach the user's own network)."""
 
@@ -272,6 +279,19 @@ class _Loader:
                         source=source,
                     )
                 )
+        for name, server in config.lsp.servers().items():
+            if name in BUILTIN_LSP_SERVERS or not server.enabled:
+                continue
+            missing = [k for k in ("command", "extensions") if getattr(server, k) is None]
+            if missing:
+                issues.append(
+                    Issue(
+                        key=f"lsp.{name}.{missing[0]}",
+                        message="required for a language server that is not built in "
+                        f"(built in: {', '.join(BUILTIN_LSP_SERVERS)})",
+                        source=self._source_of(["lsp", name]),
+                    )
+                )
         known = (AUTO, *BUILTIN_PROVIDER_IDS, *config.model_providers)
         if config.model_provider not in known:
             issues.append(
@@ -453,6 +473,19 @@ def _apply_trust(
             else:
                 kept_tools[name] = table
         kept["tools"] = kept_tools
+    servers = kept.get("lsp")
+    if isinstance(servers, dict):
+        kept_servers: dict[str, Any] = {}
+        for name, table in servers.items():
+            if isinstance(table, dict) and "command" in table and name not in BUILTIN_LSP_SERVERS:
+                ignored.append(f"lsp.{name}")  # a server of its own: nothing of it is kept
+            elif isinstance(table, dict):
+                dropped = [k for k in PROTECTED_LSP_KEYS if k in table]
+                ignored.extend(f"lsp.{name}.{k}" for k in dropped)
+                kept_servers[name] = {k: v for k, v in table.items() if k not in dropped}
+            else:
+                kept_servers[name] = table
+        kept["lsp"] = kept_servers
     if ignored:
         warnings.append(
             f"ignored {', '.join(ignored)} from {project_file}: this project is not trusted. "

@@ -41,9 +41,12 @@ from pydantic_core import PydanticCustomError
 from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 
 __all__ = [
+    "BUILTIN_LSP_SERVERS",
     "BUILTIN_PROVIDER_IDS",
     "PARTIAL",
     "CodyConfig",
+    "LspConfig",
+    "LspServerConfig",
     "McpServerConfig",
     "ProviderConfig",
     "ToolConfig",
@@ -217,6 +220,82 @@ class McpServerConfig(_ConfigModel):
         return self
 
 
+class LspServerConfig(_ConfigModel):
+    """`[lsp.<name>]`: a language server (or changes to the built-in one of that name).
+
+    For a built-in server (`ruff`, `basedpyright`, `pyright`, `typescript`, `gopls`,
+    `rust-analyzer`) only the keys written replace the built-in values; any other name must
+    set `command` and `extensions`. Only a trusted project may set `command`, `env`,
+    `init_options` or `settings` (config/loader.py).
+    """
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    """The server's argv (it must speak LSP on stdio)."""
+    extensions: list[str] | None = None
+    """File name endings the server is for (`.py`, `.pyi`)."""
+    root_markers: list[str] | None = None
+    """Files whose directory is the project root (`pyproject.toml`); the nearest one above
+    the edited file wins, else the session's directory."""
+    init_options: dict[str, Any] | None = None
+    """`initializationOptions` of the `initialize` request."""
+    settings: dict[str, Any] | None = None
+    """What `workspace/configuration` answers (looked up by section, `python.analysis`)."""
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Extra environment for the server; may hold secrets, so never part of a repr."""
+    enabled: bool = True
+
+    @field_validator("extensions")
+    @classmethod
+    def _dotted(cls, value: list[str] | None) -> list[str] | None:
+        for entry in value or ():
+            if not entry.startswith(".") or len(entry) < 2 or "/" in entry:
+                raise PydanticCustomError(
+                    "lsp_extension",
+                    '"{entry}" is not a file ending such as ".py"',
+                    {"entry": entry},
+                )
+        return value
+
+
+BUILTIN_LSP_SERVERS: Final[tuple[str, ...]] = (
+    "ruff",
+    "basedpyright",
+    "pyright",
+    "typescript",
+    "gopls",
+    "rust-analyzer",
+)
+"""The names of the built-in language servers (defined in lsp/specs.py)."""
+
+LSP_SWITCHES: Final[frozenset[str]] = frozenset(
+    {"enabled", "diagnostics_timeout_ms", "max_diagnostics", "restarts"}
+)
+"""The keys of `[lsp]` itself; every other key is a server table `[lsp.<name>]`."""
+
+
+class LspConfig(_ConfigModel):
+    """`[lsp]`: language servers for diagnostics after edits and the `symbols` tool.
+
+    `[lsp] enabled = false` turns them all off; `[lsp.<name>]` tables add or change servers
+    (`LspServerConfig`); every other key is a table of a server.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    diagnostics_timeout_ms: int = Field(default=1500, ge=0, le=60_000)
+    """How long an edit waits, at most, for the servers' diagnostics (then the turn goes on)."""
+    max_diagnostics: int = Field(default=20, ge=1, le=500)
+    """At most this many new diagnostics are added to one tool result."""
+    restarts: int = Field(default=3, ge=0, le=20)
+    """How often a crashed server is started again before it is reported and left off."""
+    __pydantic_extra__: dict[str, LspServerConfig] = Field(init=False)
+
+    def servers(self) -> dict[str, LspServerConfig]:
+        """The `[lsp.<name>]` tables, by name."""
+        return dict(self.__pydantic_extra__ or {})
+
+
 class CodyConfig(_ConfigModel):
     """The whole configuration, with its defaults (README "Configuration").
 
@@ -263,6 +342,7 @@ class CodyConfig(_ConfigModel):
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    lsp: LspConfig = Field(default_factory=LspConfig)
 
     @field_validator("model_reasoning_summary", mode="before")
     @classmethod

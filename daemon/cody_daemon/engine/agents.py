@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 
 from cody_protocol.extensions import AgentInfo
 from cody_protocol.prompt import DryRunReport
 from cody_protocol.settings import Backend
 
-from ..backends.base import AgentBackend, BackendKind
-from ..backends.discovery import (
-    DISPLAY_NAMES,
-    INSTALL_HINTS,
-    LOGIN_HINTS,
-    cli_version,
-    find_cli,
-    login_status,
-    not_installed_message,
-)
+from ..backends.base import AgentBackend
+from ..backends.discovery import cli_version, find_cli, login_status, not_installed_message
+from ..backends.info import KINDS, BackendKind, backend_info
 from ..backends.select import make_backend
 from ..errors import InvalidParams, Issue, ProviderError
 from ..policy.allowlist import allowed_tools
@@ -42,8 +36,6 @@ __all__ = [
     "dry_run_report",
     "stop_agent",
 ]
-
-KINDS: tuple[BackendKind, ...] = ("codex", "claude")
 
 
 def missing_credentials_fix(
@@ -64,7 +56,7 @@ def missing_credentials_fix(
         "to use the API directly."
     )
     if not find_cli("claude", env).found:
-        text += f" Claude Code is not installed: {INSTALL_HINTS['claude']}."
+        text += f" Claude Code is not installed: {backend_info('claude').install_hint}."
     return text
 
 
@@ -110,8 +102,14 @@ async def stop_agent(session: Session) -> None:
 
 
 def dry_run_report(
-    session: Session, prompt: str, env: Mapping[str, str], secrets: SecretGuard
+    session: Session,
+    prompt: str,
+    env: Mapping[str, str],
+    secrets: SecretGuard,
+    *,
+    protected: tuple[Path, ...] = (),
 ) -> DryRunReport:
+    """What a prompt would run (`protected`: Cody's own directories, as a turn gets them)."""
     settings = session.settings
     if settings.backend == "native":
         allowed = allowed_tools(settings.allowed_tools, settings.phase)
@@ -133,27 +131,31 @@ def dry_run_report(
         resume_id=session.backend_resume_id,
         secrets=secrets,
     )
-    return agent.dry_run(prompt, backend_settings_of(session))
+    settings_now = backend_settings_of(
+        session, protected=protected, hidden_files=secrets.sources.login_files
+    )
+    return agent.dry_run(prompt, settings_now)
 
 
 async def agents_list(env: Mapping[str, str]) -> list[AgentInfo]:
     """Each backend CLI: found or not, where, its version, its login, and what to do."""
 
     async def one(kind: BackendKind) -> AgentInfo:
+        info = backend_info(kind)
         location = find_cli(kind, env)
         login = login_status(kind, env)
         version = None
         if location.path is not None:
             version = await asyncio.to_thread(cli_version, location.path, env)
         if not location.found:
-            hint = f"{location.problem}: {INSTALL_HINTS[kind]}"
+            hint = f"{location.problem}: {info.install_hint}"
         elif login.state == "missing":
-            hint = f"no login found: {LOGIN_HINTS[kind]}"
+            hint = f"no login found: {info.login_hint}"
         else:
             hint = None
         return AgentInfo(
             id=kind,
-            name=DISPLAY_NAMES[kind],
+            name=info.display_name,
             found=location.found,
             path=str(location.path) if location.path is not None else None,
             found_via=location.via,

@@ -117,7 +117,11 @@ class BackendTurnRunner:
         self._window = DEFAULT_WINDOW
 
     def backend_settings(self) -> BackendSettings:
-        return backend_settings_of(self.session, protected=self.guard.protected)
+        return backend_settings_of(
+            self.session,
+            protected=self.guard.protected,
+            hidden_files=self.guard.secrets.sources.login_files,
+        )
 
     async def run(self, prompt_text: str) -> TurnOutcome:
         session = self.session
@@ -481,8 +485,11 @@ class BackendTurnRunner:
         self.link.emit(self.session.id, event)
 
 
-def backend_settings_of(session: Session, *, protected: tuple[Path, ...] = ()) -> BackendSettings:
-    """The session's settings as a backend takes them (`protected`: Cody's own directories)."""
+def backend_settings_of(
+    session: Session, *, protected: tuple[Path, ...] = (), hidden_files: tuple[Path, ...] = ()
+) -> BackendSettings:
+    """The session's settings as a backend takes them (`protected`: Cody's own directories;
+    `hidden_files`: the login files)."""
     from ..policy.allowlist import allowed_tools
 
     settings = session.settings
@@ -494,4 +501,5 @@ def backend_settings_of(session: Session, *, protected: tuple[Path, ...] = ()) -
         allowed_tools=allowed_tools(settings.allowed_tools, settings.phase),
         project_trusted=settings.project_trusted,
         protected=protected,
+        hidden_files=hidden_files,
     )

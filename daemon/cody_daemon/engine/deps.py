@@ -10,6 +10,7 @@ from ..config.paths import CodyPaths
 from ..providers.pool import ProviderPool
 from ..store.store import SessionStore
 from ..tools.registry import ToolRegistry
+from .ports import CodeServers
 from .scan_pool import ScanPool
 
 __all__ = ["EngineDeps"]
@@ -25,5 +26,7 @@ class EngineDeps:
     codex_home: Path
     claude_dir: Path
     version: str
+    code: CodeServers | None = None
+    """The language servers (None: none in this daemon)."""
     scans: ScanPool = field(default_factory=ScanPool)
     """Threads for reading session files (history, session/list): engine/scan_pool.py."""

@@ -14,11 +14,14 @@ from cody_protocol.content import ToolCallContent
 from cody_protocol.session import SessionConfigOption
 from cody_protocol.updates import ToolCallLocation, ToolCallStatus, ToolKind
 
+from ..core.code_intel import Diagnostic
+
 __all__ = [
     "AgentText",
     "AgentThought",
     "CommandsAvailable",
     "Compacted",
+    "DiagnosticsReported",
     "ConfigChanged",
     "EngineEvent",
     "McpStatusChanged",
@@ -170,6 +173,18 @@ class CommandsAvailable:
     """(name, description, input hint or None), in the order clients should list them."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiagnosticsReported:
+    """What the language servers found new in a file a tool call changed (sent as
+    `_cody/diagnostics`, not as a session update)."""
+
+    call_id: str | None
+    path: str
+    diagnostics: tuple[Diagnostic, ...]
+    servers: tuple[str, ...]
+    late: tuple[str, ...] = ()
+
+
 EngineEvent = (
     AgentText
     | AgentThought
@@ -186,4 +201,5 @@ EngineEvent = (
     | McpStatusChanged
     | Compacted
     | CommandsAvailable
+    | DiagnosticsReported
 )

@@ -63,8 +63,10 @@ class HistoryService:
         self._store = deps.store
         self._scans = deps.scans
 
-    async def list(self, agent: str | None, cwd: str | None, cursor: str | None) -> dict[str, Any]:
-        return await self._scans.run(list_sessions, self.index, agent, cwd, cursor)
+    async def list(
+        self, agent: str | None, cwd: str | None, cursor: str | None, query: str | None = None
+    ) -> dict[str, Any]:
+        return await self._scans.run(list_sessions, self.index, agent, cwd, cursor, query)
 
     async def read(
         self,

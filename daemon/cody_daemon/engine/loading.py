@@ -228,6 +228,7 @@ class SessionLoader:
             project_trusted=loaded.project_trusted,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
+            lsp_config=config.lsp,
             warnings=warnings,
             context_window=config.model_context_window,
             auto_compact_token_limit=config.model_auto_compact_token_limit,

@@ -24,6 +24,7 @@ from cody_protocol.session import (
     SessionConfigOption,
     SessionInfo,
 )
+from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
 from ..core.history import item_key
@@ -302,7 +303,7 @@ class SessionManager:
             return await compact_session(
                 session,
                 env.provider,
-                base_request(session, env.tools, env.allowed, env.family),
+                base_request(session, env.offer(session)[0], env.allowed, env.family),
                 context_window=env.context_window,
                 price=env.price,
                 emit=lambda event: link.emit(session.id, event),
@@ -323,13 +324,19 @@ class SessionManager:
                 session.turn = None
             await link.flush(session.id)
 
-    def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
-        """What a prompt would run in this session, without running or writing anything."""
+    async def dry_run(self, session_id: str, blocks: list[ContentBlock]) -> DryRunReport:
+        """What a prompt would run in this session, without running or writing anything (a
+        backend's report may scan the workspace for protected paths: off the event loop)."""
         from .agents import dry_run_report
 
         session = self.get(session_id)
-        return dry_run_report(
-            session, prompt_to_text(blocks), self.deps.env, self._secrets(session)
+        return await asyncio.to_thread(
+            dry_run_report,
+            session,
+            prompt_to_text(blocks),
+            self.deps.env,
+            self._secrets(session),
+            protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
         )
 
     def _secrets(self, session: Session) -> SecretGuard:
@@ -367,7 +374,7 @@ class SessionManager:
                         key=f"model_providers.{spec.id}.wire_api",
                         message="not supported yet",
                         value=spec.wire_api,
-                        valid=("responses", "chat", "anthropic"),
+                        valid=WIRE_APIS,
                     )
                 ],
             ) from None
@@ -376,8 +383,7 @@ class SessionManager:
         return TurnEnv(
             provider=provider,
             context_window=window or 128_000,
-            tools=self.deps.tools.offered(None, self.deps.env, settings.tool_config),
-            absent=self.deps.tools.absent(self.deps.env, settings.tool_config),
+            tools=self.deps.tools,
             family=prompt_family(spec.wire_api, settings.model),
             allowed=allowed_tools(settings.allowed_tools, settings.phase),
             link=link,
@@ -393,6 +399,7 @@ class SessionManager:
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),
             secrets=self._secrets(session),
+            code=self.deps.code,
         )
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
@@ -560,6 +567,8 @@ class SessionManager:
         self._catalogs.pop(session.id, None)
         await _stop_agent(session)
         await _close_mcp(session)
+        if self.deps.code is not None:
+            await self.deps.code.release(session.id)
         await session.file.sync()
         _close_file(session)
 
@@ -661,6 +670,8 @@ class SessionManager:
         self._live.clear()
         await self.deps.providers.aclose()
         await self.deps.tools.aclose()
+        if self.deps.code is not None:
+            await self.deps.code.aclose()
         self.deps.scans.shutdown()
 
 

@@ -1,17 +1,23 @@
-"""What the engine needs from the outside: a link to the attached client.
+"""What the engine needs from the outside: a link to the attached client, and the language
+servers.
 
-The rpc layer implements `ClientLink`; tests may implement it in-process. The engine never
-imports pygls.
+The rpc layer implements `ClientLink`; tests may implement it in-process. `CodeServers` is
+implemented by lsp/service.py (app.py passes it in `EngineDeps.code`). The engine never
+imports pygls, nor the lsp package.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from cody_protocol.content import ToolCallContent
 from cody_protocol.updates import ToolCallLocation, ToolKind
 
+from ..config.model import LspConfig
+from ..core.code_intel import EditedFile, FileDiagnostics, ServerReport
 from .events import EngineEvent
 
 __all__ = [
@@ -20,6 +26,7 @@ __all__ = [
     "ApprovalRequest",
     "ClientFileAccess",
     "ClientLink",
+    "CodeServers",
 ]
 
 ApprovalAnswer = Literal[
@@ -98,3 +105,59 @@ class ClientLink(Protocol):
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
         """`fs/write_text_file`; raises ClientFileError. Cancelling withdraws the request."""
         ...
+
+
+class CodeServers(Protocol):
+    """The language servers (lsp/service.py): diagnostics after edits. Nothing raises: a
+    slow or broken server is reported in `FileDiagnostics.late`."""
+
+    def attach(
+        self,
+        session_id: str,
+        *,
+        cwd: Path,
+        config: LspConfig,
+        trusted: bool,
+        env: Mapping[str, str],
+        hidden_files: tuple[Path, ...] = (),
+    ) -> None:
+        """Who the session is: its project, `[lsp]`, trust, the environment servers get."""
+        ...
+
+    def prepare(self, session_id: str, paths: Iterable[Path]) -> None:
+        """An edit of `paths` is coming: start servers and learn the diagnostics before it."""
+        ...
+
+    async def check(
+        self, session_id: str, edits: Sequence[EditedFile], bound_s: float
+    ) -> list[FileDiagnostics]:
+        """The new diagnostics of the edited files, returned within `bound_s`."""
+        ...
+
+    async def recheck(self, session_id: str, bound_s: float) -> list[FileDiagnostics]:
+        """After a command: the new diagnostics of files the servers hold that changed."""
+        ...
+
+    async def release(self, session_id: str) -> None:
+        """The session ended (its servers stop when nobody else uses them)."""
+        ...
+
+    @property
+    def switched_off(self) -> bool:
+        """`CODY_LSP=off` in the daemon's environment."""
+        ...
+
+    async def report(
+        self,
+        *,
+        cwd: Path,
+        config: LspConfig,
+        trusted: bool,
+        env: Mapping[str, str],
+        start: bool,
+        timeout_s: float = 20.0,
+    ) -> list[ServerReport]:
+        """The servers a session in `cwd` gets; with `start`, whether each one starts."""
+        ...
+
+    async def aclose(self) -> None: ...

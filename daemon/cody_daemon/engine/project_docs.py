@@ -99,14 +99,25 @@ class _Budget:
 
 
 def project_root(cwd: Path) -> Path:
-    """The nearest ancestor of `cwd` (itself included) holding a `.git`; else `cwd`."""
+    """The nearest ancestor of `cwd` (itself included) holding a `.git`; else `cwd`. A
+    directory other users may write (`/tmp`) is never a project root: anyone could have put a
+    `.git` there (the Codex CLI's sandbox leaves empty `.git` mount points in `/tmp`), which
+    would make that shared directory's instruction files the project's."""
     probe = cwd
     while True:
-        if os.path.lexists(probe / ".git"):
+        if os.path.lexists(probe / ".git") and not _shared(probe):
             return probe
         if probe.parent == probe:
             return cwd
         probe = probe.parent
+
+
+def _shared(directory: Path) -> bool:
+    """Other users may create files in `directory` (world-writable, like `/tmp`)."""
+    try:
+        return bool(os.stat(directory).st_mode & stat.S_IWOTH)
+    except OSError:
+        return False
 
 
 def global_candidates(cody_config_dir: Path, codex_home: Path, claude_dir: Path) -> list[Path]:
@@ -140,7 +151,9 @@ def read_project_docs(
     names = _names(fallbacks)
     for directory in _chain(root, real_cwd):
         found = next((directory / n for n in names if os.path.lexists(directory / n)), None)
-        if found is not None:
+        if found is not None and _shared(directory):
+            _skip(budget, str(found), "project", "in a directory other users can write")
+        elif found is not None:
             _read_one(found, budget, scope="project", root=root)
     if not budget.files:
         return ProjectDocs()

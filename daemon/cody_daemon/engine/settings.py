@@ -33,7 +33,7 @@ from cody_protocol.settings import (
     SandboxUnavailable,
 )
 
-from ..config.model import McpServerConfig, ToolConfig
+from ..config.model import LspConfig, McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 
 __all__ = [
@@ -105,6 +105,8 @@ class SessionSettings:
     tool_config: dict[str, ToolConfig] = field(default_factory=dict)
     mcp_config: dict[str, McpServerConfig] = field(default_factory=dict)
     """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
+    lsp_config: LspConfig = field(default_factory=LspConfig)
+    """`[lsp]` from the configuration (not persisted: re-read on resume)."""
     """`[tools.<name>]` from the configuration (not persisted: re-read on resume)."""
     warnings: list[str] = field(default_factory=list)
     context_window: int | None = None

@@ -52,6 +52,7 @@ from ..providers.pricing import Price
 from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
 from .compaction import ContextKeeper
+from .diagnostics import EditChecks
 from .edited_input import EditRefused, check_edit, edited_note
 from .editor_files import editor_files_for
 from .events import (
@@ -67,7 +68,7 @@ from .events import (
 )
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalReply, ApprovalRequest, ClientLink
+from .ports import ApprovalReply, ApprovalRequest, ClientLink, CodeServers
 from .secrets import credential_refusal, redact_content, redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
@@ -104,6 +105,8 @@ class TurnEnv:
     provider: ModelProvider
     context_window: int
     tools: ToolRegistry
+    """The session's tools, those that cannot work here included (`offer` leaves them out);
+    the MCP tools are added at the start of the turn."""
     allowed: frozenset[str] | None
     link: ClientLink
     sandbox: SandboxPolicy
@@ -118,8 +121,17 @@ class TurnEnv:
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
-    absent: Mapping[str, str] = field(default_factory=dict)
-    """Tools not offered in this session (`Tool.unavailable`), with why."""
+    code: CodeServers | None = None
+    """The language servers: diagnostics after edits (engine/diagnostics.py)."""
+
+    def offer(self, session: Session) -> tuple[ToolRegistry, dict[str, str]]:
+        """The tools the model is offered now, and why the others of `tools` are not
+        (`Tool.unavailable`: no key, turned off, no language server running yet). Asked
+        before each model call: a tool can become able to work during a turn."""
+        tool_config = session.settings.tool_config
+        absent = self.tools.absent(self.env, tool_config, session.id)
+        offered = ToolRegistry(tool for tool in self.tools.tools() if tool.name not in absent)
+        return offered, absent
 
 
 @dataclass(slots=True)
@@ -152,6 +164,16 @@ class TurnRunner:
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
+        self._checks = EditChecks(
+            env.code,
+            session,
+            env=env.secrets.child_environment(env.env),
+            hidden_files=env.sandbox.hidden_files,
+            emit=self._emit,
+            redact=env.secrets.redact,
+        )
+        self._offered, self._absent = env.offer(session)
+        """What the model was offered for its latest call, and why the other tools were not."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -177,7 +199,7 @@ class TurnRunner:
         refresh(
             session,
             PermissionFacts.of(
-                session, self.env.sandbox, self.env.tools.tools(), sandbox_available=available
+                session, self.env.sandbox, self._offered.tools(), sandbox_available=available
             ),
         )
         user_item = user_message(new_id("msg_"), prompt_text, images)
@@ -233,7 +255,8 @@ class TurnRunner:
             on_usage=lambda report: self._record_usage(report, meter=False),
         )
         for _ in range(settings.max_tool_iterations):
-            template = base_request(self.session, self.env.tools, self.env.allowed, self.env.family)
+            self._offered, self._absent = self.env.offer(self.session)  # `symbols` may appear
+            template = base_request(self.session, self._offered, self.env.allowed, self.env.family)
             history = self._readable(await keeper.history_for(template))
             request = replace(template, history=history)
             try:
@@ -338,7 +361,7 @@ class TurnRunner:
     async def _run_calls(self, calls: list[ToolCallRequested]) -> None:
         cwd = self.session.cwd
         described = [
-            describe_call(self.env.tools, c.name, c.arguments, cwd=cwd, absent=self.env.absent)
+            describe_call(self._offered, c.name, c.arguments, cwd=cwd, absent=self._absent)
             for c in calls
         ]
         for call, info in zip(calls, described, strict=True):
@@ -378,6 +401,7 @@ class TurnRunner:
             secrets=self.env.secrets,
             files=editor_files_for(self.env.link, self.session.id),
         )
+        self._checks.begin(tool, info.locations)  # servers learn the files before the edit
         try:
             facts = await self._facts(tool, args, ctx)
         except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
@@ -403,7 +427,7 @@ class TurnRunner:
                 check = await check_edit(
                     tool,
                     reply.updated_input,
-                    registry=self.env.tools,
+                    registry=self._offered,
                     cwd=self.session.cwd,
                     facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
                     grants=self.session.grants,
@@ -415,6 +439,7 @@ class TurnRunner:
                     return
                 assert check.info.args is not None
                 args, grant_key, edited = check.info.args, check.grant_key, check.info
+                self._checks.begin(tool, edited.locations)  # the files it edits now
                 reason = "user (edited input)"
             self._settle(call.call_id, tool.name, reply, reason, grant_key)
             if reply.answer not in ("allow_once", "allow_session"):
@@ -469,6 +494,7 @@ class TurnRunner:
                     complete=end.complete and not live.cut,
                 )
             )
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
         if not result.success:
             self.state.failure_seen = True
         if edited is not None:

@@ -50,9 +50,14 @@ def resolve(
 
 
 def list_sessions(
-    index: HistoryIndex, agent: str | None, cwd: str | None, cursor: str | None
+    index: HistoryIndex,
+    agent: str | None,
+    cwd: str | None,
+    cursor: str | None,
+    query: str | None = None,
 ) -> dict[str, Any]:
-    """One page of sessions, most recently updated first."""
+    """One page of sessions, most recently updated first; with `query`, only those whose
+    title, directory, id or agent contain each of its words (case-insensitive)."""
     start = 0
     if cursor:
         try:
@@ -69,12 +74,15 @@ def list_sessions(
                 ],
             ) from None
     wanted = os.path.realpath(cwd) if cwd is not None else None
+    words = query.casefold().split() if query else []
     infos = []
     for entry in index.files(agent, cwd):
         info = index.summarize(entry)
         if info is None:
             continue
         if wanted is not None and os.path.realpath(str(info.get("cwd", ""))) != wanted:
+            continue
+        if words and not _matches(info, words):
             continue
         infos.append(info)
     infos.sort(key=lambda i: (sort_key(i.get("updatedAt")) or 0.0, i["sessionId"]), reverse=True)
@@ -83,6 +91,13 @@ def list_sessions(
     if start + LIST_PAGE < len(infos):
         result["nextCursor"] = str(start + LIST_PAGE)
     return result
+
+
+def _matches(info: dict[str, Any], words: list[str]) -> bool:
+    haystack = " ".join(
+        str(info.get(key) or "") for key in ("title", "cwd", "sessionId", "agent")
+    ).casefold()
+    return all(word in haystack for word in words)
 
 
 def read_messages(

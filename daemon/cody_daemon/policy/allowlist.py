@@ -16,6 +16,7 @@ _RESEARCH = frozenset(
         "listDir",
         "grepFiles",
         "fileSearch",
+        "symbols",
         "readMcpResource",
         "webSearch",
         "perplexitySearch",

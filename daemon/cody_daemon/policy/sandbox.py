@@ -249,7 +249,7 @@ class SandboxPolicy:
             roots = sorted(self.writable_roots(), key=_depth)
             for root in roots:
                 args += ["--bind", str(root), str(root)]
-            for path in self._read_only_paths(roots, notes):
+            for path in self._read_only_paths(roots, notes, create=True):
                 args += ["--ro-bind", str(path), str(path)]
         for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
             if hidden.is_file():
@@ -267,20 +267,34 @@ class SandboxPolicy:
         args += ["--chdir", str(cwd)]
         return ExecPlan([*args, "--", *argv], tuple(notes))
 
-    def _read_only_paths(self, roots: list[Path], notes: list[str]) -> list[Path]:
-        """The protected paths inside `roots`, creating the ones that must exist to be mounted."""
+    def read_only_paths(self, *, create: bool = True) -> tuple[list[Path], list[str]]:
+        """The paths a command may not write inside the writable roots of this mode (and what
+        the user should know about the scan), as `plan_exec` mounts them; for a sandbox that
+        is not bubblewrap (the Codex CLI's own, backends/codex_sandbox.py). `create`: make
+        the ones that must exist to be protected (see `_read_only_paths`); walks the
+        workspace, so call it off the event loop."""
+        if self.mode != "workspace-write":
+            return [], []
+        notes: list[str] = []
+        roots = sorted(self.writable_roots(), key=_depth)
+        return self._read_only_paths(roots, notes, create=create), notes
+
+    def _read_only_paths(self, roots: list[Path], notes: list[str], *, create: bool) -> list[Path]:
+        """The protected paths inside `roots`; with `create`, the ones that must exist to be
+        mounted are made first."""
         found: set[Path] = set()
         for own in self.protected:
             if any(_is_within(own, root) for root in roots):
-                with contextlib.suppress(OSError):
-                    own.mkdir(parents=True, exist_ok=True)
+                if create:
+                    with contextlib.suppress(OSError):
+                        own.mkdir(parents=True, exist_ok=True)
                 if own.exists():
                     found.add(own)
         # A trusted project's config can set the sandbox and approvals: an empty `.cody` is
         # made (when missing) so that it is mounted read-only and a command cannot create
         # `.cody/config.toml` to lift the next session's sandbox. An untrusted project's
         # `.cody/config.toml` cannot set those keys, so nothing is created there.
-        if self.guard_project_config:
+        if self.guard_project_config and create:
             with contextlib.suppress(OSError):
                 (self.cwd / ".cody").mkdir(exist_ok=True)
         for root in roots:

@@ -4,14 +4,17 @@ HTTP adapters (and httpx) are imported only when a session first uses them, so a
 the offline provider never pays for them. Instances are keyed by where their credentials come
 from (not by the secret itself: an OAuth token changes on every refresh, and one login must
 share one refreshing auth source).
+
+`ADAPTERS` is the one table from a wire API (`cody_protocol.settings.WireApi`) to the provider
+module that speaks it; tests/unit/test_wire_apis.py holds it to the `WireApi` names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Final
 
-from cody_protocol.settings import ReasoningSummary
+from cody_protocol.settings import WIRE_APIS, ReasoningSummary, WireApi
 
 from .base import ModelProvider
 from .offline import OfflineProvider
@@ -20,14 +23,56 @@ from .specs import Credentials, ProviderSpec, official_base_url
 if TYPE_CHECKING:
     from .http_provider import HttpOptions
 
-__all__ = ["ProviderPool", "UnsupportedWireApi"]
+__all__ = ["ADAPTERS", "ProviderPool", "UnsupportedWireApi"]
+
+Adapter = Callable[["HttpOptions", Credentials | None, bool], ModelProvider]
+"""(options, credentials, whether the provider is OpenAI's own endpoint) -> the provider."""
+
+
+def _responses(
+    common: HttpOptions, credentials: Credentials | None, openai_endpoint: bool
+) -> ModelProvider:
+    from .openai_responses import OpenAIResponsesProvider
+
+    chatgpt = credentials is not None and credentials.kind == "chatgpt"
+    # A ChatGPT login gets summaries by default; an API key only when configured.
+    summary: ReasoningSummary | None = "auto" if chatgpt else None
+    # OpenAI's cache routing hint: only OpenAI's own endpoints take it.
+    return OpenAIResponsesProvider(
+        **common, default_summary=summary, prompt_cache_key=chatgpt or openai_endpoint
+    )
+
+
+def _chat(
+    common: HttpOptions, credentials: Credentials | None, openai_endpoint: bool
+) -> ModelProvider:
+    from .openai_chat import OpenAIChatProvider
+
+    return OpenAIChatProvider(**common)
+
+
+def _anthropic(
+    common: HttpOptions, credentials: Credentials | None, openai_endpoint: bool
+) -> ModelProvider:
+    from .anthropic_messages import AnthropicMessagesProvider
+
+    return AnthropicMessagesProvider(**common)
+
+
+ADAPTERS: Final[dict[WireApi, Adapter]] = {
+    "responses": _responses,
+    "chat": _chat,
+    "anthropic": _anthropic,
+}
+"""Each wire API's provider (its module is imported when a session first uses it)."""
 
 
 class UnsupportedWireApi(Exception):
     def __init__(self, spec: ProviderSpec) -> None:
+        names = ", ".join(f'"{name}"' for name in WIRE_APIS)
         super().__init__(
             f"Provider '{spec.id}' uses wire_api = \"{spec.wire_api}\", which Cody cannot talk to; "
-            'use "responses", "chat" or "anthropic".'
+            f"use one of {names}."
         )
         self.spec = spec
 
@@ -64,7 +109,8 @@ class ProviderPool:
     def _create(self, spec: ProviderSpec, credentials: Credentials | None) -> ModelProvider:
         if spec.wire_api == "offline":
             return OfflineProvider(provider_id=spec.id, delay_s=self._offline_delay_s)
-        if spec.wire_api not in ("responses", "chat", "anthropic"):
+        adapter = ADAPTERS.get(spec.wire_api)
+        if adapter is None:
             raise UnsupportedWireApi(spec)
         from .auth import NoAuth
         from .auth_sources import auth_for, base_url_for
@@ -82,27 +128,10 @@ class ProviderPool:
             "stream_idle_timeout_s": spec.stream_idle_timeout_s,
             "query_params": dict(spec.query_params),
         }
-        if spec.wire_api == "responses":
-            from .openai_responses import OpenAIResponsesProvider
-
-            # A ChatGPT login gets summaries by default; an API key only when configured.
-            summary: ReasoningSummary | None = (
-                "auto" if credentials is not None and credentials.kind == "chatgpt" else None
-            )
-            # OpenAI's cache routing hint: only OpenAI's own endpoints take it.
-            cache_key = (credentials is not None and credentials.kind == "chatgpt") or (
-                spec.id == "openai" and spec.base_url == official_base_url("openai", self._env)
-            )
-            return OpenAIResponsesProvider(
-                **common, default_summary=summary, prompt_cache_key=cache_key
-            )
-        if spec.wire_api == "chat":
-            from .openai_chat import OpenAIChatProvider
-
-            return OpenAIChatProvider(**common)
-        from .anthropic_messages import AnthropicMessagesProvider
-
-        return AnthropicMessagesProvider(**common)
+        openai_endpoint = spec.id == "openai" and spec.base_url == official_base_url(
+            "openai", self._env
+        )
+        return adapter(common, credentials, openai_endpoint)
 
     def _headers(self, spec: ProviderSpec) -> dict[str, str]:
         """`http_headers`, plus each `env_http_headers` entry whose variable is set (Codex's

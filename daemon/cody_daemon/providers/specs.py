@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from cody_protocol.settings import ProviderWireApi
+
 from .models import catalog
 
 __all__ = [
@@ -27,7 +29,6 @@ __all__ = [
     "official_base_url",
 ]
 
-ProviderWireApi = Literal["responses", "chat", "anthropic", "offline"]
 
 _BUILTIN_MODEL_SHAPES: Final = {
     "openai": re.compile(r"^(?:gpt-\d|o[1-9]\b|o[1-9]-|codex-|chatgpt-)"),

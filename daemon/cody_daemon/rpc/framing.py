@@ -45,7 +45,8 @@ __all__ = [
     "encode_frame",
 ]
 
-Framing = Literal["lsp", "ndjson"]
+Framing = Literal["lsp", "ndjson", "websocket"]
+"""`websocket`: one message per WebSocket text frame (rpc/web_transport.py), nothing added."""
 FramingMode = Literal["auto", "lsp", "ndjson"]
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -76,6 +77,8 @@ class FrameError:
 def encode_frame(body: bytes, framing: Framing) -> bytes:
     if framing == "lsp":
         return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    if framing == "websocket":
+        return body
     return body + b"\n"
 
 

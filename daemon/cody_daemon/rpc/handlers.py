@@ -225,7 +225,7 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
 
         parsed = parse(PromptParams, params)
         if parsed.meta is not None and parsed.meta.cody is not None and parsed.meta.cody.dry_run:
-            report = app.manager.dry_run(parsed.session_id, parsed.prompt)
+            report = await app.manager.dry_run(parsed.session_id, parsed.prompt)
             zero = TokenUsage()
             return PromptResult(
                 stop_reason="end_turn",
@@ -328,8 +328,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
             tool_config = session.settings.tool_config
             allowed = app.manager.allowed_tools_of(parsed.session_id)
             names = set(allowed) if allowed is not None else None
-        absent = app.deps.tools.absent(app.env, tool_config)
-        available = app.deps.tools.offered(None, app.env, tool_config).tools()
+        absent = app.deps.tools.absent(app.env, tool_config, parsed.session_id)
+        available = app.deps.tools.offered(None, app.env, tool_config, parsed.session_id).tools()
         if session is not None and session.mcp is not None:
             available = [*available, *await session.mcp.session_tools()]
             statuses = [
@@ -406,11 +406,13 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     }
     from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
+    from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
 
     history = history_handlers(app)
     config = config_handlers(app)
-    problems = methods.handler_problems([*table, *history, *config])
+    lsp = lsp_handlers(app)
+    problems = methods.handler_problems([*table, *history, *config, *lsp])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in {**table, **history, **config}.items():
+    for name, fn in {**table, **history, **config, **lsp}.items():
         server.feature(name)(_guard(name, fn))

@@ -41,7 +41,7 @@ def history_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]
         from cody_protocol.history import HistoryListParams
 
         parsed = parse(HistoryListParams, params)
-        return await history().list(parsed.agent, parsed.cwd, parsed.cursor)
+        return await history().list(parsed.agent, parsed.cwd, parsed.cursor, parsed.query)
 
     async def history_read(params: Any) -> Any:
         from cody_protocol.history import HistoryReadParams

@@ -35,6 +35,7 @@ from typing import Any
 from cody_protocol.files import ReadTextFileParams, ReadTextFileResult, WriteTextFileParams
 from cody_protocol.initialize import ClientCapabilities
 from cody_protocol.methods import (
+    CODY_DIAGNOSTICS,
     CODY_MCP_STATUS,
     FS_READ_TEXT_FILE,
     FS_WRITE_TEXT_FILE,
@@ -54,13 +55,19 @@ from cody_protocol.permission import (
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
-from ..engine.events import AgentText, AgentThought, EngineEvent, McpStatusChanged
+from ..engine.events import (
+    AgentText,
+    AgentThought,
+    DiagnosticsReported,
+    EngineEvent,
+    McpStatusChanged,
+)
 from ..engine.ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientFileAccess
 from ..errors import ClientFileError
 from .live_output import TerminalView
 from .output_so_far import OutputSoFar
 from .protocol import CodyProtocol
-from .updates import chunk_update, event_updates, mcp_status_params
+from .updates import chunk_update, diagnostics_params, event_updates, mcp_status_params
 
 __all__ = ["COALESCE_S", "RpcClientLink"]
 
@@ -107,6 +114,10 @@ class RpcClientLink:
         if isinstance(event, McpStatusChanged):
             self._flush_pending(session_id)
             self._protocol.notify(CODY_MCP_STATUS, mcp_status_params(session_id, event))
+            return
+        if isinstance(event, DiagnosticsReported):
+            self._flush_pending(session_id)
+            self._protocol.notify(CODY_DIAGNOSTICS, diagnostics_params(session_id, event))
             return
         self._flush_pending(session_id)
         updates = None

@@ -98,7 +98,9 @@ class TerminalView:
         end = terminal.end
         content: list[ToolCallContent] = list(event.content or [])
         if terminal.started and end is not None:
-            content = _terminal(event.call_id) + ([] if end.complete else content)
+            # The command's own text (the first block) is what the terminal showed; blocks
+            # added after it (the diagnostics of engine/diagnostics.py) are kept.
+            content = _terminal(event.call_id) + (content[1:] if end.complete else content)
         exit_code = end.exit_code if end is not None else None
         exit_meta = TerminalExitMeta(
             terminal_id=event.call_id,

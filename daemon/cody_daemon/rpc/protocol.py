@@ -14,7 +14,7 @@ Only public pygls API is used (docs/architecture.md, "pygls"):
   approval, is harmless (issue 8.3).
 - An outgoing request that is abandoned (timeout, turn cancelled) is removed from `outgoing`
   and cancelled on the wire in the form matching the framing: `$/cancelRequest {id}` under
-  Content-Length, `$/cancel_request {requestId}` under NDJSON.
+  Content-Length, `$/cancel_request {requestId}` under NDJSON and WebSocket (ACP's form).
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ class CodyProtocol(JsonRPCProtocol):
         future = self.outgoing.pop(msg_id, None)
         if future is not None and not future.done():
             future.cancel()
-        if self.framing == "ndjson":
+        if self.framing != "lsp":
             self.notify("$/cancel_request", {"requestId": msg_id})
         else:
             self.notify("$/cancelRequest", {"id": msg_id})

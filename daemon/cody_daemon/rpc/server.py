@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from cody_protocol.codes import ErrorCode
@@ -27,7 +27,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
 from .. import startup_gc
-from .framing import FrameError, FrameReader, FramingMode
+from .framing import FrameError, FrameReader, Framing, FramingMode
 from .protocol import CodyProtocol, make_converter
 from .transport import ByteSink, StdioChannel, open_channel
 from .warm_up import WarmUp
@@ -36,9 +36,19 @@ if TYPE_CHECKING:
     from ..app import DaemonApp
     from .first_answer import FirstRead
 
-__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "serve_frames", "serve_stdio"]
+__all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "FrameSource", "serve_frames", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
+
+
+class FrameSource(Protocol):
+    """Where one client's messages come from: `FrameReader` on a byte stream (stdio, a unix
+    socket) or one WebSocket's messages (rpc/web_transport.py)."""
+
+    @property
+    def framing(self) -> Framing | None: ...
+
+    async def read(self) -> bytes | FrameError | None: ...
 
 
 class CodyServer(JsonRPCServer):
@@ -271,9 +281,8 @@ async def serve_stdio(
         warming.start()
     dispatcher = await serve_frames(
         server,
-        reader,
+        FrameReader(reader, framing),
         sink,
-        framing,
         stop=stop,
         stall_timeout_s=stall_timeout_s,
         initialized=initialized,
@@ -292,9 +301,8 @@ async def serve_stdio(
 
 async def serve_frames(
     server: CodyServer,
-    reader: asyncio.StreamReader,
+    frames: FrameSource,
     sink: ByteSink,
-    framing: FramingMode,
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
@@ -305,7 +313,6 @@ async def serve_frames(
     `initialized`: `initialize` was answered already (rpc/first_answer.py)."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
-    frames = FrameReader(reader, framing)
     dispatcher = _Dispatcher(server)
     dispatcher.initialize_seen = initialized
     try:

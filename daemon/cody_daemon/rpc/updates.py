@@ -11,7 +11,7 @@ from typing import Any
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate
 from cody_protocol.content import ContentToolCallContent, ImageContent, TextContent
-from cody_protocol.extensions import McpStatusNotification
+from cody_protocol.extensions import DiagnosticInfo, DiagnosticsNotification, McpStatusNotification
 from cody_protocol.updates import (
     CodySessionInfoMeta,
     CompactionNotice,
@@ -34,6 +34,7 @@ from ..engine.events import (
     CommandsAvailable,
     Compacted,
     ConfigChanged,
+    DiagnosticsReported,
     EngineEvent,
     McpStatusChanged,
     PlanChanged,
@@ -47,7 +48,13 @@ from ..engine.events import (
     UserText,
 )
 
-__all__ = ["APPENDED_OUTPUT_META", "chunk_update", "event_updates", "mcp_status_params"]
+__all__ = [
+    "APPENDED_OUTPUT_META",
+    "chunk_update",
+    "diagnostics_params",
+    "event_updates",
+    "mcp_status_params",
+]
 
 APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
 """`_meta` of a live-output `tool_call_update` whose text continues the previous ones, sent
@@ -131,6 +138,8 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
         return [SessionInfoUpdate(title=event.title).wire()]
     if isinstance(event, McpStatusChanged):
         return []  # not a session update: sent as `_cody/mcp/status` (see mcp_status_params)
+    if isinstance(event, DiagnosticsReported):
+        return []  # not a session update: sent as `_cody/diagnostics` (diagnostics_params)
     if isinstance(event, Compacted):
         notice = CompactionNotice(
             reason=event.reason,
@@ -169,4 +178,28 @@ def mcp_status_params(session_id: str, event: McpStatusChanged) -> dict[str, Any
         state=event.state,
         reason=event.reason,
         tools=event.tools,
+    ).wire()
+
+
+def diagnostics_params(session_id: str, event: DiagnosticsReported) -> dict[str, Any]:
+    """The params of a `_cody/diagnostics` notification."""
+    return DiagnosticsNotification(
+        session_id=session_id,
+        tool_call_id=event.call_id,
+        path=event.path,
+        diagnostics=[
+            DiagnosticInfo(
+                line=d.line,
+                column=d.column,
+                end_line=d.end_line,
+                end_column=d.end_column,
+                severity=d.severity,
+                message=d.message,
+                code=d.code,
+                source=d.source,
+            )
+            for d in event.diagnostics
+        ],
+        servers=list(event.servers),
+        late=list(event.late),
     ).wire()

@@ -103,6 +103,7 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
     description = _DESCRIPTION
     kind = "edit"
     requires_approval = True
+    file_effects = "declared"
     args_model = ApplyPatchArgs
 
     def title(self, args: ApplyPatchArgs) -> str:

@@ -172,6 +172,10 @@ class Tool(ABC, Generic[A]):
     live_output: ClassVar[bool] = False
     """True for tools whose output is worth watching while they run (commands): the engine
     then passes `ctx.on_output` and clients show the stream (as a terminal where they can)."""
+    file_effects: ClassVar[Literal["none", "declared", "any"]] = "none"
+    """Which files a call may change, for the diagnostics step (engine/diagnostics.py):
+    `declared` ones (the call's `locations` before, the diffs in its result after: edits),
+    `any` (a command: the files the language servers hold are checked again), or none."""
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
@@ -197,10 +201,15 @@ class Tool(ABC, Generic[A]):
         return canonical_grant_key(self.name, args)
 
     def unavailable(
-        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
     ) -> str | None:
-        """Why this tool cannot work in a session with this environment and `[tools.*]`
-        configuration (it is then not offered to the model), or None when it can. The
+        """Why this tool cannot work now in a session with this environment and `[tools.*]`
+        configuration (it is then not offered to the model), or None when it can. Asked
+        again before each model call: a tool may become able to work during a session
+        (`symbols` once a language server runs for `session_id`; None: no session). The
         default: a tool is there unless `[tools.<name>] enabled = false`."""
         config = tool_config.get(self.name)
         if config is not None and not config.enabled:

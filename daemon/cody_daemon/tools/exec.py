@@ -299,6 +299,7 @@ class ExecTool(Tool[ExecArgs]):
     requires_approval = True
     args_model = ExecArgs
     live_output = True
+    file_effects = "any"
 
     def __init__(self, *, kill_grace_s: float = KILL_GRACE_S) -> None:
         self.kill_grace_s = kill_grace_s

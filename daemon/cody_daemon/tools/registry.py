@@ -3,8 +3,8 @@
 Invariants: names are unique; `tools()` and `specs()` keep registration order (so the
 model sees the same tool list, and prompt caches stay warm, from call to call); filtering
 by an allowlist never adds tools and ignores names that are not registered; a tool that
-cannot work in a session (`Tool.unavailable`: no API key, turned off) is left out of what is
-offered, and `absent` says why.
+cannot work in a session (`Tool.unavailable`: no API key, turned off, no language server
+running yet) is left out of what is offered, and `absent` says why.
 """
 
 from __future__ import annotations
@@ -72,11 +72,18 @@ class ToolRegistry:
         return [tool for name, tool in self._tools.items() if name in allowed]
 
     def absent(
-        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
     ) -> dict[str, str]:
-        """The registered tools that cannot work with this environment and configuration
-        (`Tool.unavailable`), with why: they are not offered to the model."""
-        reasons = {tool.name: tool.unavailable(env, tool_config) for tool in self._tools.values()}
+        """The registered tools that cannot work now with this environment and configuration
+        (in `session_id`'s session), with why (`Tool.unavailable`): they are not offered to
+        the model."""
+        reasons = {
+            tool.name: tool.unavailable(env, tool_config, session_id)
+            for tool in self._tools.values()
+        }
         return {name: reason for name, reason in reasons.items() if reason is not None}
 
     def offered(
@@ -84,9 +91,10 @@ class ToolRegistry:
         allowed: Collection[str] | None,
         env: Mapping[str, str],
         tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
     ) -> ToolRegistry:
-        """The tools a session offers the model: allowed, and able to work here."""
-        absent = self.absent(env, tool_config)
+        """The tools a session offers the model now: allowed, and able to work here."""
+        absent = self.absent(env, tool_config, session_id)
         return ToolRegistry(tool for tool in self.tools(allowed) if tool.name not in absent)
 
     def specs(self, allowed: Collection[str] | None = None) -> list[ToolSpec]:

@@ -67,6 +67,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
     )
     kind = "edit"
     requires_approval = True
+    file_effects = "declared"
     args_model = WriteFileArgs
 
     def title(self, args: WriteFileArgs) -> str:

@@ -69,9 +69,12 @@ class PerplexitySearchTool(WebTool[PerplexitySearchArgs]):
     args_model = PerplexitySearchArgs
 
     def unavailable(
-        self, env: Mapping[str, str], tool_config: Mapping[str, ToolConfig]
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
     ) -> str | None:
-        return super().unavailable(env, tool_config) or missing_key(
+        return super().unavailable(env, tool_config, session_id) or missing_key(
             env, tool_config, self.name, PERPLEXITY_ENV_KEY, PERPLEXITY_SERVICE
         )
 

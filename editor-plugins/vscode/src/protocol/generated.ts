@@ -306,6 +306,32 @@ export interface DaemonLocations {
   home: string;
 }
 
+/** One problem a language server found (1-based lines and columns). */
+export interface DiagnosticInfo {
+  code?: string | null;
+  column: number;
+  endColumn: number;
+  endLine: number;
+  line: number;
+  message: string;
+  severity: "error" | "warning" | "information" | "hint";
+  source?: string | null;
+}
+
+/**
+ * `_cody/diagnostics`: what the language servers found new in a file a tool call
+ * changed (the same lines the model gets with the call's result). An empty `diagnostics`
+ * means nothing new; `late` names servers whose answer did not come in time.
+ */
+export interface DiagnosticsNotification {
+  diagnostics: DiagnosticInfo[];
+  late?: string[];
+  path: string;
+  servers?: string[];
+  sessionId: string;
+  toolCallId?: string | null;
+}
+
 /** A file edit shown as a diff. `old_text` is absent for a new file. */
 export interface DiffToolCallContent {
   newText: string;
@@ -408,6 +434,34 @@ export interface InitializeResult {
 export interface InvalidParamsData {
   details?: string | null;
   errors: ParamIssue[];
+}
+
+/** `LanguageServerInfo` */
+export interface LanguageServerInfo {
+  command: string[];
+  extensions: string[];
+  name: string;
+  path?: string | null;
+  problem?: string | null;
+  sandboxed: boolean;
+  state: "found" | "not found" | "started" | "failed" | "not started";
+}
+
+/**
+ * `_cody/lsp/servers {cwd?, start?}`: the language servers a session in `cwd` (default:
+ * the daemon's directory) would get; with `start`, each found one is started there,
+ * initialized and stopped again (what `cody-client doctor` shows).
+ */
+export interface LanguageServersParams {
+  cwd?: string | null;
+  start?: boolean;
+}
+
+/** `LanguageServersResult` */
+export interface LanguageServersResult {
+  cwd: string;
+  enabled: boolean;
+  servers: LanguageServerInfo[];
 }
 
 /** `ListSessionsParams` */
@@ -976,9 +1030,11 @@ export const Method = {
   cancelRequestAcp: "$/cancel_request",
   codyAgentsList: "_cody/agents/list",
   codyConfigCheck: "_cody/config/check",
+  codyDiagnostics: "_cody/diagnostics",
   codyHistoryImport: "_cody/history/import",
   codyHistoryList: "_cody/history/list",
   codyHistoryRead: "_cody/history/read",
+  codyLspServers: "_cody/lsp/servers",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
   codySessionCompact: "_cody/session/compact",
