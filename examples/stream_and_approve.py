@@ -1,7 +1,10 @@
 """Iterate a turn's updates with `async for`, and decide approvals in code.
 
-The approval callback lets read-only commands run and rejects everything else, telling the
-model why ("User denied approval: <reason>"); the turn goes on.
+Under the default approval policy what the sandbox contains runs without asking, so both
+prompts here ask for more: a command to run outside the sandbox (the offline model's
+`run outside`) and a file written outside the workspace. The approval callback lets
+read-only commands run and rejects everything else, telling the model why ("User denied
+approval: <reason>"); the turn goes on.
 
     uv run python examples/stream_and_approve.py [DIR]
 """
@@ -33,7 +36,7 @@ async def main(workspace: str) -> None:
     async with CodyClient.spawn() as client:
         client.on_permission = decide
         session = await client.new_session(workspace, provider="offline")
-        for prompt in ("run echo hello from a script", "write notes.txt: not allowed"):
+        for prompt in ("run outside echo hello from a script", "write ../notes.txt: not allowed"):
             run = session.prompt(prompt)
             async for update in run:
                 if isinstance(update, ToolCallStart):

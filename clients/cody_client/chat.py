@@ -454,6 +454,7 @@ async def run_chat(args: argparse.Namespace, forward_stderr: Any) -> int:
         info=sys.stdout,
         style=Style(color),
         show_thoughts=not args.no_thoughts,
+        show_decisions=args.decisions,
         markdown=interactive and color,
     )
     cwd = args.cwd or os.getcwd()

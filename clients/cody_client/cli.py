@@ -4,6 +4,7 @@
     cody-client exec [OPTIONS] PROMPT|-     one turn, then exit ("-" reads the prompt from stdin)
     cody-client sessions list|show ID|delete ID
     cody-client history list|show ID|import ID  Codex, Claude Code and Cody sessions (docs/history.md)
+    cody-client permissions [list|remove RULE]   the permission rules (docs/protocol.md)
     cody-client web [--port P] [--no-open]   Cody in the browser (docs/web.md)
     cody-client demo                        a full session on the built-in offline model
     cody-client doctor                      check providers, sandbox, search and paths
@@ -32,7 +33,7 @@ from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["main", "split_subcommand"]
 
-SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history", "web")
+SUBCOMMANDS = ("exec", "sessions", "demo", "doctor", "history", "permissions", "web")
 VALUE_OPTIONS = {
     "-c",
     "--config",
@@ -48,6 +49,7 @@ VALUE_OPTIONS = {
     "--approve",
     "--allowed-tools",
     "--backend",
+    "--add-dir",
 }
 
 
@@ -95,6 +97,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="whose agent loop runs the session: Cody's own (native), the Codex CLI or "
         "Claude Code (default: the `backend` config key)",
     )
+    parser.add_argument(
+        "--add-dir",
+        action="append",
+        metavar="DIR",
+        help="another directory the sandbox lets the session write (repeatable)",
+    )
+    parser.add_argument(
+        "--decisions",
+        action="store_true",
+        help="show what decided each tool call (a rule, a grant, the sandbox, you)",
+    )
     parser.add_argument("--resume", metavar="ID", help="continue a saved session")
     parser.add_argument("--no-thoughts", action="store_true", help="hide the model's reasoning")
     parser.add_argument(
@@ -109,7 +122,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = argparse.ArgumentParser(
         prog="cody-client",
         description=(
-            "Chat with Cody. Subcommands: exec, sessions, history, web, demo, doctor "
+            "Chat with Cody. Subcommands: exec, sessions, history, permissions, web, demo, doctor "
             "(see cody-client exec --help)."
         ),
         epilog="A prompt that equals a subcommand goes after `--`: cody-client -- demo",
@@ -127,9 +140,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     _common(exec_)
     exec_.add_argument(
         "--approve",
-        choices=("ask", "allow", "deny"),
+        choices=("ask", "allow", "project", "deny"),
         default="ask",
-        help="answer approval requests: ask (needs a terminal; otherwise deny), allow, deny",
+        help="answer approval requests: ask (needs a terminal; otherwise deny), allow, "
+        "project (allow, and save the offered rule for the project), deny",
     )
     exec_.add_argument(
         "--json", action="store_true", help="print one JSON event per line on stdout"
@@ -195,6 +209,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         from .history_cli import build_history_parser
 
         return build_history_parser()
+    if command == "permissions":
+        from .permissions_cli import build_permissions_parser
+
+        return build_permissions_parser()
     if command == "web":
         from .web_cli import build_web_parser
 
@@ -242,6 +260,10 @@ def main(
             from .history_cli import run_history
 
             code = asyncio.run(run_history(args, parser, _forward_stderr))
+        elif command == "permissions":
+            from .permissions_cli import run_permissions
+
+            code = asyncio.run(run_permissions(args, parser, _forward_stderr))
         elif command == "web":
             from .web_cli import run_web
 

@@ -26,7 +26,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cody_protocol.commands import AvailableCommand, AvailableCommandsUpdate
-from cody_protocol.extensions import LanguageServersResult, ModelsListResult
+from cody_protocol.extensions import (
+    LanguageServersResult,
+    ModelsListResult,
+    PermissionRuleInfo,
+    PermissionsListResult,
+    PermissionsRemoveParams,
+)
 from cody_protocol.history import (
     HistoryImportResult,
     HistoryImportStats,
@@ -241,6 +247,7 @@ class CodyClient:
         allowed_tools: Sequence[str] | None = None,
         phase: str | None = None,
         backend: str | None = None,
+        writable_roots: Sequence[str] | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         config: Mapping[str, Any] | None = None,
         ephemeral: bool = False,
@@ -248,7 +255,8 @@ class CodyClient:
         """`session/new`; settings not given come from the daemon's configuration.
 
         `backend`: `native` (Cody's own agent loop), `codex` (the Codex CLI) or `claude`
-        (Claude Code); the daemon's `backend` config key when not given. `config`: config
+        (Claude Code); the daemon's `backend` config key when not given. `writable_roots`:
+        more directories the sandbox lets the session write (`--add-dir`). `config`: config
         keys for this session, shaped like `config.toml` (`{"max_tool_iterations": 5}`),
         validated as the file is; the named settings win over it. `ephemeral`: keep no
         session file (removed when the session closes)."""
@@ -262,6 +270,9 @@ class CodyClient:
             "allowedTools": list(allowed_tools) if allowed_tools is not None else None,
             "phase": phase,
             "backend": backend,
+            "writableRoots": [absolute(root) for root in writable_roots]
+            if writable_roots
+            else None,
             "config": dict(config) if config else None,
             "ephemeral": True if ephemeral else None,
         }
@@ -284,6 +295,20 @@ class CodyClient:
         raw = await self.connection.request("_cody/session/fork", params)
         result = NewSessionResult.model_validate(raw)
         return self._session(result.session_id, params["cwd"], result)
+
+    async def permissions(self, cwd: str | None = None) -> PermissionsListResult:
+        """`_cody/permissions/list`: the rules that apply in `cwd` (None: all of the user's)."""
+        params = {"cwd": absolute(cwd)} if cwd is not None else {}
+        raw = await self.connection.request("_cody/permissions/list", params)
+        return PermissionsListResult.model_validate(raw)
+
+    async def remove_permission(self, rule: PermissionRuleInfo) -> bool:
+        """`_cody/permissions/remove`: remove a rule (as listed) from the user config."""
+        params = PermissionsRemoveParams(
+            rule=rule.rule, decision=rule.decision, source=rule.source, project=rule.project
+        ).wire()
+        raw = await self.connection.request("_cody/permissions/remove", params)
+        return bool(raw.get("removed")) if isinstance(raw, dict) else False
 
     async def models(self) -> ModelsListResult:
         """`_cody/models/list`: every provider, whether it can be used, and its models."""

@@ -8,9 +8,12 @@
         return Allow(updated_input={"command": "git status"})  # run this instead
 
 `Allow(updated_input=...)` runs other arguments than the model's: the daemon decides on them
-again exactly as on the model's (sandbox, session rejections, allowlist), so an edit never runs
-what the policy forbids. `Deny(message=...)` tells the model why. `always=True` remembers the
-answer for calls with the same grant key for the rest of the session.
+again exactly as on the model's (sandbox, permission rules, session rejections, allowlist), so
+an edit never runs what the policy forbids. `Deny(message=...)` tells the model why.
+`always=True` remembers the answer for calls with the same grant key for the rest of the
+session; `Allow(project=True)` also saves the allow rules the request offers for its project
+(`allow_project`, offered when `request.meta.cody.project_rules` is set), so later sessions
+there do not ask.
 
 Invariants: a decision becomes exactly one permission answer, or raises `InvalidDecision`;
 nothing else is ever sent. A bare option id (`"allow_once"`, ...) is still taken when the
@@ -31,9 +34,12 @@ __all__ = ["Allow", "Cancel", "Decision", "Deny", "InvalidDecision", "permission
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Run the call (`allow_once`; with `always`, `allow_always`)."""
+    """Run the call (`allow_once`; with `always`, `allow_always`; with `project`,
+    `allow_project`)."""
 
     always: bool = False
+    project: bool = False
+    """Also save the offered allow rules for the project (only where the request offers it)."""
     updated_input: Mapping[str, Any] | None = None
     """The tool's arguments to run instead of the model's (decided on again by the daemon)."""
 
@@ -69,7 +75,14 @@ def permission_answer(decision: object, request: RequestPermissionParams) -> dic
     if isinstance(decision, Cancel):
         return {"outcome": {"outcome": "cancelled"}}
     if isinstance(decision, Allow):
-        answer = _selected(_offered("allow_always" if decision.always else "allow_once", offered))
+        option = (
+            "allow_project"
+            if decision.project
+            else "allow_always"
+            if decision.always
+            else "allow_once"
+        )
+        answer = _selected(_offered(option, offered))
         if decision.updated_input is not None:
             if not isinstance(decision.updated_input, Mapping):
                 raise InvalidDecision(

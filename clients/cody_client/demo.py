@@ -1,9 +1,11 @@
 """`cody-client demo`: a whole agent session on the built-in offline model.
 
-It needs no key and no network. It shows streaming text and thoughts, tool calls, an
-approval prompt (answered by you in a terminal; without one, the demo answers "allow once"
-itself and says so) and persistence: a second daemon resumes the saved session. Its closing
-hints work as printed, after the workspace is gone (tests/e2e/test_vanished_cwd.py).
+It needs no key and no network. It shows streaming text and thoughts, tool calls, what the
+sandbox lets run without a question (a command, an edit in the workspace: each call says
+what decided it), an approval prompt for a command that asks to run outside the sandbox
+(answered by you in a terminal; without one, the demo answers "allow once" itself and says
+so) and persistence: a second daemon resumes the saved session. Its closing hints work as
+printed, after the workspace is gone (tests/e2e/test_vanished_cwd.py).
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ async def run_demo() -> int:
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     color = use_color(sys.stdout)
     renderer = Renderer(
-        out=sys.stdout, info=sys.stdout, style=Style(color), markdown=interactive and color
+        out=sys.stdout,
+        info=sys.stdout,
+        style=Style(color),
+        markdown=interactive and color,
+        show_decisions=True,
     )
     workspace = _workspace()
     run_command = (
@@ -73,7 +79,12 @@ async def run_demo() -> int:
                 show_requests=True,
             )
             session = await client.new_session(str(workspace), provider="offline", model="offline")
-            for prompt in ("list files", f"run {run_command}", "write NOTES.md: Cody was here."):
+            for prompt in (
+                "list files",
+                f"run {run_command}",
+                "write NOTES.md: Cody was here.",
+                f"run outside {run_command}",
+            ):
                 await _say(session, renderer, prompt)
             session_file = session.meta.session_file if session.meta is not None else "(unknown)"
             session_id = session.id

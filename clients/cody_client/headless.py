@@ -24,7 +24,7 @@ from typing import Any
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 
-from .approvals import TerminalApprover
+from .approvals import ApprovalMode, TerminalApprover, automatic_answer
 from .client import ClientSession, RemoteError, SessionLookupError
 from .connection import ConnectionClosed
 from .daemon_command import DaemonNotFound
@@ -81,6 +81,7 @@ def session_settings(args: argparse.Namespace) -> dict[str, Any]:
         if allowed
         else None,
         "backend": getattr(args, "backend", None),
+        "writable_roots": getattr(args, "add_dir", None) or None,
     }
 
 
@@ -148,7 +149,7 @@ async def run_turn(
 class _JsonApprover:
     """Answers approvals by `--approve` and reports each decision as an event."""
 
-    def __init__(self, events: JsonEvents, terminal: TerminalApprover, mode: str) -> None:
+    def __init__(self, events: JsonEvents, terminal: TerminalApprover, mode: ApprovalMode) -> None:
         self.events = events
         self.terminal = terminal
         self.mode = mode
@@ -158,8 +159,8 @@ class _JsonApprover:
         call = request.tool_call
         if self.mode == "ask" and self.terminal.interactive:
             decision, reason = await self.terminal(request), "asked on the terminal"
-        elif self.mode == "allow":
-            decision, reason = "allow_once", "--approve allow"
+        elif self.mode in ("allow", "project"):
+            decision, reason = automatic_answer(self.mode, request), f"--approve {self.mode}"
         else:
             decision = "reject_once"
             reason = "--approve deny" if self.mode == "deny" else "no terminal to ask"
@@ -209,6 +210,7 @@ async def run_exec(
         info=sys.stderr,
         style=Style(use_color(sys.stderr)),
         show_thoughts=not args.no_thoughts,
+        show_decisions=args.decisions,
     )
     terminal = TerminalApprover(renderer, args.approve)
     cwd = args.cwd or os.getcwd()

@@ -119,7 +119,7 @@ class ClientSession:
         return report
 
     async def set_mode(self, mode_id: str) -> None:
-        """`session/set_mode`: `read-only`, `auto` or `full-access`."""
+        """`session/set_mode`: `ask`, `auto`, `read-only` or `full-access`."""
         await self.client.connection.request(
             "session/set_mode", {"sessionId": self.id, "modeId": mode_id}
         )

@@ -31,6 +31,8 @@ from cody_protocol.extensions import (
     CompactSessionResult,
     LanguageServersResult,
     ModelsListResult,
+    PermissionRuleInfo,
+    PermissionsListResult,
 )
 from cody_protocol.history import (
     HistoryImportStats,
@@ -239,6 +241,12 @@ class SyncCodyClient:
 
     def delete_session(self, session_id: str) -> None:
         self._call(self.client.delete_session(session_id))
+
+    def permissions(self, cwd: str | None = None) -> PermissionsListResult:
+        return self._call(self.client.permissions(cwd))
+
+    def remove_permission(self, rule: PermissionRuleInfo) -> bool:
+        return self._call(self.client.remove_permission(rule))
 
     def models(self) -> ModelsListResult:
         return self._call(self.client.models())

@@ -44,6 +44,8 @@ __all__ = ["Renderer", "Style", "use_color", "was_refused"]
 DENIED_MARKER = "User denied approval"
 OPTIONS_LINE = "y allow · a allow for session · n reject · r reject for session · c cancel"
 """The approval keys, short enough for an 80-column terminal with the frame."""
+PROJECT_OPTIONS_LINE = "y allow · a session · p project · n reject · r reject session · c cancel"
+"""The keys when `allow_project` is offered (its rule is shown on the line above)."""
 
 
 def was_refused(raw_output: object, text: str | None) -> bool:
@@ -104,6 +106,8 @@ class Renderer:
     info: TextIO
     style: Style
     show_thoughts: bool = True
+    show_decisions: bool = False
+    """Print what decided each tool call (`--decisions`)."""
     markdown: bool = False
     """Render agent text as markdown while it streams (interactive terminals only)."""
     calls: dict[str, _Call] = field(default_factory=dict)
@@ -132,6 +136,7 @@ class Renderer:
             style=self.style,
             show_thoughts=self.show_thoughts,
             markdown=self.markdown,
+            show_decisions=self.show_decisions,
             number_messages=number_messages,
         )
 
@@ -203,6 +208,8 @@ class Renderer:
         elif isinstance(update, ToolCallStart):
             self._tool_started(update)
         elif isinstance(update, ToolCallUpdate):
+            if self.show_decisions:
+                self._show_decision(update)
             if update.status in ("completed", "failed"):
                 self._tool_finished(
                     update.tool_call_id, update.status, update.content or [], update.raw_output
@@ -312,6 +319,17 @@ class Renderer:
         self._write(self.info, self.style.dim("── " + " · ".join(parts)) + "\n")
         self._mode = "idle"
 
+    def _show_decision(self, update: ToolCallUpdate) -> None:
+        """`--decisions`: what decided the call (`_meta.cody.decision`), under it."""
+        meta = update.meta or {}
+        cody = meta.get("cody") if isinstance(meta, dict) else None
+        found = cody.get("decision") if isinstance(cody, dict) else None
+        if not isinstance(found, dict):
+            return
+        verb = "allowed" if found.get("outcome") == "allow" else "refused"
+        by, detail = one_line(str(found.get("by"))), one_line(str(found.get("detail")))
+        self.line(self.style.dim(f"  {verb} by {by}: {detail}"))
+
     # -- approvals ------------------------------------------------------------------------
 
     def _approval_header(self, request: RequestPermissionParams) -> str:
@@ -330,7 +348,11 @@ class Renderer:
                 self.style.yellow("│ ")
                 + self.style.dim(f'("for this session" applies to {one_line(meta.grant_key)})')
             )
-        lines.append(self.style.yellow("╰─ ") + OPTIONS_LINE)
+        project = next((o for o in request.options if o.option_id == "allow_project"), None)
+        if project is not None:
+            lines.append(self.style.yellow("│ ") + "p: " + one_line(project.name))
+        options = PROJECT_OPTIONS_LINE if project is not None else OPTIONS_LINE
+        lines.append(self.style.yellow("╰─ ") + options)
         return lines
 
     def _text_lines(self, item: ContentToolCallContent) -> list[str]:
@@ -338,7 +360,7 @@ class Renderer:
         # inside its line, so each line of the request starts with the frame.
         return [
             self.style.yellow("│ ")
-            + (self.style.yellow(line) if line.startswith("WARNING") else line)
+            + (self.style.yellow(line) if line.startswith(("WARNING", "OUTSIDE")) else line)
             for line in _text_of(item.content).split("\n")
         ]
 

@@ -26,6 +26,11 @@ __all__ = [
     "McpStatusNotification",
     "ModelInfo",
     "ModelsListResult",
+    "PermissionRuleInfo",
+    "PermissionsListParams",
+    "PermissionsListResult",
+    "PermissionsRemoveParams",
+    "PermissionsRemoveResult",
     "ProviderModels",
     "ToolInfo",
     "ToolsListParams",
@@ -134,6 +139,45 @@ class AgentInfo(WireModel):
 
 class AgentsListResult(WireModel):
     agents: list[AgentInfo]
+
+
+class PermissionsListParams(WireModel):
+    """`_cody/permissions/list {cwd?}`: the rules that apply in `cwd` (default: every rule of
+    the user config, all projects, plus the read-only Codex and Claude Code files)."""
+
+    cwd: str | None = None
+
+
+class PermissionRuleInfo(WireModel):
+    rule: str
+    """As written: `exec(npm run test:*)`, `Bash(git diff:*)`, `mcp__github__delete_repo`."""
+    decision: Literal["allow", "ask", "deny"]
+    source: str
+    """The file it comes from."""
+    project: str | None = None
+    """The project it is limited to (`[projects."<root>".permissions]`, a project's file)."""
+    read_only: bool = False
+    """From a file Cody only reads (Codex rules, Claude Code settings, a project's own
+    config): `_cody/permissions/remove` cannot remove it."""
+
+
+class PermissionsListResult(WireModel):
+    rules: list[PermissionRuleInfo]
+    warnings: list[str] = Field(default_factory=list)
+    """Rules or files that were ignored, and why."""
+
+
+class PermissionsRemoveParams(WireModel):
+    """`_cody/permissions/remove`: remove one rule from the user config (as listed)."""
+
+    rule: str
+    decision: Literal["allow", "ask", "deny"]
+    source: str
+    project: str | None = None
+
+
+class PermissionsRemoveResult(WireModel):
+    removed: bool
 
 
 class DiagnosticInfo(WireModel):

@@ -41,6 +41,8 @@ __all__ = [
     "CODY_LSP_SERVERS",
     "CODY_MCP_STATUS",
     "CODY_MODELS_LIST",
+    "CODY_PERMISSIONS_LIST",
+    "CODY_PERMISSIONS_REMOVE",
     "CODY_SESSION_COMPACT",
     "CODY_SESSION_FORK",
     "CODY_SESSION_HISTORY",
@@ -389,6 +391,18 @@ CODY_CONFIG_CHECK = request(
     "_cody/config/check",
     params="session:NewSessionParams",
     result="extensions:ConfigCheckResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_LIST = request(
+    "_cody/permissions/list",
+    params="extensions:PermissionsListParams",
+    result="extensions:PermissionsListResult",
+    spec="cody",
+)
+CODY_PERMISSIONS_REMOVE = request(
+    "_cody/permissions/remove",
+    params="extensions:PermissionsRemoveParams",
+    result="extensions:PermissionsRemoveResult",
     spec="cody",
 )
 CODY_MCP_STATUS = notification(

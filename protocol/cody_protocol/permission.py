@@ -13,6 +13,7 @@ from .updates import ToolCallLocation, ToolCallStatus, ToolKind
 __all__ = [
     "LEGACY_OPTION_IDS",
     "PERMISSION_OPTIONS",
+    "ALLOW_PROJECT",
     "MAX_DENY_MESSAGE_CHARS",
     "CancelledOutcome",
     "CodyPermissionAnswerMeta",
@@ -26,10 +27,15 @@ __all__ = [
     "RequestPermissionParams",
     "RequestPermissionResult",
     "SelectedOutcome",
+    "allow_project_option",
 ]
 
-PermissionOptionId = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
-"""Option ids equal their kinds: some ACP clients (avante.nvim) decide by the id alone."""
+PermissionOptionId = Literal[
+    "allow_once", "allow_always", "allow_project", "reject_once", "reject_always"
+]
+"""Option ids equal their kinds (some ACP clients, avante.nvim, decide by the id alone), except
+`allow_project`, a second option of kind `allow_always`: it also writes an allow rule to the
+user's config for the call's project (docs/protocol.md "Approvals")."""
 
 LEGACY_OPTION_IDS: dict[str, PermissionOptionId] = {
     "allow_session": "allow_always",
@@ -42,6 +48,19 @@ class PermissionOption(WireModel):
     option_id: str
     name: str
     kind: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+ALLOW_PROJECT = "allow_project"
+"""The id of the option that adds an allow rule for the project (offered when one can be
+derived from the call: `CodyPermissionMeta.project_rules`)."""
+
+
+def allow_project_option(rules: list[str], project: str) -> PermissionOption:
+    """`Always allow `<rule>` in <project>`: the option that saves `rules` for `project`."""
+    shown = ", ".join(f"`{rule}`" for rule in rules)
+    return PermissionOption(
+        option_id=ALLOW_PROJECT, name=f"Always allow {shown} in {project}", kind="allow_always"
+    )
 
 
 PERMISSION_OPTIONS: tuple[PermissionOption, ...] = (
@@ -72,6 +91,12 @@ class CodyPermissionMeta(WireModel):
     """What `allow_always`/`reject_always` would remember, in words."""
     sandboxed: bool | None = None
     """For `exec`: whether the command would run inside the sandbox."""
+    justification: str | None = None
+    """Why the model asks to run the command outside the sandbox (`exec` with `escalate`)."""
+    project_rules: list[str] | None = None
+    """The allow rules `allow_project` would add (`exec(npm run test:*)`), when offered."""
+    project: str | None = None
+    """The project root those rules would apply to (`[projects."<root>".permissions]`)."""
 
 
 class PermissionMeta(WireModel):

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from . import commands, errors, exec_events, history, terminal
+from . import commands, errors, exec_events, history, terminal, updates
 from .codes import ErrorCode
 from .methods import METHODS, Method, resolve_model
 from .typescript import render_typescript
@@ -49,6 +49,7 @@ EXTRA_MODELS: tuple[type[BaseModel], ...] = (
     terminal.TerminalInfoMeta,
     terminal.TerminalOutputMeta,
     terminal.TerminalExitMeta,
+    updates.ToolCallDecision,
     errors.RpcError,
     errors.InvalidParamsData,
     errors.ProviderErrorData,

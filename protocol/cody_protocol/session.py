@@ -107,6 +107,9 @@ class CodySessionMeta(WireModel):
     allowed_tools: list[str] | None = None
     phase: Phase | None = None
     backend: Backend | None = None
+    writable_roots: list[str] | None = None
+    """More directories the sandbox lets the session write (absolute paths), besides the
+    workspace, the temp dir and `[sandbox_workspace_write] writable_roots`."""
     config: dict[str, Any] | None = None
     """Configuration overrides, as a `config.toml` table (`{"tools": {"exec": {...}}}`):
     the session's top layer, validated as a config file is; the fields above win over it

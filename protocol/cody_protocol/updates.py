@@ -26,6 +26,8 @@ __all__ = [
     "SessionNotification",
     "SessionUpdate",
     "ToolCallLocation",
+    "DecidedBy",
+    "ToolCallDecision",
     "ToolCallStart",
     "ToolCallStatus",
     "ToolCallUpdate",
@@ -80,6 +82,19 @@ class ToolCallStart(WireModel):
     """`terminal_info` (cody_protocol.terminal) for a command shown as a terminal."""
 
 
+DecidedBy = Literal["rule", "hook", "grant", "policy", "sandbox", "allowlist", "user", "timeout"]
+
+
+class ToolCallDecision(WireModel):
+    """`_meta.cody.decision` of a `tool_call_update`: what decided whether the call ran."""
+
+    by: DecidedBy
+    detail: str
+    """In words: the rule's text and file, the option the user chose, the policy's reason."""
+    outcome: Literal["allow", "deny"]
+    """Whether the call was let run (`deny`: it ended `failed` without running)."""
+
+
 class ToolCallUpdate(WireModel):
     """`tool_call_update`: only the fields that changed."""
 
@@ -94,7 +109,8 @@ class ToolCallUpdate(WireModel):
     raw_output: Any = None
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
     """`terminal_output` / `terminal_exit` (cody_protocol.terminal); `cody.appendOutput` for
-    appended live output (docs/protocol.md "Live command output")."""
+    appended live output (docs/protocol.md "Live command output"); `cody.decision`
+    (`ToolCallDecision`) once the call is decided."""
 
 
 class PlanEntry(WireModel):

@@ -251,10 +251,13 @@ async def test_the_avante_snippet_works_with_only_the_environment_avante_passes(
             "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
         },
         "authenticate": "first" if provider.get("auth_method") else None,
-        "prompts": ["run echo avante-ok", "run echo avante-ok"],
+        "prompts": ["run outside echo avante-ok", "run outside echo avante-ok"],
     }
     seen = await handshake(argv, env, cody_env.workspace, avante)
     assert [a["stopReason"] for a in seen["answers"]] == ["end_turn", "end_turn"]
     [request] = seen["permissions"]  # the second run is covered by "allow_always"
-    assert {o["optionId"] for o in request["options"]} == {o["kind"] for o in request["options"]}
+    kinds = {o["optionId"]: o["kind"] for o in request["options"]}
+    assert all(kind == option for option, kind in kinds.items() if option != "allow_project"), (
+        "avante decides by the option id: each id is its kind (allow_project: allow_always)"
+    )
     assert any(Path(home).rglob("rollout-*.jsonl")), "the session is saved under avante's HOME"

@@ -339,12 +339,14 @@ async def test_permission_allow_once_runs_the_command(acp_env: CodyEnv) -> None:
         sid = await new_session(agent, acp_env.workspace)
         agent.client.answers[sid] = answer_with("allow_once")
 
-        turn = await prompt(agent, sid, "run echo acp-allowed")
+        # The default policy runs sandboxed commands unasked; this one asks to leave the sandbox.
+        turn = await prompt(agent, sid, "run outside echo acp-allowed")
 
         [(_, request, options)] = agent.client.permission_requests
         assert [(o.option_id, o.kind) for o in options] == [
             ("allow_once", "allow_once"),
             ("allow_always", "allow_always"),
+            ("allow_project", "allow_always"),
             ("reject_once", "reject_once"),
             ("reject_always", "reject_always"),
         ]
@@ -361,7 +363,7 @@ async def test_permission_allow_once_runs_the_command(acp_env: CodyEnv) -> None:
 async def test_permission_reject_once_fails_the_call_and_the_turn_goes_on(
     acp_env: CodyEnv,
 ) -> None:
-    target = acp_env.workspace / "x.txt"
+    target = acp_env.workspace.parent / "x.txt"
     existed_while_asking: list[bool] = []
 
     async def reject(session_id: str, tool_call: ToolCallUpdate, options: Any) -> Any:
@@ -373,7 +375,7 @@ async def test_permission_reject_once_fails_the_call_and_the_turn_goes_on(
         sid = await new_session(agent, acp_env.workspace)
         agent.client.answers[sid] = reject
 
-        turn = await prompt(agent, sid, "write x.txt: hi")
+        turn = await prompt(agent, sid, "write ../x.txt: hi")  # outside the workspace: it asks
 
         [(_, request, _)] = agent.client.permission_requests
         assert request.kind == "edit"
@@ -401,7 +403,7 @@ async def test_cancel_while_an_approval_is_pending(acp_env: CodyEnv) -> None:
         sid = await new_session(agent, acp_env.workspace)
         agent.client.answers[sid] = hold
 
-        turn_task = asyncio.create_task(prompt(agent, sid, "run touch acp-cancelled.txt"))
+        turn_task = asyncio.create_task(prompt(agent, sid, "run outside touch acp-cancelled.txt"))
         await asyncio.wait_for(asked.wait(), TIMEOUT)
         [permission] = agent.client.incoming("session/request_permission")
         await agent.conn.cancel(session_id=sid)
@@ -438,7 +440,7 @@ async def test_load_replays_the_history_in_a_fresh_daemon(acp_env: CodyEnv) -> N
 
         agent.client.answers[sid] = scripted
         live: dict[str, str] = {}
-        for text in ("list files", "run echo acp-allowed", "write x.txt: hi"):
+        for text in ("list files", "run outside echo acp-allowed", "write ../x.txt: hi"):
             turn = await prompt(agent, sid, text)
             assert turn.response.stop_reason == "end_turn"
             [(call_id, call)] = tool_calls(turn.updates).items()
@@ -464,13 +466,13 @@ async def test_load_replays_the_history_in_a_fresh_daemon(acp_env: CodyEnv) -> N
             for u in updates
             if isinstance(u, UserMessageChunk) and isinstance(u.content, TextContentBlock)
         ]
-        assert user_texts == ["list files", "run echo acp-allowed", "write x.txt: hi"]
+        assert user_texts == ["list files", "run outside echo acp-allowed", "write ../x.txt: hi"]
         assert any(isinstance(u, AgentMessageChunk) for u in updates)
         replayed = {u.tool_call_id: u for u in updates if isinstance(u, ToolCallStart)}
         assert replayed[live["list files"]].status == "completed"
-        assert replayed[live["run echo acp-allowed"]].status == "completed"
-        assert "acp-allowed" in Call(replayed[live["run echo acp-allowed"]]).text()
-        assert replayed[live["write x.txt: hi"]].status == "failed"
+        assert replayed[live["run outside echo acp-allowed"]].status == "completed"
+        assert "acp-allowed" in Call(replayed[live["run outside echo acp-allowed"]]).text()
+        assert replayed[live["write ../x.txt: hi"]].status == "failed"
         # Replay comes before the session/load response.
         frames = [f.message for f in agent.client.frames if f.direction == "in"]
         # (available_commands_update follows the response: the client needs the session id.)

@@ -1,27 +1,47 @@
 """What a permission answer may add (issue 24.8, docs/protocol.md "Approvals"): a reason for
 the model with a rejection (`_meta.cody.message`), and edited arguments with an approval
-(`_meta.cody.updatedInput`). The edited arguments go through the same decision as the
-model's: a client cannot pass a different call past the sandbox or a session rejection by
-approving an edit."""
+(`_meta.cody.updatedInput`). The edited arguments go through the whole decision the model's
+would (issue 23's included: permission rules, whether the call leaves the sandbox): a client
+cannot pass a different call past a deny rule or a session rejection by approving an edit.
+
+Under the default policy a sandboxed command runs unasked, so the calls here ask because the
+session is in the ask mode (`untrusted`) or because the model asks to leave the sandbox."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from tests.support.daemon import Daemon
+from tests.support.bwrap import require_bwrap
+from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
+
+ASK = {"approvalPolicy": "untrusted"}
+"""The ask mode: every command that is not known-safe asks (touch, a redirection...)."""
 
 
 def answer(option: str, **cody: Any) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": option}, "_meta": {"cody": cody}}
 
 
+def decision(daemon: Daemon, sid: str, call_id: str) -> dict[str, Any]:
+    for update in daemon.tool_updates(sid, call_id):
+        found = (update.get("_meta") or {}).get("cody", {}).get("decision")
+        if found is not None:
+            return dict(found)
+    raise AssertionError(f"no decision for {call_id}")
+
+
 async def test_a_rejection_can_tell_the_model_why(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "find / -name '*.py'"}, call_id="c1"))
+    escalated = {
+        "command": "find / -name '*.py'",
+        "escalate": True,
+        "justification": "the whole disk",
+    }
+    model.enqueue(tool_call("exec", escalated, call_id="c1"))
     model.enqueue(text("I will search the workspace only"))
     sid = await daemon.new_session()
     daemon.answer(answer("reject_once", message="search only the workspace, with rg"))
@@ -40,7 +60,7 @@ async def test_an_approval_can_run_edited_arguments_and_the_model_is_told(
 ) -> None:
     model.enqueue(tool_call("exec", {"command": "echo from-the-model > out.txt"}, call_id="c1"))
     model.enqueue(text("done"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(**ASK)
     edited = {"command": "echo from-the-user > out.txt"}
     daemon.answer(answer("allow_once", updatedInput=edited))
 
@@ -59,39 +79,104 @@ async def test_an_approval_can_run_edited_arguments_and_the_model_is_told(
 async def test_allow_always_with_an_edit_remembers_the_edited_call(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "echo one"}, call_id="c1"))
-    model.enqueue(tool_call("exec", {"command": "echo two"}, call_id="c2"))
+    model.enqueue(tool_call("exec", {"command": "touch one"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "touch two"}, call_id="c2"))
     model.enqueue(text("done"))
-    sid = await daemon.new_session()
-    daemon.answer(answer("allow_always", updatedInput={"command": "echo two"}), "reject_once")
+    sid = await daemon.new_session(**ASK)
+    daemon.answer(answer("allow_always", updatedInput={"command": "touch two"}), "reject_once")
 
-    await daemon.prompt(sid, "echo")
+    await daemon.prompt(sid, "touch")
 
-    assert len(daemon.permission_requests) == 1, "echo two was granted by the edited answer"
+    assert len(daemon.permission_requests) == 1, "touch two was granted by the edited answer"
+    assert (daemon.env.workspace / "two").exists() and not (daemon.env.workspace / "one").exists()
     outputs = tool_outputs(model.requests[2])
-    assert outputs["c2"].endswith("Output:\ntwo\n") and "edited" not in outputs["c2"]
+    assert "edited" in outputs["c1"] and "edited" not in outputs["c2"]
 
 
-async def test_an_edit_the_sandbox_forbids_is_refused_and_nothing_is_written(
-    daemon: Daemon, model: MockResponsesServer
+async def test_an_edit_a_deny_rule_forbids_is_refused_and_nothing_is_written(
+    cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
-    """The model's call is inside the workspace; the client approves an edit that writes
-    outside it. The sandbox refuses the edit as it would refuse the model."""
-    outside = daemon.env.root / "outside.txt"
-    model.enqueue(
-        tool_call("writeFile", {"filePath": "inside.txt", "content": "hello"}, call_id="w1")
-    )
-    model.enqueue(text("ok"))
-    sid = await daemon.new_session(approvalPolicy="untrusted", sandboxMode="workspace-write")
-    daemon.answer(
-        answer("allow_once", updatedInput={"filePath": str(outside), "content": "smuggled"})
-    )
+    """The model's call asks (the ask mode); the client approves an edit into a command the
+    user's deny rule forbids. The rule refuses the edit as it would refuse the model."""
+    config = '[permissions]\ndeny = ["exec(touch smuggled:*)"]\n'
+    cody_env.use_mock_provider(model.base_url, extra=config)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        model.enqueue(tool_call("exec", {"command": "touch inside"}, call_id="c1"))
+        model.enqueue(text("ok"))
+        sid = await daemon.new_session(**ASK)
+        daemon.answer(answer("allow_once", updatedInput={"command": "touch smuggled"}))
 
-    await daemon.prompt(sid, "write it")
+        await daemon.prompt(sid, "touch it")
 
-    assert not outside.exists() and not (daemon.env.workspace / "inside.txt").exists()
-    final = daemon.tool_updates(sid, "w1")[-1]
-    assert final["status"] == "failed" and final["rawOutput"]["refused"] == "sandbox"
+        workspace = daemon.env.workspace
+        assert not (workspace / "smuggled").exists() and not (workspace / "inside").exists()
+        final = daemon.tool_updates(sid, "c1")[-1]
+        assert final["status"] == "failed" and final["rawOutput"]["refused"] == "rule"
+        told = json.loads(tool_outputs(model.requests[1])["c1"])
+        assert "exec(touch smuggled:*)" in told["error"]
+        found = decision(daemon, sid, "c1")
+        assert found["by"] == "rule" and found["outcome"] == "deny"
+        assert "edited" in found["detail"]
+    finally:
+        await daemon.close()
+
+
+async def test_whether_an_edited_call_leaves_the_sandbox_is_its_own(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """The model asks to run a command outside the sandbox; the user approves an edit without
+    `escalate`: the edited command runs inside the sandbox, so its write outside the
+    workspace fails (the approval of the model's escalation does not carry over)."""
+    require_bwrap(cody_env)
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        target = cody_env.root / "outside.txt"
+        escalated = {"command": "touch escalated", "escalate": True, "justification": "needed"}
+        model.enqueue(tool_call("exec", escalated, call_id="c1"))
+        model.enqueue(text("ok"))
+        sid = await daemon.new_session()
+        daemon.answer(answer("allow_once", updatedInput={"command": f"touch {target}"}))
+
+        await daemon.prompt(sid, "touch it")
+
+        [request] = daemon.permission_requests
+        assert request["_meta"]["cody"]["justification"] == "needed"
+        assert not target.exists(), "the edited command ran inside the sandbox"
+        final = daemon.tool_updates(sid, "c1")[-1]
+        assert final["status"] == "failed" and final["rawOutput"]["sandboxed"] is True
+        assert final["rawOutput"]["editedInput"] == {"command": f"touch {target}"}
+    finally:
+        await daemon.close()
+
+
+async def test_allow_project_with_an_edit_saves_the_edited_call_s_rule(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        model.enqueue(tool_call("exec", {"command": "mkdir -p build"}, call_id="c1"))
+        model.enqueue(text("ok"))
+        sid = await daemon.new_session(**ASK)
+        daemon.answer(answer("allow_project", updatedInput={"command": "touch made"}))
+
+        await daemon.prompt(sid, "build")
+
+        [request] = daemon.permission_requests
+        assert request["_meta"]["cody"]["projectRules"] == ["exec(mkdir:*)"]
+        assert (daemon.env.workspace / "made").exists()
+        assert not (daemon.env.workspace / "build").exists()
+        found = decision(daemon, sid, "c1")
+        assert found["by"] == "user" and "exec(touch made:*)" in found["detail"]
+    finally:
+        await daemon.close()
+    config = (cody_env.cody_home / "config.toml").read_text()
+    assert '"exec(touch made:*)"' in config and "mkdir" not in config
 
 
 async def test_an_edit_into_a_rejected_call_is_refused(
@@ -103,7 +188,7 @@ async def test_an_edit_into_a_rejected_call_is_refused(
     model.enqueue(text("ok"))
     model.enqueue(tool_call("exec", {"command": "touch fine"}, call_id="c2"))
     model.enqueue(text("ok"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(**ASK)
     daemon.answer("reject_always", answer("allow_once", updatedInput={"command": "touch evil"}))
 
     await daemon.prompt(sid, "first")
@@ -118,10 +203,10 @@ async def test_an_edit_into_a_rejected_call_is_refused(
 async def test_edited_arguments_the_tool_does_not_take_are_refused(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "echo hi"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "touch hi"}, call_id="c1"))
     model.enqueue(text("ok"))
-    sid = await daemon.new_session()
-    daemon.answer(answer("allow_once", updatedInput={"cmd": "echo hi"}))
+    sid = await daemon.new_session(**ASK)
+    daemon.answer(answer("allow_once", updatedInput={"cmd": "touch hi"}))
 
     await daemon.prompt(sid, "say hi")
 
@@ -142,7 +227,7 @@ async def test_a_malformed_addition_counts_as_a_rejection(
         model.enqueue(tool_call("exec", {"command": f"touch ran{index}"}, call_id=f"c{index}"))
         model.enqueue(text("ok"))
         daemon.answer(answer("allow_once", **bad))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(**ASK)
 
     for index in range(3):
         await daemon.prompt(sid, f"run {index}")

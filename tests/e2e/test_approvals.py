@@ -1,9 +1,14 @@
-"""Approvals through the real daemon: every policy, every option, timeouts and errors."""
+"""Approvals through the real daemon: every policy, every option, timeouts and errors.
+
+Most tests here are about asking itself, so they run under `untrusted` (the `ask` mode: every
+edit and every command but known-safe reads asks); what `on-request` runs without asking is
+in test_sandboxed_approvals.py."""
 
 from __future__ import annotations
 
 import json
 
+from tests.support.bwrap import require_bwrap
 from tests.support.daemon import Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
@@ -20,7 +25,7 @@ async def test_approved_exec_runs_and_its_output_reaches_the_model(
 ) -> None:
     model.enqueue(exec_call("echo approved-output > made.txt; cat made.txt", "c1"))
     model.enqueue(text("done"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("allow_once")
 
     result = await daemon.prompt(sid, "make the file")
@@ -34,10 +39,17 @@ async def test_approved_exec_runs_and_its_output_reaches_the_model(
     assert [o["optionId"] for o in request["options"]] == [
         "allow_once",
         "allow_always",
+        "allow_project",
         "reject_once",
         "reject_always",
-    ], "option ids equal their kinds (avante.nvim decides by the id)"
-    assert [o["kind"] for o in request["options"]] == [o["optionId"] for o in request["options"]]
+    ], "option ids equal their kinds (avante.nvim decides by the id), plus allow_project"
+    assert [o["kind"] for o in request["options"]] == [
+        "allow_once",
+        "allow_always",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
     assert "approved-output" in tool_outputs(model.requests[1])["c1"]
     statuses = [u.get("status") for u in daemon.tool_updates(sid, "c1") if u.get("status")]
     assert statuses == ["pending", "in_progress", "completed"]
@@ -48,7 +60,7 @@ async def test_rejected_exec_does_not_run_and_the_turn_goes_on(
 ) -> None:
     model.enqueue(exec_call("touch rejected.txt", "c1"))
     model.enqueue(text("ok, I will not"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("reject_once")
 
     result = await daemon.prompt(sid, "touch it")
@@ -63,13 +75,13 @@ async def test_rejected_exec_does_not_run_and_the_turn_goes_on(
 async def test_allow_always_stops_the_second_identical_prompt(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(exec_call("echo one", "c1"))
-    model.enqueue(exec_call(["bash", "-lc", "echo one"], "c2"))
+    model.enqueue(exec_call("touch one", "c1"))
+    model.enqueue(exec_call(["bash", "-lc", "touch one"], "c2"))
     model.enqueue(text("first turn done"))
-    model.enqueue(exec_call("echo  'one'", "c3"))
-    model.enqueue(exec_call("FOO=1 echo one", "c4"))
+    model.enqueue(exec_call("touch  'one'", "c3"))
+    model.enqueue(exec_call("FOO=1 touch one", "c4"))
     model.enqueue(text("second turn done"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("allow_always", "reject_once")
 
     await daemon.prompt(sid, "first")
@@ -78,7 +90,7 @@ async def test_allow_always_stops_the_second_identical_prompt(
     asked = [r["toolCall"]["toolCallId"] for r in daemon.permission_requests]
     assert asked == ["c1", "c4"], "the grant covers c2 and c3 (same normalised command) only"
     outputs = tool_outputs(model.requests[-1])
-    assert "one" in outputs["c3"]
+    assert "Exit code: 0" in outputs["c3"]
     assert outputs["c4"] == DENIED, "an assignment prefix is part of the grant key"
 
 
@@ -88,7 +100,7 @@ async def test_reject_always_is_remembered_without_asking(
     model.enqueue(exec_call("touch x", "c1"))
     model.enqueue(exec_call(["bash", "-lc", "touch  x"], "c2"))
     model.enqueue(text("gave up"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("reject_always")
 
     await daemon.prompt(sid, "touch x twice")
@@ -103,12 +115,12 @@ async def test_the_option_ids_older_clients_answer_with_still_work(
 ) -> None:
     """Clients written against the earlier ids answer `allow_session` / `reject_session`:
     they mean allow_always / reject_always, not an unknown option (= reject_once)."""
-    model.enqueue(exec_call("echo legacy", "c1"))
-    model.enqueue(exec_call(["bash", "-lc", "echo legacy"], "c2"))
+    model.enqueue(exec_call("touch legacy", "c1"))
+    model.enqueue(exec_call(["bash", "-lc", "touch legacy"], "c2"))
     model.enqueue(exec_call("touch legacy-refused", "c3"))
     model.enqueue(exec_call(["sh", "-c", "touch legacy-refused"], "c4"))
     model.enqueue(text("done"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("allow_session", "reject_session")
 
     await daemon.prompt(sid, "old client")
@@ -116,7 +128,7 @@ async def test_the_option_ids_older_clients_answer_with_still_work(
     asked = [r["toolCall"]["toolCallId"] for r in daemon.permission_requests]
     assert asked == ["c1", "c3"], "the legacy answers were remembered as session grants"
     outputs = tool_outputs(model.requests[-1])
-    assert "legacy" in outputs["c2"]
+    assert "Exit code: 0" in outputs["c2"]
     assert outputs["c4"] == DENIED
     assert not (daemon.env.workspace / "legacy-refused").exists()
 
@@ -127,7 +139,7 @@ async def test_a_denial_is_not_reasked_in_the_same_turn_through_another_spelling
     model.enqueue(exec_call("touch x", "c1"))
     model.enqueue(exec_call(["sh", "-c", "touch x"], "c2"))
     model.enqueue(text("stopping"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("reject_once")
 
     await daemon.prompt(sid, "touch x")
@@ -149,24 +161,28 @@ async def test_policy_never_never_asks(daemon: Daemon, model: MockResponsesServe
     assert (daemon.env.workspace / "w.txt").read_text() == "w"
 
 
-async def test_on_failure_asks_only_after_a_failure_in_the_turn(
+async def test_on_failure_runs_sandboxed_unasked_and_asks_once_to_rerun_a_failure(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
+    """on-failure: commands run in the sandbox without asking; a failed one asks once to run
+    again outside it, and a rejected re-run leaves the model the first run's result."""
+    require_bwrap(daemon.env)
     model.enqueue(exec_call("echo fine", "c1"))
-    model.enqueue(exec_call("exit 3", "c2"))
+    model.enqueue(exec_call("echo failing-output; exit 3", "c2"))
     model.enqueue(exec_call("echo after-failure", "c3"))
     model.enqueue(text("turn one done"))
-    model.enqueue(exec_call("echo next-turn", "c4"))
-    model.enqueue(text("turn two done"))
     sid = await daemon.new_session(approvalPolicy="on-failure")
-    daemon.answer("allow_once")
+    daemon.answer("reject_once")
 
     await daemon.prompt(sid, "one")
-    assert [r["toolCall"]["toolCallId"] for r in daemon.permission_requests] == ["c3"]
-    await daemon.prompt(sid, "two")
-    assert [r["toolCall"]["toolCallId"] for r in daemon.permission_requests] == ["c3"], (
-        "a new turn starts without a failure, so it does not ask"
-    )
+
+    [rerun] = daemon.permission_requests
+    assert rerun["toolCall"]["toolCallId"] == "c2"
+    shown = rerun["toolCall"]["content"][0]["content"]["text"]
+    assert "failed inside the sandbox (exit code 3)" in shown and "failing-output" in shown
+    outputs = tool_outputs(model.requests[-1])
+    assert "Exit code: 3" in outputs["c2"], "the model keeps the sandboxed run's result"
+    assert "after-failure" in outputs["c3"], "a failure does not make later calls ask"
 
 
 async def test_untrusted_lets_read_only_tools_and_safe_commands_through(
@@ -200,7 +216,7 @@ async def test_an_unanswered_approval_times_out_to_a_rejection(
         await daemon.initialize()
         model.enqueue(exec_call("touch late.txt", "c1"))
         model.enqueue(text("no answer, moving on"))
-        sid = await daemon.new_session()
+        sid = await daemon.new_session(approvalPolicy="untrusted")
         daemon.answer("hang")
 
         result = await daemon.prompt(sid, "touch late")
@@ -226,7 +242,7 @@ async def test_an_error_answer_or_unknown_option_counts_as_reject_once(
     model.enqueue(exec_call("touch a", "c1"))
     model.enqueue(exec_call("touch b", "c2"))
     model.enqueue(text("both refused"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer(
         RemoteError(-32603, "dialog crashed"),
         {"outcome": {"outcome": "selected", "optionId": "yes-please"}},
@@ -242,7 +258,7 @@ async def test_an_error_answer_or_unknown_option_counts_as_reject_once(
 
 async def test_cancelled_outcome_stops_the_turn(daemon: Daemon, model: MockResponsesServer) -> None:
     model.enqueue(text("about to run"), exec_call("touch c.txt", "c1"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("cancelled")
 
     result = await daemon.prompt(sid, "touch c")
@@ -259,7 +275,7 @@ async def test_approval_request_for_a_write_shows_the_diff(
     (daemon.env.workspace / "f.txt").write_text("old\n")
     model.enqueue(tool_call("writeFile", {"filePath": "f.txt", "content": "new\n"}, call_id="c1"))
     model.enqueue(text("written"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")
     daemon.answer("allow_once")
 
     await daemon.prompt(sid, "rewrite f")

@@ -150,10 +150,15 @@ async def test_every_tool_call_of_a_backend_reaches_codys_decision(
 
             decided = backend_agents.decided(cody_env)
             assert set(calls) <= set(decided), decided
+            # Claude Code's allow rules are the user's, so Cody honours them (issue 23) as
+            # its own decision; `Bash(git status:*)` still does not vouch for a repository
+            # whose configuration makes git run a program: that is asked.
             assert decided["call_git"] == ("reject_once", "user")
-            assert decided["call_ls"] == ("allow", "known-safe command")
+            assert decided["call_ls"] == (
+                ("allow", "rule") if kind == "claude" else ("allow", "known-safe command")
+            )
             if kind == "claude":
-                assert decided["call_read"] == ("allow", "read-only tool")
+                assert decided["call_read"] == ("allow", "rule")  # the user's `Read` rule
                 assert daemon.tool_updates(sid, "call_read")[-1]["status"] == "completed"
             asked = [r["toolCall"]["toolCallId"] for r in daemon.permission_requests]
             assert asked == ["call_git"], "the hostile git status is asked for, nothing else"

@@ -1,4 +1,8 @@
-"""The interactive chat in a real terminal (tmux): streaming, Ctrl-C interrupts, Ctrl-D quits."""
+"""The interactive chat in a real terminal (tmux): streaming, Ctrl-C interrupts, Ctrl-D quits.
+
+Under the default policy a sandboxed command runs without a question, so the commands that
+must ask here ask to run outside the sandbox (`escalate`), as a model does when the sandbox
+is in its way."""
 
 from __future__ import annotations
 
@@ -19,13 +23,23 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+CHOICE = "choice [y/a/p/n/r/c]:"
+"""The one-key prompt of a request that offers "always allow in this project"."""
+
+
+def outside(command: str, call_id: str) -> object:
+    """An exec the model asks to run outside the sandbox (it asks under the default policy)."""
+    args = {"command": command, "escalate": True, "justification": "the sandbox is in the way"}
+    return tool_call("exec", args, call_id=call_id)
+
+
 async def test_chat_streams_markdown_interrupts_and_quits(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
     model.enqueue(text("# Plan\n\n- **first** step\n- second step\n", chunks=6))
     model.enqueue(text("word " * 200, chunks=200), delay_s=0.05)
-    model.enqueue(tool_call("exec", {"command": "echo ran-it"}, call_id="c1"))
+    model.enqueue(outside("echo ran-it", "c1"))
     model.enqueue(text("done"))
     tmux = Tmux(cody_env)
     try:
@@ -42,7 +56,7 @@ async def test_chat_streams_markdown_interrupts_and_quits(
         assert "cancelling the turn" in screen
 
         tmux.keys("run it", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:")
+        await tmux.wait_for(CHOICE)
         tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn", count=2)
         assert "ran-it" in screen
@@ -74,14 +88,14 @@ async def test_ctrl_c_after_an_approval_cancels_the_turn_and_kills_the_command(
     """Regression: once an approval prompt was answered, Ctrl-C did nothing for the turn."""
     cody_env.use_mock_provider(model.base_url)
     marker = f"{time.time_ns() % 100000 + 900000}"
-    model.enqueue(tool_call("exec", {"command": f"sleep {marker}"}, call_id="c1"))
+    model.enqueue(outside(f"sleep {marker}", "c1"))
     model.enqueue(text("never reached"))
     model.unused_ok = True  # the turn is cancelled before this answer
     tmux = Tmux(cody_env)
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("sleep a while", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:")
+        await tmux.wait_for(CHOICE)
         tmux.keys("y")
         deadline = time.monotonic() + 20
         while not _running(f"sleep {marker}"):
@@ -102,13 +116,13 @@ async def test_ctrl_c_twice_during_a_turn_quits(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
-    model.enqueue(tool_call("exec", {"command": "echo approved"}, call_id="c1"))
+    model.enqueue(outside("echo approved", "c1"))
     model.enqueue(text("slow " * 400, chunks=400), delay_s=0.05)
     tmux = Tmux(cody_env)
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("go", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:")
+        await tmux.wait_for(CHOICE)
         tmux.keys("y")
         await tmux.wait_for("slow slow")
         tmux.keys("C-c")
@@ -124,10 +138,10 @@ async def test_exec_on_a_terminal_cancelled_after_an_approval_exits_3(
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
     marker = f"{time.time_ns() % 100000 + 800000}"
-    model.enqueue(tool_call("exec", {"command": f"sleep {marker}"}, call_id="c1"))
+    model.enqueue(outside(f"sleep {marker}", "c1"))
     tmux = Tmux(cody_env, "exec", "--approve", "ask", "wait for it")
     try:
-        await tmux.wait_for("choice [y/a/n/r/c]:")
+        await tmux.wait_for(CHOICE)
         tmux.keys("y")
         deadline = time.monotonic() + 20
         while not _running(f"sleep {marker}"):
@@ -161,7 +175,7 @@ async def test_the_screen_shows_each_reply_once_names_as_typed_and_diffs_in_thei
         tool_call("writeFile", {"filePath": "notes.txt", "content": "new line\n"}, call_id="w1")
     )
     model.enqueue(text("Edited."))
-    tmux = Tmux(cody_env)
+    tmux = Tmux(cody_env, "--approval-policy", "untrusted")  # every edit asks
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("look around", "Enter")
@@ -172,9 +186,10 @@ async def test_the_screen_shows_each_reply_once_names_as_typed_and_diffs_in_thei
         assert "__init__.py" in reply_line and "__pycache__/" in reply_line, screen
 
         tmux.keys("edit the notes", "Enter")
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        screen = await tmux.wait_for(CHOICE)
         frame_start = screen.index("Approval needed")
-        frame = screen[frame_start : screen.index("choice [y/a/n/r/c]:")].splitlines()
+        frame = screen[frame_start : screen.index(CHOICE)].splitlines()
+        assert any("p: Always allow `writeFile(./**)` in " in line for line in frame), frame
         body = [line for line in frame[1:] if line.strip()]
         assert body[-1].startswith("╰─"), "\n".join(frame)
         assert all(line.startswith("│") for line in body[:-1]), "\n".join(frame)
@@ -241,16 +256,45 @@ async def test_the_approval_options_fit_an_80_column_terminal(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
-    model.enqueue(tool_call("exec", {"command": "echo narrow"}, call_id="c1"))
+    model.enqueue(outside("echo narrow", "c1"))
     model.enqueue(text("ok"))
     tmux = Tmux(cody_env, width=80)
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
         tmux.keys("go", "Enter")
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        screen = await tmux.wait_for(CHOICE)
         [options] = [line for line in screen.splitlines() if line.startswith("╰─")]
         assert options.rstrip().endswith("c cancel"), screen
         tmux.keys("n")
         await tmux.wait_for("stop: end_turn")
+    finally:
+        tmux.close()
+
+
+async def test_p_always_allows_in_this_project_and_the_next_run_does_not_ask(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(outside("mkdir -p ../made-first", "c1"))
+    model.enqueue(text("first done"))
+    model.enqueue(outside("mkdir -p ../made-second", "c2"))
+    model.enqueue(text("second done"))
+    tmux = Tmux(cody_env)
+    try:
+        await tmux.wait_for("Ctrl-C interrupts a turn")
+        tmux.keys("make one", "Enter")
+        screen = await tmux.wait_for(CHOICE)
+        assert f"p: Always allow `exec(mkdir:*)` in {cody_env.workspace}" in screen
+        assert "the sandbox is in the way" in screen, "the justification is shown"
+        tmux.keys("p")
+        await tmux.wait_for("stop: end_turn")
+        tmux.keys("make another", "Enter")
+        screen = await tmux.wait_for("stop: end_turn", count=2)
+        assert screen.count("choice [") == 1, "the saved rule answered the second run"
+        assert (cody_env.root / "made-first").is_dir() and (cody_env.root / "made-second").is_dir()
+        config = (cody_env.cody_home / "config.toml").read_text()
+        assert f'[projects."{cody_env.workspace}".permissions]' in config
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
     finally:
         tmux.close()

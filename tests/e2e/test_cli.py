@@ -45,11 +45,14 @@ async def test_demo_without_a_terminal_shows_the_whole_flow(cody_env: CodyEnv) -
     assert code == 0, err
     assert "list the files" in out and "hello.py" in out
     assert "thinking:" in out
-    assert "Approval needed: python3 hello.py" in out
-    assert "y allow · a allow for session · n reject · r reject for session · c cancel" in out
-    assert 'answers "allow once" itself' in out
-    assert "Hello from the Cody demo!" in out
-    assert "+Cody was here." in out, "the write approval shows the diff"
+    before, asked = out.split("Approval needed: python3 hello.py", 1)
+    assert "Hello from the Cody demo!" in before, "the sandboxed run did not ask"
+    assert "allowed by sandbox: the sandbox contains it" in before, "each call says why it ran"
+    assert "OUTSIDE THE SANDBOX" in asked and "you asked to run it outside the sandbox" in asked
+    assert "p: Always allow `exec(python3 hello.py)` in " in asked
+    assert "y allow · a session · p project · n reject · r reject session · c cancel" in asked
+    assert 'answers "allow once" itself' in asked
+    assert "Hello from the Cody demo!" in asked.split("Starting a fresh daemon")[0]
     assert "`cody-client sessions list` shows it" in out
     assert "Cody was here." in out.split("Starting a fresh daemon")[1]
     sessions = list((cody_env.cody_home / "sessions").glob("*/*/*/*.jsonl"))
@@ -108,15 +111,15 @@ async def test_demo_in_a_terminal_asks_and_echoes_each_answer_once(cody_env: Cod
                 await asyncio.sleep(0.1)
             raise AssertionError(f"{needle!r} did not appear:\n{await pane()}")
 
-        await wait_for("choice [y/a/n/r/c]:")
+        screen = await wait_for("choice [y/a/p/n/r/c]:")
+        ran = screen.count("Hello from the Cody demo!")
+        assert ran >= 1, "the sandboxed run did not ask"
         subprocess.run(["tmux", "send-keys", "-t", name, "y"], check=True)
-        await wait_for("Hello from the Cody demo!", 2)
-        await wait_for("choice [y/a/n/r/c]:", 2)
-        subprocess.run(["tmux", "send-keys", "-t", name, "n"], check=True)
+        await wait_for("Hello from the Cody demo!", ran + 1)
         screen = await wait_for("Replay it:")
-        assert "choice [y/a/n/r/c]: y\n" in screen + "\n" and "choice [y/a/n/r/c]: yy" not in screen
-        assert "User denied approval" in screen
-        assert not (Path(cody_env.workspace) / "NOTES.md").exists()
+        assert "choice [y/a/p/n/r/c]: y\n" in screen + "\n"
+        assert "choice [y/a/p/n/r/c]: yy" not in screen
+        assert screen.count("choice [") == 1, "only leaving the sandbox asked"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], check=False)
 
@@ -125,12 +128,14 @@ async def test_exec_streams_the_answer_and_exits_0(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     cody_env.use_mock_provider(model.base_url)
-    model.enqueue(tool_call("exec", {"command": "echo from-tool"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "touch from-tool"}, call_id="c1"))
     model.enqueue(text("All done."))
-    code, out, err = await run_client(cody_env, "exec", "--approve", "allow", "do the thing")
+    code, out, err = await run_client(
+        cody_env, "exec", "--approval-policy", "untrusted", "--approve", "allow", "do the thing"
+    )
     assert code == 0, err
     assert out.strip() == "All done."
-    assert "allowed by --approve allow: echo from-tool" in err
+    assert "allowed by --approve allow: touch from-tool" in err
     assert "Approval needed" not in err, "a rule answered: no approval box"
 
 
@@ -138,7 +143,7 @@ async def test_exec_exit_codes(cody_env: CodyEnv, model: MockResponsesServer) ->
     cody_env.use_mock_provider(model.base_url)
     model.enqueue(tool_call("exec", {"command": "touch denied.txt"}, call_id="c1"))
     model.enqueue(text("could not"))
-    code, _, err = await run_client(cody_env, "exec", "touch it")
+    code, _, err = await run_client(cody_env, "exec", "--approval-policy", "untrusted", "touch it")
     assert code == 4, err
     assert "no terminal to ask" in err
     assert not (cody_env.workspace / "denied.txt").exists()
@@ -237,12 +242,14 @@ async def test_exec_exits_4_when_a_call_is_refused_not_only_when_rejected(
     )
     assert code == 4, err
 
-    model.enqueue(
-        tool_call("writeFile", {"filePath": "/etc/cody-test", "content": "x"}, call_id="w1")
-    )
+    outside = cody_env.root / "outside.txt"
+    model.enqueue(tool_call("writeFile", {"filePath": str(outside), "content": "x"}, call_id="w1"))
     model.enqueue(text("blocked"))
-    code, _, err = await run_client(cody_env, "exec", "--approve", "allow", "write outside")
+    code, _, err = await run_client(
+        cody_env, "exec", "--approval-policy", "never", "--approve", "allow", "write outside"
+    )
     assert code == 4, err
+    assert not outside.exists(), "policy never: a write outside the sandbox is refused"
 
 
 async def test_exec_with_bad_arguments_leaves_no_early_daemon_behind(cody_env: CodyEnv) -> None:
@@ -287,3 +294,68 @@ async def test_exec_takes_over_its_early_daemon(
     assert (
         not Path(f"/proc/{pid}/cmdline").exists() or not Path(f"/proc/{pid}/cmdline").read_bytes()
     ), "the daemon ended with exec"
+
+
+async def test_permissions_lists_every_rule_and_removes_one_keeping_the_comments(
+    cody_env: CodyEnv,
+) -> None:
+    ws = cody_env.workspace
+    config = cody_env.cody_home / "config.toml"
+    config.write_text(
+        "# rules I care about\n"
+        '[permissions]\ndeny = ["exec(rm -rf:*)"]  # never\n\n'
+        f'[projects."{ws}".permissions]\nallow = ["exec(make test:*)"]\n'
+    )
+    claude = cody_env.root / "claude-config" / "settings.json"
+    claude.write_text('{"permissions": {"allow": ["Bash(ls:*)"]}}')
+
+    code, out, err = await run_client(cody_env, "permissions")
+    assert code == 0, err
+    assert f"deny   exec(rm -rf:*)  [{config}]" in out
+    assert f"allow  exec(make test:*)  in {ws}  [{config}]" in out
+    assert f"allow  Bash(ls:*)  [{claude}]  (read-only)" in out
+
+    code, out, err = await run_client(cody_env, "permissions", "remove", "exec(make test:*)")
+    assert code == 0, err
+    assert "Removed allow  exec(make test:*)" in out
+    text = config.read_text()
+    assert "exec(make test:*)" not in text
+    assert text.startswith("# rules I care about\n") and "# never" in text
+
+    code, _, err = await run_client(cody_env, "permissions", "remove", "Bash(ls:*)")
+    assert code == 2 and "no rule 'Bash(ls:*)' in Cody's config" in err
+    assert "Bash(ls:*)" in claude.read_text()
+
+
+async def test_exec_approve_project_saves_the_offered_rule(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(tool_call("exec", {"command": "mkdir -p build"}, call_id="c1"))
+    model.enqueue(text("built"))
+    code, _, err = await run_client(
+        cody_env, "exec", "--approval-policy", "untrusted", "--approve", "project", "build it"
+    )
+    assert code == 0, err
+    assert "allowed by --approve project: mkdir -p build (rule saved for the project)" in err
+    config = (cody_env.cody_home / "config.toml").read_text()
+    assert f'[projects."{cody_env.workspace}".permissions]' in config
+    assert '"exec(mkdir:*)"' in config
+
+
+async def test_exec_add_dir_lets_the_session_write_there_and_decisions_say_why(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    extra = cody_env.root / "extra"
+    extra.mkdir()
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(
+        tool_call("writeFile", {"filePath": str(extra / "out.txt"), "content": "x"}, call_id="w1")
+    )
+    model.enqueue(text("written"))
+    code, _, err = await run_client(
+        cody_env, "exec", "--add-dir", str(extra), "--decisions", "--approve", "deny", "write"
+    )
+    assert code == 0, err
+    assert (extra / "out.txt").read_text() == "x", "no question: --approve deny never answered"
+    assert "allowed by sandbox: the sandbox contains it" in err

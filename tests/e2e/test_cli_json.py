@@ -45,7 +45,10 @@ def types(events: list[dict]) -> list[str]:
 async def test_a_turn_as_json_events(cody_env: CodyEnv, model: MockResponsesServer) -> None:
     cody_env.use_mock_provider(model.base_url)
     model.enqueue(
-        text("Let me check. ", chunks=3), tool_call("exec", {"command": "echo hi"}, call_id="c1")
+        text("Let me check. ", chunks=3),
+        tool_call(
+            "exec", {"command": "echo hi", "escalate": True, "justification": "asks"}, call_id="c1"
+        ),
     )
     model.enqueue(text("It printed hi.", chunks=2))
     code, events, _ = await run_json(cody_env, "--approve", "allow", "check it")
@@ -74,7 +77,11 @@ async def test_a_turn_as_json_events(cody_env: CodyEnv, model: MockResponsesServ
 
 async def test_json_exit_codes(cody_env: CodyEnv, model: MockResponsesServer) -> None:
     cody_env.use_mock_provider(model.base_url)
-    model.enqueue(tool_call("exec", {"command": "touch x"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec", {"command": "touch x", "escalate": True, "justification": "asks"}, call_id="c1"
+        )
+    )
     model.enqueue(text("denied"))
     code, events, err = await run_json(cody_env, "touch x")
     assert code == 4 and events[-1]["exitCode"] == 4 and events[-1]["denied"] is True

@@ -1,7 +1,8 @@
 """The Python library as a program embedding Cody uses it (issue 24.6 and 24.8), through the
 real daemon: a prompt the caller stops waiting for stops in the daemon, typed approval
 decisions, one exception class per error kind, and a blocking API as complete as the async
-one."""
+one. Tests about deciding approvals run their sessions in the ask mode (`untrusted`): under
+the default a sandboxed command runs without asking."""
 
 from __future__ import annotations
 
@@ -180,7 +181,7 @@ async def test_typed_decisions_edit_the_input_and_give_the_model_a_reason(
         return Deny(message="do not delete build/, it is cached")
 
     client.on_permission = decide
-    session = await client.new_session(str(cody_env.workspace))
+    session = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
     result = await session.prompt("go")
 
     assert result.stop_reason == "end_turn" and seen == ["edit", "deny"]
@@ -206,7 +207,7 @@ async def test_a_decision_that_is_not_one_fails_loudly_and_runs_nothing(
         return mistake
 
     client.on_permission = decide  # type: ignore[assignment]
-    session = await client.new_session(str(cody_env.workspace))
+    session = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
     run = session.prompt("run it")
     with pytest.raises(InvalidDecision, match="Allow\\(\\), Deny\\(\\) or Cancel\\(\\)"):
         await run
@@ -229,11 +230,63 @@ async def test_cancel_and_bare_option_ids_still_work(
         return answers.pop(0)
 
     client.on_permission = decide  # type: ignore[assignment]
-    session = await client.new_session(str(cody_env.workspace))
+    session = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
     assert (await session.prompt("one")).stop_reason == "end_turn"
     assert (await session.prompt("two")).stop_reason == "cancelled"
     assert (cody_env.workspace / "one.txt").exists()
     assert not (cody_env.workspace / "two.txt").exists()
+
+
+async def test_allow_project_saves_the_offered_rule_and_a_new_session_runs_it_unasked(
+    client: CodyClient, model: MockResponsesServer, cody_env: CodyEnv
+) -> None:
+    """`Allow(project=True)` answers `allow_project` (issue 23): the rule is saved to the user
+    config, listed by `permissions()`, and removed by `remove_permission()`."""
+    model.enqueue(tool_call("exec", {"command": "mkdir -p build"}, call_id="c1"))
+    model.enqueue(text("ok"))
+    model.enqueue(tool_call("exec", {"command": "mkdir -p dist"}, call_id="c2"))
+    model.enqueue(text("ok"))
+    offered: list[list[str] | None] = []
+
+    async def decide(request: RequestPermissionParams) -> Allow:
+        meta = request.meta.cody if request.meta is not None else None
+        offered.append(meta.project_rules if meta is not None else None)
+        return Allow(project=True)
+
+    client.on_permission = decide
+    first = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
+    assert (await first.prompt("build")).stop_reason == "end_turn"
+    second = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
+    assert (await second.prompt("dist")).stop_reason == "end_turn"
+
+    assert offered == [["exec(mkdir:*)"]], "the second session's command ran by the saved rule"
+    assert (cody_env.workspace / "build").is_dir() and (cody_env.workspace / "dist").is_dir()
+    listed = await client.permissions(str(cody_env.workspace))
+    [rule] = [info for info in listed.rules if info.rule == "exec(mkdir:*)"]
+    assert rule.decision == "allow" and rule.project == str(cody_env.workspace)
+    assert await client.remove_permission(rule)
+    again = await client.permissions(str(cody_env.workspace))
+    assert all(info.rule != "exec(mkdir:*)" for info in again.rules)
+
+
+async def test_allow_project_where_it_is_not_offered_fails_loudly(
+    client: CodyClient, model: MockResponsesServer, cody_env: CodyEnv
+) -> None:
+    """No rule can be made from a command with a substitution: `Allow(project=True)` then
+    raises InvalidDecision and nothing runs."""
+    model.enqueue(tool_call("exec", {"command": "touch $(cat name.txt)"}, call_id="c1"))
+    model.enqueue(text("ok"))
+
+    async def decide(request: RequestPermissionParams) -> Allow:
+        return Allow(project=True)
+
+    client.on_permission = decide
+    session = await client.new_session(str(cody_env.workspace), approval_policy="untrusted")
+    run = session.prompt("touch it")
+    with pytest.raises(InvalidDecision, match="allow_project"):
+        await run
+    assert run.result.stop_reason == "cancelled"
+    model.unused_ok = True  # the turn is cancelled before the model's answer is asked for
 
 
 # -- 24.8: one exception class per error kind --------------------------------------------------
@@ -356,7 +409,9 @@ def test_the_blocking_client_forks_compacts_reads_history_and_closes(
         return Allow()
 
     with SyncCodyClient(env=cody_env.env, on_permission=decide) as client:
-        session = client.new_session(str(cody_env.workspace), provider="offline")
+        session = client.new_session(
+            str(cody_env.workspace), provider="offline", approval_policy="untrusted"
+        )
         assert session.prompt("write notes.txt: hello").stop_reason == "end_turn"
         assert session.prompt("list files").stop_reason == "end_turn"
         fork = session.fork(at_message=0)

@@ -53,7 +53,10 @@ async def test_an_exception_in_the_approval_callback_cancels_the_turn_and_is_rai
 
     async with CodyClient.spawn(env=cody_env.env) as client:
         client.on_permission = on_permission
-        session = await client.new_session(str(cody_env.workspace), provider="offline")
+        # the `ask` mode's policy: an edit in the workspace asks
+        session = await client.new_session(
+            str(cody_env.workspace), provider="offline", approval_policy="untrusted"
+        )
         run = session.prompt("write notes.txt: hello")
         with pytest.raises(CallbackBug, match="my approval UI crashed"):
             await run

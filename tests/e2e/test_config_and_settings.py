@@ -100,18 +100,18 @@ async def test_meta_overrides_config_and_set_config_option_overrides_meta(
     sid = await daemon.new_session(approvalPolicy="never")
     result = await daemon.request(
         "session/set_config_option",
-        {"sessionId": sid, "configId": "approval_policy", "value": "on-request"},
+        {"sessionId": sid, "configId": "approval_policy", "value": "untrusted"},
     )
     values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
-    assert values["approval_policy"] == "on-request"
+    assert values["approval_policy"] == "untrusted"
     updates = daemon.session_updates(sid)
     assert updates[-2]["sessionUpdate"] == "config_option_update"
-    assert updates[-1] == {"sessionUpdate": "current_mode_update", "currentModeId": "auto"}
+    assert updates[-1] == {"sessionUpdate": "current_mode_update", "currentModeId": "ask"}
 
-    model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "touch x"}, call_id="c1"))
     model.enqueue(text("ok"))
     daemon.answer("allow_once")
-    await daemon.prompt(sid, "run true")
+    await daemon.prompt(sid, "run touch x")
     assert len(daemon.permission_requests) == 1, "the changed policy applies from the next turn"
 
 
@@ -125,7 +125,49 @@ async def test_set_mode_applies_the_preset(daemon: Daemon) -> None:
     error = await expect_error(
         daemon.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"}), -32602
     )
-    assert error.data["errors"][0]["valid"] == ["read-only", "auto", "full-access"]
+    assert error.data["errors"][0]["valid"] == ["ask", "auto", "read-only", "full-access"]
+    assert await daemon.request("session/set_mode", {"sessionId": sid, "modeId": "ask"}) == {}
+    values = {o["id"]: o["currentValue"] for o in daemon.session_updates(sid)[-2]["configOptions"]}
+    assert (values["approval_policy"], values["sandbox_mode"]) == ("untrusted", "workspace-write")
+
+
+async def test_custom_is_offered_only_while_current_and_choosing_the_current_mode_succeeds(
+    daemon: Daemon,
+) -> None:
+    result = await daemon.request(
+        "session/new",
+        {"cwd": str(daemon.env.workspace), "mcpServers": [], "_meta": {"cody": {}}},
+    )
+    sid = result["sessionId"]
+    assert [m["id"] for m in result["modes"]["availableModes"]] == [
+        "ask",
+        "auto",
+        "read-only",
+        "full-access",
+    ]
+    assert await daemon.request("session/set_mode", {"sessionId": sid, "modeId": "auto"}) == {}
+    await expect_error(
+        daemon.request("session/set_mode", {"sessionId": sid, "modeId": "custom"}), -32602
+    )
+    result = await daemon.request(
+        "session/set_config_option",
+        {"sessionId": sid, "configId": "approval_policy", "value": "on-failure"},
+    )
+    [mode] = [o for o in result["configOptions"] if o["id"] == "mode"]
+    assert mode["currentValue"] == "custom"
+    assert [o["value"] for o in mode["options"]] == [
+        "custom",
+        "ask",
+        "auto",
+        "read-only",
+        "full-access",
+    ]
+    assert await daemon.request("session/set_mode", {"sessionId": sid, "modeId": "custom"}) == {}
+    result = await daemon.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "custom"}
+    )
+    values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+    assert values["approval_policy"] == "on-failure", "choosing the current mode changes nothing"
 
 
 async def test_invalid_config_option_values_name_the_valid_ones(daemon: Daemon) -> None:

@@ -65,7 +65,7 @@ async def test_write_file_goes_through_the_editor_after_approval_with_the_buffer
         tool_call("writeFile", {"filePath": "notes.md", "content": "rewritten\n"}, call_id="w1"),
     )
     model.enqueue(text("written"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")  # every edit asks
     daemon.answer("allow_once", "allow_once")
 
     await daemon.prompt(sid, "write both")

@@ -35,9 +35,9 @@ async def test_stream_and_approve(cody_env: CodyEnv) -> None:
     out = await run_example(cody_env, "stream_and_approve.py")
     assert "[approval] echo hello from a script -> Allow" in out
     assert "hello from a script" in out
-    assert "[approval] Write notes.txt -> Deny" in out
+    assert "[approval] Write ../notes.txt -> Deny" in out
     assert "User denied approval: this script only runs read-only commands" in out
-    assert not (cody_env.workspace / "notes.txt").exists()
+    assert not (cody_env.workspace.parent / "notes.txt").exists()
 
 
 async def test_sync_script(cody_env: CodyEnv) -> None:

@@ -63,7 +63,9 @@ async def test_sigterm_cancels_the_turn_and_ends_with_turn_completed_cancelled(
     cody_env.use_mock_provider(model.base_url)
     slow = "echo started > started.txt; sleep 30; echo landed > landed.txt"
     model.enqueue(tool_call("exec", {"command": slow}, call_id="slow"))
-    process = await start_exec(cody_env, "--approve", "allow", "run the slow thing")
+    process = await start_exec(
+        cody_env, "--approval-policy", "untrusted", "--approve", "allow", "run the slow thing"
+    )
     head = await read_until(process, b'"approval.requested"')
     for _ in range(1000):  # the command really runs
         if (cody_env.workspace / "started.txt").exists():

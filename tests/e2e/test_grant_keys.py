@@ -5,6 +5,10 @@ name may pass unasked: environment prefixes (`PATH`, `GIT_CONFIG_*`, `BASH_ENV`)
 prefix, a workspace program called `bash`, a shell string that expands differently from
 the argv that was granted, or the same command in another directory. Each hostile call is
 rejected and the file it would create must not exist.
+
+Every call asks to run outside the sandbox (`escalate`): that is where a grant matters under
+the default policy (a sandboxed command runs without a question), and where a hostile
+spelling would do the most harm.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ DENIED = json.dumps({"error": "User denied approval"})
 
 
 def exec_call(command: str | list[str], call_id: str, cwd: str | None = None) -> object:
-    args: dict[str, Any] = {"command": command}
+    args: dict[str, Any] = {"command": command, "escalate": True, "justification": "needed"}
     if cwd is not None:
         args["cwd"] = cwd
     return tool_call("exec", args, call_id=call_id)

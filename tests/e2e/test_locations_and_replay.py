@@ -60,7 +60,7 @@ async def test_every_file_touching_call_names_its_files_with_absolute_paths_and_
         tool_call("fileSearch", {"query": "app"}, call_id="f1"),
     )
     model.enqueue(text("done"))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy="untrusted")  # every edit asks
     daemon.answer("allow_once", "allow_once")
 
     result = await daemon.prompt(sid, "touch files")

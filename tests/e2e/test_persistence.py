@@ -224,8 +224,8 @@ async def test_an_unreadable_session_file_is_an_error_not_a_fresh_start(
 async def test_session_files_hold_the_documented_line_types(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    sid = await daemon.new_session()
-    model.enqueue(tool_call("exec", {"command": "echo x"}, call_id="c1"))
+    sid = await daemon.new_session(approvalPolicy="untrusted")
+    model.enqueue(tool_call("exec", {"command": "touch x"}, call_id="c1"))
     model.enqueue(text("done"))
     daemon.answer("allow_always")
     await daemon.prompt(sid, "do it")
@@ -251,9 +251,21 @@ async def test_session_files_hold_the_documented_line_types(
             "tool": "exec",
             "decision": "allow_session",
             "reason": "user",
-            "grantKey": ["exec", "echo", "x"],
+            "grantKey": ["exec", "touch", "x"],
+            "by": "user",
+            "detail": "allowed for this session",
         }
     ]
+    [output] = [
+        ln["payload"]
+        for ln in lines
+        if ln["type"] == "response_item" and ln["payload"]["type"] == "function_call_output"
+    ]
+    assert output["display"]["decision"] == {
+        "by": "user",
+        "detail": "allowed for this session",
+        "outcome": "allow",
+    }, "the decision is kept for the replay"
     assert "test-key-not-secret" not in path.read_text()
 
 
@@ -287,8 +299,8 @@ async def test_session_grants_survive_a_restart(
     cody_env.use_mock_provider(model.base_url)
     first = await Daemon.start(cody_env)
     await first.initialize()
-    sid = await first.new_session()
-    model.enqueue(tool_call("exec", {"command": "echo granted"}, call_id="c1"))
+    sid = await first.new_session(approvalPolicy="untrusted")
+    model.enqueue(tool_call("exec", {"command": "touch granted"}, call_id="c1"))
     model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c2"))
     model.enqueue(text("done"))
     first.answer("allow_always", "reject_always")
@@ -299,13 +311,13 @@ async def test_session_grants_survive_a_restart(
     try:
         await second.initialize()
         await second.request("session/resume", {"sessionId": sid, "cwd": str(cody_env.workspace)})
-        model.enqueue(tool_call("exec", {"command": ["echo", "granted"]}, call_id="c3"))
+        model.enqueue(tool_call("exec", {"command": ["touch", "granted"]}, call_id="c3"))
         model.enqueue(tool_call("exec", {"command": "touch refused"}, call_id="c4"))
         model.enqueue(text("done again"))
         await second.prompt(sid, "two")
         assert second.permission_requests == [], "both answers were remembered for the session"
         outputs = tool_outputs(model.requests[-1])
-        assert "granted" in outputs["c3"]
+        assert "Exit code: 0" in outputs["c3"]
         assert json.loads(outputs["c4"]) == {"error": "User denied approval"}
     finally:
         await second.close()

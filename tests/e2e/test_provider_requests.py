@@ -411,6 +411,9 @@ async def test_a_codex_config_toml_starts_a_session_unchanged(cody_env: CodyEnv)
             "web_search_request = true\n"
             f'[projects."{cody_env.workspace}"]\n'
             'trust_level = "trusted"\n'
+            "[sandbox_workspace_write]\n"
+            "network_access = false\n"
+            "exclude_slash_tmp = false\n"
             "[profiles.work]\n"
             'model = "gpt-5.4"\n'
         )
@@ -428,7 +431,9 @@ async def test_a_codex_config_toml_starts_a_session_unchanged(cody_env: CodyEnv)
     meta = result["_meta"]["cody"]
     assert (meta["provider"], meta["model"]) == ("gateway", "gpt-5.5")
     [warning] = [w for w in meta["warnings"] if "Codex" in w]
-    assert "model_verbosity" in warning and "tui" in warning and "projects" in warning
+    assert "model_verbosity" in warning and "tui" in warning and "trust_level" in warning
+    assert "sandbox_workspace_write.exclude_slash_tmp" in warning
+    assert "network_access" not in warning, "Codex's sandbox keys Cody honours are not warned"
     [sent] = api.requests
     assert sent.path == "/v1/responses?api-version=2025-04-01-preview"
     assert sent.headers["authorization"] == "Bearer gw-key-not-secret"

@@ -315,7 +315,11 @@ async def test_withdrawn_approval_uses_the_acp_cancel_form_under_ndjson(
     daemon = await Daemon.start(cody_env, framing="ndjson")
     try:
         await daemon.initialize()
-        model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+        model.enqueue(
+            tool_call(
+                "exec", {"command": "true", "escalate": True, "justification": "asks"}, call_id="c1"
+            )
+        )
         model.enqueue(text("ok"))
         sid = await daemon.new_session()
         daemon.answer("hang")
@@ -339,7 +343,11 @@ async def test_a_late_answer_to_a_withdrawn_approval_is_harmless(
     daemon = await Daemon.start(cody_env)
     try:
         await daemon.initialize()
-        model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+        model.enqueue(
+            tool_call(
+                "exec", {"command": "true", "escalate": True, "justification": "asks"}, call_id="c1"
+            )
+        )
         model.enqueue(text("ok"))
         sid = await daemon.new_session()
         gate = asyncio.Event()
@@ -404,7 +412,11 @@ async def test_a_client_request_reusing_a_pending_approval_id_does_not_take_its_
     future; the approval's answer then crashed the daemon (RuntimeError on a Task)."""
     from tests.support.mock_responses import tool_call
 
-    model.enqueue(tool_call("exec", {"command": "echo ran"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec", {"command": "echo ran", "escalate": True, "justification": "asks"}, call_id="c1"
+        )
+    )
     model.enqueue(text("done"))
     sid = await daemon.new_session()
     gate = asyncio.Event()
@@ -546,7 +558,11 @@ async def test_other_requests_are_answered_while_a_prompt_waits_for_approval(
     """A blocking handler stalled everything, including cancels."""
     from tests.support.mock_responses import tool_call
 
-    model.enqueue(tool_call("exec", {"command": "true"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec", {"command": "true", "escalate": True, "justification": "asks"}, call_id="c1"
+        )
+    )
     model.enqueue(text("ok"))
     sid = await daemon.new_session()
     gate = asyncio.Event()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.daemon import Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
@@ -48,7 +50,12 @@ def fix_patch() -> str:
     )
 
 
-async def test_the_agent_fixes_a_failing_test(daemon: Daemon, model: MockResponsesServer) -> None:
+@pytest.mark.parametrize("policy", ["on-request", "untrusted"])
+async def test_the_agent_fixes_a_failing_test(
+    daemon: Daemon, model: MockResponsesServer, policy: str
+) -> None:
+    """Under the default `on-request` the sandbox contains the whole fix: nothing asks. Under
+    `untrusted` (the `ask` mode) each command and the patch ask, the patch with its diffs."""
     ws = daemon.env.workspace
     (ws / "calc.py").write_text(CALC)
     (ws / "test_calc.py").write_text(TESTS)
@@ -75,7 +82,7 @@ async def test_the_agent_fixes_a_failing_test(daemon: Daemon, model: MockRespons
     model.enqueue(tool_call("applyPatch", {"patch": fix_patch()}, call_id="p1"))
     model.enqueue(tool_call("exec", {"command": pytest_cmd}, call_id="t2"))
     model.enqueue(text("Fixed `mul`; both tests pass now."))
-    sid = await daemon.new_session()
+    sid = await daemon.new_session(approvalPolicy=policy)
     daemon.answer_fn = lambda params: "allow_once"
 
     result = await daemon.prompt(sid, "The tests fail. Please fix them.")
@@ -91,11 +98,14 @@ async def test_the_agent_fixes_a_failing_test(daemon: Daemon, model: MockRespons
     assert "2 passed" in outputs["t2"] and "Exit code: 0" in outputs["t2"]
 
     asked = {r["toolCall"]["toolCallId"]: r for r in daemon.permission_requests}
-    assert set(asked) == {"t1", "p1", "t2"}, "read/search/plan tools never ask"
-    diffs = {c["path"]: c for c in asked["p1"]["toolCall"]["content"] if c["type"] == "diff"}
-    assert set(diffs) == {str(ws / "calc.py"), str(ws / "README.md")}
-    assert diffs[str(ws / "calc.py")]["oldText"] == CALC
-    assert "return a * b" in diffs[str(ws / "calc.py")]["newText"]
+    if policy == "on-request":
+        assert asked == {}, "the sandbox contains the tests and the patch"
+    else:
+        assert set(asked) == {"t1", "p1", "t2"}, "read/search/plan tools never ask"
+        diffs = {c["path"]: c for c in asked["p1"]["toolCall"]["content"] if c["type"] == "diff"}
+        assert set(diffs) == {str(ws / "calc.py"), str(ws / "README.md")}
+        assert diffs[str(ws / "calc.py")]["oldText"] == CALC
+        assert "return a * b" in diffs[str(ws / "calc.py")]["newText"]
 
     assert (ws / "calc.py").read_text() == CALC.replace("return a + b  # bug", "return a * b")
     assert (ws / "README.md").read_text() == README + "\n`mul` multiplies.\n"

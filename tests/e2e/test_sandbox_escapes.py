@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.bwrap import require_bwrap
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 from tests.support.model_inputs import tool_outputs
@@ -33,25 +34,6 @@ pytestmark = [pytest.mark.reliability, pytest.mark.timeout(180)]
 
 MODES = ("read-only", "workspace-write", "danger-full-access")
 PWNED = "pwned-by-the-model"
-
-
-def require_bwrap(env: CodyEnv) -> None:
-    """The suite is about bubblewrap; without it exec is unsandboxed by design."""
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cody_daemon.policy.sandbox import bwrap_path as p; print(p())",
-        ],
-        env=env.env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    if probe.stdout.strip() == "None":
-        if os.environ.get("CI") == "true":
-            pytest.fail("bubblewrap is required in CI but is not usable")
-        pytest.skip("bubblewrap (bwrap) is not usable on this machine")
 
 
 def git(*args: str | Path) -> None:

@@ -59,6 +59,11 @@ PRINT_HOSTILE = (
 )
 """A command whose output is HOSTILE."""
 
+ASK_MODE = ("--approval-policy", "untrusted")
+"""The commands here must ask (under the default a sandboxed command runs unasked)."""
+CHOICE = "choice ["
+"""The one-key prompt (its keys depend on whether "always allow in this project" is offered)."""
+
 
 NVIM_QUERIES = re.compile(r"\x1bP[$+]q[^\x1b]*\x1b\\|\x1b\]1[01];\?\x07")
 """What Neovim asks its terminal (DECRQSS, XTGETTCAP, OSC 10/11 colour queries)."""
@@ -93,11 +98,11 @@ async def test_a_command_cannot_forge_its_approval_prompt(
     model.enqueue(tool_call("exec", {"command": FORGED}, call_id="c1"))
     model.enqueue(tool_call("exec", {"command": "echo hi\ncwd: /tmp/elsewhere"}, call_id="c2"))
     model.enqueue(text("done"))
-    tmux = Tmux(cody_env)
+    tmux = Tmux(cody_env, *ASK_MODE)
     try:
         await tmux.prompt_ready("mock/")
         tmux.keys("go", "Enter")
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        screen = await tmux.wait_for(CHOICE)
         assert f"╭─ Approval needed: {FORGED_SHOWN}  [execute]" in screen
         assert f"│ $ {FORGED_SHOWN}\n" in screen
         assert f"applies to the command `bash -c '{FORGED_SHOWN}'`" in screen
@@ -105,7 +110,7 @@ async def test_a_command_cannot_forge_its_approval_prompt(
         tmux.keys("y")
 
         # a newline in a command cannot fake the request's other lines
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:", count=2)
+        screen = await tmux.wait_for(CHOICE, count=2)
         assert "╭─ Approval needed: echo hi␊cwd: /tmp/elsewhere  [execute]" in screen
         assert "│ $ echo hi\n│ > cwd: /tmp/elsewhere\n│ cwd: " in screen
         tmux.keys("n")
@@ -126,11 +131,11 @@ async def test_sequences_in_thoughts_output_and_markdown_stay_inert_in_the_chat(
         tool_call("exec", {"command": PRINT_HOSTILE}, call_id="c1"),
     )
     model.enqueue(text(f"# Report\n\nreply {HOSTILE}\n\n[docs](https://evil.example/md)\n"))
-    tmux = Tmux(cody_env)
+    tmux = Tmux(cody_env, *ASK_MODE)
     try:
         await tmux.prompt_ready("mock/")
         tmux.keys("go", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:")
+        await tmux.wait_for(CHOICE)
         tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn")
         flat = screen.replace("\n", "")  # long lines wrap at 150 columns
@@ -154,7 +159,7 @@ async def test_exec_on_a_terminal_shows_sequences_inert(
         tool_call("exec", {"command": PRINT_HOSTILE}, call_id="c1"),
     )
     model.enqueue(text(f"reply {HOSTILE}\n"))
-    tmux = Tmux(cody_env, "exec", "--approve", "allow", "go")
+    tmux = Tmux(cody_env, "exec", *ASK_MODE, "--approve", "allow", "go")
     try:
         screen = await tmux.wait_for("EXITED=0")
         flat = screen.replace("\n", "")
@@ -336,7 +341,8 @@ async def test_neovim_shows_an_approval_without_sending_its_sequences(cody_env: 
     command = f"printf ok #{OSC52}{OSC0}{MOVES}"
     script = cody_env.tmpdir / "start.lua"
     script.write_text(
-        f"require('cody').setup({{cmd = {{{_lua(sys.executable)}, '-m', 'cody_daemon'}}}})\n"
+        f"require('cody').setup({{cmd = {{{_lua(sys.executable)}, '-m', 'cody_daemon'}},"
+        " approval_policy = 'untrusted'})\n"
         f"require('cody').prompt({_lua('run ' + command)})\n"
     )
     program = [nvim, "-u", "NONE", "-i", "NONE", "-n", "--cmd", f"set rtp+={plugin}"]
@@ -347,7 +353,9 @@ async def test_neovim_shows_an_approval_without_sending_its_sequences(cody_env: 
         screen = await tmux.wait_for("Type number and <Enter>")
         assert "Cody: printf ok #␛]52;c;Q09EWS1QV05FRA==␇" in screen, "the preview's title"
         assert_nothing_raw_reached(tmux, own=NVIM_QUERIES)
-        tmux.keys("3", "Enter")  # Reject
+        reject = re.search(r"^(\d+)\W+Reject$", screen, re.MULTILINE)
+        assert reject is not None, screen
+        tmux.keys(reject.group(1), "Enter")
         await tmux.wait_for("end_turn")
         tmux.keys(":qa!", "Enter")
         await tmux.wait_for("EXITED=0")

@@ -64,12 +64,18 @@ async def test_allow_for_session_on_git_status_never_covers_push(
 ) -> None:
     ws = daemon.env.workspace
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    model.enqueue(tool_call("exec", {"command": "git status --short"}, call_id="s1"))
-    model.enqueue(tool_call("exec", {"command": ["git", "status", "--short"]}, call_id="s2"))
-    model.enqueue(tool_call("exec", {"command": "bash -lc 'git status --short'"}, call_id="s3"))
-    model.enqueue(tool_call("exec", {"command": "git push"}, call_id="p1"))
-    model.enqueue(tool_call("exec", {"command": "sh -c 'git push'"}, call_id="p2"))
-    model.enqueue(tool_call("exec", {"command": ["git", "push"]}, call_id="p3"))
+    # Each asks to run outside the sandbox: where a grant matters under the default policy.
+    outside = {"escalate": True, "justification": "it needs the remote"}
+    model.enqueue(tool_call("exec", {"command": "git status --short", **outside}, call_id="s1"))
+    model.enqueue(
+        tool_call("exec", {"command": ["git", "status", "--short"], **outside}, call_id="s2")
+    )
+    model.enqueue(
+        tool_call("exec", {"command": "bash -lc 'git status --short'", **outside}, call_id="s3")
+    )
+    model.enqueue(tool_call("exec", {"command": "git push", **outside}, call_id="p1"))
+    model.enqueue(tool_call("exec", {"command": "sh -c 'git push'", **outside}, call_id="p2"))
+    model.enqueue(tool_call("exec", {"command": ["git", "push"], **outside}, call_id="p3"))
     model.enqueue(text("done"))
     sid = await daemon.new_session()
     daemon.answer("allow_always", "reject_once", "reject_once", "reject_once")

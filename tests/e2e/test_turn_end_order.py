@@ -71,7 +71,13 @@ async def assert_turn_closed_before_answer(daemon: Daemon, sid: str, msg_id: str
 async def test_cancel_with_a_permission_prompt_open(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "touch never.txt", "escalate": True, "justification": "asks"},
+            call_id="c1",
+        )
+    )
     sid = await daemon.new_session()
     daemon.answer("hang")
     msg_id, task = await start_prompt(daemon, sid, "touch")
@@ -90,8 +96,12 @@ async def test_cancel_repeated_while_the_turn_cleans_up(
     lands while the turn closes its calls must not turn the answer into an error or leave
     updates for after it."""
     model.enqueue(
-        tool_call("exec", {"command": "touch a"}, call_id="c1"),
-        tool_call("exec", {"command": "touch b"}, call_id="c2"),
+        tool_call(
+            "exec", {"command": "touch a", "escalate": True, "justification": "asks"}, call_id="c1"
+        ),
+        tool_call(
+            "exec", {"command": "touch b", "escalate": True, "justification": "asks"}, call_id="c2"
+        ),
     )
     sid = await daemon.new_session()
     daemon.answer("hang")
@@ -144,7 +154,13 @@ async def test_an_approval_that_times_out(cody_env: CodyEnv, model: MockResponse
     daemon = await Daemon.start(cody_env)
     try:
         await daemon.initialize()
-        model.enqueue(tool_call("exec", {"command": "touch late.txt"}, call_id="c1"))
+        model.enqueue(
+            tool_call(
+                "exec",
+                {"command": "touch late.txt", "escalate": True, "justification": "asks"},
+                call_id="c1",
+            )
+        )
         model.enqueue(text("I was not allowed"))
         sid = await daemon.new_session()
         daemon.answer("hang")
@@ -170,7 +186,13 @@ async def test_a_command_past_its_time_limit(daemon: Daemon, model: MockResponse
 async def test_the_client_cancels_the_prompt_request_itself(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "touch never.txt", "escalate": True, "justification": "asks"},
+            call_id="c1",
+        )
+    )
     sid = await daemon.new_session()
     daemon.answer("hang")
     msg_id, task = await start_prompt(daemon, sid, "touch")

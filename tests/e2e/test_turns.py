@@ -116,7 +116,13 @@ async def test_cancel_during_a_running_command_kills_it_and_leaves_no_child(
 async def test_cancel_while_an_approval_is_pending_withdraws_it(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="c1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "touch never.txt", "escalate": True, "justification": "asks"},
+            call_id="c1",
+        )
+    )
     sid = await daemon.new_session()
     daemon.answer("hang")
     prompt = asyncio.create_task(daemon.prompt(sid, "touch"))

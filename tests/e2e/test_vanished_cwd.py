@@ -161,7 +161,7 @@ async def test_relocating_runs_tools_in_the_new_directory_and_drops_session_gran
     (new / "only-here.txt").write_text("x")
     model.enqueue(tool_call("exec", {"command": "touch granted"}, call_id="c1"))
     model.enqueue(text("made it"))
-    sid = await daemon.new_session(old)
+    sid = await daemon.new_session(old, approvalPolicy="untrusted")  # the command asks
     daemon.answer("allow_always")
     await daemon.prompt(sid, "touch it")
     assert (old / "granted").exists()

@@ -193,6 +193,8 @@ def _settings(cody: CodyEnv) -> tuple[dict[str, Any], dict[str, Any]]:
         "git.enabled": False,
         # cody.trace stays at its default ("verbose"), under which shutdown used to hang
         "cody.provider": "offline",
+        # the `ask` mode: every edit and command asks (the default runs them in the sandbox)
+        "cody.approvalPolicy": "untrusted",
     }
     remote = {
         "cody.daemon.command": [sys.executable, "-m", "cody_daemon"],

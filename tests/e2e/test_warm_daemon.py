@@ -51,7 +51,9 @@ def by_prompt(model: MockResponsesServer, scripts: dict[str, list[Any]]) -> None
 
 
 def exec_call(command: str, call_id: str) -> Any:
-    return tool_call("exec", {"command": command}, call_id=call_id)
+    """A command that asks (to run outside the sandbox), so its approval goes somewhere."""
+    args = {"command": command, "escalate": True, "justification": "asks"}
+    return tool_call("exec", args, call_id=call_id)
 
 
 async def test_two_clients_see_only_their_own_answers_and_approvals(

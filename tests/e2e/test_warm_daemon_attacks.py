@@ -165,7 +165,7 @@ async def test_approvals_and_file_writes_go_only_to_the_client_that_prompted(
     b = await warm.client(initialize=False)  # another editor, attached to A's session
     b_editor = Editor().attach(b)
     await b.initialize(ZED_CAPABILITIES)
-    sid = await a.new_session()
+    sid = await a.new_session(approvalPolicy="untrusted")  # edits ask
     await b.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
 
     a.permission_gate = asyncio.Event()
@@ -199,7 +199,13 @@ async def test_a_client_that_dies_does_not_cancel_the_turn_another_client_prompt
     """B prompts a session A opened, without loading it first; A is killed mid-turn. Before,
     only A was attached, so A's leaving closed the session and cancelled B's turn."""
     ws = warm.env.workspace
-    model.enqueue(tool_call("exec", {"command": "echo b > b.txt"}, call_id="e1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "echo b > b.txt", "escalate": True, "justification": "asks"},
+            call_id="e1",
+        )
+    )
     model.enqueue(text("B's turn finished"))
     a = await warm.client()
     sid = await a.new_session()
@@ -275,7 +281,13 @@ async def test_a_connection_flood_leaves_connected_clients_their_turns_and_comma
         flood.append(sock)
     await a.wait_for(lambda: any("refusing new ones" in line for line in warm.stderr))
 
-    model.enqueue(tool_call("exec", {"command": "echo still here > alive.txt"}, call_id="e1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "echo still here > alive.txt", "escalate": True, "justification": "asks"},
+            call_id="e1",
+        )
+    )
     model.enqueue(text("done"))
     a.answer("allow_once")
     assert (await a.prompt(sid, "run it"))["stopReason"] == "end_turn"
@@ -314,7 +326,13 @@ async def test_one_client_s_shutdown_leaves_the_daemon_and_sigterm_saves_a_waiti
 
     model.enqueue(text("still serving"))
     assert (await a.prompt(sid, "first"))["stopReason"] == "end_turn"
-    model.enqueue(tool_call("exec", {"command": "touch never.txt"}, call_id="e1"))
+    model.enqueue(
+        tool_call(
+            "exec",
+            {"command": "touch never.txt", "escalate": True, "justification": "asks"},
+            call_id="e1",
+        )
+    )
     a.answer("hang")
     waiting = asyncio.ensure_future(a.prompt(sid, "the waiting turn"))
     await a.wait_for(lambda: len(a.permission_requests) == 1)

@@ -46,7 +46,7 @@ async def test_the_page_lists_replays_continues_and_approves_an_edit_from_its_di
     # A Cody session with one turn (made over the WebSocket, as any client would).
     model.enqueue(text("Hello from Cody."))
     client = await web.client()
-    sid = await client.new_session()
+    sid = await client.new_session(approvalPolicy="untrusted")  # the edit below asks
     await client.prompt(sid, "first question")
     await client.close()
 

@@ -40,7 +40,7 @@ async def test_two_tabs_and_a_terminal_see_the_turn_and_only_the_prompting_tab_i
 ) -> None:
     (cody_env.workspace / "plan.md").write_text("draft\n")
     terminal = await unix_client(web, cody_env)
-    sid = await terminal.new_session()
+    sid = await terminal.new_session(approvalPolicy="untrusted")  # the edit asks
     model.enqueue(text("Ready."))
     await terminal.prompt(sid, "hello")
     model.enqueue(

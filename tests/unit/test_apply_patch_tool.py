@@ -8,6 +8,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cody_daemon.tools.apply_patch import ApplyPatchTool
@@ -27,6 +28,13 @@ from cody_protocol.content import ContentToolCallContent, DiffToolCallContent, T
 from tests.support.workspaces import Dirs, ctx_for, workspace_and_outside
 
 TOOL = ApplyPatchTool()
+
+
+def outside_reason(tool: Any, args: Any, ctx: Any) -> str | None:
+    """Why the call needs more than the sandbox (it then asks, or is refused under never)."""
+    needs = tool.escalation(args, ctx)
+    assert needs is None or needs[0] == "write"
+    return needs[1] if needs is not None else None
 
 
 @pytest.fixture
@@ -125,25 +133,28 @@ def test_grant_key_of_an_unparseable_patch_is_the_canonical_arguments(dirs: Dirs
     assert key[:2] == ("tool", "applyPatch")
 
 
-def test_sandbox_check_allows_workspace_paths(dirs: Dirs) -> None:
+def test_escalation_allows_workspace_paths(dirs: Dirs) -> None:
     args = TOOL.parse({"patch": MIXED})
-    assert TOOL.sandbox_check(args, ctx_for(dirs.workspace)) is None
+    assert outside_reason(TOOL, args, ctx_for(dirs.workspace)) is None
 
 
-def test_sandbox_check_refuses_a_move_target_outside(dirs: Dirs) -> None:
+def test_escalation_refuses_a_move_target_outside(dirs: Dirs) -> None:
     text = patch("*** Update File: a.txt", f"*** Move to: {dirs.outside}/a.txt")
-    reason = TOOL.sandbox_check(TOOL.parse({"patch": text}), ctx_for(dirs.workspace))
+    reason = outside_reason(TOOL, TOOL.parse({"patch": text}), ctx_for(dirs.workspace))
     assert reason is not None
     assert f"{dirs.outside}/a.txt is outside the writable roots" in reason
 
 
-def test_sandbox_check_refuses_everything_when_read_only(dirs: Dirs) -> None:
-    reason = TOOL.sandbox_check(TOOL.parse({"patch": MIXED}), ctx_for(dirs.workspace, "read-only"))
-    assert reason == "the sandbox is read-only: no file may be written"
+def test_escalation_refuses_everything_when_read_only(dirs: Dirs) -> None:
+    reason = outside_reason(
+        TOOL, TOOL.parse({"patch": MIXED}), ctx_for(dirs.workspace, "read-only")
+    )
+    assert reason is not None
+    assert reason.endswith(": the sandbox is read-only: no file may be written")
 
 
-def test_sandbox_check_leaves_parse_errors_to_run(dirs: Dirs) -> None:
-    assert TOOL.sandbox_check(TOOL.parse({"patch": "junk"}), ctx_for(dirs.workspace)) is None
+def test_escalation_leaves_parse_errors_to_run(dirs: Dirs) -> None:
+    assert outside_reason(TOOL, TOOL.parse({"patch": "junk"}), ctx_for(dirs.workspace)) is None
 
 
 async def test_run_rechecks_the_sandbox(dirs: Dirs) -> None:
@@ -152,7 +163,7 @@ async def test_run_rechecks_the_sandbox(dirs: Dirs) -> None:
     (ws / "sub").mkdir()
     ctx = ctx_for(ws)
     args = TOOL.parse({"patch": patch("*** Add File: sub/new.txt", "+x")})
-    assert TOOL.sandbox_check(args, ctx) is None
+    assert outside_reason(TOOL, args, ctx) is None
     (ws / "sub").rmdir()
     (ws / "sub").symlink_to(dirs.outside)
     with pytest.raises(ToolError, match="the sandbox does not allow writing .*outside/new.txt"):
@@ -386,3 +397,21 @@ def test_parse_does_not_split_on_unicode_line_separators() -> None:
 def test_parse_collects_several_context_lines() -> None:
     [op] = parse_patch(patch("*** Update File: a", "@@ class A", "@@   def f():", " x"))
     assert op.hunks[0].contexts == ("class A", "  def f():")  # type: ignore[union-attr]
+
+
+async def test_a_path_the_user_approved_is_written_outside_and_no_other(dirs: Dirs) -> None:
+    """`write_anywhere`: the real paths approved outside the sandbox may be written; a path
+    that resolves elsewhere at run time (a directory swapped for a link) is still refused."""
+    ws = dirs.workspace
+    target = dirs.outside / "approved.txt"
+    args = TOOL.parse({"patch": patch(f"*** Add File: {target}", "+ok")})
+    ctx = ctx_for(ws)
+    assert outside_reason(TOOL, args, ctx) is not None
+    ctx.write_anywhere = frozenset({target})
+    await TOOL.run(args, ctx)
+    assert target.read_text() == "ok\n"
+    (ws / "sub").symlink_to(dirs.outside)
+    other = TOOL.parse({"patch": patch("*** Add File: sub/other.txt", "+no")})
+    with pytest.raises(ToolError, match="the sandbox does not allow writing"):
+        await TOOL.run(other, ctx)
+    assert not (dirs.outside / "other.txt").exists()

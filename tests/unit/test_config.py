@@ -529,3 +529,51 @@ def test_a_custom_provider_needs_some_model(paths: CodyPaths, project: Path) -> 
     issue = only_issue(config_error(paths, project))
     assert issue.key == "model_providers.gw.default_model"
     assert "top-level `model`" in issue.message
+
+
+# --- permissions, projects, the sandbox's extra room -----------------------------------------
+
+
+def test_an_untrusted_project_cannot_give_itself_rules_or_room(
+    paths: CodyPaths, project: Path
+) -> None:
+    write_user(paths, '[permissions]\nallow = ["exec(ls:*)"]\n')
+    proj = write_project(
+        project,
+        '[permissions]\nallow = ["exec"]\n'
+        "[sandbox_workspace_write]\nnetwork_access = true\nwritable_roots = ['/']\n"
+        '[projects."/elsewhere".permissions]\nallow = ["exec"]\n',
+    )
+    loaded = load(paths, project)
+    assert loaded.config.sandbox_workspace_write.network_access is False
+    assert loaded.config.sandbox_workspace_write.writable_roots == []
+    assert [layer.permissions.allow for layer in loaded.permissions] == [["exec(ls:*)"]]
+    text = "\n".join(loaded.warnings)
+    assert "permissions" in text and "sandbox_workspace_write" in text and str(proj) in text
+    assert "ignored projects from" in text
+
+
+def test_a_trusted_project_adds_its_rules_and_the_user_file_its_projects(
+    paths: CodyPaths, project: Path
+) -> None:
+    write_user(
+        paths,
+        f'trusted_projects = ["{project}"]\n'
+        '[permissions]\ndeny = ["exec(rm:*)"]\n'
+        f'[projects."{project}".permissions]\nallow = ["exec(make:*)"]\n'
+        '[projects."/somewhere/else".permissions]\nallow = ["exec"]\n',
+    )
+    write_project(project, '[permissions]\nallow = ["exec(npm test:*)"]\n')
+    layers = load(paths, project).permissions
+    seen = [(layer.project, layer.permissions.allow + layer.permissions.deny) for layer in layers]
+    real = str(project.resolve())
+    assert seen == [(None, ["exec(rm:*)"]), (real, ["exec(make:*)"]), (real, ["exec(npm test:*)"])]
+    assert [layer.writable for layer in layers] == [True, True, False]
+
+
+def test_writable_roots_and_project_keys_must_be_absolute(paths: CodyPaths, project: Path) -> None:
+    write_user(paths, "[sandbox_workspace_write]\nwritable_roots = ['build']\n")
+    issue = only_issue(config_error(paths, project))
+    assert issue.key == "sandbox_workspace_write.writable_roots"
+    write_user(paths, '[projects."rel/dir".permissions]\nallow = []\n')
+    assert "not an absolute path" in str(config_error(paths, project))

@@ -156,7 +156,7 @@ def test_schema_uses_the_documented_argument_names() -> None:
     spec = ExecTool().spec()
     params = spec.parameters
     assert spec.name == "exec"
-    assert set(params["properties"]) == {"command", "cwd", "timeoutMs"}
+    assert set(params["properties"]) == {"command", "cwd", "timeoutMs", "escalate", "justification"}
     assert params["required"] == ["command"]
     for prop in params["properties"].values():
         assert len(prop["description"]) > 20
@@ -165,6 +165,8 @@ def test_schema_uses_the_documented_argument_names() -> None:
     timeout = params["properties"]["timeoutMs"]
     assert (timeout["type"], timeout["minimum"], timeout["maximum"]) == ("integer", 1, 3_600_000)
     assert params["properties"]["cwd"]["type"] == "string"
+    assert params["properties"]["escalate"]["type"] == "boolean"
+    assert params["properties"]["justification"]["type"] == "string"
 
 
 def test_tool_metadata() -> None:

@@ -19,6 +19,13 @@ from cody_protocol.content import DiffToolCallContent
 from tests.support.workspaces import Dirs, ctx_for, workspace_and_outside
 
 
+def outside_reason(tool: Any, args: Any, ctx: Any) -> str | None:
+    """Why the call needs more than the sandbox (it then asks, or is refused under never)."""
+    needs = tool.escalation(args, ctx)
+    assert needs is None or needs[0] == "write"
+    return needs[1] if needs is not None else None
+
+
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dirs:
     return workspace_and_outside(tmp_path, monkeypatch)
@@ -201,7 +208,7 @@ async def test_write_refuses_escapes(dirs: Dirs, file_path: str) -> None:
     tool = WriteFileTool()
     ctx = ctx_for(dirs.workspace)
     args = tool.parse({"filePath": file_path, "content": "pwned\n"})
-    reason = tool.sandbox_check(args, ctx)
+    reason = outside_reason(tool, args, ctx)
     assert reason is not None and "outside the writable roots" in reason
     with pytest.raises(ToolError, match="sandbox does not allow"):
         await tool.run(args, ctx)
@@ -212,7 +219,7 @@ async def test_write_rechecks_the_sandbox_when_it_runs(dirs: Dirs) -> None:
     tool = WriteFileTool()
     ctx = ctx_for(dirs.workspace)
     args = tool.parse({"filePath": "later/secret.txt", "content": "pwned\n"})
-    assert tool.sandbox_check(args, ctx) is None  # approved while `later` did not exist
+    assert outside_reason(tool, args, ctx) is None  # approved while `later` did not exist
     (dirs.workspace / "later").symlink_to(dirs.outside)  # ... then the file system changed
     with pytest.raises(ToolError, match="outside the writable roots"):
         await tool.run(args, ctx)
@@ -223,10 +230,10 @@ async def test_write_refuses_git_metadata_and_read_only(dirs: Dirs) -> None:
     (dirs.workspace / ".git").mkdir()
     tool = WriteFileTool()
     args = tool.parse({"filePath": ".git/config", "content": "x"})
-    assert "git metadata" in (tool.sandbox_check(args, ctx_for(dirs.workspace)) or "")
+    assert "git metadata" in (outside_reason(tool, args, ctx_for(dirs.workspace)) or "")
     ro = ctx_for(dirs.workspace, "read-only")
     args = tool.parse({"filePath": "a.txt", "content": "x"})
-    assert "read-only" in (tool.sandbox_check(args, ro) or "")
+    assert "read-only" in (outside_reason(tool, args, ro) or "")
     with pytest.raises(ToolError, match="read-only"):
         await tool.run(args, ro)
     assert not (dirs.workspace / "a.txt").exists()

@@ -273,3 +273,37 @@ def test_guarded_status_names_a_filter_driver_and_an_include(repo: Path) -> None
     git(repo, "config", "include.path", "../elsewhere")
     assert "include.path" in str(guarded_status_hazard(repo, {}))
     assert "GIT_DIR" in str(guarded_status_hazard(repo, {"GIT_DIR": "/x"}))
+
+
+def test_an_allow_rule_vouches_for_no_repository_that_makes_git_run_programs(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Issue 23 x 20: a user's `exec(git status:*)` (or Claude Code's `Bash(git status:*)`)
+    does not allow `git status` where the repository's configuration runs a program, also
+    through `-C`, also as one part of a compound command; other commands are not its concern."""
+    from cody_daemon.policy.command_parts import split_command
+    from cody_daemon.policy.rules import CommandSubject, RuleSet, allow_rule_void, parse_rule
+
+    def void(command: str, cwd: Path) -> str | None:
+        rules = RuleSet(
+            [
+                parse_rule(text, "allow", source="/cfg.toml", base=cwd, home=tmp_path)
+                for text in ("exec(git status:*)", "exec(git -C:*)", "exec(ls:*)")
+            ]
+        )
+        parts = split_command(command, cwd=cwd, may_write=lambda _path: False)
+        subject = CommandSubject(parts, (), cwd)
+        verdict = rules.evaluate("exec", subject)
+        assert verdict is not None and verdict.decision == "allow", command
+        return allow_rule_void(verdict, subject, {})
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    git(clean, "init", "-q")
+    assert void("git status", repo) is None
+    assert void("ls", repo) is None
+    git(repo, "config", "core.fsmonitor", "touch pwned")
+    assert void("git status", repo) is not None
+    assert void("ls && git status", repo) is not None
+    assert void("ls", repo) is None, "only git is the repository's to run"
+    assert void(f"git -C {repo} status", clean) is not None

@@ -23,7 +23,7 @@ import pytest
 from cody_daemon.engine.settings import SessionSettings, build_config_options
 from cody_protocol.errors import ErrorCode, ProviderErrorKind
 from cody_protocol.methods import METHODS, extensions
-from cody_protocol.permission import LEGACY_OPTION_IDS, PERMISSION_OPTIONS
+from cody_protocol.permission import ALLOW_PROJECT, LEGACY_OPTION_IDS, PERMISSION_OPTIONS
 from cody_protocol.prompt import StopReason
 from cody_protocol.session import CodySessionMeta, SessionConfigOption
 from cody_protocol.settings import Backend
@@ -101,7 +101,8 @@ def expected() -> Expected:
         update_kinds=update_kinds(),
         meta_fields=session_meta_fields(),
         options=config_options(),
-        permission_options={(o.option_id, o.kind) for o in PERMISSION_OPTIONS},
+        permission_options={(o.option_id, o.kind) for o in PERMISSION_OPTIONS}
+        | {(ALLOW_PROJECT, "allow_always")},
         legacy_option_ids=set(LEGACY_OPTION_IDS),
         spans=literal_values(StopReason)
         | literal_values(ToolKind)

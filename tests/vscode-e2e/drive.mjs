@@ -21,7 +21,7 @@
  */
 
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { chromium } from "playwright-core";
@@ -171,7 +171,14 @@ async function scenario(page) {
     const buttons = await box.locator(".dialog-buttons .monaco-button").allInnerTexts();
     assert.deepEqual(
       buttons.map((b) => b.trim()).sort(),
-      ["Allow for this session", "Allow once", "Reject", "Reject for this session", "Stop Turn"].sort(),
+      [
+        "Allow for this session",
+        "Allow once",
+        `Always allow \`writeFile(./**)\` in ${realpathSync(run.workspace)}`,
+        "Reject",
+        "Reject for this session",
+        "Stop Turn",
+      ].sort(),
     );
     assert.match(await box.locator(".dialog-message-detail").innerText(), /greet\.py/);
     await chat.locator("#approval", { hasText: "Waiting for your approval" }).waitFor();

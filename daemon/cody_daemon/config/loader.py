@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from ..core.safe_read import CONFIG_FILE_LIMIT, read_regular
 from ..errors import InvalidParams, Issue
 from ..validation import issues_from_validation_error
-from .model import BUILTIN_LSP_SERVERS, PARTIAL, CodyConfig
+from .model import BUILTIN_LSP_SERVERS, PARTIAL, CodyConfig, PermissionsConfig
 from .paths import PROJECT_CONFIG, CodyPaths
 from .provider_ids import AUTO, BUILTIN_PROVIDER_IDS
 
@@ -46,6 +46,8 @@ __all__ = [
     "PROTECTED_LSP_KEYS",
     "PROTECTED_TOOL_KEYS",
     "LoadedConfig",
+    "PermissionLayer",
+    "user_permission_layers",
     "deep_merge",
     "load_effective_config",
     "load_user_config",
@@ -61,19 +63,22 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "backend",
     "project_doc_max_bytes",
     "project_doc_fallback_filenames",
+    "permissions",
+    "sandbox_workspace_write",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
-external agent CLI), lift the sandbox, decide where prompts and API keys are sent, or decide
-which files reach the model as instructions (a repository must not pick files to send, nor
-silence the user's global instructions)."""
+external agent CLI), lift the sandbox or the approvals (`permissions` rules, network and
+writable roots), decide where prompts and API keys are sent, or decide which files reach the
+model as instructions (a repository must not pick files to send, nor silence the user's
+global instructions)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
+"""Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
+or let the model reach the user's own network)."""
 
 PROTECTED_LSP_KEYS: Final[tuple[str, ...]] = ("command", "env", "init_options", "settings")
 """Keys of `[lsp.<name>]` an untrusted project may not set: they choose the program that runs
 (and what it runs: an interpreter path in `settings`). It may still switch servers off."""
-"""Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
-or let the model reach the user's own network)."""
 
 CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
     {
@@ -84,7 +89,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "model_catalog_json",
         "personality",
         "model_personality",
-        "sandbox_workspace_write",
         "shell_environment_policy",
         "notify",
         "instructions",
@@ -101,7 +105,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "show_raw_agent_reasoning",
         "disable_response_storage",
         "chatgpt_base_url",
-        "projects",
         "features",
         "preferred_auth_method",
         "forced_login_method",
@@ -132,6 +135,12 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
 read 2026-11-22) that Cody has no use for: they are ignored with a warning, so a Codex user's
 file works unchanged, while a misspelt Cody key is still an error."""
 
+CODEX_ONLY_SANDBOX_KEYS: Final[frozenset[str]] = frozenset(
+    {"exclude_tmpdir_env_var", "exclude_slash_tmp"}
+)
+"""`[sandbox_workspace_write]` keys of Codex that Cody ignores (with a warning): Cody's temp
+dir is always writable under `workspace-write`."""
+
 CODEX_ONLY_PROVIDER_KEYS: Final[frozenset[str]] = frozenset(
     {"requires_openai_auth", "supports_websockets", "websocket_connect_timeout_ms"}
 )
@@ -141,6 +150,21 @@ _SECRET_TABLES: Final[frozenset[str]] = frozenset({"http_headers", "headers", "e
 _UNKNOWN_KEY: Final = "unknown key"
 _MAX_VALUE_CHARS: Final = 80
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionLayer:
+    """The `[permissions]` of one config file (rules keep their file: listing, audit)."""
+
+    source: str
+    permissions: PermissionsConfig
+    project: str | None = None
+    """The real path of the project the rules are limited to (`[projects."<root>"]`, or the
+    project's own file); None: everywhere."""
+    key: str | None = None
+    """The `[projects."<key>"]` as written in the file (for removing a rule)."""
+    writable: bool = False
+    """The user file: Cody may add and remove its rules."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +178,8 @@ class LoadedConfig:
     """The config files that were read, lowest precedence first."""
     project_trusted: bool = False
     """`cwd` is listed in the user file's `trusted_projects`."""
+    permissions: list[PermissionLayer] = field(default_factory=list)
+    """The rules of each file that applies in `cwd`, in load order (policy/rule_sources.py)."""
 
 
 @dataclass(slots=True)
@@ -341,6 +367,7 @@ def load_effective_config(
     if session_overrides_names:
         loader.names[session_overrides_source] = session_overrides_names
     trusted: list[str] = []
+    permissions: list[PermissionLayer] = []
     user_provider = CodyConfig.model_fields["model_provider"].default
     user_data = loader.read_file(paths.config_file)
     if user_data is not None:
@@ -348,6 +375,7 @@ def load_effective_config(
         if user is not None:
             trusted = list(user.trusted_projects)
             user_provider = user.model_provider
+            permissions += user_permission_layers(user, str(paths.config_file), cwd=cwd)
 
     project_file = cwd / PROJECT_CONFIG
     if not _same_file(project_file, paths.config_file):
@@ -362,7 +390,15 @@ def load_effective_config(
                 paths=paths,
                 warnings=loader.warnings,
             )
-            loader.add_layer(kept, str(project_file))
+            project = loader.add_layer(kept, str(project_file))
+            if project is not None and "permissions" in project.model_fields_set:
+                permissions.append(
+                    PermissionLayer(
+                        source=str(project_file),
+                        permissions=project.permissions,
+                        project=_real(cwd),
+                    )
+                )
 
     if session_overrides:
         loader.add_layer(session_overrides, session_overrides_source)
@@ -376,7 +412,30 @@ def load_effective_config(
         warnings=loader.warnings,
         sources=loader.sources,
         project_trusted=_is_trusted(cwd, trusted),
+        permissions=permissions,
     )
+
+
+def user_permission_layers(
+    user: CodyConfig, source: str, *, cwd: Path | None
+) -> list[PermissionLayer]:
+    """The user file's `[permissions]` and its `[projects."<root>".permissions]` tables (only
+    those of projects that hold `cwd`; all of them when `cwd` is None)."""
+    layers = [PermissionLayer(source=source, permissions=user.permissions, writable=True)]
+    here = _real(cwd) if cwd is not None else None
+    for key, project in user.projects.items():
+        root = _real(Path(key))
+        if here is None or here == root or here.startswith(root.rstrip("/") + "/"):
+            layers.append(
+                PermissionLayer(
+                    source=source,
+                    permissions=project.permissions,
+                    project=root,
+                    key=key,
+                    writable=True,
+                )
+            )
+    return layers
 
 
 def load_user_config(paths: CodyPaths) -> CodyConfig:
@@ -425,6 +484,23 @@ def _without_codex_only_keys(
             dropped.extend(f"model_providers.{pid}.{k}" for k in extra)
             cleaned[pid] = {k: v for k, v in table.items() if k not in CODEX_ONLY_PROVIDER_KEYS}
         kept["model_providers"] = cleaned
+    projects = kept.get("projects")
+    if isinstance(projects, dict):
+        trimmed: dict[str, Any] = {}
+        for root, table in projects.items():
+            if isinstance(table, dict) and "trust_level" in table:
+                dropped.append(f"projects.{root}.trust_level")
+                trimmed[root] = {k: v for k, v in table.items() if k != "trust_level"}
+            else:
+                trimmed[root] = table
+        kept["projects"] = trimmed
+    sandbox = kept.get("sandbox_workspace_write")
+    if isinstance(sandbox, dict):
+        extra = sorted(k for k in sandbox if k in CODEX_ONLY_SANDBOX_KEYS)
+        dropped.extend(f"sandbox_workspace_write.{k}" for k in extra)
+        kept["sandbox_workspace_write"] = {
+            k: v for k, v in sandbox.items() if k not in CODEX_ONLY_SANDBOX_KEYS
+        }
     tools = kept.get("tools")
     if isinstance(tools, dict):
         switches = sorted(name for name, value in tools.items() if isinstance(value, bool))
@@ -454,6 +530,12 @@ def _apply_trust(
         warnings.append(
             f"ignored trusted_projects from {project_file}: only the user config "
             f"({paths.config_file}) can trust projects"
+        )
+    if "projects" in kept:
+        del kept["projects"]
+        warnings.append(
+            f"ignored projects from {project_file}: rules for a project go in its own "
+            f"[permissions] table, or in [projects] of the user config ({paths.config_file})"
         )
     if _is_trusted(cwd, trusted):
         return kept

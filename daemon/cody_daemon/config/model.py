@@ -48,7 +48,10 @@ __all__ = [
     "LspConfig",
     "LspServerConfig",
     "McpServerConfig",
+    "PermissionsConfig",
+    "ProjectConfig",
     "ProviderConfig",
+    "SandboxWorkspaceWrite",
     "ToolConfig",
 ]
 
@@ -220,6 +223,48 @@ class McpServerConfig(_ConfigModel):
         return self
 
 
+def _absolute_paths(value: list[str]) -> list[str]:
+    for entry in value:
+        if not os.path.isabs(os.path.expanduser(entry)):
+            raise PydanticCustomError(
+                "absolute_path",
+                '"{entry}" is not an absolute path (write the full path, or start with ~)',
+                {"entry": entry},
+            )
+    return value
+
+
+class PermissionsConfig(_ConfigModel):
+    """`[permissions]` (and `[projects."<root>".permissions]`): rules in Claude Code's syntax
+    with Cody's tool names (policy/rules.py); deny > ask > allow, checked before the policy.
+    The rules' syntax is checked when a session starts (an error names the rule)."""
+
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class ProjectConfig(_ConfigModel):
+    """`[projects."<root>"]`: what applies in one project (the user file only). Codex's
+    `trust_level` there is dropped with a warning: Cody trusts `trusted_projects` only."""
+
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+
+
+class SandboxWorkspaceWrite(_ConfigModel):
+    """`[sandbox_workspace_write]` (Codex's keys): what `workspace-write` adds."""
+
+    network_access: bool = False
+    """Sandboxed commands get the host's network (the network tools still ask)."""
+    writable_roots: list[str] = Field(default_factory=list)
+    """More directories sandboxed commands and file tools may write (absolute paths)."""
+
+    @field_validator("writable_roots")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        return _absolute_paths(value)
+
+
 class LspServerConfig(_ConfigModel):
     """`[lsp.<name>]`: a language server (or changes to the built-in one of that name).
 
@@ -339,6 +384,11 @@ class CodyConfig(_ConfigModel):
     backend_timeout_s: float = Field(default=3600, gt=0)
     """Longest turn of a `codex`/`claude` session; then it is interrupted and the CLI killed."""
     trusted_projects: list[str] = Field(default_factory=list)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    projects: dict[str, ProjectConfig] = Field(default_factory=dict)
+    """`[projects."<root>"]`: per-project rules (the user file only; `allow_project` writes
+    here)."""
+    sandbox_workspace_write: SandboxWorkspaceWrite = Field(default_factory=SandboxWorkspaceWrite)
     tools: dict[str, ToolConfig] = Field(default_factory=dict)
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
@@ -368,11 +418,10 @@ class CodyConfig(_ConfigModel):
     @field_validator("trusted_projects")
     @classmethod
     def _absolute_projects(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not os.path.isabs(os.path.expanduser(entry)):
-                raise PydanticCustomError(
-                    "trusted_project",
-                    '"{entry}" is not an absolute path (write the full path, or start with ~)',
-                    {"entry": entry},
-                )
+        return _absolute_paths(value)
+
+    @field_validator("projects")
+    @classmethod
+    def _absolute_project_keys(cls, value: dict[str, ProjectConfig]) -> dict[str, ProjectConfig]:
+        _absolute_paths(list(value))
         return value

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -53,12 +55,15 @@ from ..backends.failures import cli_timeout
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
 from ..errors import ProviderError
 from ..ids import new_id
-from ..policy.approval import Allow, CallFacts, Deny, decide
+from ..policy.approval import Allow, CallFacts, Deny, decide, decided_by
+from ..policy.rule_proposals import propose_rules
+from ..policy.rules import allow_rule_void, subject_from_grant_key
 from ..providers.pricing import Price, cost_usd, price_for
 from .backend_guard import BackendGuard
 from .events import (
     AgentText,
     AgentThought,
+    CallDecision,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -105,12 +110,18 @@ class BackendTurnRunner:
         link: ClientLink,
         price: Price | None,
         guard: BackendGuard,
+        *,
+        rules_file: Path | None = None,
+        refresh_rules: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session = session
         self.agent = agent
         self.link = link
         self.price = price
         self.guard = guard
+        self.rules_file = rules_file
+        """The user config, where `allow_project` saves rules (None: not offered)."""
+        self.refresh_rules = refresh_rules
         self.state = _Turn(turn_id=new_id())
         self._message: StreamedItem | None = None
         self._thought: StreamedItem | None = None
@@ -143,6 +154,8 @@ class BackendTurnRunner:
         failure: BaseException | None = None
         timeout = session.settings.backend_timeout_s
         try:
+            if self.refresh_rules is not None:
+                await self.refresh_rules()
             stop = await asyncio.wait_for(
                 self.agent.run_turn(
                     prompt_text, self.backend_settings(), self._on_event, self._approve
@@ -256,10 +269,10 @@ class BackendTurnRunner:
             )
         )
 
-    def _running(self, call_id: str) -> None:
+    def _running(self, call_id: str, decision: CallDecision | None = None) -> None:
         if call_id in self.state.open_calls and call_id not in self.state.running:
             self.state.running.add(call_id)
-            self._emit(ToolCallProgress(call_id=call_id, status="in_progress"))
+            self._emit(ToolCallProgress(call_id=call_id, status="in_progress", decision=decision))
 
     def _tool_output(self, event: ToolOutput) -> None:
         if event.call_id not in self.state.open_calls:
@@ -392,8 +405,12 @@ class BackendTurnRunner:
         allowed = self.backend_settings().allowed_tools
         refusal = await asyncio.to_thread(self.guard.credential_refusal, ask)
         ask = self.guard.redact_ask(ask)
+        tool = ask.cody_tool or ask.title
+        subject = subject_from_grant_key(ask.grant_key, session.cwd)
+        rule = settings.rules.evaluate(tool, subject)
+        void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         facts = CallFacts(
-            tool_name=ask.cody_tool or ask.title,
+            tool_name=tool,
             requires_approval=self.guard.requires_approval(ask),
             allowed_by_allowlist=allowed is None or (ask.cody_tool in allowed),
             sandbox_violation=ask.sandbox_violation,
@@ -405,18 +422,25 @@ class BackendTurnRunner:
             grant_key=ask.grant_key,
             policy=settings.approval_policy,
             failure_seen=self.state.failure_seen,
+            rule=rule,
+            allow_rule_void=void,
         )
         verdict = decide(facts, session.grants)
-        tool = ask.cody_tool or ask.title
         if isinstance(verdict, Deny):
-            self._record(ask, tool, "deny", verdict.reason)
+            by, detail = decided_by(verdict)
+            self._record(ask, tool, "deny", verdict.reason, CallDecision(by, detail, "deny"))  # type: ignore[arg-type]
             if verdict.reason == "sandbox":
                 self.state.failure_seen = True
             return Answer("reject_once", verdict.message)
         if isinstance(verdict, Allow):
-            self._record(ask, tool, "allow", verdict.reason)
-            self._running(ask.call_id)
+            by, detail = decided_by(verdict)
+            decision = CallDecision(by, detail, "allow")  # type: ignore[arg-type]
+            self._record(ask, tool, "allow", verdict.reason, decision)
+            self._running(ask.call_id, decision)
             return Answer("allow_session" if verdict.reason == "grant" else "allow_once")
+        proposal = None
+        if verdict.rule is None and self.rules_file is not None:
+            proposal = propose_rules(tool, subject, session.cwd)
         request = ApprovalRequest(
             call_id=ask.call_id,
             title=ask.title,
@@ -425,6 +449,8 @@ class BackendTurnRunner:
             content=ask.content,
             grant_key=describe_grant(self._shown_key(ask)),
             sandboxed=(not ask.runs_unsandboxed) if ask.kind == "execute" else None,
+            project_rules=proposal,
+            project=str(session.cwd) if proposal else None,
         )
         reason = "user"
         try:
@@ -435,35 +461,65 @@ class BackendTurnRunner:
         except TimeoutError:
             reply, reason = ApprovalReply("reject_once"), "timeout"
         answer: ApprovalAnswer = reply.answer
-        if answer == "invalid":
+        if answer == "invalid" or (answer == "allow_project" and not proposal):
             answer, reason = "reject_once", "invalid answer"
         elif reply.updated_input is not None:
             # The agent CLI runs its own call: an edited one cannot be put in its place, and
             # running the original instead of what the user approved would be wrong.
             answer, reason = "reject_once", "edited input (not supported by agent CLIs)"
-            self._record(ask, tool, answer, reason)
+            decision = CallDecision(
+                "user",
+                f"the user edited the input, which {self.agent.display_name} cannot run",
+                "deny",
+            )
+            self._record(ask, tool, answer, reason, decision)
             session.grants.turn_rejected.add(ask.grant_key)
             return Answer(
                 "reject_once",
                 f"{DENIED}: the user edited this call's input, which this agent cannot run",
             )
-        self._record(ask, tool, answer, reason)
+        detail = f"answered {answer}" if reason == "user" else reason
+        if answer == "allow_project" and proposal:
+            detail = await self._save_rules(proposal)
+        outcome: Literal["allow", "deny"] = (
+            "allow" if answer in ("allow_once", "allow_session", "allow_project") else "deny"
+        )
+        decision = CallDecision("timeout" if reason == "timeout" else "user", detail, outcome)
+        self._record(ask, tool, answer, reason, decision)
         if answer == "cancelled":
             raise _Cancelled()
         grants = session.grants
-        if answer == "allow_session":
+        if answer in ("allow_session", "allow_project"):
             grants.allowed.add(ask.grant_key)
         elif answer == "reject_session":
             grants.rejected.add(ask.grant_key)
         elif answer == "reject_once":
             grants.turn_rejected.add(ask.grant_key)
-        if answer in ("allow_once", "allow_session"):
-            self._running(ask.call_id)
-        elif reply.message:
-            return Answer(answer, f"{DENIED}: {reply.message}")
-        return Answer(answer)
+        if outcome == "allow":
+            self._running(ask.call_id, decision)
+            remembered = answer in ("allow_session", "allow_project")
+            return Answer("allow_session" if remembered else "allow_once")
+        refused: Literal["reject_once", "reject_session"] = (
+            "reject_session" if answer == "reject_session" else "reject_once"
+        )
+        return Answer(refused, f"{DENIED}: {reply.message}" if reply.message else DENIED)
 
-    def _record(self, ask: ApprovalAsk, tool: str, decision: str, reason: str) -> None:
+    async def _save_rules(self, rules: list[str]) -> str:
+        """`allow_project`: the rules saved to the user config, as for Cody's own loop."""
+        from .approvals import save_project_rules
+
+        assert self.rules_file is not None
+        return await save_project_rules(
+            self.rules_file,
+            str(self.session.cwd),
+            rules,
+            self.refresh_rules,
+            "allowed for this project",
+        )
+
+    def _record(
+        self, ask: ApprovalAsk, tool: str, decision: str, reason: str, audit: CallDecision
+    ) -> None:
         self.session.file.append(
             "event",
             {
@@ -474,6 +530,8 @@ class BackendTurnRunner:
                 "decision": decision,
                 "reason": reason,
                 "grantKey": list(self._shown_key(ask)),
+                "by": audit.by,
+                "detail": audit.detail,
             },
         )
 

@@ -17,6 +17,7 @@ from cody_protocol.updates import ToolCallLocation, ToolCallStatus, ToolKind
 from ..core.code_intel import Diagnostic
 
 __all__ = [
+    "CallDecision",
     "AgentText",
     "AgentThought",
     "CommandsAvailable",
@@ -71,6 +72,18 @@ class UserImage:
     """The message it belongs to (its text chunks carry the same id)."""
 
 
+@dataclass(frozen=True, slots=True)
+class CallDecision:
+    """What decided whether a call ran (`_meta.cody.decision`; recorded in the session file)."""
+
+    by: Literal["rule", "hook", "grant", "policy", "sandbox", "allowlist", "user", "timeout"]
+    detail: str
+    outcome: Literal["allow", "deny"]
+
+    def payload(self) -> dict[str, str]:
+        return {"by": self.by, "detail": self.detail, "outcome": self.outcome}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallOpened:
     """The model asked for a tool (status pending), or on replay the call's final state."""
@@ -86,6 +99,8 @@ class ToolCallOpened:
     live_cwd: str | None = None
     """Set for a tool that streams output while it runs (`Tool.live_output`): the directory
     it runs in. Clients that can show a display-only terminal get one for it."""
+    decision: CallDecision | None = None
+    """On replay: what decided the call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +130,9 @@ class ToolCallProgress:
     raw_output: Any = None
     locations: list[ToolCallLocation] | None = None
     """The files the call touched (replaces the locations of its `tool_call`)."""
+    decision: CallDecision | None = None
+    """Sent once, when the call is decided (with `in_progress`, or with `failed` when it
+    does not run)."""
     title: str | None = None
     raw_input: Any = None
     """A new title and input: the user edited the call's arguments when approving it."""

@@ -8,6 +8,7 @@ instructions and permissions it sent: engine/context_items.py).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,12 +17,13 @@ from typing import Any
 from cody_protocol.prompt import TokenUsage
 from cody_protocol.session import CodySessionMeta, McpServer
 
-from ..config.loader import deep_merge, load_effective_config
+from ..config.loader import LoadedConfig, deep_merge, load_effective_config
 from ..config.provider_ids import AUTO
 from ..core.history import FunctionCallOutputItem
 from ..errors import InvalidParams, Issue
 from ..ids import new_id
 from ..policy.approval import Grants
+from ..policy.rule_sources import RuleContext, RulesLoaded, load_rules
 from ..providers.catalog import ProviderCatalog
 from ..store.reader import read_session
 from ..store.session_file import SessionFile
@@ -33,7 +35,14 @@ from .session import Session
 from .settings import BACKEND_DEFAULT_MODEL, SessionSettings
 from .workdir import workdir_for
 
-__all__ = ["META_TO_CONFIG", "SessionLoader", "check_cwd", "mcp_specs", "offline_model_problem"]
+__all__ = [
+    "META_TO_CONFIG",
+    "SessionLoader",
+    "added_dirs",
+    "check_cwd",
+    "mcp_specs",
+    "offline_model_problem",
+]
 
 META_TO_CONFIG = {
     "provider": "model_provider",
@@ -62,6 +71,45 @@ def check_cwd(cwd: str) -> Path:
             [Issue(key="cwd", message="not an existing directory", value=cwd, source="params")],
         )
     return path
+
+
+def added_dirs(roots: list[str]) -> list[str]:
+    """The real paths of `_meta.cody.writableRoots`; -32602 for one that is not an absolute
+    path to an existing directory."""
+    bad = [root for root in roots if not os.path.isabs(root) or not os.path.isdir(root)]
+    if bad:
+        raise InvalidParams(
+            f"writableRoots must be absolute paths of existing directories: {', '.join(bad)}",
+            [
+                Issue(
+                    key="_meta.cody.writableRoots",
+                    message="not an absolute path to an existing directory",
+                    value=root,
+                    source="_meta.cody",
+                )
+                for root in bad
+            ],
+        )
+    return list(dict.fromkeys(os.path.realpath(root) for root in roots))
+
+
+def _refuse_session_rules(config: Mapping[str, Any]) -> None:
+    """Permission rules live in files and are read again at each turn: a session layer
+    (`_meta.cody.config`, `cody-client -c`) cannot hold them (-32602, not silently dropped)."""
+    keys = [key for key in ("permissions", "projects") if key in config]
+    if keys:
+        raise InvalidParams(
+            "permission rules cannot be set for one session: put them in config.toml "
+            '([permissions], [projects."<root>".permissions])',
+            [
+                Issue(
+                    key=f"_meta.cody.config.{key}",
+                    message="permission rules are read from config.toml at each turn",
+                    source="_meta.cody",
+                )
+                for key in keys
+            ],
+        )
 
 
 def mcp_specs(
@@ -122,6 +170,8 @@ class SessionLoader:
                 if value is not None:
                     named[key] = value
         # `config` is a whole layer of config keys; the named fields above win over it.
+        if meta is not None and meta.config:
+            _refuse_session_rules(meta.config)
         overrides = deep_merge(meta.config or {}, named) if meta is not None else named
         settings, catalog = self.settings_for(cwd_path, overrides, "_meta.cody")
         if meta is not None:
@@ -129,6 +179,8 @@ class SessionLoader:
                 list(meta.allowed_tools) if meta.allowed_tools is not None else None
             )
             settings.phase = meta.phase
+            if meta.writable_roots:
+                settings.added_dirs = added_dirs(meta.writable_roots)
         if settings.backend != "native":
             # The config file's `model` is the native provider's; a CLI gets only an explicit one.
             settings.model = (meta.model if meta is not None else None) or BACKEND_DEFAULT_MODEL
@@ -213,6 +265,9 @@ class SessionLoader:
                     )
                 ],
             )
+        rules = self._rules(cwd, loaded)
+        warnings += rules.warnings
+        sandbox = config.sandbox_workspace_write
         settings = SessionSettings(
             provider=spec.id,
             model=model,
@@ -226,6 +281,9 @@ class SessionLoader:
             backend=config.backend,
             backend_timeout_s=config.backend_timeout_s,
             project_trusted=loaded.project_trusted,
+            network_access=sandbox.network_access,
+            writable_roots=list(sandbox.writable_roots),
+            rules=rules.rules,
             tool_config=dict(config.tools),
             mcp_config=dict(config.mcp_servers),
             lsp_config=config.lsp,
@@ -238,6 +296,24 @@ class SessionLoader:
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
         )
         return settings, catalog
+
+    def _rules(self, cwd: Path, loaded: LoadedConfig) -> RulesLoaded:
+        home = self.deps.env.get("HOME") or os.path.expanduser("~")
+        return load_rules(
+            loaded.permissions,
+            RuleContext(
+                cwd=Path(os.path.realpath(cwd)),
+                home=Path(home),
+                codex_home=self.deps.codex_home,
+                claude_dir=self.deps.claude_dir,
+                project_trusted=loaded.project_trusted,
+            ),
+        )
+
+    def current_rules(self, cwd: Path) -> RulesLoaded:
+        """The rules as the files say now (re-read at each turn: a rule added by another
+        session or by hand applies from the next turn). Raises InvalidParams."""
+        return self._rules(cwd, load_effective_config(cwd=cwd, paths=self.deps.paths))
 
     def _check_allowlist(self, settings: SessionSettings) -> None:
         if settings.allowed_tools is None:
@@ -290,6 +366,13 @@ class SessionLoader:
         settings.allowed_tools = list(allowed) if isinstance(allowed, list) else None
         phase = persisted.get("phase")
         settings.phase = phase if phase in ("research", "plan", "implement") else None
+        roots = persisted.get("writable_roots")
+        if isinstance(roots, list):
+            settings.added_dirs = [
+                os.path.realpath(root)
+                for root in roots
+                if isinstance(root, str) and os.path.isabs(root) and os.path.isdir(root)
+            ]
         handle = SessionFile.open_existing(path)
         try:
             handle.ensure_newline()

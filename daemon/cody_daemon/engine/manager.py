@@ -250,7 +250,15 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
-            run = BackendTurnRunner(session, agent, link, None, guard).run(text)
+            run = BackendTurnRunner(
+                session,
+                agent,
+                link,
+                None,
+                guard,
+                rules_file=self.deps.paths.config_file,
+                refresh_rules=lambda: self.refresh_rules(session),
+            ).run(text)
         else:
             env = self._turn_env(session, link)
             settings = session.settings
@@ -265,7 +273,8 @@ class SessionManager:
                 env.extra_tools = session.mcp.session_tools
             run = TurnRunner(session, env).run(text, images, client_content(blocks))
         # Claim the session before any await: a second prompt must see it busy (the MCP
-        # servers' start-up is awaited inside the turn, where a cancel also reaches it).
+        # servers' start-up and the rules are awaited inside the turn, where a cancel also
+        # reaches them).
         task = asyncio.create_task(run)
         session.turn = task
         try:
@@ -278,6 +287,24 @@ class SessionManager:
         finally:
             if session.turn is task:
                 session.turn = None
+
+    def reload_rules(self, session: Session) -> None:
+        """Re-read the session's permission rules (blocking: see `refresh_rules`). A config
+        that became invalid keeps the rules the session had."""
+        try:
+            loaded = self._loader.current_rules(session.cwd)
+        except InvalidParams as exc:
+            logger.warning("kept the session's permission rules: %s", exc)
+            return
+        for warning in loaded.warnings:
+            logger.info("permission rules: %s", warning)
+        session.settings.rules = loaded.rules
+
+    async def refresh_rules(self, session: Session) -> None:
+        """`reload_rules` off the event loop: at each turn's start (inside the turn, so a
+        cancel reaches it; a rule added by another session or by hand applies from the next
+        turn) and after `allow_project` saved one."""
+        await asyncio.to_thread(self.reload_rules, session)
 
     async def compact(self, session_id: str, link: ClientLink) -> CompactionResult | None:
         """`/compact`: summarise the session now (see engine/compaction.py); None when there
@@ -394,7 +421,11 @@ class SessionManager:
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
                 hidden_files=login_files(self.deps.env),
                 guard_project_config=project_trusted(self.deps.paths, session.cwd),
+                network=settings.network_access,
+                extra_roots=(*settings.writable_roots, *settings.added_dirs),
             ),
+            rules_file=self.deps.paths.config_file,
+            refresh_rules=lambda: self.refresh_rules(session),
             env=self.deps.env,
             accepts_images=takes_images(spec.id, settings.model),
             price=billable_price(spec, credentials, settings.model, self.deps.env),

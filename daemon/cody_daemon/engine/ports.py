@@ -30,12 +30,19 @@ __all__ = [
 ]
 
 ApprovalAnswer = Literal[
-    "allow_once", "allow_session", "reject_once", "reject_session", "cancelled", "invalid"
+    "allow_once",
+    "allow_session",
+    "allow_project",
+    "reject_once",
+    "reject_session",
+    "cancelled",
+    "invalid",
 ]
 """The engine's names for the client's choice (also what session files record):
 `allow_session` / `reject_session` are the options of kind `allow_always` / `reject_always`
-(the rpc layer maps the wire ids). `invalid`: the client answered with an error or an unknown
-option (counts as reject_once)."""
+(the rpc layer maps the wire ids); `allow_project` (offered only with `project_rules`) also
+saves those rules. `invalid`: the client answered with an error or an unknown option
+(counts as reject_once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,12 @@ class ApprovalRequest:
     """For process-running tools: whether the call would run inside the sandbox."""
     locations: list[ToolCallLocation] | None = None
     """The files the call would touch (as on its `tool_call`)."""
+    justification: str | None = None
+    """Why the model asks to run the command outside the sandbox (`exec` with `escalate`)."""
+    project_rules: list[str] | None = None
+    """The allow rules the `allow_project` option would save (None: not offered)."""
+    project: str | None = None
+    """The project root those rules are for."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from ..tools.registry import ToolRegistry
 from .events import (
     AgentText,
     AgentThought,
+    CallDecision,
     EngineEvent,
     PlanChanged,
     ToolCallOpened,
@@ -112,10 +113,24 @@ def _replay_call(
         content=_parsed(_CONTENT, display.get("content")) or text_content(text),
         raw_output=raw,
         locations=_parsed(_LOCATIONS, display.get("locations")) or None,
+        decision=_decision(display.get("decision")),
     )
     plan = _plan(display.get("plan"))
     if plan is not None:
         yield PlanChanged(plan)
+
+
+_DECIDERS = ("rule", "hook", "grant", "policy", "sandbox", "allowlist", "user", "timeout")
+
+
+def _decision(value: Any) -> CallDecision | None:
+    """A stored decision, or None when it is absent or malformed (a hand-edited file)."""
+    if not isinstance(value, dict):
+        return None
+    by, detail, outcome = value.get("by"), value.get("detail"), value.get("outcome")
+    if by not in _DECIDERS or not isinstance(detail, str) or outcome not in ("allow", "deny"):
+        return None
+    return CallDecision(by, detail, outcome)
 
 
 def _kind(value: Any) -> ToolKind | None:

@@ -35,6 +35,7 @@ from cody_protocol.settings import (
 
 from ..config.model import LspConfig, McpServerConfig, ToolConfig
 from ..errors import InvalidParams, Issue
+from ..policy.rules import RuleSet
 
 __all__ = [
     "BACKEND_DEFAULT_MODEL",
@@ -62,17 +63,24 @@ BACKEND_DEFAULT_MODEL = "default"
 """The `model` of a codex/claude session that uses the CLI's own default model."""
 
 MODES: dict[str, tuple[str, str, ApprovalPolicy, SandboxMode]] = {
-    "read-only": (
-        "Read only",
-        "Ask before every change; the sandbox is read-only",
-        "on-request",
-        "read-only",
+    "ask": (
+        "Ask",
+        "Ask before every edit and command but known-safe reads; writes allowed in the workspace",
+        "untrusted",
+        "workspace-write",
     ),
     "auto": (
         "Auto",
-        "Ask before commands and edits; writes allowed in the workspace",
+        "Work inside the sandbox without asking; ask to go outside it (network, other "
+        "directories, running unsandboxed)",
         "on-request",
         "workspace-write",
+    ),
+    "read-only": (
+        "Read only",
+        "Read and run sandboxed commands without asking; ask before every change",
+        "on-request",
+        "read-only",
     ),
     "full-access": (
         "Full access",
@@ -81,6 +89,10 @@ MODES: dict[str, tuple[str, str, ApprovalPolicy, SandboxMode]] = {
         "danger-full-access",
     ),
 }
+"""The modes offered to editors, in this order (docs/protocol.md "Settings"); `custom` is
+listed as well only while it is the current combination."""
+
+CUSTOM_MODE = "custom"
 
 
 @dataclass(kw_only=True)
@@ -102,6 +114,15 @@ class SessionSettings:
     backend_timeout_s: float = 3600.0
     project_trusted: bool = False
     """The workspace is in the user's trusted_projects (a backend CLI may read its settings)."""
+    network_access: bool = False
+    """`[sandbox_workspace_write] network_access` (not persisted: re-read on resume)."""
+    writable_roots: list[str] = field(default_factory=list)
+    """`[sandbox_workspace_write] writable_roots` (not persisted: re-read on resume)."""
+    added_dirs: list[str] = field(default_factory=list)
+    """More writable roots given for this session (`_meta.cody.writableRoots`, `--add-dir`:
+    real paths of existing directories); persisted with the session."""
+    rules: RuleSet = field(default_factory=RuleSet)
+    """The permission rules that apply (policy/rule_sources.py; not persisted: re-read)."""
     tool_config: dict[str, ToolConfig] = field(default_factory=dict)
     mcp_config: dict[str, McpServerConfig] = field(default_factory=dict)
     """`[mcp_servers.<name>]` from the configuration (not persisted: re-read on resume)."""
@@ -134,12 +155,15 @@ class SessionSettings:
             "allowed_tools": self.allowed_tools,
             "phase": self.phase,
             "backend": self.backend,
+            "writable_roots": list(self.added_dirs),
         }
 
     def copy(self) -> SessionSettings:
         return replace(
             self,
             allowed_tools=None if self.allowed_tools is None else list(self.allowed_tools),
+            writable_roots=list(self.writable_roots),
+            added_dirs=list(self.added_dirs),
             tool_config=dict(self.tool_config),
             mcp_config=dict(self.mcp_config),
         )
@@ -149,7 +173,7 @@ def mode_of(settings: SessionSettings) -> str:
     for mode_id, (_, _, policy, sandbox) in MODES.items():
         if settings.approval_policy == policy and settings.sandbox_mode == sandbox:
             return mode_id
-    return "custom"
+    return CUSTOM_MODE
 
 
 def build_modes(settings: SessionSettings) -> SessionModeState:
@@ -158,10 +182,10 @@ def build_modes(settings: SessionSettings) -> SessionModeState:
         SessionMode(id=mode_id, name=name, description=description)
         for mode_id, (name, description, _, _) in MODES.items()
     ]
-    if current == "custom":
+    if current == CUSTOM_MODE:
         modes.append(
             SessionMode(
-                id="custom",
+                id=CUSTOM_MODE,
                 name="Custom",
                 description=(
                     f"approval policy {settings.approval_policy}, sandbox {settings.sandbox_mode}"
@@ -272,6 +296,8 @@ def apply_config_option(
     naming the valid values.
     """
     if config_id == "mode":
+        if value == CUSTOM_MODE and mode_of(settings) == CUSTOM_MODE:
+            return settings.copy()  # the current mode: a no-op
         if not isinstance(value, str) or value not in MODES:
             raise _invalid(config_id, value, tuple(MODES), "unknown mode")
         return apply_mode(settings, value)
@@ -327,7 +353,10 @@ def apply_config_option(
 
 
 def apply_mode(settings: SessionSettings, mode_id: str) -> SessionSettings:
-    """A copy of `settings` with a mode preset's approval policy and sandbox mode."""
+    """A copy of `settings` with a mode preset's approval policy and sandbox mode (choosing
+    `custom` while it is the current mode changes nothing)."""
+    if mode_id == CUSTOM_MODE and mode_of(settings) == CUSTOM_MODE:
+        return settings.copy()
     preset = MODES.get(mode_id)
     if preset is None:
         valid = tuple(MODES)

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from ..tools.base import GrantKey, Tool, ToolArgumentError, ToolResult
 from ..tools.registry import ToolRegistry
+from .events import CallDecision
 
 __all__ = [
     "DISPLAY_CONTENT_MAX_CHARS",
@@ -133,6 +134,7 @@ def call_display(
     locations: list[ToolCallLocation],
     content: list[ToolCallContent],
     plan: list[tuple[str, str]] | None,
+    decision: CallDecision | None = None,
 ) -> dict[str, Any]:
     """What `FunctionCallOutputItem.display` keeps of a call as the client saw it."""
     display: dict[str, Any] = {}
@@ -148,6 +150,8 @@ def call_display(
         display["content"] = [block.wire() for block in kept]
     if plan is not None:
         display["plan"] = [{"content": step, "status": status} for step, status in plan]
+    if decision is not None:
+        display["decision"] = decision.payload()
     return display
 
 
@@ -187,6 +191,8 @@ def wire_raw_output(output: str, raw_output: dict[str, Any] | None) -> dict[str,
 
 
 def describe_grant(key: GrantKey) -> str:
+    if key and key[0] == "outside":
+        return describe_grant(key[1:]) + ", outside the sandbox"
     if key and key[0] == "exec":
         return f"the command `{_command_line(key[1:])}`"
     if key and key[0] == "paths":

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
@@ -35,7 +36,6 @@ from ..core.history import (
 )
 from ..errors import ProviderError, StorageError
 from ..ids import new_id
-from ..policy.approval import Allow, Ask, CallFacts, Deny, decide
 from ..policy.sandbox import SandboxPolicy, bwrap_path
 from ..policy.secrets import SecretGuard
 from ..providers.base import (
@@ -49,15 +49,17 @@ from ..providers.base import (
     UsageReport,
 )
 from ..providers.pricing import Price
-from ..tools.base import GrantKey, PlanStatus, Tool, ToolContext, ToolError, ToolResult
+from ..tools.base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
 from ..tools.registry import ToolRegistry
+from .approvals import CallGate, Decided, Rerun, TurnCancelled
 from .compaction import ContextKeeper
 from .diagnostics import EditChecks
-from .edited_input import EditRefused, check_edit, edited_note
+from .edited_input import edited_note
 from .editor_files import editor_files_for
 from .events import (
     AgentText,
     AgentThought,
+    CallDecision,
     PlanChanged,
     TitleChanged,
     ToolCallOpened,
@@ -68,8 +70,8 @@ from .events import (
 )
 from .images import without_images
 from .instructions import PromptFamily, base_request
-from .ports import ApprovalReply, ApprovalRequest, ClientLink, CodeServers
-from .secrets import credential_refusal, redact_content, redact_result
+from .ports import ClientLink, CodeServers
+from .secrets import redact_result
 from .session import Session, TurnOutcome
 from .session_context import PermissionFacts, refresh
 from .streamed import SegmentCadence, StreamedItem
@@ -79,7 +81,6 @@ from .toolcalls import (
     LiveOutput,
     call_display,
     describe_call,
-    describe_grant,
     error_result,
     text_content,
     unusable_arguments,
@@ -91,13 +92,8 @@ __all__ = ["TurnCancelled", "TurnEnv", "TurnRunner"]
 
 logger = logging.getLogger(__name__)
 
-DENIED = "User denied approval"
-PREVIEW_TIMEOUT_S = 15.0
-"""How long an approval preview may wait for the client's file read (then: the disk's)."""
-
-
-class TurnCancelled(Exception):
-    """The client answered an approval with `cancelled`: the turn stops."""
+RERUN_TAIL_CHARS = 2000
+"""How much of a failed command's output the on-failure question shows."""
 
 
 @dataclass(kw_only=True)
@@ -119,6 +115,10 @@ class TurnEnv:
     """The session's MCP tools, awaited at the start of the turn (servers may still be starting)."""
     secrets: SecretGuard = field(default_factory=SecretGuard)
     """What tools must not pass on; every tool result is redacted with it (engine/secrets.py)."""
+    rules_file: Path | None = None
+    """The user config, where `allow_project` saves rules (None: the option is not offered)."""
+    refresh_rules: Callable[[], Awaitable[None]] | None = None
+    """Re-reads the session's permission rules (after `allow_project` saved one)."""
     family: PromptFamily = "open"
     """Which system-prompt overlay the model gets (engine/instructions.py)."""
     code: CodeServers | None = None
@@ -143,6 +143,8 @@ class _OpenCall:
     locations: list[ToolCallLocation] = field(default_factory=list)
     plan: list[tuple[str, str]] | None = None
     """The plan the call published (`updatePlan`), kept for the replay."""
+    decision: CallDecision | None = None
+    """What decided that the call runs (kept for the replay)."""
 
 
 @dataclass
@@ -161,6 +163,15 @@ class TurnRunner:
         self.session = session
         self.env = env
         self.state = _TurnState(turn_id=new_id())
+        self._gate = CallGate(
+            session,
+            env.link,
+            turn_id=self.state.turn_id,
+            allowed=env.allowed,
+            secrets=env.secrets,
+            rules_file=env.rules_file,
+            refresh_rules=env.refresh_rules,
+        )
         self._closed = False
         """Set once the turn's last update is out: later events (a tool that ignored its
         cancellation and still writes output) are dropped, never sent after the answer."""
@@ -243,6 +254,8 @@ class TurnRunner:
     # -- the loop -------------------------------------------------------------------------
 
     async def _loop(self) -> str:
+        if self.env.refresh_rules is not None:
+            await self.env.refresh_rules()
         settings = self.session.settings
         if self.env.extra_tools is not None:
             extra = await self.env.extra_tools()
@@ -402,67 +415,84 @@ class TurnRunner:
             files=editor_files_for(self.env.link, self.session.id),
         )
         self._checks.begin(tool, info.locations)  # servers learn the files before the edit
-        try:
-            facts = await self._facts(tool, args, ctx)
-        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
-            logger.info("%s: arguments the policy checks cannot handle", tool.name, exc_info=True)
-            self._finish_call(
-                call.call_id,
-                error_result(unusable_arguments(tool.name, exc)),
-            )
+        decided = await self._decide(call.call_id, info, ctx)
+        if decided is None:
+            return
+        if decided.edited is not None:  # the user edited the arguments: those run
+            info = decided.edited
+            assert info.args is not None
+            args = info.args
+            self._checks.begin(tool, info.locations)  # the files it edits now
+        result = await self._execute(
+            call.call_id, tool=tool, args=args, ctx=ctx, live=live, decided=decided
+        )
+        if self._may_rerun(tool, ctx, result):
+            result = await self._rerun(call.call_id, info, ctx, result)
+        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
+        if not result.success:
             self.state.failure_seen = True
-            return
-        grant_key, unsandboxed = facts.grant_key, facts.unsandboxed
-        verdict = decide(facts, self.session.grants)
-        edited: Any = None
-        if isinstance(verdict, Ask):
-            reply, reason = await self._ask(
-                call_id=call.call_id,
+        if decided.edited is not None:
+            result = edited_note(result, decided.edited.raw_input)
+        self._finish_call(call.call_id, result)
+
+    async def _decide(
+        self, call_id: str, info: DescribedCall, ctx: ToolContext, rerun: Rerun | None = None
+    ) -> Decided | None:
+        """The gate's decision (None: the call was closed without running)."""
+        assert info.tool is not None
+        try:
+            decided = await self._gate.decide(
+                call_id=call_id,
                 info=info,
-                grant_key=grant_key,
-                unsandboxed=unsandboxed,
                 ctx=ctx,
+                failure_seen=self.state.failure_seen,
+                rerun=rerun,
             )
-            if reply.updated_input is not None:  # only ever with an allow answer
-                check = await check_edit(
-                    tool,
-                    reply.updated_input,
-                    registry=self._offered,
-                    cwd=self.session.cwd,
-                    facts_for=lambda edited_args: self._facts(tool, edited_args, ctx),
-                    grants=self.session.grants,
-                )
-                if isinstance(check, EditRefused):
-                    self._record_decision(call.call_id, tool.name, "deny", check.reason, grant_key)
-                    self.state.failure_seen = True
-                    self._finish_call(call.call_id, check.result)
-                    return
-                assert check.info.args is not None
-                args, grant_key, edited = check.info.args, check.grant_key, check.info
-                self._checks.begin(tool, edited.locations)  # the files it edits now
-                reason = "user (edited input)"
-            self._settle(call.call_id, tool.name, reply, reason, grant_key)
-            if reply.answer not in ("allow_once", "allow_session"):
-                denied = f"{DENIED}: {reply.message}" if reply.message else DENIED
-                self._finish_call(call.call_id, error_result(denied, {"refused": "user"}))
-                return
-        elif isinstance(verdict, Deny):
-            self._record_decision(call.call_id, tool.name, "deny", verdict.reason, grant_key)
+        except TurnCancelled:
+            raise
+        except Exception as exc:  # e.g. a NUL byte in a path: this call fails, not the turn
+            logger.info(
+                "%s: arguments the policy checks cannot handle", info.tool.name, exc_info=True
+            )
+            self._finish_call(call_id, error_result(unusable_arguments(info.tool.name, exc)))
+            self.state.failure_seen = True
+            return None
+        if not decided.run:
+            if rerun is not None:
+                return decided
             self._finish_call(
-                call.call_id, error_result(verdict.message, {"refused": verdict.reason})
+                call_id,
+                error_result(decided.message, {"refused": decided.refused}),
+                decision=decided.decision,
             )
-            if verdict.reason == "sandbox":
+            if decided.refused == "sandbox":
                 self.state.failure_seen = True
-            return
-        else:
-            assert isinstance(verdict, Allow)
-            self._record_decision(call.call_id, tool.name, "allow", verdict.reason, grant_key)
+            return None
+        ctx.outside_sandbox = decided.outside_sandbox
+        ctx.write_anywhere = decided.write_anywhere
+        call = self.state.open_calls.get(call_id)
+        if call is not None:
+            call.decision = decided.decision
+        return decided
+
+    async def _execute(
+        self,
+        call_id: str,
+        *,
+        tool: Tool[Any],
+        args: Any,
+        ctx: ToolContext,
+        live: LiveOutput,
+        decided: Decided,
+    ) -> ToolResult:
+        edited = decided.edited
         if edited is not None:  # show what runs now, not what the model asked for
-            self._retitle(call.call_id, edited.title)
+            self._retitle(call_id, edited.title)
         self._emit(
             ToolCallProgress(
-                call_id=call.call_id,
+                call_id=call_id,
                 status="in_progress",
+                decision=decided.decision,
                 title=edited.title if edited is not None else None,
                 raw_input=edited.raw_input if edited is not None else None,
             )
@@ -488,120 +518,57 @@ class TurnRunner:
             end = result.live_end
             self._emit(
                 ToolCallOutputEnd(
-                    call_id=call.call_id,
+                    call_id=call_id,
                     exit_code=end.exit_code,
                     signal=end.signal,
                     complete=end.complete and not live.cut,
                 )
             )
-        result = await self._checks.finish(call.call_id, tool, result)  # diagnostics
-        if not result.success:
-            self.state.failure_seen = True
-        if edited is not None:
-            result = edited_note(result, edited.raw_input)
-        self._finish_call(call.call_id, result)
+        return result
 
-    async def _facts(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> CallFacts:
-        """What `policy.approval.decide` needs to know about a call (may raise on arguments
-        the file system refuses, such as a path with a NUL byte)."""
-        settings = self.session.settings
-        grant_key = tool.grant_key(args, ctx)
-        unsandboxed = tool.runs_unsandboxed(args, ctx)
-        # Only `untrusted` asks about it; it reads files (git config, index): off the loop.
-        known_safe = settings.approval_policy == "untrusted" and await asyncio.to_thread(
-            tool.known_safe, args, ctx
+    def _may_rerun(self, tool: Tool[Any], ctx: ToolContext, result: ToolResult) -> bool:
+        """`on-failure`: a command that failed inside the sandbox may run again outside."""
+        raw = result.raw_output or {}
+        return (
+            self.session.settings.approval_policy == "on-failure"
+            and tool.kind == "execute"
+            and not result.success
+            and not ctx.outside_sandbox
+            and raw.get("sandboxed") is True
         )
-        facts = CallFacts(
-            tool_name=tool.name,
-            requires_approval=tool.requires_approval,
-            allowed_by_allowlist=self.env.allowed is None or tool.name in self.env.allowed,
-            sandbox_violation=tool.sandbox_check(args, ctx),
-            credential_refusal=credential_refusal(self.env.secrets, tool.path_reads(args, ctx)),
-            unsandboxed=unsandboxed,
-            sandbox_unavailable=settings.sandbox_unavailable,
-            known_safe=known_safe,
-            grant_key=grant_key,
-            policy=settings.approval_policy,
-            failure_seen=self.state.failure_seen,
-        )
-        return facts
 
-    async def _ask(
-        self,
-        *,
-        call_id: str,
-        info: DescribedCall,
-        grant_key: GrantKey,
-        unsandboxed: bool,
-        ctx: ToolContext,
-    ) -> tuple[ApprovalReply, str]:
-        """The client's answer and why it counts (`user`, `timeout`, `invalid answer`); a
-        timeout or an invalid answer is `reject_once`; `cancelled` stops the turn."""
+    async def _rerun(
+        self, call_id: str, info: DescribedCall, ctx: ToolContext, failed: ToolResult
+    ) -> ToolResult:
+        """Ask once to run the failed command again outside the sandbox; the model gets the
+        second run's result (or the first one's, when that is refused)."""
         assert info.tool is not None and info.args is not None
-        try:  # an edit's diff against the editor's buffer: a silent editor gets the disk's
-            preview = await asyncio.wait_for(
-                info.tool.preview_async(info.args, ctx), PREVIEW_TIMEOUT_S
-            )
-        except TimeoutError:
-            preview = info.tool.preview(info.args, ctx)
-        request = ApprovalRequest(
-            call_id=call_id,
-            title=info.title,
-            kind=info.kind,
-            raw_input=info.raw_input,
-            content=redact_content(self.env.secrets, preview),
-            grant_key=describe_grant(grant_key),
-            sandboxed=(not unsandboxed) if info.tool.kind == "execute" else None,
-            locations=info.locations or None,
+        raw = failed.raw_output or {}
+        code = raw.get("exitCode")
+        rerun = Rerun(
+            exit_code=code if isinstance(code, int) else None,
+            output_tail=self.env.secrets.redact(failed.output[-RERUN_TAIL_CHARS:]),
         )
-        reason = "user"
-        try:
-            reply = await asyncio.wait_for(
-                self.env.link.request_approval(self.session.id, request),
-                timeout=self.session.settings.approval_timeout_s,
-            )
-        except TimeoutError:
-            reply, reason = ApprovalReply("reject_once"), "timeout"
-        if reply.answer == "invalid":
-            reply, reason = ApprovalReply("reject_once"), "invalid answer"
-        if reply.answer == "cancelled":
-            self._record_decision(call_id, info.tool.name, "cancelled", reason, grant_key)
-            raise TurnCancelled()
-        return reply, reason
-
-    def _settle(
-        self, call_id: str, tool: str, reply: ApprovalReply, reason: str, grant_key: GrantKey
-    ) -> None:
-        """Remember the user's answer for `grant_key` (session or turn) and record it."""
-        grants = self.session.grants
-        if reply.answer == "allow_session":
-            grants.allowed.add(grant_key)
-        elif reply.answer == "reject_session":
-            grants.rejected.add(grant_key)
-        elif reply.answer == "reject_once":
-            grants.turn_rejected.add(grant_key)
-        self._record_decision(call_id, tool, reply.answer, reason, grant_key)
+        decided = await self._decide(call_id, info, ctx, rerun)
+        if decided is None or not decided.run:
+            return failed
+        live = LiveOutput(lambda text: self._emit_live_output(call_id, text))
+        ctx.on_output = live.add if info.tool.live_output else None
+        edited = decided.edited
+        args = edited.args if edited is not None else info.args
+        second = await self._execute(
+            call_id, tool=info.tool, args=args, ctx=ctx, live=live, decided=decided
+        )
+        second.output = (
+            "The command failed inside the sandbox; the user let it run again outside it.\n"
+            + second.output
+        )
+        return edited_note(second, edited.raw_input) if edited is not None else second
 
     def _retitle(self, call_id: str, title: str) -> None:
         call = self.state.open_calls.get(call_id)
         if call is not None:
             call.title = title
-
-    def _record_decision(
-        self, call_id: str, tool: str, decision: str, reason: str, grant_key: GrantKey
-    ) -> None:
-        self.session.file.append(
-            "event",
-            {
-                "kind": "approval",
-                "turnId": self.state.turn_id,
-                "callId": call_id,
-                "tool": tool,
-                "decision": decision,
-                "reason": reason,
-                "grantKey": list(grant_key),
-            },
-        )
 
     def _publish_plan(self, call_id: str, entries: list[tuple[str, PlanStatus]]) -> None:
         call = self.state.open_calls.get(call_id)
@@ -609,7 +576,9 @@ class TurnRunner:
             call.plan = list(entries)
         self._emit(PlanChanged(tuple(entries)))
 
-    def _finish_call(self, call_id: str, result: ToolResult) -> None:
+    def _finish_call(
+        self, call_id: str, result: ToolResult, *, decision: CallDecision | None = None
+    ) -> None:
         result = redact_result(self.env.secrets, result)  # before it is stored or sent
         status: Literal["completed", "failed"] = "completed" if result.success else "failed"
         content: list[ToolCallContent] = result.content or text_content(result.output)
@@ -625,6 +594,7 @@ class TurnRunner:
                 locations=result.locations or (call.locations if call else []),
                 content=content,
                 plan=call.plan if call else None,
+                decision=(decision or (call.decision if call else None)),
             ),
         )
         self.session.history.append(item)
@@ -638,6 +608,7 @@ class TurnRunner:
                     content=content,
                     raw_output=wire_raw_output(result.output, result.raw_output),
                     locations=result.locations or None,
+                    decision=decision,
                 )
             )
 

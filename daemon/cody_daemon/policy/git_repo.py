@@ -43,14 +43,14 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from ..core.safe_read import FileTooLarge, read_regular
 
-__all__ = ["guarded_status_hazard", "is_inert_for_git"]
+__all__ = ["git_may_run_programs", "guarded_status_hazard", "is_inert_for_git"]
 
 _MAX_CONFIG_BYTES: Final = 64 * 1024
 _MAX_GITFILE_BYTES: Final = 4096
@@ -67,6 +67,24 @@ def is_inert_for_git(cwd: Path, env: Mapping[str, str]) -> bool:
         return all(_repository_inert(repo) for repo in _candidates(start))
     except (OSError, ValueError):
         return False
+
+
+def git_may_run_programs(
+    commands: Iterable[Sequence[str]], cwd: Path, env: Mapping[str, str]
+) -> bool:
+    """Whether one of `commands` (simple commands, as words) runs git where a repository's
+    own configuration could make it run a program (in `cwd`, or a `-C` directory). A
+    permission rule's allow does not apply to such a command (docs/protocol.md, "Permission
+    rules"): the user allowed a read of the repository, not what the repository runs."""
+    for words in commands:
+        if not words or os.path.basename(words[0]) != "git":
+            continue
+        places = [cwd] + [
+            cwd / value for flag, value in zip(words[1:], words[2:], strict=False) if flag == "-C"
+        ]
+        if not all(is_inert_for_git(place, env) for place in places):
+            return True
+    return False
 
 
 def guarded_status_hazard(cwd: Path, env: Mapping[str, str]) -> str | None:

@@ -2,10 +2,11 @@
 
 - `read-only`: nothing is written; `exec` sees the file system read-only (with a private,
   throw-away /tmp and temp dir).
-- `workspace-write` (default): the session cwd and the temp dir (`$TMPDIR`, else /tmp) are
+- `workspace-write` (default): the session cwd, the temp dir (`$TMPDIR`, else /tmp) and the
+  extra writable roots (`[sandbox_workspace_write] writable_roots`, `--add-dir`) are
   writable, except what `policy/protected.py` protects (every `.git`, git directory and
   `.cody` under the workspace, Cody's own files); `exec` runs under bubblewrap with the same
-  view and no network.
+  view and no network (the host's network with `network_access`).
 - `danger-full-access`: no restrictions.
 
 Under bubblewrap, `exec` also runs in its own pid namespace (nothing it starts outlives it)
@@ -167,6 +168,8 @@ class SandboxPolicy:
     """A trusted project: its `.cody` is made (empty) when missing, to be mounted read-only."""
     hidden_files: tuple[Path, ...] = ()
     """Files a sandboxed command cannot read (login files): /dev/null is mounted over them."""
+    extra_roots: tuple[Path, ...] = ()
+    """More writable directories under `workspace-write` (real paths)."""
 
     @classmethod
     def create(
@@ -179,6 +182,7 @@ class SandboxPolicy:
         protected: tuple[str | Path, ...] = (),
         hidden_files: tuple[Path, ...] = (),
         guard_project_config: bool = False,
+        extra_roots: tuple[str | Path, ...] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -188,6 +192,7 @@ class SandboxPolicy:
             protected=tuple(Path(os.path.realpath(path)) for path in protected),
             hidden_files=hidden_files,
             guard_project_config=guard_project_config,
+            extra_roots=tuple(Path(os.path.realpath(os.path.expanduser(r))) for r in extra_roots),
         )
 
     def writable_roots(self) -> tuple[Path, ...]:
@@ -195,7 +200,11 @@ class SandboxPolicy:
             return ()
         if self.mode == "danger-full-access":
             return (Path("/"),)
-        return (self.cwd, *[root for root in _temp_roots() if root != self.cwd])
+        roots = [self.cwd]
+        for root in (*_temp_roots(), *self.extra_roots):
+            if root not in roots:
+                roots.append(root)
+        return tuple(roots)
 
     def check_write(self, path: str | Path) -> str | None:
         """Why writing `path` is forbidden under this mode, or None when it is allowed."""
@@ -254,7 +263,7 @@ class SandboxPolicy:
         for hidden in dict.fromkeys(Path(os.path.realpath(p)) for p in self.hidden_files):
             if hidden.is_file():
                 args += ["--ro-bind", "/dev/null", str(hidden)]
-        if not self.network:
+        if not (self.network and self.mode == "workspace-write"):
             args.append("--unshare-net")
         args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
         if seccomp_fd is not None:

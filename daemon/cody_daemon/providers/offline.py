@@ -7,7 +7,8 @@ the latest user message (case-insensitive):
 
     list files [in DIR]   -> listDir
     read PATH             -> readFile
-    run CMD               -> exec
+    run CMD               -> exec (inside the sandbox)
+    run outside CMD       -> exec asking to leave the sandbox (`escalate`)
     write PATH: TEXT      -> writeFile
 
 After a tool result it summarises that result; anything else gets a short help text.
@@ -48,7 +49,7 @@ HELP_TEXT = (
     "I am Cody's built-in offline model, so I only understand a few requests:\n"
     "- `list files [in DIR]`\n"
     "- `read PATH`\n"
-    "- `run CMD`\n"
+    "- `run CMD` (`run outside CMD` asks to leave the sandbox)\n"
     "- `write PATH: TEXT`\n"
     "Point Cody at a real provider (set OPENAI_API_KEY, or see the README) for everything else."
 )
@@ -118,6 +119,19 @@ def plan_reply(history: list[HistoryItem]) -> tuple[str, str, dict[str, Any] | N
             )
         if tool == "exec":
             command = match.group("cmd").strip()
+            outside = re.match(r"^outside\s+(?P<cmd>.+)$", command, re.I | re.S)
+            if outside:
+                command = outside.group("cmd").strip()
+                return (
+                    f"The user wants `{command}` run outside the sandbox; I'll ask for that.",
+                    f"I'll ask to run `{command}` outside the sandbox.",
+                    {
+                        "command": command,
+                        "escalate": True,
+                        "justification": "you asked to run it outside the sandbox",
+                    },
+                    tool,
+                )
             return (
                 f"The user wants me to run `{command}`; I'll call exec.",
                 f"I'll run `{command}`.",

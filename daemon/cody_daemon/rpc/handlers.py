@@ -407,12 +407,14 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .config_handlers import config_handlers  # _cody/config/check
     from .history_handlers import history_handlers  # _cody/history/*
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
+    from .permission_handlers import permission_handlers  # _cody/permissions/*
 
     history = history_handlers(app)
     config = config_handlers(app)
     lsp = lsp_handlers(app)
-    problems = methods.handler_problems([*table, *history, *config, *lsp])
+    permissions = permission_handlers(app)
+    problems = methods.handler_problems([*table, *history, *config, *lsp, *permissions])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler
         raise RuntimeError("the handler table disagrees with METHODS: " + "; ".join(problems))
-    for name, fn in {**table, **history, **config, **lsp}.items():
+    for name, fn in {**table, **history, **config, **lsp, **permissions}.items():
         server.feature(name)(_guard(name, fn))

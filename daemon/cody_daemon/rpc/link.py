@@ -7,7 +7,8 @@ most `COALESCE_S` and sent as one notification. Any other event first flushes th
 text, so order is preserved.
 
 Approvals: `session/request_permission` with the JSON-RPC id repeated in
-`_meta.cody.requestId`; option ids equal their kinds, and the ids older clients answer with
+`_meta.cody.requestId`; option ids equal their kinds (plus `allow_project`, offered only
+with the rules it would save, and accepted only then), and the ids older clients answer with
 (`allow_session`, `reject_session`) are still accepted; an error answer, an unknown option or
 a malformed `_meta.cody` (`message`, `updatedInput`) is `invalid` (the engine treats it as
 reject_once); when the awaiting task is cancelled (turn cancel, approval timeout) the
@@ -43,14 +44,17 @@ from cody_protocol.methods import (
     SESSION_UPDATE,
 )
 from cody_protocol.permission import (
+    ALLOW_PROJECT,
     LEGACY_OPTION_IDS,
     PERMISSION_OPTIONS,
     CancelledOutcome,
     CodyPermissionMeta,
     PermissionMeta,
+    PermissionOption,
     PermissionToolCall,
     RequestPermissionParams,
     RequestPermissionResult,
+    allow_project_option,
 )
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
@@ -79,9 +83,10 @@ _ANSWERS: dict[str, ApprovalAnswer] = {
     "allow_always": "allow_session",
     "reject_once": "reject_once",
     "reject_always": "reject_session",
+    ALLOW_PROJECT: "allow_project",
 }
-"""Wire option id (= its kind) -> the engine's answer."""
-assert set(_ANSWERS) == {option.option_id for option in PERMISSION_OPTIONS}
+"""Wire option id -> the engine's answer (`allow_project` counts only where it was offered)."""
+assert set(_ANSWERS) == {option.option_id for option in PERMISSION_OPTIONS} | {ALLOW_PROJECT}
 
 
 @dataclass(slots=True)
@@ -186,10 +191,15 @@ class RpcClientLink:
                 content=request.content,
                 locations=request.locations,
             ),
-            options=list(PERMISSION_OPTIONS),
+            options=_options(request),
             meta=PermissionMeta(
                 cody=CodyPermissionMeta(
-                    request_id=msg_id, grant_key=request.grant_key, sandboxed=request.sandboxed
+                    request_id=msg_id,
+                    grant_key=request.grant_key,
+                    sandboxed=request.sandboxed,
+                    justification=request.justification,
+                    project_rules=request.project_rules,
+                    project=request.project,
                 )
             ),
         ).wire()
@@ -204,7 +214,11 @@ class RpcClientLink:
         except JsonRpcException as exc:
             logger.info("approval %s answered with error %s", msg_id, exc.code)
             return ApprovalReply("invalid")
-        return _reply_of(result)
+        reply = _reply_of(result)
+        if reply.answer == "allow_project" and not request.project_rules:
+            logger.info("approval answer names an option that was not offered")
+            return ApprovalReply("invalid")
+        return reply
 
     # -- the client's files (fs/*) --------------------------------------------------------
 
@@ -240,6 +254,14 @@ class RpcClientLink:
             ) from None
 
 
+def _options(request: ApprovalRequest) -> list[PermissionOption]:
+    """The four options, plus `allow_project` (after `allow_always`) when a rule was derived."""
+    options = list(PERMISSION_OPTIONS)
+    if request.project_rules and request.project:
+        options.insert(2, allow_project_option(request.project_rules, request.project))
+    return options
+
+
 def _reply_of(result: Any) -> ApprovalReply:
     try:
         parsed = RequestPermissionResult.model_validate(result)
@@ -256,7 +278,7 @@ def _reply_of(result: Any) -> ApprovalReply:
     extra = parsed.meta.cody if parsed.meta is not None else None
     if extra is None:
         return ApprovalReply(answer)
-    allowed = answer in ("allow_once", "allow_session")
+    allowed = answer in ("allow_once", "allow_session", "allow_project")
     return ApprovalReply(
         answer,
         message=None if allowed else extra.message,

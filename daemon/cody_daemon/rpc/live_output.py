@@ -30,6 +30,7 @@ from ..engine.events import (
     ToolCallOutputEnd,
     ToolCallProgress,
 )
+from .updates import decision_meta
 
 __all__ = ["TerminalView"]
 
@@ -90,6 +91,7 @@ class TerminalView:
                 title=event.title,
                 raw_input=event.raw_input,
                 content=_terminal(event.call_id),
+                meta=decision_meta(event.decision),
             )
             return [update.wire()]
         if event.status not in ("completed", "failed"):
@@ -113,7 +115,10 @@ class TerminalView:
                 status=event.status,
                 content=content,
                 raw_output=event.raw_output,
-                meta={"terminal_exit": exit_meta.model_dump(mode="json")},
+                meta={
+                    "terminal_exit": exit_meta.model_dump(mode="json"),
+                    **(decision_meta(event.decision) or {}),
+                },
             ).wire()
         ]
 

@@ -21,6 +21,7 @@ from cody_protocol.updates import (
     PlanUpdate,
     SessionInfoMeta,
     SessionInfoUpdate,
+    ToolCallDecision,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
@@ -31,6 +32,7 @@ from cody_protocol.updates import Cost as WireCost
 from ..engine.events import (
     AgentText,
     AgentThought,
+    CallDecision,
     CommandsAvailable,
     Compacted,
     ConfigChanged,
@@ -51,6 +53,7 @@ from ..engine.events import (
 __all__ = [
     "APPENDED_OUTPUT_META",
     "chunk_update",
+    "decision_meta",
     "diagnostics_params",
     "event_updates",
     "mcp_status_params",
@@ -60,6 +63,14 @@ APPENDED_OUTPUT_META = {"cody": {"appendOutput": True}}
 """`_meta` of a live-output `tool_call_update` whose text continues the previous ones, sent
 only to a client that opted in (`_meta.cody.appendOutput`; others get the output so far,
 rpc/output_so_far.py, as ACP's `content` replaces)."""
+
+
+def decision_meta(decision: CallDecision | None) -> dict[str, Any] | None:
+    """`{"cody": {"decision": {by, detail, outcome}}}`: what decided a call (or None)."""
+    if decision is None:
+        return None
+    wire = ToolCallDecision(by=decision.by, detail=decision.detail, outcome=decision.outcome)
+    return {"cody": {"decision": wire.wire()}}
 
 
 def chunk_update(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
@@ -94,6 +105,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 content=event.content,
                 raw_output=event.raw_output,
                 locations=event.locations,
+                meta=decision_meta(event.decision),
             ).wire()
         ]
     if isinstance(event, ToolCallProgress):
@@ -106,6 +118,7 @@ def event_updates(event: EngineEvent) -> list[dict[str, Any]]:
                 raw_input=event.raw_input,
                 raw_output=event.raw_output,
                 locations=event.locations,
+                meta=decision_meta(event.decision),
             ).wire()
         ]
     if isinstance(event, ToolCallOutput):

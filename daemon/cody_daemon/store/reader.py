@@ -135,7 +135,7 @@ class _Folder:
         elif kind == "approval" and isinstance(payload.get("grantKey"), list):
             key = tuple(str(part) for part in payload["grantKey"])
             # The engine records `allow_session` / `reject_session`; the wire kinds are accepted too.
-            if payload.get("decision") in ("allow_always", "allow_session"):
+            if payload.get("decision") in ("allow_always", "allow_session", "allow_project"):
                 self.record.granted.add(key)
             elif payload.get("decision") in ("reject_always", "reject_session"):
                 self.record.rejected.add(key)

@@ -9,7 +9,9 @@ Invariants:
   targets included (docs/protocol.md "Grant keys"); a patch that does not parse falls back to
   the canonical-arguments key, which can never match a valid patch.
 - Every touched real path (move targets too) must pass `SandboxPolicy.check_write`, both
-  before approval (`sandbox_check`) and again in `run`, right before anything is written.
+  before approval (`escalation`: otherwise the call asks, or is refused under policy
+  `never`) and again in `run`, right before anything is written, where only the real paths
+  the user approved writing outside the sandbox (`ctx.write_anywhere`) may fail it.
 - The approval preview is computed by the same in-memory application as `run`: one diff per
   file (old text None for an added file, new text "" for a deleted one, the move target's
   path for a move), or the error text when the patch would not apply.
@@ -37,6 +39,8 @@ from cody_protocol.content import (
 from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..policy.approval import Escalation
+from ..policy.rules import PathSubject, RuleSubject
 from .base import (
     GrantKey,
     Tool,
@@ -140,13 +144,20 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
             return []
         return [location(path) for op in ops for path in op_paths(op, cwd)]
 
-    def sandbox_check(self, args: ApplyPatchArgs, ctx: ToolContext) -> str | None:
+    def escalation(self, args: ApplyPatchArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
         try:
             ops = parse_patch(args.patch)
         except PatchParseError:
             return None  # not a sandbox matter: `run` reports the parse error
-        refusal = _sandbox_refusal(ops, ctx)
-        return refusal[1] if refusal is not None else None
+        refusal = _sandbox_refusal(ops, ctx, approved=frozenset())
+        return ("write", f"{refusal[0]}: {refusal[1]}") if refusal is not None else None
+
+    def permission_subject(self, args: ApplyPatchArgs, ctx: ToolContext) -> RuleSubject:
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return None
+        return PathSubject(tuple(path for op in ops for path in op_paths(op, ctx.cwd)))
 
     def preview(self, args: ApplyPatchArgs, ctx: ToolContext) -> list[ToolCallContent]:
         try:
@@ -238,12 +249,16 @@ async def _editor_texts(ops: Sequence[FileOp], cwd: Path, editor: EditorFiles) -
     return texts
 
 
-def _sandbox_refusal(ops: Sequence[FileOp], ctx: ToolContext) -> tuple[Path, str] | None:
-    """The first touched path the sandbox refuses, with its reason."""
+def _sandbox_refusal(
+    ops: Sequence[FileOp], ctx: ToolContext, *, approved: frozenset[Path] | None = None
+) -> tuple[Path, str] | None:
+    """The first touched path the sandbox refuses, with its reason (a path in `approved`,
+    default `ctx.write_anywhere`, passes: the user let this call write it)."""
+    allowed = ctx.write_anywhere if approved is None else approved
     for op in ops:
         for path in op_paths(op, ctx.cwd):
             reason = ctx.sandbox.check_write(path)
-            if reason is not None:
+            if reason is not None and path not in allowed:
                 return path, reason
     return None
 

@@ -27,6 +27,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
 from ..core.tooling import GrantKey, ToolSpec
+from ..policy.approval import Escalation
+from ..policy.rules import PathSubject, RuleSubject
 from ..policy.sandbox import SandboxPolicy
 from ..policy.secrets import SecretGuard
 from .editor_files import EditorFiles
@@ -44,6 +46,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "canonical_grant_key",
+    "check_write_target",
     "first_changed_line",
     "location",
 ]
@@ -101,6 +104,12 @@ class ToolContext:
     """Credentials tools must not pass on (exec drops them from the child environment)."""
     files: EditorFiles | None = None
     """The client's file I/O when it offers it (tools/editor_files.py); None: the disk."""
+    outside_sandbox: bool = False
+    """The user let this call run outside the sandbox (exec with `escalate`, or the re-run
+    of a command that failed in it): exec runs it without bubblewrap."""
+    write_anywhere: frozenset[Path] = frozenset()
+    """Real paths the user let this call write although the sandbox does not allow them
+    (file tools check each path again right before writing: only these may fail it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +162,15 @@ def first_changed_line(old: str | None, new: str | None) -> int | None:
     if len(new_lines) < len(old_lines):
         return len(new_lines)
     return None
+
+
+def check_write_target(path: Path, ctx: ToolContext) -> str | None:
+    """Why the sandbox forbids writing `path` now (None: allowed, or the user let this call
+    write that very path outside the sandbox)."""
+    reason = ctx.sandbox.check_write(path)
+    if reason is not None and path in ctx.write_anywhere:
+        return None
+    return reason
 
 
 def canonical_grant_key(tool_name: str, args: BaseModel) -> GrantKey:
@@ -248,6 +266,20 @@ class Tool(ABC, Generic[A]):
     def runs_unsandboxed(self, args: A, ctx: ToolContext) -> bool:
         """True when this call would run a process outside the sandbox the mode asks for."""
         return False
+
+    def escalation(self, args: A, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        """Why this call needs more than the sandbox allows, in words (None: the sandbox
+        contains it, so `on-request` runs it without asking). A tool that needs approval
+        and does not know the sandbox is never contained."""
+        if not self.requires_approval:
+            return None
+        return "other", f"{self.name} does not run inside the sandbox"
+
+    def permission_subject(self, args: A, ctx: ToolContext) -> RuleSubject:
+        """What permission rules match for this call (the command, the paths, the host);
+        None: only rules naming the tool itself. By default the paths it reads."""
+        reads = self.path_reads(args, ctx)
+        return PathSubject(tuple(read.path for read in reads)) if reads else None
 
     def time_limit_s(self, args: A, ctx: ToolContext) -> float:
         """How long the engine lets this call run before cancelling it as timed out.

@@ -33,11 +33,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from ..core.command_text import command_lines
 from ..policy import seccomp
+from ..policy.approval import Escalation
+from ..policy.command_parts import loose_parts, split_command
 from ..policy.commands import normalize_command
+from ..policy.rules import CommandSubject, RuleSubject
 from ..policy.safe_commands import is_known_safe
 from ..policy.sandbox import ExecPlan, resolve_path
 from ..policy.secrets import SecretGuard
@@ -112,6 +115,30 @@ class ExecArgs(BaseModel):
             f"maximum {MAX_TIMEOUT_MS})."
         ),
     )
+
+    escalate: bool = Field(
+        default=False,
+        description=(
+            "Ask the user to run this command outside the sandbox (with the network and "
+            "write access to everything). Only when it cannot work inside: the sandbox "
+            "blocked it (no network, a read-only path). Give the reason in justification."
+        ),
+    )
+    justification: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
+        default=None,
+        max_length=2000,
+        description="With escalate: one sentence the user reads, why the command must run "
+        "outside the sandbox.",
+    )
+
+    @model_validator(mode="after")
+    def _justified(self) -> ExecArgs:
+        if self.escalate and not (self.justification or "").strip():
+            raise ValueError(
+                "justification is required with escalate: say why the command must run "
+                "outside the sandbox"
+            )
+        return self
 
     @field_validator("command")
     @classmethod
@@ -291,9 +318,10 @@ class ExecTool(Tool[ExecArgs]):
         "Run a command and return its exit code and combined stdout/stderr. Pass an array "
         "to run a program directly, or a string to run it through bash. Commands run in the "
         "session's working directory with no stdin, inside the session's sandbox (depending "
-        "on the sandbox mode, writes outside the workspace and network access fail), and are "
-        "killed after timeoutMs, together with anything they started. Long output is cut in "
-        "the middle: the first and last 32 KiB are kept."
+        "on the sandbox mode, writes outside the workspace and network access fail; when the "
+        "sandbox is in the way, set escalate with a justification to ask the user to run it "
+        "outside), and are killed after timeoutMs, together with anything they started. Long "
+        "output is cut in the middle: the first and last 32 KiB are kept."
     )
     kind = "execute"
     requires_approval = True
@@ -328,6 +356,22 @@ class ExecTool(Tool[ExecArgs]):
     def runs_unsandboxed(self, args: ExecArgs, ctx: ToolContext) -> bool:
         return ctx.sandbox.exec_isolation() == "unavailable"
 
+    def escalation(self, args: ExecArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        """A command runs in the sandbox unless the model asks to leave it (`escalate`);
+        under `danger-full-access` there is nothing to leave."""
+        if not args.escalate or ctx.sandbox.exec_isolation() == "not-needed":
+            return None
+        return "escalate", "the command asks to run outside the sandbox"
+
+    def permission_subject(self, args: ExecArgs, ctx: ToolContext) -> RuleSubject:
+        """The command's parts (policy/command_parts.py); a redirection counts as writable
+        only where the sandbox lets file tools write."""
+        cwd = self._cwd(args, ctx)
+        parts = split_command(
+            args.command, cwd=cwd, may_write=lambda path: ctx.sandbox.check_write(path) is None
+        )
+        return CommandSubject(parts, tuple(loose_parts(args.command)), cwd)
+
     def time_limit_s(self, args: ExecArgs, ctx: ToolContext) -> float:
         """exec keeps its own limit (`timeoutMs`); the engine's is a backstop past it."""
         own = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
@@ -337,6 +381,8 @@ class ExecTool(Tool[ExecArgs]):
         return "the call's timeoutMs"
 
     def sandbox_check(self, args: ExecArgs, ctx: ToolContext) -> str | None:
+        if args.escalate:
+            return None  # it asks to run outside the sandbox anyway
         if ctx.sandbox.exec_isolation() == "unavailable" and ctx.sandbox.unavailable == "refuse":
             return (
                 "bubblewrap (bwrap) is not available, so this command cannot be sandboxed, and "
@@ -347,7 +393,14 @@ class ExecTool(Tool[ExecArgs]):
 
     def preview(self, args: ExecArgs, ctx: ToolContext) -> list[ToolCallContent]:
         lines = [*command_lines(self.title(args)), f"cwd: {self._cwd(args, ctx)}"]
-        if ctx.sandbox.exec_isolation() == "unavailable":
+        if self.escalation(args, ctx) is not None:
+            lines += [
+                "",
+                "OUTSIDE THE SANDBOX: the model asks to run this command with full access to "
+                "your files and the network.",
+                f"Reason given: {args.justification}",
+            ]
+        elif ctx.sandbox.exec_isolation() == "unavailable":
             lines += [
                 "",
                 "WARNING: this command will run WITHOUT a sandbox, with full access to your "
@@ -378,7 +431,7 @@ class ExecTool(Tool[ExecArgs]):
         env = child_environment(secrets=ctx.secrets)
         argv = _argv(args.command, cwd, env)
         timeout_s = (args.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
-        sandboxed = ctx.sandbox.exec_isolation() == "bwrap"
+        sandboxed = ctx.sandbox.exec_isolation() == "bwrap" and not ctx.outside_sandbox
 
         started = time.monotonic()
         with seccomp.filter_fd() if sandboxed else contextlib.nullcontext() as filter_fd:

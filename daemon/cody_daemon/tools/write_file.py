@@ -1,9 +1,11 @@
 """`writeFile`: create or overwrite a text file, atomically.
 
 Invariants: the path is resolved (symlinks and `..`) before anything else, and the sandbox
-is checked on that real path both before approval (`sandbox_check`) and again right before
-writing (the file system may have changed in between), so a symlink cannot carry a write
-outside the writable roots. The write is atomic: readers see the old or the new content,
+is checked on that real path both before approval (`escalation`: a write outside the
+writable roots asks, or is refused under policy `never`) and again right before writing
+(the file system may have changed in between), so a symlink cannot carry a write outside
+the writable roots; only the very real path the user approved (`ctx.write_anywhere`) may
+be written outside them. The write is atomic: readers see the old or the new content,
 never a mix (temp file in the same directory + `os.replace`); an existing file keeps its
 permission bits (and owner, when the daemon may set it).
 
@@ -26,6 +28,8 @@ from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.atomic_write import replace_file
+from ..policy.approval import Escalation
+from ..policy.rules import PathSubject, RuleSubject
 from ..policy.sandbox import resolve_path
 from .base import (
     GrantKey,
@@ -33,6 +37,7 @@ from .base import (
     ToolContext,
     ToolError,
     ToolResult,
+    check_write_target,
     first_changed_line,
     location,
 )
@@ -80,8 +85,12 @@ class WriteFileTool(Tool[WriteFileArgs]):
     def grant_key(self, args: WriteFileArgs, ctx: ToolContext) -> GrantKey:
         return ("paths", str(self._path(args, ctx)))
 
-    def sandbox_check(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
-        return ctx.sandbox.check_write(self._path(args, ctx))
+    def escalation(self, args: WriteFileArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        reason = ctx.sandbox.check_write(self._path(args, ctx))
+        return ("write", reason) if reason is not None else None
+
+    def permission_subject(self, args: WriteFileArgs, ctx: ToolContext) -> RuleSubject:
+        return PathSubject((self._path(args, ctx),))
 
     def locations(self, args: WriteFileArgs, cwd: Path) -> list[ToolCallLocation]:
         return [location(resolve_path(os.path.expanduser(args.file_path), cwd))]
@@ -123,7 +132,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
 
     def _check_target(self, path: Path, ctx: ToolContext) -> bool:
         """Checks right before writing; returns whether the file is new."""
-        reason = ctx.sandbox.check_write(path)
+        reason = check_write_target(path, ctx)
         if reason is not None:
             raise ToolError(f"the sandbox does not allow writing {path}: {reason}")
         if path.is_dir():

@@ -114,7 +114,8 @@ spec.test("config options by category, locations and permission ids work for Cod
     end
     h.eq("read-only", values[mode_id])
     h.eq("read-only", values.sandbox_mode, "the mode set the sandbox")
-    call(client, "session/set_config_option", { sessionId = sid, configId = mode_id, value = "auto" })
+    -- The `ask` mode (untrusted + workspace-write): a write in the workspace asks.
+    call(client, "session/set_config_option", { sessionId = sid, configId = mode_id, value = "ask" })
 
     -- A write needs approval; answered by the option whose kind is allow_always.
     local result = call(client, "session/prompt", {
@@ -125,7 +126,11 @@ spec.test("config options by category, locations and permission ids work for Cod
     h.eq(1, #client.permissions, "one permission request")
     local request = client.permissions[1]
     for _, option in ipairs(request.options) do
-      h.eq(option.kind, option.optionId, "option ids equal their kinds (avante decides by id)")
+      if option.optionId ~= "allow_project" then
+        h.eq(option.kind, option.optionId, "option ids equal their kinds (avante decides by id)")
+      else
+        h.eq("allow_always", option.kind, "allow_project is a second allow_always")
+      end
     end
     local target = vim.uv.fs_realpath(h.workspace) .. "/cc/notes.txt"
     h.eq({ { path = target } }, request.toolCall.locations, "the approval names the absolute file")

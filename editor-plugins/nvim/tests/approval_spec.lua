@@ -1,21 +1,30 @@
 -- Approvals through vim.ui.select: allow, reject (with the diff shown), cancel while the
--- dialog is open (closed by the daemon's $/cancelRequest), and "Cancel the turn".
+-- dialog is open (closed by the daemon's $/cancelRequest), "Cancel the turn", and "Always
+-- allow in this project". Under the default policy what the sandbox contains runs without a
+-- dialog, so these ask to leave it: `run outside CMD` (the offline model's escalation) and
+-- a write outside the workspace.
 local h = require("helpers")
 local spec = h.spec()
 
-local LABELS = { "Allow once", "Allow for this session", "Reject", "Reject for this session", "Cancel the turn" }
+--- The options of a request that offers `project` (the allow_project option's name).
+---@param project string
+---@return string[]
+local function labels(project)
+  return { "Allow once", "Allow for this session", project, "Reject", "Reject for this session", "Cancel the turn" }
+end
 
 spec.test("an approved command runs and its output appears", function()
   h.new_session()
   local calls = h.stub_select(h.pick("Allow once"))
 
-  vim.cmd("Cody run echo nvim-approved")
+  vim.cmd("Cody run outside echo nvim-approved")
   h.wait_chat("— end_turn")
   h.wait_turn()
 
   h.eq(1, #calls, "one approval dialog")
   local call = calls[1]
-  h.eq(LABELS, call.labels, "the options")
+  h.eq(labels("Always allow `exec(echo nvim-approved:*)` in " .. h.workspace), call.labels, "the options")
+  h.contains(call.opts.prompt, "OUTSIDE THE SANDBOX", "select prompt says where it runs")
   h.contains(call.opts.prompt, "echo nvim-approved", "select prompt")
   h.contains(call.opts.prompt, "cwd: " .. h.workspace, "select prompt")
   h.truthy(call.preview_valid, "the request was shown in a window while asking")
@@ -33,23 +42,24 @@ spec.test("a rejected edit is not written and the chat shows the denial", functi
   h.new_session()
   local calls = h.stub_select(h.pick("Reject"))
 
-  vim.cmd("Cody write x.txt: hi")
+  vim.cmd("Cody write ../x.txt: hi")
   h.wait_chat("— end_turn")
   h.wait_turn()
 
   h.eq(1, #calls, "one approval dialog")
   local call = calls[1]
-  h.eq(LABELS, call.labels, "the options")
-  h.contains(call.opts.prompt, h.workspace .. "/x.txt", "select prompt names the file")
+  h.eq(labels(("Always allow `writeFile(/%s/**)` in %s"):format(h.root, h.workspace)), call.labels, "the options")
+  h.contains(call.opts.prompt, h.root .. "/x.txt", "select prompt names the file")
   h.truthy(call.preview_valid, "the diff was shown in a window while asking")
   h.eq("diff", call.preview_filetype, "the preview is a diff")
   local diff = table.concat(call.preview_lines, "\n")
-  h.contains(diff, "+++ " .. h.workspace .. "/x.txt", "diff header")
+  h.contains(diff, "OUTSIDE THE SANDBOX", "the preview says the write leaves the sandbox")
+  h.contains(diff, "+++ " .. h.root .. "/x.txt", "diff header")
   h.contains(diff, "\n+hi", "diff body")
 
-  h.eq(0, vim.fn.filereadable(h.workspace .. "/x.txt"), "x.txt was not written")
+  h.eq(0, vim.fn.filereadable(h.root .. "/x.txt"), "x.txt was not written")
   local text = h.chat()
-  h.contains(text, "▸ Write x.txt [edit]\n  ✗ User denied approval")
+  h.contains(text, "▸ Write ../x.txt [edit]\n  ✗ User denied approval")
   h.contains(text, "not succeed: User denied approval.")
 end)
 
@@ -65,7 +75,7 @@ spec.test(":CodyCancel while the dialog is open ends the turn and the daemon clo
   local closed = h.capture_event("CodyApprovalClosed")
   local notes = h.capture_notify()
 
-  vim.cmd("Cody run echo never-runs")
+  vim.cmd("Cody run outside echo never-runs")
   h.wait(function()
     return #calls == 1
   end, "the approval dialog")
@@ -107,7 +117,7 @@ spec.test('"Cancel the turn" in the dialog stops the turn', function()
   h.new_session()
   local calls = h.stub_select(h.pick("Cancel the turn"))
 
-  vim.cmd("Cody run echo not-this-time")
+  vim.cmd("Cody run outside echo not-this-time")
   h.wait_chat("— cancelled")
   h.wait_turn()
 
@@ -124,10 +134,10 @@ spec.test("a picker that answers synchronously (like the built-in inputlist) wor
     on_choice(items[2]) -- "Allow for this session", before select returns
   end)
 
-  vim.cmd("Cody run echo sync-one")
+  vim.cmd("Cody run outside echo sync-one")
   h.wait_chat("— end_turn")
   h.wait_turn()
-  vim.cmd("Cody run echo sync-one")
+  vim.cmd("Cody run outside echo sync-one")
   h.wait_turn()
 
   h.eq(1, shown, "the session grant covers the second identical command")
@@ -142,10 +152,33 @@ spec.test("dismissing the dialog rejects the call and the turn goes on", functio
     end)
   end)
 
-  vim.cmd("Cody run echo dismissed")
+  vim.cmd("Cody run outside echo dismissed")
   h.wait_chat("— end_turn")
   h.wait_turn()
   h.contains(h.chat(), "▸ echo dismissed [execute]\n  ✗ User denied approval")
+end)
+
+spec.test("always allow in this project saves a rule: the next run of that command does not ask", function()
+  h.new_session()
+  local calls = h.stub_select(function(items)
+    return vim.iter(items):find(function(item)
+      return item.option_id == "allow_project"
+    end)
+  end)
+
+  vim.cmd("Cody run outside mkdir -p ../nvim-first")
+  h.wait_chat("— end_turn")
+  h.wait_turn()
+  h.eq(1, #calls, "one approval dialog")
+  h.contains(calls[1].labels[3], "Always allow `exec(mkdir:*)` in " .. h.workspace, "the option shows the rule")
+  vim.cmd("Cody run outside mkdir -p ../nvim-second")
+  h.wait_turn()
+
+  h.eq(1, #calls, "the saved rule answered the second command")
+  h.eq(1, vim.fn.isdirectory(h.root .. "/nvim-second"), "it ran, outside the sandbox")
+  local config = table.concat(vim.fn.readfile(h.root .. "/cody-home/config.toml"), "\n")
+  h.contains(config, ('[projects."%s".permissions]'):format(h.workspace), "saved for the project")
+  h.contains(config, '"exec(mkdir:*)"', "the rule")
 end)
 
 return spec

@@ -117,13 +117,17 @@ end)
 spec.test("a rejected edit leaves the buffer alone", function()
   local buf = open_file("kept.txt", { "unchanged" })
   local changedtick = vim.api.nvim_buf_get_changedtick(buf)
+  -- The `ask` mode's policy: every edit asks (the default runs edits in the workspace).
+  require("cody").setup(vim.tbl_extend("force", h.default_config(), { approval_policy = "untrusted" }))
   h.new_session()
-  h.stub_select(h.pick("Reject"))
+  local calls = h.stub_select(h.pick("Reject"))
 
   vim.cmd("Cody write kept.txt: never written")
   h.wait_chat("— end_turn")
   h.wait_turn()
+  require("cody").setup(h.default_config())
 
+  h.eq(1, #calls, "the edit asked")
   h.eq({ "unchanged" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
   h.eq(changedtick, vim.api.nvim_buf_get_changedtick(buf), "not even reloaded")
   close(buf, "kept.txt")

@@ -32,7 +32,8 @@ spec.test("a forged command is shown escaped in the approval, and what runs is w
   local pwned = h.workspace .. "/PWNED"
   vim.fn.delete(pwned)
 
-  require("cody").prompt("run " .. FORGED)
+  -- Under the default a sandboxed command runs unasked: this one asks to leave the sandbox.
+  require("cody").prompt("run outside " .. FORGED)
   h.wait_chat("— end_turn")
   h.wait_turn()
 

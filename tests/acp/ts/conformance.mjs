@@ -477,11 +477,12 @@ async function main() {
       seen = params;
       return { outcome: { outcome: "selected", optionId: "allow_once" } };
     });
-    const turn = await runTurn(first, mainSession, "run echo acp-allowed");
+    // The default policy runs a sandboxed command unasked; this one asks to leave the sandbox.
+    const turn = await runTurn(first, mainSession, "run outside echo acp-allowed");
     check(seen, "allow_once: no session/request_permission arrived");
     const byId = Object.fromEntries(seen.options.map((o) => [o.optionId, o.kind]));
-    const expected = { allow_once: "allow_once", allow_always: "allow_always", reject_once: "reject_once", reject_always: "reject_always" };
-    check(JSON.stringify(byId) === JSON.stringify(expected), "allow_once: the four options with their kinds", seen.options);
+    const expected = { allow_once: "allow_once", allow_always: "allow_always", allow_project: "allow_always", reject_once: "reject_once", reject_always: "reject_always" };
+    check(JSON.stringify(byId) === JSON.stringify(expected), "allow_once: the five options with their kinds", seen.options);
     check(seen.toolCall.kind === "execute", "allow_once: toolCall.kind must be execute", seen.toolCall);
     check(toolText(seen.toolCall).includes("echo acp-allowed") || JSON.stringify(seen.toolCall.rawInput ?? {}).includes("echo acp-allowed"), "allow_once: the request must show the command", seen.toolCall);
     const calls = toolCalls(turn.updates);
@@ -494,7 +495,7 @@ async function main() {
   });
 
   await step("permission round trip answered reject_once", first, async () => {
-    const target = join(env.workspace, "x.txt");
+    const target = join(env.workspace, "..", "x.txt");
     let seen;
     let existedDuringApproval = false;
     first.permissionHandlers.set(ids.main, async ({ params }) => {
@@ -502,7 +503,7 @@ async function main() {
       existedDuringApproval = existsSync(target);
       return { outcome: { outcome: "selected", optionId: "reject_once" } };
     });
-    const turn = await runTurn(first, mainSession, "write x.txt: hi");
+    const turn = await runTurn(first, mainSession, "write ../x.txt: hi"); // outside the workspace: it asks
     check(seen, "reject_once: no session/request_permission arrived");
     check(seen.toolCall.kind === "edit", "reject_once: toolCall.kind must be edit", seen.toolCall);
     const diff = (seen.toolCall.content ?? []).find((c) => c.type === "diff");
@@ -533,7 +534,7 @@ async function main() {
       // ACP: after session/cancel the client answers pending permission requests `cancelled`.
       return { outcome: { outcome: "cancelled" } };
     });
-    const turnPromise = runTurn(first, active, "run touch acp-cancelled.txt");
+    const turnPromise = runTurn(first, active, "run outside touch acp-cancelled.txt");
     const params = await withTimeout(arrived, STEP_TIMEOUT_MS, "session/request_permission for the cancel flow");
     await first.agent.notify(methods.agent.session.cancel, { sessionId: ids.cancel });
     const turn = await turnPromise;
@@ -569,7 +570,7 @@ async function main() {
     const updates = second.updatesFor(ids.main, startSeq).map((u) => u.update);
     const kinds = updates.map((u) => u.sessionUpdate);
     const userTexts = updates.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => textOf(u.content));
-    check(JSON.stringify(userTexts) === JSON.stringify(["list files", "run echo acp-allowed", "write x.txt: hi"]), "load: user_message_chunk replay of the three prompts, in order", userTexts);
+    check(JSON.stringify(userTexts) === JSON.stringify(["list files", "run outside echo acp-allowed", "write ../x.txt: hi"]), "load: user_message_chunk replay of the three prompts, in order", userTexts);
     check(kinds.includes("agent_message_chunk"), "load: agent_message_chunk must be replayed", kinds);
     const replayed = new Map(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => [u.toolCallId, u]));
     check(replayed.get(ids.listCall)?.status === "completed", "load: the listDir tool_call is replayed completed", replayed.get(ids.listCall));
@@ -730,7 +731,10 @@ async function zedLikeFlows(env) {
       permission = params;
       return { outcome: { outcome: "selected", optionId: "allow_once" } };
     });
+    // The `ask` mode: an edit in the workspace asks (the default runs it in the sandbox).
+    await zed.agent.request(methods.agent.session.setMode, { sessionId: active.sessionId, modeId: "ask" });
     const written = await runTurn(zed, active, "write out.txt: from the editor");
+    await zed.agent.request(methods.agent.session.setMode, { sessionId: active.sessionId, modeId: "auto" });
     const diff = (permission?.toolCall?.content ?? []).find((c) => c.type === "diff");
     check(diff && diff.newText === "from the editor", "the approval carries the diff", permission);
     const target = join(env.workspace, "out.txt");
@@ -954,10 +958,15 @@ async function zedFlows() {
       const option = params.options.find((o) => o.kind === "allow_always");
       return { outcome: { outcome: "selected", optionId: option.optionId } };
     });
+    // The `ask` mode: an edit in the workspace asks (the default runs it in the sandbox).
+    await zed.agent.request(methods.agent.session.setMode, { sessionId: active.sessionId, modeId: "ask" });
     const turn = await runTurn(zed, active, "write notes/zed.txt: hello zed");
     check(turn.response.stopReason === "end_turn", "the edit turn ends end_turn", turn.response);
     check(seen, "an approval was asked");
-    for (const option of seen.options) check(option.optionId === option.kind, "permission option ids equal their kinds", seen.options);
+    for (const option of seen.options) {
+      const kind = option.optionId === "allow_project" ? "allow_always" : option.optionId;
+      check(option.kind === kind, "permission option ids equal their kinds (allow_project: allow_always)", seen.options);
+    }
     const target = join(real, "notes", "zed.txt");
     check(canonical(seen.toolCall.locations) === canonical([{ path: target }]), "the approval carries the file's absolute path", seen.toolCall);
     const call = toolCalls(turn.updates).get(seen.toolCall.toolCallId);
@@ -973,6 +982,7 @@ async function zedFlows() {
     const again = await runTurn(zed, active, "write notes/zed.txt: hello again");
     check(again.response.stopReason === "end_turn" && seen === undefined, "allow_always: the same file is not asked about again");
     check(readFileSync(target, "utf8") === "hello again", "the second write happened");
+    await zed.agent.request(methods.agent.session.setMode, { sessionId: active.sessionId, modeId: "auto" });
   });
 
   await step("zed: usage in the prompt result, cost in usage_update, messageId on chunks, read locations", zed, async () => {
@@ -1011,7 +1021,7 @@ async function zedFlows() {
       await waitAbort(signal, 10_000);
       return { outcome: { outcome: "cancelled" } };
     });
-    const turnPromise = runTurn(zed, active, "run touch zed-cancelled.txt");
+    const turnPromise = runTurn(zed, active, "run outside touch zed-cancelled.txt");
     await withTimeout(asked, STEP_TIMEOUT_MS, "the permission request");
     await zed.agent.notify(methods.agent.session.cancel, { sessionId: ids.main });
     await zed.agent.notify(methods.agent.session.cancel, { sessionId: ids.main });

@@ -26,6 +26,7 @@ from cody_protocol.content import ContentToolCallContent, ImageContent, TextCont
 from pydantic import BaseModel, ConfigDict
 
 from ...core.tooling import ToolSpec
+from ...policy.approval import Escalation
 from ..base import OWN_DEADLINE_MARGIN_S, Tool, ToolArgumentError, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class McpTool(Tool[McpToolArgs]):
         title: str | None = None,
         timeout_s: float | None = None,
         timeout_setting: str | None = None,
+        read_only: bool = False,
     ) -> None:
         """`timeout_s`: the server's `tool_timeout_s`, enforced by the caller; the engine's
         limit is a backstop past it. `timeout_setting` names where a user changes it."""
@@ -112,6 +114,10 @@ class McpTool(Tool[McpToolArgs]):
         self._caller = caller
         self._timeout_s = timeout_s
         self._timeout_setting = timeout_setting
+        self.read_only = read_only
+        """The server annotates the tool read-only (`readOnlyHint`): `on-request` then runs it
+        without asking, as a call the sandbox contains. Set by whoever builds the tool from
+        the server's list (the MCP annotations work); False asks."""
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -137,6 +143,11 @@ class McpTool(Tool[McpToolArgs]):
 
     def title(self, args: McpToolArgs) -> str:
         return f"{self.server}: {self.remote_name}"
+
+    def escalation(self, args: McpToolArgs, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        if self.read_only or not self.requires_approval:
+            return None
+        return "mcp", f"{self.server}'s tool {self.remote_name} runs outside Cody's sandbox"
 
     def time_limit_s(self, args: McpToolArgs, ctx: ToolContext) -> float:
         """`[tools.<name>] timeout_s` when set, else the server's own limit plus a margin."""

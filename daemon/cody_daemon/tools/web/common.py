@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ... import __version__
 from ...config.model import ToolConfig
+from ...policy.approval import Escalation
 from ..base import OWN_DEADLINE_MARGIN_S, A, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -248,6 +249,11 @@ class WebTool(Tool[A]):
 
     def time_limit_s(self, args: A, ctx: ToolContext) -> float:
         return time_limit_for(ctx, self.name)
+
+    def escalation(self, args: A, ctx: ToolContext) -> tuple[Escalation, str] | None:
+        """The network tools reach the network from the daemon, never from the sandbox:
+        they ask under `on-request` unless a rule allows them."""
+        return "network", f"{self.name} reaches the network"
 
 
 # -- requests and errors ---------------------------------------------------------------------

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallContent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...policy.rules import RuleSubject, UrlSubject
 from ..base import GrantKey, ToolContext, ToolError, ToolResult
 from .address_guard import AddressPolicy, BlockedAddress, UnresolvableHost
 from .common import (
@@ -177,6 +178,13 @@ class FetchUrlTool(WebTool[FetchUrlArgs]):
     def grant_key(self, args: FetchUrlArgs, ctx: ToolContext) -> GrantKey:
         """The URL's origin: a session grant allows every page of one site."""
         return ("fetch", origin(args.url))
+
+    def permission_subject(self, args: FetchUrlArgs, ctx: ToolContext) -> RuleSubject:
+        """The host (`fetchUrl(domain:docs.rs)` rules); a URL without one matches none."""
+        import urllib.parse
+
+        host = urllib.parse.urlsplit(args.url.strip()).hostname
+        return UrlSubject(host) if host else None
 
     def preview(self, args: FetchUrlArgs, ctx: ToolContext) -> list[ToolCallContent]:
         text = f"GET {args.url}"

@@ -166,6 +166,9 @@ export interface CodyPermissionAnswerMeta {
 /** `CodyPermissionMeta` */
 export interface CodyPermissionMeta {
   grantKey?: string | null;
+  justification?: string | null;
+  project?: string | null;
+  projectRules?: string[] | null;
   requestId: string | number;
   sandboxed?: boolean | null;
 }
@@ -196,6 +199,7 @@ export interface CodySessionMeta {
   reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
   reasoningSummary?: "auto" | "concise" | "detailed" | "none" | null;
   sandboxMode?: "read-only" | "workspace-write" | "danger-full-access" | null;
+  writableRoots?: string[] | null;
 }
 
 /** `CodySessionResultMeta` */
@@ -608,6 +612,15 @@ export interface PermissionOption {
   optionId: string;
 }
 
+/** `PermissionRuleInfo` */
+export interface PermissionRuleInfo {
+  decision: "allow" | "ask" | "deny";
+  project?: string | null;
+  readOnly?: boolean;
+  rule: string;
+  source: string;
+}
+
 /** `PermissionToolCall` */
 export interface PermissionToolCall {
   content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[];
@@ -617,6 +630,33 @@ export interface PermissionToolCall {
   status?: "pending" | "in_progress" | "completed" | "failed";
   title: string;
   toolCallId: string;
+}
+
+/**
+ * `_cody/permissions/list {cwd?}`: the rules that apply in `cwd` (default: every rule of
+ * the user config, all projects, plus the read-only Codex and Claude Code files).
+ */
+export interface PermissionsListParams {
+  cwd?: string | null;
+}
+
+/** `PermissionsListResult` */
+export interface PermissionsListResult {
+  rules: PermissionRuleInfo[];
+  warnings?: string[];
+}
+
+/** `_cody/permissions/remove`: remove one rule from the user config (as listed). */
+export interface PermissionsRemoveParams {
+  decision: "allow" | "ask" | "deny";
+  project?: string | null;
+  rule: string;
+  source: string;
+}
+
+/** `PermissionsRemoveResult` */
+export interface PermissionsRemoveResult {
+  removed: boolean;
 }
 
 /** `PlanEntry` */
@@ -905,6 +945,13 @@ export interface TokenUsage {
   totalTokens?: number;
 }
 
+/** `_meta.cody.decision` of a `tool_call_update`: what decided whether the call ran. */
+export interface ToolCallDecision {
+  by: "rule" | "hook" | "grant" | "policy" | "sandbox" | "allowlist" | "user" | "timeout";
+  detail: string;
+  outcome: "allow" | "deny";
+}
+
 /** `ToolCallLocation` */
 export interface ToolCallLocation {
   line?: number | null;
@@ -1037,6 +1084,8 @@ export const Method = {
   codyLspServers: "_cody/lsp/servers",
   codyMcpStatus: "_cody/mcp/status",
   codyModelsList: "_cody/models/list",
+  codyPermissionsList: "_cody/permissions/list",
+  codyPermissionsRemove: "_cody/permissions/remove",
   codySessionCompact: "_cody/session/compact",
   codySessionFork: "_cody/session/fork",
   codySessionHistory: "_cody/session/history",

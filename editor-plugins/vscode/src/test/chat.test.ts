@@ -102,7 +102,8 @@ describe("chat against the real daemon", () => {
     };
     await withChat(env, { approvals }, async (chat) => {
       chatRef = chat;
-      const result = await within(chat.send("run echo vscode-approved"), 60_000, "prompt");
+      // the default policy runs a sandboxed command unasked: this one asks to leave the sandbox
+      const result = await within(chat.send("run outside echo vscode-approved"), 60_000, "prompt");
 
       assert.equal(result?.stopReason, "end_turn");
       const [request] = requests;
@@ -112,9 +113,10 @@ describe("chat against the real daemon", () => {
       assert.match(textOf(request), new RegExp(`cwd: ${env.workspace}`));
       assert.deepEqual(
         request.options.map((o) => o.optionId),
-        ["allow_once", "allow_always", "reject_once", "reject_always"],
+        ["allow_once", "allow_always", "allow_project", "reject_once", "reject_always"],
       );
       assert.ok(request._meta?.cody.requestId !== undefined);
+      assert.equal(request._meta.cody.justification, "you asked to run it outside the sandbox");
       // while the handler ran, the chat showed the pending approval with the command
       const shown = seen[0]?.pendingApproval;
       assert.ok(shown);
@@ -139,7 +141,8 @@ describe("chat against the real daemon", () => {
       requests.push(request);
       return Promise.resolve({ outcome: "selected", optionId: "reject_once" });
     };
-    await withChat(env, { approvals }, async (chat) => {
+    // the `ask` mode's policy: an edit in the workspace asks
+    await withChat(env, { approvals, sessionMeta: { approvalPolicy: "untrusted" } }, async (chat) => {
       const result = await within(chat.send("write x.txt: hi"), 60_000, "prompt");
 
       assert.equal(result?.stopReason, "end_turn", "a rejection does not end the turn early");
@@ -179,7 +182,7 @@ describe("chat against the real daemon", () => {
       if (direction === "receive") received.push(message);
     };
     await withChat(env, { approvals, observer }, async (chat) => {
-      const sending = chat.send("run touch never.txt");
+      const sending = chat.send("run outside touch never.txt");
       const request = await within(asked.promise, 60_000, "approval request");
       assert.ok(chat.state.pendingApproval, "the chat shows the pending approval");
       assert.equal(chat.state.busy, true);
@@ -345,7 +348,7 @@ describe("chat against the real daemon", () => {
       return Promise.resolve({ outcome: "selected", optionId: "allow_once" });
     };
     await withChat(env, { approvals }, async (chat) => {
-      await within(chat.send("run echo first"), 60_000, "first prompt");
+      await within(chat.send("run outside echo first"), 60_000, "first prompt");
       assert.deepEqual(asked, ["echo first"]);
       const sessionId = chat.state.session?.id;
       const pid = chat.activeClient?.pid;

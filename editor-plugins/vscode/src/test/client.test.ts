@@ -106,7 +106,7 @@ describe("CodyClient", () => {
       const updates: SessionNotification[] = [];
       client.onSessionUpdate((n) => updates.push(n));
       const { sessionId } = await client.newSession({ cwd: env.workspace });
-      const result = await within(client.prompt(sessionId, "run touch unhandled.txt"), 60_000, "prompt");
+      const result = await within(client.prompt(sessionId, "run outside touch unhandled.txt"), 60_000, "prompt");
       assert.equal(result.stopReason, "end_turn");
       const final = updates.map((u) => u.update).filter((u) => u.sessionUpdate === "tool_call_update").at(-1);
       assert.equal(final?.sessionUpdate === "tool_call_update" ? final.status : undefined, "failed");

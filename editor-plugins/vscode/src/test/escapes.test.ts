@@ -116,6 +116,8 @@ test("through the real daemon: the dialog, the chat, the session picker, the dif
   fake.configuration = {
     "cody.daemon.command": daemonArgv(),
     "cody.daemon.env": { HOME: env.env.HOME, CODY_HOME: env.codyHome, TMPDIR: env.env.TMPDIR, CODEX_HOME: env.env.CODEX_HOME, CLAUDE_CONFIG_DIR: env.env.CLAUDE_CONFIG_DIR, OPENAI_API_KEY: null, ANTHROPIC_API_KEY: null, OPENROUTER_API_KEY: null },
+    // the ask mode: every command and edit here asks (under the default a sandboxed one runs unasked)
+    "cody.approvalPolicy": "untrusted",
   };
   const modals: ModalCall[] = [];
   let answer = "Allow once";

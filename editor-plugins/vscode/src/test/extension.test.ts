@@ -58,6 +58,8 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     "cody.daemon.command": daemonArgv(),
     "cody.daemon.env": { ...removeKeys, HOME: env.env.HOME, CODY_HOME: env.codyHome, TMPDIR: env.env.TMPDIR, CODEX_HOME: env.env.CODEX_HOME, CLAUDE_CONFIG_DIR: env.env.CLAUDE_CONFIG_DIR },
     "cody.trace": "messages",
+    // the `ask` mode's policy: the edit in the workspace below asks
+    "cody.approvalPolicy": "untrusted",
   };
   const modals: ModalCall[] = [];
   let answer = "Reject";
@@ -111,7 +113,14 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     assert.match(edit.options.detail ?? "", /x\.txt: new file, 1 lines/);
     assert.deepEqual(
       edit.items.map((i) => i.title),
-      ["Allow once", "Allow for this session", "Reject", "Reject for this session", "Stop Turn"],
+      [
+        "Allow once",
+        "Allow for this session",
+        `Always allow \`writeFile(./**)\` in ${env.workspace}`,
+        "Reject",
+        "Reject for this session",
+        "Stop Turn",
+      ],
     );
     assert.equal(diffs.provideTextDocumentContent(right), "", "the preview documents are released after the answer");
     assert.equal(existsSync(join(env.workspace, "x.txt")), false);
@@ -120,11 +129,12 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
 
     // a prompt from the webview's prompt box; the command is allowed in the modal
     answer = "Allow once";
-    receive({ type: "prompt", text: "run echo from-webview" });
+    receive({ type: "prompt", text: "run outside echo from-webview" });
     await waitFor(() => tools(lastView(posted)).at(-1)?.status === "completed" && lastView(posted)?.busy === false, 60_000, "allowed command shown");
     const run = modals.at(-1);
     assert.ok(run);
-    assert.equal(run.message, "Cody wants to run a command");
+    assert.equal(run.message, "Cody wants to run a command outside the sandbox");
+    assert.match(run.options.detail ?? "", /Reason given: you asked to run it outside the sandbox/);
     assert.match(run.options.detail ?? "", /\$ echo from-webview\ncwd: /);
     const done = lastView(posted);
     assert.ok(done);

@@ -95,10 +95,10 @@ test("every message on the wire matches the protocol schema", { timeout: 120_000
     const { sessionId } = await client.newSession({
       cwd: env.workspace,
       mcpServers: [{ name: "broken", command: join(env.root, "missing-mcp"), args: [], env: [] }],
-      meta: { approvalPolicy: "on-request", sandboxMode: "workspace-write" },
+      meta: { approvalPolicy: "untrusted", sandboxMode: "workspace-write" },
     });
     await within(client.prompt(sessionId, "list files"), 60_000, "list files");
-    await within(client.prompt(sessionId, "run echo schema-check"), 60_000, "run");
+    await within(client.prompt(sessionId, "run outside echo schema-check"), 60_000, "run");
     await within(client.prompt(sessionId, "write x.txt: hi"), 60_000, "write");
     const cancelled = client.prompt(sessionId, "run touch y.txt");
     await within(asked.promise, 60_000, "third approval");

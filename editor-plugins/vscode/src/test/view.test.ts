@@ -93,6 +93,24 @@ describe("approval dialog", () => {
     assert.deepEqual(prompt.diffs, []);
   });
 
+  test("an escalation says it leaves the sandbox and shows the project option's rule", () => {
+    const project = { optionId: "allow_project", name: "Always allow `exec(npm install:*)` in /w", kind: "allow_always" as const };
+    const prompt = describeApproval({
+      sessionId: "s",
+      toolCall: { toolCallId: "c", title: "npm install", kind: "execute", content: [{ type: "content", content: { type: "text", text: "$ npm install\ncwd: /w\n\nOUTSIDE THE SANDBOX\nReason given: it needs the registry" } }] },
+      options: [...OPTIONS.slice(0, 2), project, ...OPTIONS.slice(2)],
+      _meta: { cody: { requestId: "cody-2", sandboxed: false, justification: "it needs the registry", projectRules: ["exec(npm install:*)"], project: "/w" } },
+    });
+    assert.equal(prompt.message, "Cody wants to run a command outside the sandbox");
+    assert.match(prompt.detail, /Reason given: it needs the registry/);
+    assert.match(prompt.detail, /full access to your files and the network/);
+    assert.match(prompt.detail, /saves exec\(npm install:\*\) for \/w/);
+    assert.deepEqual(
+      prompt.buttons.map((b) => b.optionId),
+      ["allow_once", "allow_always", "allow_project", "reject_once", "reject_always", undefined],
+    );
+  });
+
   test("an edit names the file and points at the diff editor", () => {
     const prompt = describeApproval({
       sessionId: "s",
