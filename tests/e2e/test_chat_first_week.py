@@ -43,7 +43,8 @@ async def bar_with(tmux: Tmux, needle: str, timeout: float = 15) -> str:
 async def test_at_80_columns_tab_completes_commands_and_typing_during_a_turn_stays_quiet(
     cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
-    cody_env.use_mock_provider(model.base_url)
+    # `untrusted`: every command and edit asks (the grant line is the approval prompt's).
+    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "untrusted"')
     model.enqueue(tool_call("exec", {"command": "touch 'two words.txt'"}, call_id="c1"))
     model.enqueue(text("counted"), usage=Usage(input=12000, output=40))
     model.enqueue(
@@ -61,21 +62,21 @@ async def test_at_80_columns_tab_completes_commands_and_typing_during_a_turn_sta
         screen = await tmux.wait_for("Ctrl-C interrupts a turn")
         assert SESSION_ID.search(screen), f"the session id is cut by the 80 columns:\n{screen}"
         await tmux.prompt_ready("mock/mock-model")
-        assert "approvals on-request" in toolbar(tmux.screen())
+        assert "approvals untrusted" in toolbar(tmux.screen())
 
         # The grant line keeps the command's quoting (it was `touch two words.txt`).
         tmux.keys("touch it", "Enter")
-        screen = await tmux.wait_for("choice [y/a/n/r/c]:")
+        screen = await tmux.wait_for("choice [y/a/")
         assert "applies to the command `touch 'two words.txt'`" in screen, screen
         tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn")
         # The bar at 80 columns: the parts that matter most, each whole (none cut mid-word).
         bar = await bar_with(tmux, "context ")
-        assert bar == "mock/mock-model · context 9% of 128k · approvals on-request", bar
+        assert bar == "mock/mock-model · context 9% of 128k · approvals untrusted", bar
 
         # An approved edit says what changed, not just `completed`.
         tmux.keys("edit the notes", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:", count=2)
+        await tmux.wait_for("choice [y/a/", count=2)
         tmux.keys("y")
         screen = await tmux.wait_for("stop: end_turn", count=2)
         assert "✓ notes.txt +3 -1" in screen, screen
@@ -90,7 +91,7 @@ async def test_at_80_columns_tab_completes_commands_and_typing_during_a_turn_sta
 
         # Keys typed while a command runs are not echoed as escape codes (`^[[A`)...
         tmux.keys("nap", "Enter")
-        await tmux.wait_for("choice [y/a/n/r/c]:", count=3)
+        await tmux.wait_for("choice [y/a/", count=3)
         tmux.keys("y")
         await tmux.wait_for("▸ sleep 2")
         tmux.keys("Up", "Left", "Escape", "x")

@@ -127,6 +127,13 @@ class InterceptingProxy(LoopbackServer):
         self.handshakes_failed: list[str] = []
         self._upstream = ssl.create_default_context()
         self._upstream.set_alpn_protocols(["http/1.1"])
+        self._writers: set[asyncio.StreamWriter] = set()
+        """Every open connection's writers, aborted at `stop` (a TLS close can wait long)."""
+
+    async def stop(self) -> None:
+        for writer in list(self._writers):
+            writer.transport.abort()
+        await super().stop()
 
     @property
     def url(self) -> str:
@@ -139,9 +146,11 @@ class InterceptingProxy(LoopbackServer):
             writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
             await writer.drain()
             return
+        self._writers.add(writer)
         upstream_reader, upstream_writer = await asyncio.open_connection(
             host, 443, ssl=self._upstream, server_hostname=host
         )
+        self._writers.add(upstream_writer)
         try:
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
@@ -165,6 +174,8 @@ class InterceptingProxy(LoopbackServer):
                     pipe.cancel()
                 await asyncio.gather(*pipes, return_exceptions=True)
         finally:
+            self._writers.discard(writer)
+            self._writers.discard(upstream_writer)
             upstream_writer.close()
             with suppress(ConnectionError, ssl.SSLError):
                 await upstream_writer.wait_closed()
