@@ -15,7 +15,14 @@ file that does not match is not installed), Cody's three packages built by the b
 `uv.lock` pins, with its hashes too, and bytecode compiled (so the first start is fast).
 `cody-client` and `cody-daemon` are linked into the bin directory (`$UV_TOOL_BIN_DIR`,
 `$XDG_BIN_HOME` or `~/.local/bin`). If that directory is not on PATH, `uv tool update-shell`
-adds it to your shell's startup file, and this script says so.
+adds it to your shell's startup files (for new shells; this script cannot change the PATH of
+the shell that runs it, so its last line says how to start Cody from there: the README's
+first command uses the full path). The lines it added are recorded, and `--uninstall` removes
+exactly those (a file it created, it deletes, if nothing else was written to it since).
+
+uv downloads with the system's trust store (`UV_SYSTEM_CERTS`, as this script's own download
+does), so an HTTPS proxy whose certificate authority is installed on the machine works for
+both, unless `UV_SYSTEM_CERTS` or `UV_NATIVE_TLS` is set otherwise.
 
 Nothing is taken from the directory you run it in: the `uv` module is looked for with the
 current directory off `sys.path` (`python3 -P`, run elsewhere), and PATH entries that are not
@@ -206,13 +213,32 @@ def download_uv() -> list[str]:
 # -- install / uninstall ----------------------------------------------------------------------
 
 
-def uv_env() -> dict[str, str]:
+TRUST_SETTINGS = ("UV_SYSTEM_CERTS", "UV_NATIVE_TLS")
+"""uv's switches for the system trust store (`UV_NATIVE_TLS` is the name before uv 0.11)."""
+
+
+def trust_env(uv: list[str]) -> dict[str, str]:
+    """What tells uv to verify TLS with the system's trust store, as urllib does here (uv's
+    default is its bundled Mozilla roots: behind a TLS-intercepting proxy whose authority is
+    installed on the machine, uv would fail with `UnknownIssuer` where this script's own
+    download worked). A choice the caller made is kept."""
+    if any(name in os.environ for name in TRUST_SETTINGS):
+        return {}
+    probe = subprocess.run(
+        [*uv, "--system-certs", "--version"], capture_output=True, check=False, env=uv_env()
+    )
+    return {"UV_SYSTEM_CERTS": "1"} if probe.returncode == 0 else {"UV_NATIVE_TLS": "1"}
+
+
+def uv_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment uv runs in: the caller's, without what would turn hash checks off."""
-    return {k: v for k, v in os.environ.items() if k not in ("UV_NO_VERIFY_HASHES",)}
+    env = {k: v for k, v in os.environ.items() if k not in ("UV_NO_VERIFY_HASHES",)}
+    env.update(extra or {})
+    return env
 
 
-def run(command: list[str], **kwargs: object) -> None:
-    result = subprocess.run(command, check=False, env=uv_env(), **kwargs)  # type: ignore[call-overload]
+def run(command: list[str], env: dict[str, str] | None = None, **kwargs: object) -> None:
+    result = subprocess.run(command, check=False, env=uv_env(env), **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise InstallError(f"`{' '.join(command)}` failed (exit {result.returncode})")
 
@@ -223,6 +249,7 @@ PROGRAMS = ("cody-client", "cody-daemon")
 def install(uv: list[str]) -> None:
     venv = venv_dir()
     python = venv / "bin" / "python"
+    trust = trust_env(uv)
     with tempfile.TemporaryDirectory() as tmp:
         requirements = Path(tmp) / "requirements.txt"
         build = Path(tmp) / "build.txt"
@@ -237,17 +264,22 @@ def install(uv: list[str]) -> None:
              "--no-header", "--quiet", "-o", str(build)],
             cwd=REPO,
         )  # fmt: skip
+        pinned = sum(1 for line in requirements.read_text().splitlines() if "==" in line)
+        say(f"installing {pinned} dependencies at the versions and hashes uv.lock pins into {venv}")
         run([*uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(venv)])
+        # --quiet: uv's list of every package would bury this script's last lines (how to
+        # start Cody); errors are still printed.
         run(
-            [*uv, "pip", "sync", "--python", str(python), "--require-hashes",
+            [*uv, "pip", "sync", "--quiet", "--python", str(python), "--require-hashes",
              "--compile-bytecode", str(requirements)],
-            cwd=REPO,
+            env=trust, cwd=REPO,
         )  # fmt: skip
+        say("building and installing Cody (cody-protocol, cody-daemon, cody-client)")
         run(
-            [*uv, "pip", "install", "--python", str(python), "--no-deps", "--compile-bytecode",
-             "--build-constraints", str(build), "--require-build-hashes",
+            [*uv, "pip", "install", "--quiet", "--python", str(python), "--no-deps",
+             "--compile-bytecode", "--build-constraints", str(build), "--require-build-hashes",
              str(REPO / "protocol"), str(REPO / "daemon"), str(REPO / "clients")],
-            cwd=REPO,
+            env=trust, cwd=REPO,
         )  # fmt: skip
     drop_tool_install(uv)  # an install by an older install.py (`uv tool install`)
     target = bin_dir()
@@ -255,15 +287,104 @@ def install(uv: list[str]) -> None:
     for program in PROGRAMS:
         link(target / program, venv / "bin" / program)
     say(f"cody-client and cody-daemon are in {target}")
-    if not on_path(target):
-        export = f'export PATH="{target}:$PATH"'
-        shell = subprocess.run([*uv, "tool", "update-shell"], capture_output=True, check=False)
-        if shell.returncode == 0:
-            say(f"{target} is now added to PATH by your shell's startup file (new shells).")
-            say(f"For this shell: {export}")
-        else:
-            say(f"{target} is not on your PATH: add `{export}` to your shell's startup file.")
     say("update: `git pull && python3 install.py` · remove: `python3 install.py --uninstall`")
+    if on_path(target):
+        say("start: cody-client demo")
+        return
+    export = f'export PATH="{target}:$PATH"'
+    if add_to_shell_path(uv):
+        say(f"{target} is added to PATH by your shell's startup files, for new shells.")
+        say(f"In this shell, run `{export}` first, or start with the full path:")
+    else:
+        say(f"{target} is not on your PATH: add `{export}` to your shell's startup file.")
+        say("Until then, start with the full path:")
+    say(f"start: {shell_path(target / 'cody-client')} demo")
+
+
+def shell_path(path: Path) -> str:
+    """`path` as a user types it: `~/...` under the home directory."""
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+# -- the PATH lines in shell startup files ------------------------------------------------------
+
+
+def startup_files() -> list[Path]:
+    """Every file `uv tool update-shell` may write (uv-shell's list for bash, zsh, ksh, csh
+    and fish), so that what it changed can be found by comparing them before and after."""
+    home = Path.home()
+    names = (".bash_profile", ".bash_login", ".profile", ".bashrc", ".kshrc", ".zshenv",
+             ".cshrc", ".login")  # fmt: skip
+    files = [home / name for name in names]
+    zdotdir = os.environ.get("ZDOTDIR", "")
+    if zdotdir:
+        files.append(Path(zdotdir) / ".zshenv")
+    config = os.environ.get("XDG_CONFIG_HOME", "")
+    files.append((Path(config) if config else home / ".config") / "fish" / "config.fish")
+    return files
+
+
+def read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def path_lines_record() -> Path:
+    """What this script added to startup files: kept next to the environment (and so by
+    nobody else), read by --uninstall."""
+    return install_dir() / "path-lines.json"
+
+
+def add_to_shell_path(uv: list[str]) -> bool:
+    """Run `uv tool update-shell` and record, per file, the text it added (or that it created
+    the file). False when uv could not (an unknown shell)."""
+    before = {str(path): read_or_none(path) for path in startup_files()}
+    shell = subprocess.run(
+        [*uv, "tool", "update-shell"], capture_output=True, check=False, env=uv_env()
+    )
+    added: list[dict[str, object]] = []
+    for name, old in before.items():
+        new = read_or_none(Path(name))
+        if new is None or new == old:
+            continue
+        if old is None:
+            added.append({"file": name, "created": True, "text": new})
+        elif new.startswith(old):
+            added.append({"file": name, "created": False, "text": new[len(old) :]})
+    if added:
+        record = path_lines_record()
+        kept = json.loads(record.read_text()) if record.is_file() else []
+        record.write_text(json.dumps(kept + added, indent=1) + "\n", encoding="utf-8")
+    return shell.returncode == 0
+
+
+def remove_path_lines() -> None:
+    """Undo what add_to_shell_path recorded: each added text is cut out of its file where it
+    still stands (the last occurrence), and a file it created is deleted only if nothing else
+    was written to it since; anything the user changed around it stays."""
+    record = path_lines_record()
+    if not record.is_file():
+        return
+    try:
+        entries = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path, text = Path(str(entry.get("file", ""))), str(entry.get("text", ""))
+        content = read_or_none(path)
+        if not text or content is None or text not in content:
+            continue
+        if entry.get("created") is True and content.strip() == text.strip():
+            path.unlink()
+        else:
+            at = content.rindex(text)
+            path.write_text(content[:at] + content[at + len(text) :], encoding="utf-8")
+        say(f"removed the PATH line it added to {shell_path(path)}")
 
 
 def drop_tool_install(uv: list[str]) -> None:
@@ -285,6 +406,7 @@ def uninstall(uv: list[str] | None) -> None:
         at = bin_dir() / program
         if at.is_symlink() and Path(os.readlink(at)).parent == venv / "bin":
             at.unlink()
+    remove_path_lines()
     if install_dir().exists():
         shutil.rmtree(install_dir())
     say("removed cody-client and cody-daemon")

@@ -166,10 +166,12 @@ DAEMON_ENTRY_POINT = str(Path(sys.executable).parent / "cody-daemon")
 
 async def bench_exec(runs: int) -> dict[str, Any]:
     """`cody-client exec "run echo"`: the model asks for `echo`, then answers; the client
-    starts its own daemon (this interpreter's), as a user's shell would."""
+    starts a daemon of its own (this interpreter's) for each command: the start this row
+    measures (`CODY_EXEC_DAEMON_IDLE=0`; by default `exec` keeps one warm, `--peers`)."""
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(Path(tmp))
+        env.env["CODY_EXEC_DAEMON_IDLE"] = "0"
         async with sse_server("tool-turn") as port:
             env.use_server(port)
             for index in range(runs + 1):

@@ -46,7 +46,7 @@ from .rewind_cli import RewindCommands
 from .subagents_view import ChildActivity, agents_command, leave_worktrees
 from .terminal import Renderer, Style, use_color
 from .warm import open_daemon
-from .wording import for_terminal, lookup_message
+from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["COMMANDS", "DAEMON_COMMANDS", "HELP", "ChatCommand", "run_chat"]
 
@@ -106,7 +106,7 @@ class Chat:
             from prompt_toolkit.completion import merge_completers
             from prompt_toolkit.key_binding import KeyBindings
 
-            from .completion import SlashCompleter
+            from .chat_input import SlashCompleter
             from .mentions import MentionCompleter
 
             # `/` starts a command's name, `@` a file's path: each completer keeps to its own.
@@ -141,20 +141,25 @@ class Chat:
 
     # -- input ----------------------------------------------------------------------------
 
-    def toolbar(self) -> str:
+    def _settings(self) -> list[str]:
         parts = [
             f"{self.session.option('provider')}/{self.session.option('model')}",
             f"approvals {self.session.option('approval_policy')}",
             f"sandbox {self.session.option('sandbox_mode')}",
         ]
         # prompt_toolkit shows C0 controls as ^[ but passes bidi controls to the terminal.
-        parts = [one_line(part) for part in parts]
-        status = self.renderer.status()
-        if status:
-            parts.append(status)
-        if self.process_count.text():
-            parts.append(self.process_count.text())
-        return " · ".join(parts)
+        return [one_line(part) for part in parts]
+
+    def toolbar(self) -> str:
+        """The bottom bar: model, context use, approvals, sandbox, tokens used, the running
+        processes, as many whole parts as fit the terminal's width (in that order of
+        importance)."""
+        from .chat_input import fit, terminal_width
+
+        model, *policies = self._settings()
+        context, *rest = [*self.renderer.status_parts(), ""]
+        parts = [model, context, *policies, *rest, self.process_count.text()]
+        return fit([part for part in parts if part], terminal_width() - 1)
 
     async def read(self) -> str | None:
         if not self.interactive:
@@ -224,8 +229,12 @@ class Chat:
     # -- the loop -------------------------------------------------------------------------
 
     def banner(self) -> None:
+        """Three short lines (each fits 80 columns; the settings line is cut at the width)."""
+        from .chat_input import fit, terminal_width
+
         style = self.renderer.style
-        self.renderer.line(style.dim(f"Cody · {self.toolbar()} · session {self.session.id}"))
+        self.renderer.line(style.dim(fit(["Cody", *self._settings()], terminal_width() - 1)))
+        self.renderer.line(style.dim(f"session {one_line(self.session.id)}"))
         self.renderer.line(style.dim("Ctrl-C interrupts a turn, Ctrl-D quits, /help for help."))
 
     async def run(self, first_prompt: str | None) -> None:
@@ -336,6 +345,8 @@ class Chat:
             for command in self.custom_commands()
             if f"/{command.name}" not in COMMANDS
         ]
+        advertised = self.client.available_commands.get(self.session.id, [])  # MCP prompts...
+        found += [(f"/{command.name}", command.description) for command in advertised]
         return found
 
     def custom_commands(self) -> list[CustomCommandInfo]:
@@ -393,10 +404,13 @@ class Chat:
         self.renderer.line(f"Forked into session {self.session.id}.")
 
     async def _history(self, words: list[str]) -> None:
-        # A renderer of its own: the calls shown live are shown again in the replay.
-        replay = self.renderer.fresh()
+        # A renderer of its own: the calls shown live are shown again in the replay. User
+        # messages are numbered as /fork counts them.
+        replay = self.renderer.fresh(number_messages=True)
         await self.client.load_session(self.session.id, self.cwd, on_update=replay.on_update)
         replay.line("")
+        if replay.messages_numbered:
+            replay.line(replay.style.dim("(/fork N continues from a copy up to user message #N)"))
 
     async def _resume(self, words: list[str]) -> None:
         given = words[0] if words else None
@@ -415,16 +429,19 @@ class Chat:
 
     async def _pick_session(self) -> str | None:
         """Number the recent sessions and read a choice (an empty answer picks nothing)."""
-        sessions = [s for s in await self.client.list_sessions() if s.session_id != self.session.id]
+        listed = await self.client.list_sessions()
+        sessions = [s for s in listed if s.session_id != self.session.id]
         if not sessions:
             self.renderer.line("No other saved sessions.")
             return None
         shown = sessions[:PICK_LIMIT]
-        width = unique_prefix_length([s.session_id for s in sessions])
+        # Unique among every session, this one too: forks made within a minute share their
+        # first 8 characters (ids start with the time).
+        width = unique_prefix_length([s.session_id for s in listed] + [self.session.id])
         for number, info in enumerate(shown, start=1):
             self.renderer.line(
                 f"{number:>3}. {one_line(info.session_id[:width])}  "
-                f"{one_line(info.updated_at or ''):20}  {one_line(info.title or '')}"
+                f"{one_line(info.updated_at or ''):20}  {session_label(info, width)}"
             )
         answer = await self._ask_line(f"resume which? [1-{len(shown)}, Enter for none] ")
         if answer is None or not answer.strip():
@@ -504,7 +521,7 @@ class Chat:
             here = "  ← this session" if info.session_id == self.session.id else ""
             self.renderer.line(
                 f"{one_line(info.session_id)}  {one_line(info.updated_at or '')}  "
-                f"{one_line(info.title or '')}{here}"
+                f"{session_label(info)}{here}"
             )
 
 

@@ -30,7 +30,7 @@ from typing import NoReturn
 from . import __version__
 from .inert import install, one_line
 from .process import DaemonNotFound
-from .wording import for_terminal, lookup_message
+from .wording import for_terminal, lookup_message, session_label
 
 __all__ = ["main", "split_subcommand"]
 
@@ -294,10 +294,14 @@ def _forward_stderr(line: str) -> None:
 
 
 def main(
-    argv: Sequence[str] | None = None, *, early_daemon: subprocess.Popen[bytes] | None = None
+    argv: Sequence[str] | None = None,
+    *,
+    early_daemon: subprocess.Popen[bytes] | None = None,
+    exec_daemon: subprocess.Popen[bytes] | None = None,
 ) -> None:
     """`cody-client`. `early_daemon`: the daemon `launch` started for `exec` (killed here when
-    `exec` does not take it over)."""
+    `exec` does not take it over); `exec_daemon`: exec's own warm daemon `launch` started
+    (detached: it exits when idle)."""
     install()  # before anything is printed: everything below writes through inert.py's gate
     argv = list(sys.argv[1:] if argv is None else argv)
     command, rest = split_subcommand(argv)
@@ -309,7 +313,7 @@ def main(
         raise
     try:
         if command == "exec":
-            code = asyncio.run(_exec_daemon_first(args, early_daemon))
+            code = asyncio.run(_exec_daemon_first(args, early_daemon, exec_daemon))
         elif command == "sessions":
             code = asyncio.run(run_sessions(args, parser))
         elif command == "history":
@@ -363,13 +367,17 @@ def _discard(early_daemon: subprocess.Popen[bytes] | None) -> None:
 
 
 async def _exec_daemon_first(
-    args: argparse.Namespace, early_daemon: subprocess.Popen[bytes] | None = None
+    args: argparse.Namespace,
+    early_daemon: subprocess.Popen[bytes] | None = None,
+    exec_daemon: subprocess.Popen[bytes] | None = None,
 ) -> int:
-    """`exec`: without a warm daemon's socket, the daemon starts first (`launch` starts it
-    before asyncio is imported), so its start overlaps this process importing its own stack
-    (protocol models, renderer): two processes on two cores (bench/README.md). With a socket,
-    `open_daemon` tries it (and spawns if stale)."""
-    from cody_protocol.endpoint import client_socket_path
+    """`exec`: a warm daemon at the default socket when one is there; else exec's own warm
+    daemon (cody_client.exec_daemon: started when none listens for this environment);
+    else (`CODY_EXEC_DAEMON_IDLE=0`, `CODY_DAEMON_SOCKET` set) a daemon of its own, started
+    first (`launch` starts it before asyncio is imported), so its start overlaps this process
+    importing its own stack (protocol models, renderer): two processes on two cores
+    (bench/README.md). `open_daemon` falls back to spawning when a socket is stale."""
+    from cody_protocol.endpoint import client_socket_path, exec_socket_path
 
     from .process import DaemonProcess
 
@@ -379,6 +387,17 @@ async def _exec_daemon_first(
         from .headless import run_exec
 
         return await run_exec(args, _forward_stderr)
+    own = None if args.no_daemon_socket else exec_socket_path(os.environ)
+    if own is not None:
+        _discard(early_daemon)
+        from .exec_daemon import start_exec_daemon
+        from .headless import run_exec
+
+        if exec_daemon is None and not own.is_socket():
+            exec_daemon = start_exec_daemon()
+        return await run_exec(
+            args, _forward_stderr, socket_path=own, starting=exec_daemon, start=start_exec_daemon
+        )
     try:
         if early_daemon is not None:
             daemon = await DaemonProcess.adopt(early_daemon, on_stderr=_forward_stderr)
@@ -421,7 +440,7 @@ async def run_sessions(args: argparse.Namespace, parser: argparse.ArgumentParser
                 for info in sessions:
                     print(
                         f"{one_line(info.session_id)}  {one_line(info.updated_at or ''):20}  "
-                        f"{one_line(info.cwd)}  {one_line(info.title or '')}"
+                        f"{one_line(info.cwd)}  {session_label(info)}"
                     )
             elif args.action == "show":
                 # A read of the file, as `history show` does: no lock, no directory needed.

@@ -26,6 +26,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cody_protocol.commands import AvailableCommand, AvailableCommandsUpdate
 from cody_protocol.extensions import (
     HookStatusNotification,
     LanguageServersResult,
@@ -126,6 +127,9 @@ class CodyClient:
         self.initialize_result: InitializeResult | None = None
         self._listeners: dict[str, list[UpdateCallback]] = {}
         self._runs: dict[str, PromptRun] = {}
+        self.available_commands: dict[str, list[AvailableCommand]] = {}
+        """Each session's slash commands, as the daemon last advertised them
+        (`available_commands_update`, sent after session/new, load, resume and fork)."""
         connection.on_notification("session/update", self._on_update)
         connection.on_notification("_cody/hook/status", self._on_hook_status)
         connection.on_request("session/request_permission", self._on_permission)
@@ -199,6 +203,9 @@ class CodyClient:
             notification = SessionNotification.model_validate(params)
         except Exception:
             return  # an update kind this client does not know: ignore it
+        if isinstance(notification.update, AvailableCommandsUpdate):
+            commands = notification.update.available_commands
+            self.available_commands[notification.session_id] = commands
         for listener in list(self._listeners.get(notification.session_id, [])):
             try:
                 listener(notification.update)

@@ -132,6 +132,8 @@ async def run_doctor(
     )
     daemon = daemon_line(warm, use_socket=not args.no_daemon_socket, skipped=skipped)
     lines.insert(2, f"Daemon        {daemon}")
+    if warm is None:
+        lines.insert(3, f"exec's daemon {exec_daemon_line()}")
     if args.json:
         report = meta.model_dump(mode="json", by_alias=True)
         report["daemon"] = {
@@ -260,6 +262,18 @@ def daemon_line(warm: WarmDaemon | None, *, use_socket: bool, skipped: str | Non
         f"spawned for each command (no warm daemon at {path}{elsewhere}; "
         "start one with cody-daemon --listen)"
     )
+
+
+def exec_daemon_line() -> str:
+    """Where `exec` finds (or starts) its own warm daemon (cody_client/exec_daemon.py)."""
+    from cody_protocol.endpoint import EXEC_IDLE_ENV, exec_daemon_idle, exec_socket_path
+
+    path = exec_socket_path(os.environ)
+    if path is None:
+        return f"none: each exec starts its own ({EXEC_IDLE_ENV}=0 or CODY_DAEMON_SOCKET set)"
+    state = "listening" if path.is_socket() else "started by the next exec"
+    idle = exec_daemon_idle(os.environ)
+    return f"{path} ({state}; exits after {idle:g} s without a client)"
 
 
 def config_lines(check: ConfigCheckResult | None, cwd: str) -> tuple[list[str], list[str]]:

@@ -198,9 +198,14 @@ class _JsonApprover:
 
 
 async def run_exec(
-    args: argparse.Namespace, forward_stderr: Any, daemon: DaemonProcess | None = None
+    args: argparse.Namespace,
+    forward_stderr: Any,
+    daemon: DaemonProcess | None = None,
+    **own_daemon: Any,
 ) -> int:
-    """One turn. `daemon`: one already started (cli.py starts it before importing this).
+    """One turn. `daemon`: one already started (cli.py starts it before importing this);
+    `own_daemon`: exec's own warm daemon (`socket_path`, `starting`, `start` of
+    `open_daemon`).
 
     With `--json` the output ends with exactly one `turn.completed` or `error` event, whatever
     happens (see cody_protocol.exec_events and termination.py)."""
@@ -244,7 +249,10 @@ async def run_exec(
     termination.install()
     try:
         async with open_daemon(
-            use_socket=not args.no_daemon_socket, on_stderr=forward_stderr, process=daemon
+            use_socket=not args.no_daemon_socket,
+            on_stderr=forward_stderr,
+            process=daemon,
+            **own_daemon,
         ) as client:
             client.on_permission = (
                 _JsonApprover(events, terminal, args.approve) if events else terminal

@@ -91,6 +91,13 @@ class _Call:
     title: str
     kind: str
     finished: bool = False
+    changes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Lines added and removed per file, from the call's diffs (an edit)."""
+
+    def note_diffs(self, content: Sequence[ToolCallContent]) -> None:
+        for item in content:
+            if isinstance(item, DiffToolCallContent):
+                self.changes[item.path] = _line_counts(item)
 
 
 @dataclass
@@ -115,13 +122,16 @@ class Renderer:
     on_child: Callable[[str, str, str], None] | None = None
     """Called with (child session id, agent, the `task` call's id) when a call of the shown
     session starts a child session (a subagent): the chat then shows the child's activity."""
+    number_messages: bool = False
+    """Number user messages as `#N` (0-based, as `/fork N` counts them): `/history`."""
+    _message_numbers: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         same = self.out is self.info
         self.out = guard(self.out)
         self.info = self.out if same else guard(self.info)
 
-    def fresh(self) -> Renderer:
+    def fresh(self, *, number_messages: bool = False) -> Renderer:
         """A renderer on the same streams and style that has shown nothing yet (replays)."""
         return Renderer(
             out=self.out,
@@ -130,6 +140,7 @@ class Renderer:
             show_thoughts=self.show_thoughts,
             markdown=self.markdown,
             show_decisions=self.show_decisions,
+            number_messages=number_messages,
         )
 
     def forget_usage(self) -> None:
@@ -194,7 +205,8 @@ class Renderer:
             self._write(self.info, self.style.dim(_text_of(update.content)))
         elif isinstance(update, UserMessageChunk):
             self._newline()
-            self._write(self.info, self.style.bold("› ") + _text_of(update.content) + "\n")
+            self._write(self.info, self._message_number(update) + self.style.bold("› "))
+            self._write(self.info, _text_of(update.content) + "\n")
             self._mode = "idle"
         elif isinstance(update, ToolCallStart):
             self._tool_started(update)
@@ -213,6 +225,8 @@ class Renderer:
         elif isinstance(update, SessionInfoUpdate):
             cody = update.meta.cody if update.meta is not None else None
             notice = cody.compaction if cody is not None else None
+            if notice is not None and self._size:
+                self._used = notice.tokens_after  # what the model sees from now on
             if notice is not None and notice.reason == "auto":
                 self.line(
                     self.style.dim(
@@ -222,10 +236,21 @@ class Renderer:
                     )
                 )
 
+    def _message_number(self, update: UserMessageChunk) -> str:
+        """`#N ` before the first chunk of each user message when numbering, else nothing."""
+        if not self.number_messages:
+            return ""
+        key = update.message_id or f"chunk-{len(self._message_numbers)}"
+        if key in self._message_numbers:
+            return ""
+        self._message_numbers[key] = len(self._message_numbers)
+        return self.style.dim(f"#{self._message_numbers[key]} ")
+
     def _tool_started(self, update: ToolCallStart) -> None:
         call = self.calls.get(update.tool_call_id)
         if call is None:
             call = _Call(title=update.title, kind=update.kind)
+            call.note_diffs(update.content or [])
             self.calls[update.tool_call_id] = call
             self._newline()
             self._write(
@@ -270,12 +295,17 @@ class Renderer:
         if call is None or call.finished:
             return
         call.finished = True
+        call.note_diffs(content)
         text = "\n".join(
             _text_of(item.content) for item in content if isinstance(item, ContentToolCallContent)
         )
         if was_refused(raw_output, text):
             self.denied = True
         lines = [line for line in text.strip().splitlines() if line.strip()]
+        if status == "completed":  # an edit says what it changed: `notes.txt +3 -1`
+            lines[:0] = [
+                f"{_shown_path(path)} +{add} -{rem}" for path, (add, rem) in call.changes.items()
+            ]
         preview = lines[:6]
         mark = self.style.green("  ✓ ") if status == "completed" else self.style.red("  ✗ ")
         self._newline()
@@ -409,18 +439,50 @@ class Renderer:
         if state == "ready":
             self.line(self.style.dim(f"MCP server {name}: ready, {params.get('tools', 0)} tools"))
         elif state == "failed":
-            self.line(self.style.yellow(f"MCP server {name} failed: ") + str(reason or ""))
+            self.line(
+                self.style.yellow(f"MCP server {name} failed: ") + one_line(str(reason or ""))
+            )
         elif state == "starting" and reason:
-            self.line(self.style.dim(f"MCP server {name}: ") + str(reason))
+            self.line(self.style.dim(f"MCP server {name}: ") + one_line(str(reason)))
 
-    def status(self) -> str:
-        """A short status for toolbars: context use and session tokens."""
+    def status_parts(self) -> list[str]:
+        """Short statuses for toolbars: context use (what the model sees now, so it drops
+        after a compaction), then the tokens the session has used in all."""
         parts = []
         if self._used is not None and self._size:
             parts.append(f"context {100 * self._used // self._size}% of {_count(self._size)}")
         if self.total_tokens:
-            parts.append(f"{_count(self.total_tokens)} tokens this session")
-        return " · ".join(parts)
+            parts.append(f"{_count(self.total_tokens)} tokens used")
+        return parts
+
+    def status(self) -> str:
+        return " · ".join(self.status_parts())
+
+    @property
+    def messages_numbered(self) -> bool:
+        """Whether a user message was shown with its `#N`."""
+        return bool(self._message_numbers)
+
+
+def _line_counts(diff: DiffToolCallContent) -> tuple[int, int]:
+    """Lines added and removed by `diff`."""
+    added = removed = 0
+    old = (diff.old_text or "").splitlines()
+    for line in difflib.unified_diff(old, diff.new_text.splitlines(), lineterm="", n=0):
+        if line.startswith(("---", "+++")):
+            continue
+        added += line.startswith("+")
+        removed += line.startswith("-")
+    return added, removed
+
+
+def _shown_path(path: str) -> str:
+    """A file's path on one line, relative to the current directory when under it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        relative = path
+    return one_line(path if relative.startswith("..") else relative)
 
 
 def _count(tokens: int) -> str:

@@ -28,7 +28,9 @@ import os
 import socket
 import stat
 import struct
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,8 @@ from cody_protocol.endpoint import (
     socket_dir_problem,
 )
 from cody_protocol.locations import daemon_locations, differences
+
+from .exec_daemon import START_TIMEOUT_S
 
 if TYPE_CHECKING:
     from .client import CodyClient
@@ -87,6 +91,25 @@ async def connect_warm(
     return reader, writer, WarmDaemon(path, pid)
 
 
+async def connect_warm_waiting(
+    path: Path, starting: subprocess.Popen[bytes] | None, timeout_s: float
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, WarmDaemon] | None:
+    """`connect_warm`, retried while the daemon `starting` (just started for `path`) may
+    still come up: until it listens, exits without a socket there, or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = await connect_warm(path)
+        if found is not None or starting is None or time.monotonic() >= deadline:
+            return found
+        if starting.poll() is not None and not _socket_file(path):
+            return None  # it exited (another daemon there may have gone too)
+        await asyncio.sleep(0.005)
+
+
+def _socket_file(path: Path) -> bool:
+    return path.is_socket()  # one lstat: nothing to wait for
+
+
 async def find_warm_daemon(env: Mapping[str, str] | None = None) -> WarmDaemon | None:
     """The warm daemon a command would use now, if any (closes the probe connection)."""
     path = client_socket_path(os.environ if env is None else env)
@@ -103,13 +126,20 @@ async def open_daemon(
     use_socket: bool = True,
     on_stderr: Callable[[str], None] | None = None,
     process: DaemonProcess | None = None,
+    socket_path: Path | None = None,
+    starting: subprocess.Popen[bytes] | None = None,
+    start: Callable[[], subprocess.Popen[bytes] | None] | None = None,
 ) -> AsyncIterator[CodyClient]:
     """An initialized client on the warm daemon if there is one, else on a spawned daemon.
 
     `client.process` is None on a warm daemon (closing only disconnects: the daemon and
     any session another client has open stay); `client.warm` says which daemon it is.
     `process`: a daemon this command already spawned (`cody-client exec` starts one first
-    when no warm daemon's socket exists); it is used, and closed, instead."""
+    when no warm daemon's socket exists); it is used, and closed, instead.
+    `socket_path`: look there instead of the default socket (`exec`'s own warm daemon,
+    cody_client.exec_daemon), waiting for `starting`, the daemon just started for it, or
+    calling `start` to start one when nobody listens there (a socket file left by a killed
+    daemon)."""
     from .client import CodyClient
     from .connection import ConnectionClosed
 
@@ -121,8 +151,12 @@ async def open_daemon(
             client.warm_skipped = skipped
             yield client
         return
-    path = client_socket_path(os.environ) if use_socket else None
-    found = await connect_warm(path) if path is not None else None
+    path = socket_path or (client_socket_path(os.environ) if use_socket else None)
+    found = None
+    if path is not None:
+        found = await connect_warm_waiting(path, starting, START_TIMEOUT_S)
+        if found is None and starting is None and start is not None:
+            found = await connect_warm_waiting(path, start(), START_TIMEOUT_S)
     if found is not None:
         reader, writer, warm = found
         async with contextlib.AsyncExitStack() as stack:

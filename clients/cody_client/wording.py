@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["for_terminal", "lookup_message"]
+from .inert import one_line
+
+if TYPE_CHECKING:
+    from cody_protocol.session import SessionInfo
+
+__all__ = ["for_terminal", "lookup_message", "session_label"]
 
 _FLAGS = {
     "provider": "--provider",
@@ -74,3 +79,13 @@ def lookup_message(error: _Lookup) -> str:
     if error.candidates:
         return error.message
     return f"{error.message} Run `cody-client sessions list` to see the saved sessions."
+
+
+def session_label(info: SessionInfo, id_width: int = 8) -> str:
+    """A listed session's title, on one line; a fork says whose fork it is (it starts with
+    its parent's title)."""
+    title = one_line(info.title or "")
+    parent = info.forked_from
+    if parent is None:
+        return title
+    return f"{title}  (fork of {one_line(parent[:id_width])})".lstrip()

@@ -10,23 +10,17 @@ tests/unit/test_lazy_imports.py keeps it so).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cody_protocol.methods import extensions
-
 from . import __version__
 from .config.paths import CodyPaths
-from .engine.auth import AUTH_METHOD_SUFFIX
-from .policy.programs import binaries_report
+from .initialize_answer import daemon_locations_of, initialize_answer
 from .providers.catalog import ProviderCatalog, default_claude_dir, default_codex_home
-from .providers.listing import provider_listing, validated_listing
-from .providers.models import takes_images
+from .providers.listing import validated_listing
 from .rpc.handlers import register_handlers
-from .rpc.initialize_wire import initialize_result
 from .rpc.server import CodyServer
 
 if TYPE_CHECKING:
@@ -131,61 +125,12 @@ class DaemonApp:
             return {}
 
     def initialize_result(self) -> dict[str, Any]:
-        """`initialize`'s answer as JSON, built without the models (rpc/initialize_wire.py)
-        from the provider listing (providers/listing.py): no pydantic import."""
-        listing = provider_listing(
-            self.paths, env=self.env, codex_home=self.codex_home, claude_dir=self.claude_dir
-        )
-        catalog = listing.catalog
-        default = listing.default().id
-        providers = []
-        auth_methods = []
-        for spec in catalog.all():
-            where = catalog.auth_description(spec)
-            providers.append(
-                {
-                    "id": spec.id,
-                    "name": spec.name,
-                    "wireApi": spec.wire_api,
-                    "defaultModel": spec.default_model,
-                    "available": catalog.credentials(spec) is not None,
-                    "credentials": where,
-                }
-            )
-            auth_methods.append(
-                {"id": f"{spec.id}{AUTH_METHOD_SUFFIX}", "name": spec.name, "description": where}
-            )
-
-        # The default provider's method first: some ACP clients authenticate with the first one.
-        auth_methods.sort(key=lambda method: method["id"] != f"{default}{AUTH_METHOD_SUFFIX}")
-        return initialize_result(
-            version=__version__,
-            images=_any_takes_images(catalog),
-            auth_methods=auth_methods,
-            providers=providers,
-            default_provider=default,
-            extensions=list(extensions()),
-            data_dir=str(self.paths.data_dir),
-            config_file=str(self.paths.config_file),
-            binaries=binaries_report(),
-            locations=self.locations(),
-        )
+        """`initialize`'s answer as JSON (initialize_answer.py: no pydantic import)."""
+        return initialize_answer(self.env, self.paths)
 
     def locations(self) -> dict[str, str]:
-        """Where this daemon reads from, as `initialize` reports it (`DaemonLocations`): the
-        paths it really uses, so a client whose environment names others is not served."""
-        from cody_protocol.locations import home_dir
-
-        def clean(path: Path) -> str:
-            return os.path.normpath(os.path.abspath(path))
-
-        return {
-            "home": home_dir(self.env),
-            "configDir": clean(self.paths.config_dir),
-            "dataDir": clean(self.paths.data_dir),
-            "codexHome": clean(self.codex_home),
-            "claudeConfigDir": clean(self.claude_dir),
-        }
+        """Where this daemon reads from, as `initialize` reports it (`DaemonLocations`)."""
+        return daemon_locations_of(self.env, self.paths)
 
     async def shutdown(self) -> None:
         """Cancel running turns, persist and close every session (idempotent)."""
@@ -194,16 +139,3 @@ class DaemonApp:
         self._shutdown_started = True
         if "manager" in vars(self):  # never built: no session to persist
             await self.manager.shutdown()
-
-
-def _any_takes_images(catalog: ProviderCatalog) -> bool:
-    """`promptCapabilities.image`: said once per daemon, so true when any model of a provider
-    with credentials may take images (each prompt is then checked against its session's
-    model: engine/images.py)."""
-    for spec in catalog.all():
-        if catalog.credentials(spec) is None:
-            continue
-        models = {spec.default_model, *(model.id for model in spec.models)}
-        if any(takes_images(spec.id, model) for model in models):
-            return True
-    return False

@@ -10,9 +10,6 @@ prompts, file contents or secrets at INFO. The process ends as soon as serving e
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -22,25 +19,27 @@ from . import __version__
 
 if TYPE_CHECKING:
     import argparse
+    import logging
 
+    from .rpc.first_answer import FirstRead
     from .rpc.framing import FramingMode
 
 __all__ = ["Options", "main", "parse_args"]
 
 
-class _DropExpectedRpcErrors(logging.Filter):
+def _drop_expected_rpc_errors(record: logging.LogRecord) -> bool:
     """pygls logs a full traceback for every error a handler raises on purpose."""
+    if record.exc_info and record.exc_info[1] is not None:
+        from pygls.exceptions import JsonRpcException
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            from pygls.exceptions import JsonRpcException
-
-            if isinstance(record.exc_info[1], JsonRpcException):
-                return False
-        return True
+        if isinstance(record.exc_info[1], JsonRpcException):
+            return False
+    return True
 
 
 def _configure_logging(verbosity: int, log_file: str | None) -> None:
+    import logging
+
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler: logging.Handler = (
         logging.FileHandler(log_file, encoding="utf-8")
@@ -48,7 +47,7 @@ def _configure_logging(verbosity: int, log_file: str | None) -> None:
         else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_DropExpectedRpcErrors())
+    handler.addFilter(_drop_expected_rpc_errors)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -67,6 +66,8 @@ class Options:
     stall_timeout: float | None = None
     warm_up: bool = True
     verbose: int = 0
+    exec_socket: bool = False
+    idle_exit: float | None = None
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -112,6 +113,19 @@ def _parser() -> argparse.ArgumentParser:
         "is still required; the connection is not encrypted)",
     )
     parser.add_argument(
+        "--exec-socket",
+        action="store_true",
+        help="with --listen: listen where `cody-client exec` looks for the daemon it starts "
+        "for this environment (cody_protocol.endpoint.exec_socket_path)",
+    )
+    parser.add_argument(
+        "--idle-exit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --listen: exit once no client has been connected for this long",
+    )
+    parser.add_argument(
         "--stall-timeout",
         type=float,
         default=None,
@@ -137,11 +151,17 @@ def main(argv: list[str] | None = None) -> None:
 
     startup_gc.pause()
     args = parse_args(argv)
-    _configure_logging(args.verbose, args.log_file)
-    _prepare_imports()
     from .policy.programs import probe_in_background
 
     probe_in_background()  # bwrap and rg, checked while the stack imports
+    env = dict(os.environ)
+    # Started as editors start it (no arguments): `initialize` is answered before the
+    # server's stack is imported (rpc/first_answer.py).
+    first = _answer_first(env) if args == Options() else None
+    _configure_logging(args.verbose, args.log_file)
+    _prepare_imports()
+    import asyncio
+
     from .app import DaemonApp
     from .config.paths import resolve_paths
     from .rpc.server import DEFAULT_STALL_TIMEOUT_S, serve_stdio
@@ -160,18 +180,19 @@ def main(argv: list[str] | None = None) -> None:
                 stall,
                 warm_up=args.warm_up,
                 allow_remote=args.allow_remote,
+                exec_socket=args.exec_socket,
+                idle_exit_s=args.idle_exit,
             )
         )
 
     channel = guard_stdio()
-    env = dict(os.environ)
 
     async def run() -> int:
         asyncio.get_running_loop().call_later(startup_gc.RESUME_AFTER_S, startup_gc.resume)
         app = DaemonApp(env=env, paths=resolve_paths(env))
         stall = args.stall_timeout if args.stall_timeout is not None else DEFAULT_STALL_TIMEOUT_S
         return await serve_stdio(
-            app, channel, args.framing, stall_timeout_s=stall, warm_up=args.warm_up
+            app, channel, args.framing, stall_timeout_s=stall, warm_up=args.warm_up, first=first
         )
 
     try:
@@ -179,6 +200,25 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     _exit_now(code)
+
+
+def _answer_first(env: dict[str, str]) -> FirstRead:
+    """Read stdin's first frame and answer it when it is `initialize` (rpc/first_answer.py)."""
+    from .config.paths import resolve_paths
+    from .initialize_answer import initialize_answer
+    from .rpc.first_answer import answer_first_initialize
+
+    paths = resolve_paths(env)
+    # A client that sends nothing keeps this read waiting: the collector comes back anyway
+    # (startup_gc's invariant; the event loop does the same once it runs).
+    from threading import Timer
+
+    from . import startup_gc
+
+    timer = Timer(startup_gc.RESUME_AFTER_S, startup_gc.resume)
+    timer.daemon = True
+    timer.start()
+    return answer_first_initialize(lambda: initialize_answer(env, paths))
 
 
 def _prepare_imports() -> None:
@@ -205,6 +245,9 @@ def _exit_now(code: int) -> NoReturn:
     second more, and an editor waiting for the daemon to end after `exit` notices that (a
     VS Code window reload waited for it). The daemon registers no atexit handlers; logs and
     stdio are flushed here."""
+    import contextlib
+    import logging
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -7,7 +7,8 @@ the stack is imported; `resume` moves everything allocated so far to the permane
 (`gc.freeze`) and restarts it. Reference counting frees everything else meanwhile.
 
 Invariant: `resume` takes effect once, after the first `initialize` answer or at the latest
-`RESUME_AFTER_S` after the event loop starts, whichever comes first, so a long-lived daemon
+`RESUME_AFTER_S` after the event loop starts (or after the first read of stdin begins,
+rpc/first_answer.py), whichever comes first, so a long-lived daemon
 always collects cycles.
 """
 

@@ -16,6 +16,15 @@ Both sides compute the path from the environment alone, so they agree without ta
 
 `CODY_DAEMON_SOCKET=` (set but empty) tells clients not to use a warm daemon at all.
 
+The daemon `cody-client exec` starts for itself (`exec_socket_path`, when no warm daemon
+listens at the default path) lives in the same directory as `exec-<hash>.sock`: the hash
+covers the locations *and the whole environment* but for variables that only describe the
+shell or terminal (`EXEC_ENV_IGNORED`), and the installed Cody (the modification time of this
+file, which every install rewrites). So a command run with another API key, `PATH`, proxy
+or a reinstalled Cody never reaches a daemon started for another: it starts its own. It
+exits after `CODY_EXEC_DAEMON_IDLE` seconds without a client (`EXEC_IDLE_DEFAULT_S`); `0`
+makes `exec` start none (a daemon of its own for each command, as before).
+
 `socket_dir_problem` says why the default directory cannot be used (another user created
 `/tmp/cody-<uid>`, a symlink is in the way), for the daemon's refusal and the client's note.
 
@@ -33,8 +42,13 @@ from pathlib import Path
 __all__ = [
     "RUNTIME_DIR_HINT",
     "SOCKET_ENV",
+    "EXEC_ENV_IGNORED",
+    "EXEC_IDLE_DEFAULT_S",
+    "EXEC_IDLE_ENV",
     "client_socket_path",
     "default_socket_path",
+    "exec_daemon_idle",
+    "exec_socket_path",
     "socket_dir",
     "socket_dir_problem",
     "socket_name",
@@ -137,3 +151,54 @@ def client_socket_path(env: Mapping[str, str]) -> Path | None:
     if SOCKET_ENV in env and not env[SOCKET_ENV]:
         return None
     return default_socket_path(env)
+
+
+EXEC_IDLE_ENV = "CODY_EXEC_DAEMON_IDLE"
+EXEC_IDLE_DEFAULT_S = 300.0
+"""How long the daemon `exec` starts waits for another client before it exits."""
+EXEC_ENV_IGNORED = frozenset(
+    {
+        "_", "PWD", "OLDPWD", "SHLVL", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION",
+        "TERM_SESSION_ID", "COLORTERM", "COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY",
+        "WINDOW", "WINDOWID", "SSH_TTY", "SSH_CONNECTION", "SSH_CLIENT", "PS1", "PS2",
+        "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTCONTROL", "LS_COLORS", "NO_COLOR",
+        "FORCE_COLOR", "CLICOLOR", "MAIL", "LOGNAME_SESSION", EXEC_IDLE_ENV,
+    }
+)  # fmt: skip
+"""Variables that describe the shell or terminal a command runs in, not what a daemon does
+(a daemon that `exec` starts never has a terminal): they do not name its socket."""
+
+
+def exec_daemon_idle(env: Mapping[str, str]) -> float:
+    """Seconds the daemon `exec` starts stays without a client; 0: `exec` starts none (also
+    for a value that is not a number >= 0)."""
+    raw = env.get(EXEC_IDLE_ENV, "")
+    if not raw:
+        return EXEC_IDLE_DEFAULT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        return 0.0
+    return value if 0 <= value < float("inf") else 0.0  # NaN compares false: 0
+
+
+def exec_socket_path(env: Mapping[str, str]) -> Path | None:
+    """The socket of the daemon `exec` starts for this environment (see the module doc);
+    None when the user chose a socket (`CODY_DAEMON_SOCKET`, set or empty) or turned it off."""
+    if SOCKET_ENV in env or exec_daemon_idle(env) <= 0:
+        return None
+    import hashlib
+
+    from .locations import daemon_locations
+
+    parts = [f"{name}={value}" for name, value in sorted(daemon_locations(env).items())]
+    parts += [
+        f"env:{name}={value}" for name, value in sorted(env.items()) if name not in EXEC_ENV_IGNORED
+    ]
+    try:
+        installed = os.stat(__file__).st_mtime_ns
+    except OSError:
+        installed = 0
+    parts.append(f"installed={__file__}:{installed}")
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return socket_dir(env) / f"exec-{digest[:16]}.sock"

@@ -13,6 +13,7 @@ from .subagents import WorktreeInfo
 
 __all__ = [
     "CloseSessionParams",
+    "CodySessionInfoMeta",
     "CodySessionMeta",
     "CodySessionResultMeta",
     "ConfigOptionValue",
@@ -25,6 +26,7 @@ __all__ = [
     "HttpHeader",
     "ListSessionsParams",
     "ListSessionsResult",
+    "ListedSessionMeta",
     "CodyLoadSessionMeta",
     "LoadSessionMeta",
     "LoadSessionParams",
@@ -299,13 +301,38 @@ class ListSessionsParams(WireModel):
     _check_cwd = field_validator("cwd")(_no_nul)
 
 
+class CodySessionInfoMeta(WireModel):
+    """`session/list` entries' `_meta.cody`: where a fork came from, whose child it is."""
+
+    forked_from: str | None = None
+    """The session this one was forked from (`session/fork`), when it is a fork."""
+    at_message: int | None = None
+    """The fork's `atMessage` (None: the whole history was copied)."""
+    parent_session_id: str | None = None
+    """A child session (a subagent): the session whose `task` call started it."""
+
+
+class ListedSessionMeta(WireModel):
+    cody: CodySessionInfoMeta | None = None
+
+
 class SessionInfo(WireModel):
     session_id: str
     cwd: str
     title: str | None = None
     updated_at: str | None = None
-    parent_session_id: str | None = None
-    """A child session (a subagent): the session whose `task` call started it."""
+    meta: ListedSessionMeta | None = Field(default=None, alias="_meta")
+
+    @property
+    def forked_from(self) -> str | None:
+        cody = self.meta.cody if self.meta is not None else None
+        return cody.forked_from if cody is not None else None
+
+    @property
+    def parent_session_id(self) -> str | None:
+        """A child session (a subagent): the session whose `task` call started it."""
+        cody = self.meta.cody if self.meta is not None else None
+        return cody.parent_session_id if cody is not None else None
 
 
 class ListSessionsResult(WireModel):

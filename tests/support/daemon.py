@@ -60,6 +60,9 @@ class CodyEnv:
             "CODEX_HOME": str(root / "codex-home"),
             "CLAUDE_CONFIG_DIR": str(root / "claude-config"),
             "TMPDIR": str(root / "tmp"),
+            # `exec` starts no warm daemon of its own (it would outlive the test by its idle
+            # time); tests/e2e/test_exec_own_daemon.py turns it on.
+            "CODY_EXEC_DAEMON_IDLE": "0",
             # Language servers (ruff, basedpyright) are on PATH under `uv run`: only the
             # tests of diagnostics (tests/e2e/test_language_servers.py) turn them on.
             "CODY_LSP": "off",

@@ -4,7 +4,7 @@ Tab completion, the hook report, doctor's lines."""
 
 from __future__ import annotations
 
-from cody_client.completion import SlashCompleter
+from cody_client.chat_input import SlashCompleter
 from cody_client.extensions_view import (
     command_help_rows,
     extension_lines,

@@ -136,7 +136,7 @@ def test_exec_starts_its_daemon_before_asyncio_is_imported() -> None:
     """`cody-client`'s entry point (launch.py) starts `exec`'s daemon with the standard
     library only: asyncio, argparse and the client's stack load while the daemon starts."""
     statement = (
-        "from cody_client import launch, daemon_command, process_start\n"
+        "from cody_client import launch, daemon_command, process_start, exec_daemon\n"
         "import cody_protocol.endpoint"
     )
     watched = ("asyncio", "argparse", "pydantic", "cody_client.cli", "cody_client.process")

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
-from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
+from cody_protocol.session import (
+    CodySessionInfoMeta,
+    CodySessionMeta,
+    ListedSessionMeta,
+    McpServer,
+    SessionConfigOption,
+    SessionInfo,
+)
 from cody_protocol.settings import WIRE_APIS
 
 from ..config.loader import project_trusted
@@ -775,7 +782,7 @@ class SessionManager:
                 cwd=s.cwd,
                 title=s.title,
                 updated_at=s.updated_at,
-                parent_session_id=s.parent_session_id,
+                meta=_listed_meta(s.forked_from, s.at_message, s.parent_session_id),
             )
             for s in page
         ]
@@ -945,6 +952,20 @@ def _close_file(session: Session) -> None:
 async def _close_mcp(session: Session) -> None:
     if session.mcp is not None:
         await session.mcp.aclose()
+
+
+def _listed_meta(
+    forked_from: str | None, at_message: int | None, parent_session_id: str | None
+) -> ListedSessionMeta | None:
+    """A listed session's `_meta`: whose fork it is, whose child (subagent) it is (none for a
+    session that is neither)."""
+    if forked_from is None and parent_session_id is None:
+        return None
+    return ListedSessionMeta(
+        cody=CodySessionInfoMeta(
+            forked_from=forked_from, at_message=at_message, parent_session_id=parent_session_id
+        )
+    )
 
 
 def _is_user_message(item: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -194,7 +195,7 @@ def describe_grant(key: GrantKey) -> str:
     if key and key[0] == "outside":
         return describe_grant(key[1:]) + ", outside the sandbox"
     if key and key[0] == "exec":
-        return "the command `" + " ".join(key[1:]) + "`"
+        return f"the command `{_command_line(key[1:])}`"
     if key and key[0] == "paths":
         return "changes to " + ", ".join(key[1:])
     if len(key) == 2 and key[0] == "fetch":
@@ -249,6 +250,15 @@ class ProgressThrottle:
 
     def close(self) -> None:
         self._closed = True
+
+
+def _command_line(words: Sequence[str]) -> str:
+    """An exec grant key as the shell line it stands for, quoting kept (`bash -c 'a | b'`,
+    `echo "a b"` as `echo 'a b'`), with the `cd <dir> &&` of a call run in another directory
+    left unquoted around its directory."""
+    if len(words) >= 3 and words[0] == "cd" and words[2] == "&&":
+        return f"cd {shlex.quote(words[1])} && {shlex.join(words[3:])}"
+    return shlex.join(words)
 
 
 class LiveOutput:

@@ -122,11 +122,14 @@ async def serve_listen(
     stop: asyncio.Event | None = None,
     warm_up: bool = True,
     web: WebListener | None = None,
+    idle_exit_s: float | None = None,
 ) -> int:
     """Serve every connection on the unix socket `sock` and/or the WebSocket listener `web`
     until SIGTERM/SIGINT/SIGHUP; returns 0.
 
     `warm_up`: load what sessions need while no connection is talking (rpc/warm_up.py).
+    `idle_exit_s`: also stop once no connection has been open for that long (the daemon
+    `cody-client exec` starts for itself); a connection meanwhile starts the wait again.
 
     `own_uid` (default: this process' uid) is the only uid whose unix connections are
     served; `stop` (default: one set by those signals) ends serving."""
@@ -160,9 +163,16 @@ async def serve_listen(
         ready()
     if warming is not None:
         warming.start()
+    idle = (
+        asyncio.ensure_future(_stop_when_idle(connections, idle_exit_s, stop))
+        if idle_exit_s is not None
+        else None
+    )
     try:
         await stop.wait()
     finally:
+        if idle is not None:
+            idle.cancel()
         if warming is not None:
             warming.stop()
         for server in servers:
@@ -172,6 +182,23 @@ async def serve_listen(
     return 0
 
 
+async def _stop_when_idle(connections: Connections, idle_s: float, stop: asyncio.Event) -> None:
+    """Set `stop` once no connection has been open for `idle_s` (checked a few times a
+    second at most, once a second at least)."""
+    loop = asyncio.get_running_loop()
+    last_busy = loop.time()
+    step = min(1.0, max(idle_s / 4, 0.05))
+    while True:
+        await asyncio.sleep(step)
+        now = loop.time()
+        if len(connections):
+            last_busy = now
+        elif now - last_busy >= idle_s:
+            logger.info("no client for %g s: exiting", idle_s)
+            stop.set()
+            return
+
+
 def main_listen(
     requested: list[str],
     framing: FramingMode,
@@ -179,9 +206,12 @@ def main_listen(
     *,
     warm_up: bool = True,
     allow_remote: bool = False,
+    exec_socket: bool = False,
+    idle_exit_s: float | None = None,
 ) -> int:
     """`cody-daemon --listen [PATH] [--listen ws://HOST:PORT]`: bind, serve, clean up;
-    returns the exit code."""
+    returns the exit code. `exec_socket`: listen where `cody-client exec` looks for its own
+    daemon (`--exec-socket`); `idle_exit_s`: `--idle-exit`."""
     from ..config.paths import resolve_paths
 
     env = dict(os.environ)
@@ -191,7 +221,15 @@ def main_listen(
     except ListenError as exc:
         sys.stderr.write(f"cody-daemon: {exc}\n")
         return 2
-    target = ListenTarget.resolve(plan.unix, env) if plan.unix is not None else None
+    try:
+        target = (
+            ListenTarget.resolve(plan.unix, env, exec_socket=exec_socket)
+            if plan.unix is not None
+            else None
+        )
+    except ListenError as exc:
+        sys.stderr.write(f"cody-daemon: {exc}\n")
+        return 2
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if (
         target is not None
@@ -237,6 +275,7 @@ def main_listen(
             ready=ready,
             warm_up=warm_up,
             web=web,
+            idle_exit_s=idle_exit_s,
         )
 
     try:

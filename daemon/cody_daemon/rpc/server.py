@@ -26,6 +26,7 @@ from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
+from .. import startup_gc
 from .framing import FrameError, FrameReader, Framing, FramingMode
 from .protocol import CodyProtocol, make_converter
 from .transport import ByteSink, StdioChannel, open_channel
@@ -33,6 +34,7 @@ from .warm_up import WarmUp
 
 if TYPE_CHECKING:
     from ..app import DaemonApp
+    from .first_answer import FirstRead
 
 __all__ = ["DEFAULT_STALL_TIMEOUT_S", "CodyServer", "FrameSource", "serve_frames", "serve_stdio"]
 
@@ -254,12 +256,20 @@ async def serve_stdio(
     *,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     warm_up: bool = True,
+    first: FirstRead | None = None,
 ) -> int:
     """Serve until EOF or `exit`; returns the exit code. `warm_up`: load what the first
-    session request needs while the client is quiet (rpc/warm_up.py)."""
+    session request needs while the client is quiet (rpc/warm_up.py). `first`: what was read
+    (and maybe answered: `initialize`) before the server started (rpc/first_answer.py)."""
     server = app.server
-    reader, sink = await open_channel(channel)
+    reader, sink = await open_channel(channel, first.data if first is not None else b"")
     server.protocol.attach(sink)
+    initialized = False
+    if first is not None and first.framing is not None and first.capabilities is not None:
+        app.set_client_capabilities(first.capabilities)  # `initialize` was answered
+        framing = server.protocol.framing = first.framing
+        initialized = True
+        startup_gc.resume()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -270,7 +280,12 @@ async def serve_stdio(
         reader.on_input = warming.heard
         warming.start()
     dispatcher = await serve_frames(
-        server, FrameReader(reader, framing), sink, stop=stop, stall_timeout_s=stall_timeout_s
+        server,
+        FrameReader(reader, framing),
+        sink,
+        stop=stop,
+        stall_timeout_s=stall_timeout_s,
+        initialized=initialized,
     )
     if warming is not None:
         warming.stop()
@@ -291,12 +306,15 @@ async def serve_frames(
     *,
     stop: asyncio.Event,
     stall_timeout_s: float,
+    initialized: bool = False,
 ) -> _Dispatcher:
     """Read and dispatch one client's frames until EOF, `exit`, or `stop` (also set when the
-    client is dropped for not reading). The caller attached `sink` and closes it."""
+    client is dropped for not reading). The caller attached `sink` and closes it.
+    `initialized`: `initialize` was answered already (rpc/first_answer.py)."""
     stopped = asyncio.ensure_future(stop.wait())
     watchdog = asyncio.ensure_future(_drop_a_stalled_client(sink, stall_timeout_s, stop))
     dispatcher = _Dispatcher(server)
+    dispatcher.initialize_seen = initialized
     try:
         while not dispatcher.exit_requested:
             next_frame = asyncio.ensure_future(frames.read())

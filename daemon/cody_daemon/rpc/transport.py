@@ -163,9 +163,14 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def open_channel(channel: StdioChannel) -> tuple[InputReader, ByteSink]:
+async def open_channel(channel: StdioChannel, first: bytes = b"") -> tuple[InputReader, ByteSink]:
+    """The channel's reader and sink; `first`: bytes read from it before (rpc/first_answer.py),
+    which the reader returns before anything the pipe still holds (given before the pipe is
+    read at all: its end of input must come after them)."""
     loop = asyncio.get_running_loop()
     reader = InputReader(limit=READ_LIMIT)
+    if first:
+        reader.feed_data(first)
     read_file = os.fdopen(channel.read_fd, "rb", buffering=0)
     if _is_pipe_like(channel.read_fd) and not os.isatty(channel.read_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)

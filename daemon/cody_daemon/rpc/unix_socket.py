@@ -19,7 +19,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from cody_protocol.endpoint import RUNTIME_DIR_HINT, SOCKET_ENV, default_socket_path
+from cody_protocol.endpoint import (
+    RUNTIME_DIR_HINT,
+    SOCKET_ENV,
+    default_socket_path,
+    exec_socket_path,
+)
 
 __all__ = [
     "MAX_SOCKET_PATH",
@@ -49,7 +54,19 @@ class ListenTarget:
         self.private_dir = private_dir
 
     @classmethod
-    def resolve(cls, requested: str, env: dict[str, str]) -> ListenTarget:
+    def resolve(
+        cls, requested: str, env: dict[str, str], *, exec_socket: bool = False
+    ) -> ListenTarget:
+        """`exec_socket`: the socket `cody-client exec` looks for (cody_client/exec_daemon.py),
+        in the same per-user directory as the default one."""
+        if exec_socket:
+            path = exec_socket_path(env)
+            if path is None or requested:
+                raise ListenError(
+                    "--exec-socket takes no PATH and needs CODY_DAEMON_SOCKET unset and "
+                    "CODY_EXEC_DAEMON_IDLE not 0"
+                )
+            return cls(path, private_dir=True)
         if requested:
             return cls(Path(requested).expanduser().absolute(), private_dir=False)
         explicit = bool(env.get(SOCKET_ENV))

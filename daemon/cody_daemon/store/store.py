@@ -49,6 +49,9 @@ class SessionSummary:
     """The session was prompted at least once (a `turn_context` line or a user message)."""
     parent_session_id: str | None = None
     """A child session (a subagent): its parent (`session_meta`'s `parent.sessionId`)."""
+    forked_from: str | None = None
+    """The session it was forked from (its `forked` event), when it is a fork."""
+    at_message: int | None = None
 
 
 def _valid_session_id(session_id: str) -> bool:
@@ -146,6 +149,8 @@ def _summarize(path: Path) -> SessionSummary | None:
             title: str | None = None
             parent: str | None = None
             has_turn = False
+            forked_from: str | None = None
+            at_message: int | None = None
             for raw in _head_lines(handle):
                 line = _object_or_none(raw)
                 payload = line.get("payload") if line is not None else None
@@ -157,6 +162,11 @@ def _summarize(path: Path) -> SessionSummary | None:
                     parent = _parent_of(payload.get("parent"))
                 elif line.get("type") == "turn_context":
                     has_turn = True
+                elif line.get("type") == "event" and payload.get("kind") == "forked":
+                    source = _text(payload.get("from"))
+                    forked_from = source if _valid_session_id(source) else None
+                    at = payload.get("atMessage")
+                    at_message = at if type(at) is int and at >= 0 else None
                 elif (
                     line.get("type") == "response_item"
                     and payload.get("type") == "message"
@@ -179,6 +189,8 @@ def _summarize(path: Path) -> SessionSummary | None:
         path=path,
         has_turn=has_turn,
         parent_session_id=parent,
+        forked_from=forked_from,
+        at_message=at_message if forked_from else None,
     )
 
 

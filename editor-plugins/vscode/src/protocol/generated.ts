@@ -258,11 +258,6 @@ export interface CodyPromptParamsMeta {
   queue?: boolean;
 }
 
-/** `CodySessionInfoMeta` */
-export interface CodySessionInfoMeta {
-  compaction?: CompactionNotice | null;
-}
-
 /** Per-session overrides in `session/new` `_meta.cody` (docs/protocol.md "Settings" table). */
 export interface CodySessionMeta {
   allowedTools?: string[] | null;
@@ -638,6 +633,11 @@ export interface ListSessionsParams {
 export interface ListSessionsResult {
   nextCursor?: string | null;
   sessions: SessionInfo[];
+}
+
+/** `ListedSessionMeta` */
+export interface ListedSessionMeta {
+  cody?: cody_protocol__session__CodySessionInfoMeta | null;
 }
 
 /** `LoadSessionMeta` */
@@ -1048,8 +1048,8 @@ export interface SessionIdParams {
 
 /** `SessionInfo` */
 export interface SessionInfo {
+  _meta?: ListedSessionMeta | null;
   cwd: string;
-  parentSessionId?: string | null;
   sessionId: string;
   title?: string | null;
   updatedAt?: string | null;
@@ -1057,7 +1057,7 @@ export interface SessionInfo {
 
 /** `SessionInfoMeta` */
 export interface SessionInfoMeta {
-  cody?: CodySessionInfoMeta | null;
+  cody?: cody_protocol__updates__CodySessionInfoMeta | null;
 }
 
 /**
@@ -1365,6 +1365,18 @@ export interface WriteTextFileParams {
   content: string;
   path: string;
   sessionId: string;
+}
+
+/** `session/list` entries' `_meta.cody`: where a fork came from, whose child it is. */
+export interface cody_protocol__session__CodySessionInfoMeta {
+  atMessage?: number | null;
+  forkedFrom?: string | null;
+  parentSessionId?: string | null;
+}
+
+/** `cody_protocol__updates__CodySessionInfoMeta` */
+export interface cody_protocol__updates__CodySessionInfoMeta {
+  compaction?: CompactionNotice | null;
 }
 
 /** Every JSON-RPC error code the daemon sends (docs/protocol.md, "Errors"). */
