@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cody_protocol.mcp import McpElicitParams, McpElicitResult
 from cody_protocol.session import CustomCommandInfo
 from cody_protocol.settings import APPROVAL_POLICIES
 
@@ -37,7 +38,7 @@ from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .elicitation import TerminalElicitor
 from .extensions_view import command_help_rows, hook_status_line, short, skill_command
 from .headless import EXIT_CODES, session_settings
-from .inert import one_line, prompt_screen
+from .inert import above_prompt, one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
 from .processes import ProcessCount, ps_command
 from .progress import Spinner
@@ -102,6 +103,8 @@ class Chat:
         self.focus_bindings: Any = None
         self.approver: Any = None
         """Asks the user about an approval (set by `run_chat`: a TerminalApprover)."""
+        self.elicitor: Callable[[McpElicitParams], Awaitable[McpElicitResult]] | None = None
+        """Answers an MCP server's question (set by `run_chat`: a TerminalElicitor)."""
         if self.interactive:
             from prompt_toolkit.completion import merge_completers
             from prompt_toolkit.key_binding import KeyBindings
@@ -200,9 +203,12 @@ class Chat:
                 # handle_sigint=False: the chat's own SIGINT handler stays in place (a Ctrl-C
                 # typed before the prompt is up arrives as a signal, not as a key).
                 draft, self.turns.draft = self.turns.draft, ""
-                text: str = await self._prompt_session.prompt_async(
-                    "› ", handle_sigint=False, default=draft
-                )
+                # What arrives meanwhile (an MCP server ready, a late hook's report) prints
+                # above the prompt, never into the line being typed.
+                async with above_prompt(sys.stdout, sys.stderr):
+                    text: str = await self._prompt_session.prompt_async(
+                        "› ", handle_sigint=False, default=draft
+                    )
             except KeyboardInterrupt:
                 if self.interrupted[0]:
                     return None  # the second Ctrl-C in a row
@@ -312,6 +318,12 @@ class Chat:
     async def approve(self, request: Any) -> Any:
         """The approval callback: asked with the turn's input line down."""
         return await self.turns.approve(request, self.approver)
+
+    async def elicit(self, request: McpElicitParams) -> McpElicitResult:
+        """The elicitation callback: asked with the turn's input line down."""
+        if self.elicitor is None:
+            return McpElicitResult(action="decline")
+        return await self.turns.elicit(request, self.elicitor)
 
     # -- slash commands -------------------------------------------------------------------
 
@@ -658,7 +670,8 @@ async def _chat(
             client.on_hook_status = lambda status: renderer.line(
                 renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
-            client.on_elicitation = TerminalElicitor(renderer)
+            elicitor = TerminalElicitor(renderer)
+            client.on_elicitation = elicitor
             client.connection.on_notification("_cody/mcp/status", renderer.show_mcp_status)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
@@ -681,6 +694,8 @@ async def _chat(
             chat = Chat(client, session, renderer, cwd, notify=not args.no_notify)
             chat.approver = approver
             client.on_permission = chat.approve
+            chat.elicitor = elicitor
+            client.on_elicitation = chat.elicit
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)
     except RemoteError as exc:
