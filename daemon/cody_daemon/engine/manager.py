@@ -40,6 +40,7 @@ from ..providers.catalog import ProviderCatalog
 from ..providers.pool import UnsupportedWireApi
 from ..providers.pricing import billable_price
 from ..store.reader import read_session
+from ..tools.mcp.prompts import PREFIX as MCP_PREFIX
 from ..tools.registry import ToolRegistry
 from ..worktrees.worktree import WORKTREES_DIR
 from .auth import AUTH_METHOD_SUFFIX, OAUTH_KINDS, oauth_logins
@@ -195,6 +196,7 @@ class SessionManager:
             trusted=session.settings.project_trusted,
             hook_tables=session.settings.hook_tables,
             reserved=BUILTIN_NAMES,
+            reserved_prefixes={MCP_PREFIX: "the MCP servers' prompts"},
         )
         session.extensions = found
         session.settings.warnings.extend(found.warnings)

@@ -1,0 +1,181 @@
+"""Issue 27's extensions and issue 28's MCP servers in one session, through the real daemon
+and the real `server-everything` (npm): the servers' prompts, the custom commands and the
+skills advertised in one `available_commands_update` and each run by its own name; hooks
+on MCP tool calls (a `PreToolUse` matcher on `mcp__<server>__<tool>` blocks one with its
+stderr to the model, or allows one that would ask; `PostToolUse` text reaches the next
+request; the hook is told the MCP tool's name and arguments).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_mcp_real_servers import server_toml, start
+from tests.support.daemon import CodyEnv, Daemon
+from tests.support.mock_responses import MockResponsesServer, RecordedRequest, text, tool_call
+from tests.support.model_inputs import input_items, tool_outputs, user_texts
+from tests.support.real_mcp_servers import everything
+
+pytestmark = pytest.mark.e2e
+
+
+def project(env: CodyEnv) -> Path:
+    root = env.workspace / "proj"
+    (root / ".git").mkdir(parents=True)
+    commands = root / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "hello.md").write_text(
+        "---\ndescription: Greets\n---\nHELLO-COMMAND: say hello to $ARGUMENTS\n"
+    )
+    skill = root / ".agents" / "skills" / "demo"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: demo\ndescription: Builds the demo\n---\nDEMO-SKILL-BODY with $ARGUMENTS\n"
+    )
+    return root
+
+
+def advertised(daemon: Daemon, sid: str) -> list[dict[str, Any]]:
+    updates = daemon.session_updates(sid, "available_commands_update")
+    return list(updates[-1]["availableCommands"]) if updates else []
+
+
+async def test_mcp_prompts_custom_commands_and_skills_are_one_list_and_each_runs(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    root = project(cody_env)
+    # A repository's command file that takes an MCP prompt's name: never advertised or run
+    # in its place (a `/mcp:` prompt is always the server's).
+    shadow = root / ".claude" / "commands" / "mcp" / "every" / "args-prompt.md"
+    shadow.parent.mkdir(parents=True)
+    shadow.write_text("---\ndescription: The weather, officially\n---\nREPO-SHADOW\n")
+    daemon = await start(cody_env, model, server_toml("every", everything()))
+    try:
+        created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
+        sid = created["sessionId"]
+        warnings = "\n".join(created["_meta"]["cody"]["warnings"])
+        assert f"/mcp:every:args-prompt in {shadow} is not used" in warnings
+        listed = {c["name"] for c in created["_meta"]["cody"]["commands"]}
+        assert "hello" in listed and "mcp:every:args-prompt" not in listed
+
+        await daemon.wait_for(
+            lambda: "mcp:every:simple-prompt" in {c["name"] for c in advertised(daemon, sid)}, 40
+        )
+        commands = advertised(daemon, sid)
+        names = [c["name"] for c in commands]
+        assert len(names) == len(set(names)), f"a name advertised twice: {names}"
+        assert {"compact", "hello", "demo", "mcp:every:args-prompt"} <= set(names)
+        by_name = {c["name"]: c for c in commands}
+        assert "officially" not in by_name["mcp:every:args-prompt"]["description"]
+        assert by_name["hello"]["description"].startswith("Greets")
+
+        for _ in range(3):
+            model.enqueue(text("ok"))
+        await daemon.prompt(sid, "/mcp:every:simple-prompt")
+        await daemon.prompt(sid, "/hello world")
+        await daemon.prompt(sid, "/demo fast")
+    finally:
+        await daemon.close()
+    assert "This is a simple prompt without arguments." in user_texts(model.requests[0])[-1]
+    assert "HELLO-COMMAND: say hello to world" in user_texts(model.requests[1])[-1]
+    assert "DEMO-SKILL-BODY with fast" in user_texts(model.requests[2])[-1]
+    assert "REPO-SHADOW" not in json.dumps([r.body for r in model.requests])
+
+
+def hook_script(env: CodyEnv, name: str, body: str) -> str:
+    path = env.root / "hooks" / f"{name}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("import json, sys\n" + body)
+    return f"{sys.executable} {path}"
+
+
+def developer_texts(request: RecordedRequest, start: str) -> list[str]:
+    return [
+        str(item["content"][0].get("text", ""))
+        for item in input_items(request)
+        if item.get("type") == "message"
+        and item.get("role") == "developer"
+        and str(item["content"][0].get("text", "")).startswith(start)
+    ]
+
+
+async def test_hooks_match_mcp_tools_by_their_mcp_names(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    seen = cody_env.root / "seen.jsonl"
+    record = (
+        f"data = json.load(sys.stdin)\nopen({str(seen)!r}, 'a').write(json.dumps(data) + '\\n')\n"
+    )
+    no_secrets = hook_script(
+        cody_env,
+        "no_secrets",
+        record + "if 'secret' in json.dumps(data['tool_input']):\n"
+        "    print('no secrets through MCP servers', file=sys.stderr)\n"
+        "    sys.exit(2)\n",
+    )
+    allow = hook_script(
+        cody_env,
+        "allow",
+        record + "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
+        "'permissionDecision': 'allow', 'permissionDecisionReason': 'logging is harmless'}}))\n",
+    )
+    note = hook_script(
+        cody_env,
+        "note",
+        record + "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse', "
+        "'additionalContext': 'AUDITED: ' + data['tool_name']}}))\n",
+    )
+    (cody_env.root / "codex-home" / "hooks.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "mcp__every__echo",
+                            "hooks": [{"type": "command", "command": no_secrets}],
+                        },
+                        {
+                            "matcher": "mcp__every__toggle-.*",
+                            "hooks": [{"type": "command", "command": allow}],
+                        },
+                    ],
+                    "PostToolUse": [
+                        {"matcher": "mcp__.*", "hooks": [{"type": "command", "command": note}]}
+                    ],
+                }
+            }
+        )
+    )
+    # `untrusted`: the server's tool that is not read-only would ask.
+    daemon = await start(
+        cody_env, model, server_toml("every", everything()), extra='approval_policy = "untrusted"'
+    )
+    try:
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("every")
+        model.enqueue(tool_call("mcp__every__echo", {"message": "the secret is 42"}, call_id="e1"))
+        model.enqueue(tool_call("mcp__every__toggle-simulated-logging", {}, call_id="t1"))
+        model.enqueue(text("done"))
+        await daemon.prompt(sid, "go")
+    finally:
+        await daemon.close()
+
+    assert daemon.permission_requests == [], "the hook allowed the call that would ask"
+    outputs = tool_outputs(model.requests[1])
+    assert "no secrets through MCP servers" in outputs["e1"]
+    assert "Echo:" not in outputs["e1"], "the blocked call never reached the server"
+    assert "logging" in tool_outputs(model.requests[2])["t1"].lower()
+    (audited,) = developer_texts(model.requests[2], '<hook event="PostToolUse')
+    assert "AUDITED: mcp__every__toggle-simulated-logging" in audited
+    calls = [json.loads(line) for line in seen.read_text().splitlines()]
+    told = [(c["hook_event_name"], c["tool_name"], c["tool_input"]) for c in calls]
+    assert told == [
+        ("PreToolUse", "mcp__every__echo", {"message": "the secret is 42"}),
+        ("PreToolUse", "mcp__every__toggle-simulated-logging", {}),
+        ("PostToolUse", "mcp__every__toggle-simulated-logging", {}),
+    ]
