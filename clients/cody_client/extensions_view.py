@@ -1,6 +1,7 @@
 """What cody-client shows of a session's custom commands, skills and hooks
-(`_meta.cody.commands`, `skills`, `hooks`) and of a hook's report (`_cody/hook/status`): in
-the chat's `/help`, its completion, `doctor` and on stderr.
+(`_meta.cody.commands`, `skills`, `hooks`), of its MCP servers and their prompts (`doctor`)
+and of a hook's report (`_cody/hook/status`): in the chat's `/help`, its completion, `doctor`
+and on stderr.
 
 Invariant: names, descriptions, commands and paths come from files a repository may have
 written; each goes through `one_line` (inert.py, the one gate) and is cut to a length, so
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cody_protocol.extensions import HookStatusNotification
+from cody_protocol.extensions import HookStatusNotification, McpServerStatus
 from cody_protocol.session import CustomCommandInfo, HookInfo, SkillInfo
 
 from .inert import one_line
@@ -21,6 +22,7 @@ __all__ = [
     "command_help_rows",
     "extension_lines",
     "hook_status_line",
+    "mcp_lines",
     "short",
     "skill_command",
 ]
@@ -87,6 +89,28 @@ def extension_lines(
         lines.append(
             f"  {hook.event}{matcher}: {short(hook.command, 60)}  ({shown_path(hook.source, cwd)})"
         )
+    return lines
+
+
+def mcp_lines(servers: Sequence[McpServerStatus], prompts: Sequence[str]) -> list[str]:
+    """`doctor`'s lines about the session's MCP servers: each one ready (its tools, and the
+    prompts it gives as `/mcp:<server>:<prompt>` commands), failed (why) or still starting."""
+    lines = [f"MCP servers   {_count(len(servers), 'server')}"]
+    for server in servers:
+        name = short(server.server, 40)
+        if server.state == "ready":
+            own = [p for p in prompts if p.startswith(f"mcp:{server.server}:")]
+            shown = ", ".join(f"/{short(p, 60)}" for p in own[:5])
+            more = f", ... {len(own) - 5} more" if len(own) > 5 else ""
+            listed = f": {shown}{more}" if own else ""
+            lines.append(
+                f"  ok  {name:<16} {_count(server.tools, 'tool')}, "
+                f"{_count(len(own), 'prompt')}{listed}"
+            )
+        elif server.state == "failed":
+            lines.append(f"  !!  {name:<16} {short(server.reason or 'failed', 200)}")
+        else:
+            lines.append(f"  ..  {name:<16} {short(server.reason or 'still starting', 200)}")
     return lines
 
 

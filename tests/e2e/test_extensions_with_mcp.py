@@ -8,6 +8,7 @@ request; the hook is told the MCP tool's name and arguments).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -179,3 +180,51 @@ async def test_hooks_match_mcp_tools_by_their_mcp_names(
         ("PreToolUse", "mcp__every__toggle-simulated-logging", {}),
         ("PostToolUse", "mcp__every__toggle-simulated-logging", {}),
     ]
+
+
+async def test_doctor_lists_the_commands_skills_hooks_and_mcp_servers_with_their_prompts(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    root = project(cody_env)
+    (cody_env.root / "codex-home" / "hooks.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "mcp__every__.*",
+                            "hooks": [{"type": "command", "command": "true"}],
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    cody_env.use_mock_provider(model.base_url)
+    config = cody_env.cody_home / "config.toml"
+    config.write_text(
+        config.read_text()
+        + "\n"
+        + server_toml("every", everything())
+        + '\n[mcp_servers.gone]\ncommand = "/no/such/server"\n'
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cody_client",
+        "doctor",
+        "--no-daemon-socket",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=cody_env.env,
+        cwd=root,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    shown = out.decode()
+    assert "Commands      1 custom command" in shown and "  /hello" in shown
+    assert "Skills        1 skill" in shown and ".agents/skills/demo/SKILL.md" in shown
+    assert "Hooks         1 hook" in shown and "PreToolUse [mcp__every__.*]: true" in shown
+    assert "MCP servers   2 servers" in shown
+    (every,) = [line for line in shown.splitlines() if line.startswith("  ok  every")]
+    assert "tools, 4 prompts: /mcp:every:simple-prompt, /mcp:every:args-prompt" in every
+    assert "  !!  gone             command not found: /no/such/server does not exist" in shown
