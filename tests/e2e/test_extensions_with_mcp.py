@@ -228,3 +228,54 @@ async def test_doctor_lists_the_commands_skills_hooks_and_mcp_servers_with_their
     (every,) = [line for line in shown.splitlines() if line.startswith("  ok  every")]
     assert "tools, 4 prompts: /mcp:every:simple-prompt, /mcp:every:args-prompt" in every
     assert "  !!  gone             command not found: /no/such/server does not exist" in shown
+
+
+async def test_a_notification_hook_hears_of_an_mcp_servers_question(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regression: only approvals and a turn's end were notified (Claude Code's
+    `elicitation_dialog` never came), so a question could wait unseen until its timeout."""
+    notes = cody_env.root / "notes.jsonl"
+    note = hook_script(
+        cody_env,
+        "note",
+        f"open({str(notes)!r}, 'a').write(json.dumps(json.load(sys.stdin)) + '\\n')\n",
+    )
+    (cody_env.cody_home / "hooks.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "Notification": [
+                        {
+                            "matcher": "elicitation_dialog",
+                            "hooks": [{"type": "command", "command": note}],
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    daemon = await start(
+        cody_env, model, server_toml("every", everything()), extra='approval_policy = "never"'
+    )
+    asked: list[Any] = []
+
+    async def answer(params: Any) -> Any:
+        await daemon.wait_for(lambda: notes.exists() and bool(notes.read_text()))
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Ada Lovelace"}}
+
+    daemon.conn.on_request("_cody/mcp/elicit", answer)
+    try:
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("every")
+        model.enqueue(tool_call("mcp__every__trigger-elicitation-request", {}, call_id="el"))
+        model.enqueue(text("Thanks."))
+        await daemon.prompt(sid, "ask me")
+    finally:
+        await daemon.close()
+    [told] = [json.loads(line) for line in notes.read_text().splitlines()]
+    assert told["notification_type"] == "elicitation_dialog" and told["session_id"] == sid
+    assert told["message"].startswith("MCP server every asks for your input: Please provide")
+    assert asked, "the client was asked (after the hook heard of it)"
+    assert "Name: Ada Lovelace" in tool_outputs(model.requests[-1])["el"]

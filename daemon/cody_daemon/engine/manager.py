@@ -400,6 +400,8 @@ class SessionManager:
                     output_schema, structured_output=takes_output_schema(env.provider)
                 )
             runner = TurnRunner(session, env)
+            hooks = runner.hooks
+            session.ask_notify = lambda message: hooks.notify("elicitation_dialog", message)
             if (mcp_call := parse_mcp_command(blocks)) is not None:
                 run = self._mcp_prompt_turn(runner, mcp_call, link)
             else:
@@ -430,6 +432,7 @@ class SessionManager:
             if session.turn is task:
                 session.turn = None
             session.asker = None
+            session.ask_notify = None
             for ask in list(session.asks):  # an MCP server's question outlived the turn
                 ask.cancel()
             if notifying is not None:
