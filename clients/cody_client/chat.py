@@ -36,7 +36,13 @@ from .attachments import AttachmentError, Attachments, mention_blocks, pasted_im
 from .chat_turns import ChatTurns
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .elicitation import TerminalElicitor
-from .extensions_view import command_help_rows, hook_status_line, short, skill_command
+from .extensions_view import (
+    command_help_rows,
+    hook_status_line,
+    mcp_prompt_help_rows,
+    short,
+    skill_command,
+)
 from .headless import EXIT_CODES, session_settings
 from .inert import above_prompt, one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
@@ -391,10 +397,16 @@ class Chat:
             for usage, text in command_help_rows(self.custom_commands())
             if usage.split()[0] not in COMMANDS
         ]
-        if rows:
-            width = min(max(len(usage) for usage, _ in rows) + 2, 42)
-            self.renderer.line("Commands from your files (sent to the daemon):")
-            for usage, text in rows:
+        advertised = self.client.available_commands.get(self.session.id, [])
+        for title, found in (
+            ("Commands from your files (sent to the daemon):", rows),
+            ("Prompts of the session's MCP servers:", mcp_prompt_help_rows(advertised)),
+        ):
+            if not found:
+                continue
+            width = min(max(len(usage) for usage, _ in found) + 2, 42)
+            self.renderer.line(title)
+            for usage, text in found:
                 self.renderer.line(f"  {usage:<{width}}{text}")
 
     async def _ps(self, words: list[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cody_protocol.commands import AvailableCommand
 from cody_protocol.extensions import HookStatusNotification, McpServerStatus
 from cody_protocol.session import CustomCommandInfo, HookInfo, SkillInfo
 
@@ -23,6 +24,7 @@ __all__ = [
     "extension_lines",
     "hook_status_line",
     "mcp_lines",
+    "mcp_prompt_help_rows",
     "short",
     "skill_command",
 ]
@@ -57,6 +59,18 @@ def command_help_rows(commands: Sequence[CustomCommandInfo]) -> list[tuple[str, 
         usage = f"/{command.name}" + (f" {command.hint}" if command.hint else "")
         kind = "skill" if command.kind == "skill" else command.origin
         rows.append((short(usage, 40), short(f"{command.description} ({command.scope} {kind})")))
+    return rows
+
+
+def mcp_prompt_help_rows(advertised: Sequence[AvailableCommand]) -> list[tuple[str, str]]:
+    """`/help` rows for the MCP servers' prompts the daemon advertises (`/mcp:...`)."""
+    rows = []
+    for command in advertised:
+        if not command.name.startswith("mcp:"):
+            continue
+        hint = command.input.hint if command.input is not None else None
+        usage = f"/{command.name}" + (f" {hint}" if hint else "")
+        rows.append((short(usage, 40), short(command.description)))
     return rows
 
 

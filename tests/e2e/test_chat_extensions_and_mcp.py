@@ -76,12 +76,18 @@ async def test_tab_completes_every_kind_of_command_and_an_elicitation_is_asked_w
         tmux.keys("C-u", "/mcp:every:args", "Tab")
         await tmux.wait_for("› /mcp:every:args-prompt", timeout=40)
         tmux.keys("C-u")
+        # /help lists them too: the files' commands and the servers' prompts.
+        tmux.keys("/help", "Enter")
+        screen = await tmux.wait_for("Prompts of the session's MCP servers:")
+        assert "/hello" in screen.split("Commands from your files")[1]
+        assert "/mcp:every:args-prompt city [state]" in screen
+        assert "A prompt with two arguments, one required and one optional" in screen
 
         tmux.keys("sign me in", "Enter")
         screen = await tmux.wait_for("Did you open it and finish there? [y/n]:")
         # The question shows whole, with the turn's input line down (one prompt has the keys).
         assert "MCP server every asks:" in screen and "Sign in to the demo" in screen, screen
-        assert "Enter steers" not in screen, screen
+        assert "working · Enter steers" not in screen, screen
         tmux.keys("y", "Enter")
         screen = await tmux.wait_for("stop: end_turn")
         assert "hook: PostToolUse hook" in screen and "LINT-DOWN" in screen
