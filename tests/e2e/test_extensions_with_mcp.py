@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_mcp_real_servers import server_toml, start
+from tests.e2e.test_mcp_real_servers import child_pids, server_toml, start
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, RecordedRequest, text, tool_call
 from tests.support.model_inputs import input_items, tool_outputs, user_texts
@@ -279,3 +281,28 @@ async def test_a_notification_hook_hears_of_an_mcp_servers_question(
     assert told["message"].startswith("MCP server every asks for your input: Please provide")
     assert asked, "the client was asked (after the hook heard of it)"
     assert "Name: Ada Lovelace" in tool_outputs(model.requests[-1])["el"]
+
+
+async def test_a_killed_servers_prompt_restarts_it_as_its_tools_do(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """Regression: after a crash the server's prompts were dropped from the session (but not
+    from the editor's list) and `/mcp:every:...` answered "no such MCP prompt", though the
+    server is restarted at its next use."""
+    daemon = await start(cody_env, model, server_toml("every", everything()))
+    try:
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("every")
+        daemon_pid = daemon.process.process.pid  # type: ignore[attr-defined]
+        [server_pid] = child_pids(daemon_pid)
+        os.kill(server_pid, signal.SIGKILL)
+        await daemon.wait_for(lambda: daemon.mcp_statuses("every")[-1]["state"] == "failed", 20)
+        assert "mcp:every:simple-prompt" in {c["name"] for c in advertised(daemon, sid)}
+
+        model.enqueue(text("ok"))
+        await daemon.prompt(sid, "/mcp:every:simple-prompt", timeout=40)
+    finally:
+        await daemon.close()
+    assert "no such MCP prompt" not in daemon.agent_text(sid)
+    assert "This is a simple prompt without arguments." in user_texts(model.requests[0])[-1]
+    assert [s["state"] for s in daemon.mcp_statuses("every")][-2:] == ["starting", "ready"]
