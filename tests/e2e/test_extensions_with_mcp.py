@@ -306,3 +306,34 @@ async def test_a_killed_servers_prompt_restarts_it_as_its_tools_do(
     assert "no such MCP prompt" not in daemon.agent_text(sid)
     assert "This is a simple prompt without arguments." in user_texts(model.requests[0])[-1]
     assert [s["state"] for s in daemon.mcp_statuses("every")][-2:] == ["starting", "ready"]
+
+
+async def test_rules_still_apply_to_read_only_mcp_tools(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`readOnlyHint` spares the question, never a user's rule: an `ask` rule asks for the
+    read-only echo, a `deny` rule refuses the read-only sum."""
+    daemon = await start(
+        cody_env,
+        model,
+        server_toml("every", everything()),
+        extra='approval_policy = "on-request"\n'
+        '[permissions]\nask = ["mcp__every__echo"]\ndeny = ["mcp__every__get-sum"]\n',
+    )
+    try:
+        sid = await daemon.new_session()
+        await daemon.wait_mcp_ready("every")
+        model.enqueue(tool_call("mcp__every__echo", {"message": "hi"}, call_id="e"))
+        model.enqueue(tool_call("mcp__every__get-sum", {"a": 1, "b": 2}, call_id="s"))
+        model.enqueue(tool_call("mcp__every__get-tiny-image", {}, call_id="t"))
+        model.enqueue(text("done"))
+        daemon.answer("allow_once")
+        await daemon.prompt(sid, "go")
+    finally:
+        await daemon.close()
+    asked = [r["toolCall"]["toolCallId"] for r in daemon.permission_requests]
+    assert asked == ["e"], "the ask rule asked; the read-only image tool did not"
+    assert "Echo: hi" in tool_outputs(model.requests[1])["e"]
+    summed = json.loads(tool_outputs(model.requests[2])["s"])
+    assert "mcp__every__get-sum" in summed["error"] and "config.toml" in summed["error"]
+    assert "The sum of" not in json.dumps(summed), "the server was never called"
