@@ -136,3 +136,24 @@ async def test_the_peers_tool_names_match_codys_tools(
     [read] = told(seen)
     assert read["tool_name"] == "readFile"
     assert read["tool_input"]["file_path"] == str(cody_env.workspace / "notes.txt")  # type: ignore[index]
+
+
+async def test_skills_are_found_in_every_place_the_peers_keep_them(
+    cody_env: CodyEnv, daemon: Daemon
+) -> None:
+    root = cody_env.workspace / "proj"
+    (root / ".git").mkdir(parents=True)
+    places = {
+        "cody-user": cody_env.cody_home / "skills",
+        "agents-user": cody_env.root / "home" / ".agents" / "skills",
+        "claude-user": cody_env.root / "claude-config" / "skills",
+        "codex-user": cody_env.root / "codex-home" / "skills",
+        "agents-project": root / ".agents" / "skills",
+        "claude-project": root / ".claude" / "skills",
+    }
+    for name, folder in places.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\nx\n")
+    created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
+    listed = {s["name"]: s["path"] for s in created["_meta"]["cody"]["skills"]}
+    assert listed == {name: str(folder / name / "SKILL.md") for name, folder in places.items()}
