@@ -68,7 +68,10 @@ async def test_a_background_process_is_listed_streams_into_its_call_and_is_stopp
     web: WebDaemon, cody_env: CodyEnv, model: MockResponsesServer
 ) -> None:
     tag = f"web-bg-{os.getpid()}"
-    command = f": '{HOSTILE}' {tag}; sleep 0.5; echo first; sleep 0.2; echo LIVE-after-the-call; sleep 300"
+    command = (
+        f": '{HOSTILE}' {tag}; sleep 0.5; echo first; sleep 0.2; echo LIVE-after-the-call;"
+        " sleep 0.2; seq -f 'line %g' 1 60; sleep 300"
+    )
     model.enqueue(tool_call("exec", {"command": command, "background": True}, call_id="bg"))
     model.enqueue(text("Started it."))
     async with browser() as chromium:
@@ -78,12 +81,15 @@ async def test_a_background_process_is_listed_streams_into_its_call_and_is_stopp
         card = page.locator("#transcript .tool[data-id=bg]")
         await expect(card).to_have_attribute("data-status", "completed")
         # the process keeps printing after its call completed: it continues that call
-        await expect(card.locator(".tool-output")).to_contain_text(
-            "LIVE-after-the-call", timeout=20_000
-        )
+        shown = card.locator(".tool-output")
+        await expect(shown).to_contain_text("line 60", timeout=20_000)
+        # a long process output shows its latest lines; all of it on demand
+        assert "line 21" in await shown.inner_text()
+        assert "LIVE-after-the-call" not in await shown.inner_text()
+        await card.get_by_role("button", name="Show all").click()
         output = await card.locator(".tool-output").inner_text()
         assert "Started in the background as process 1" in output, "the call's result stays"
-        assert "\nfirst\nLIVE-after-the-call" in output, "on lines of their own, in order"
+        assert "\nfirst\nLIVE-after-the-call\nline 1\n" in output, "on lines of their own, in order"
         await expect(card.locator(".tool-process")).to_have_text("process 1 · running")
 
         toggle = page.locator("#processes-toggle")

@@ -199,18 +199,19 @@ function toolNode(item) {
     if (item.dropped) card.appendChild(el("div", { class: "muted", text: `[... ${item.dropped} earlier characters not shown ...]` }));
     const lines = item.output.replace(/\s+$/, "").split("\n");
     const long = lines.length > OUTPUT_LINES && !item.expanded;
-    const shown = long ? lines.slice(0, OUTPUT_LINES).join("\n") : lines.join("\n");
-    card.appendChild(el("pre", { class: "tool-output", text: shown }));
-    if (long) {
-      const more = el("button", { class: "link", type: "button", text: `Show all ${lines.length} lines` });
-      more.addEventListener("click", () => {
-        item.expanded = true;
-        const node = toolNode(item);
-        item.node.replaceWith(node);
-        item.node = node;
-      });
-      card.appendChild(more);
-    }
+    // A process's output is read from its end (the latest lines); any other from its start.
+    const tail = Boolean(item.process);
+    const kept = tail ? lines.slice(-OUTPUT_LINES) : lines.slice(0, OUTPUT_LINES);
+    const more = long ? el("button", { class: "link", type: "button", text: `Show all ${lines.length} lines` }) : null;
+    more?.addEventListener("click", () => {
+      item.expanded = true;
+      const node = toolNode(item);
+      item.node.replaceWith(node);
+      item.node = node;
+    });
+    if (more && tail) card.appendChild(more);
+    card.appendChild(el("pre", { class: "tool-output", text: (long ? kept : lines).join("\n") }));
+    if (more && !tail) card.appendChild(more);
   }
   return card;
 }
