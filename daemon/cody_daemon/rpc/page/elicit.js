@@ -130,7 +130,7 @@ export function elicitationBox(params, asker, answer) {
       answer({ action: "accept" });
       return;
     }
-    const content = {};
+    const content = Object.create(null); // a property named `__proto__` stays a field
     for (const entry of fields) {
       const read = entry.read();
       if (read.error) {
