@@ -157,3 +157,44 @@ async def test_skills_are_found_in_every_place_the_peers_keep_them(
     created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
     listed = {s["name"]: s["path"] for s in created["_meta"]["cody"]["skills"]}
     assert listed == {name: str(folder / name / "SKILL.md") for name, folder in places.items()}
+
+
+async def test_a_pre_tool_use_hook_binds_a_subagents_calls_too(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """A policy hook cannot be walked around by delegating the call to a `task` child."""
+    deny = cody_env.root / "no_touch.py"
+    deny.write_text("import sys\nprint('no touching in this repo', file=sys.stderr)\nsys.exit(2)\n")
+    (cody_env.root / "codex-home" / "hooks.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "Bash",
+                            "hooks": [{"type": "command", "command": f"{sys.executable} {deny}"}],
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    cody_env.use_mock_provider(model.base_url, 'approval_policy = "never"')
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        sid = await daemon.new_session()
+        model.enqueue(
+            tool_call(
+                "task", {"description": "touch it", "prompt": "touch the file. CHILD"}, call_id="t"
+            )
+        )
+        model.enqueue(tool_call("exec", {"command": "touch touched.txt"}, call_id="c1"))
+        model.enqueue(text("the hook refused"))
+        model.enqueue(text("the child could not"))
+        await daemon.prompt(sid, "delegate")
+    finally:
+        await daemon.close()
+    assert not (cody_env.workspace / "touched.txt").exists()
+    [child_after] = [r for r in model.requests if "c1" in tool_outputs(r)]
+    assert "no touching in this repo" in tool_outputs(child_after)["c1"]
