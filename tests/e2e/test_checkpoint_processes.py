@@ -139,3 +139,40 @@ async def test_chat_undo_of_a_turn_with_a_watcher_stops_it_and_ps_says_so(
         await tmux.wait_for("EXITED=0")
     finally:
         tmux.close()
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "danger-full-access"])
+async def test_what_a_cancelled_turns_process_writes_as_it_stops_is_the_turns_change(
+    daemon: Daemon, model: MockResponsesServer, sandbox: str
+) -> None:
+    """A cancelled turn stops what it started (not in the background) before its end is
+    snapshotted: the file its process writes on SIGTERM is that turn's change, undone by
+    `/undo` without a conflict (it was reported as someone else's). Under bubblewrap too:
+    the SIGTERM reaches the command, not bubblewrap (which would SIGKILL its sandbox at once,
+    leaving the command no grace time)."""
+    if sandbox == "workspace-write":
+        require_bwrap(daemon.env)
+    ws = daemon.env.workspace
+    (ws / "README").write_text("readme\n")
+    before = workspace_state(ws)
+    cleanup = (
+        "trap 'echo bye > cleanup.txt; exit 0' TERM; echo started; while :; do sleep 0.05; done"
+    )
+    model.enqueue(
+        tool_call("exec", {"command": cleanup, "yieldMs": 300}, call_id="y"),
+        tool_call("exec", {"command": "echo waiting > wait.txt; sleep 60"}, call_id="w"),
+    )
+    model.unused_ok = True
+    sid = await daemon.new_session(sandboxMode=sandbox)
+    turn = asyncio.create_task(daemon.prompt(sid, "build"))
+    await eventually((ws / "wait.txt").exists)
+    daemon.conn.notify("session/cancel", {"sessionId": sid})
+    assert (await turn)["stopReason"] == "cancelled"
+    assert (ws / "cleanup.txt").read_text() == "bye\n"
+
+    [checkpoint] = await checkpoints(daemon, sid)
+    assert {f["path"] for f in checkpoint["files"]} == {"cleanup.txt", "wait.txt"}
+    result = await rewind(daemon, sid, checkpoint["checkpointId"], "files")
+
+    assert result["conflicts"] == [] and sorted(result["restored"]) == ["cleanup.txt", "wait.txt"]
+    assert workspace_state(ws) == before
