@@ -176,3 +176,18 @@ async def test_what_a_cancelled_turns_process_writes_as_it_stops_is_the_turns_ch
 
     assert result["conflicts"] == [] and sorted(result["restored"]) == ["cleanup.txt", "wait.txt"]
     assert workspace_state(ws) == before
+
+
+async def test_acp_undo_says_which_process_it_stopped(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    ws = daemon.env.workspace
+    sid = await start_watcher_turn(daemon, model, ws)
+    daemon.updates.clear()
+
+    await daemon.prompt(sid, "/undo")
+
+    answer = daemon.agent_text(sid)
+    assert "Rewound to before turn 1" in answer
+    assert f"Stopped process 1 ({WATCHER}): a turn this rewind undid started it." in answer
+    assert (await processes(daemon, sid))[1]["running"] is False
