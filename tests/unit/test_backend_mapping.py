@@ -30,7 +30,6 @@ from cody_daemon.policy.allowlist import allowed_tools
 from cody_daemon.policy.commands import normalize_command
 from cody_daemon.tools.registry import ToolRegistry
 
-
 FACTS = ToolRegistry.builtin().facts()
 """What Cody's tools can do: the engine hands backends these with the settings."""
 
@@ -71,7 +70,9 @@ def test_a_read_only_phase_runs_codex_read_only_and_asking() -> None:
     mapped = codex_policy(settings("never", "danger-full-access", allowed_tools=research))
     assert (mapped.approval_policy, mapped.sandbox) == ("untrusted", "read-only")
     assert mapped.notes
-    implement = codex_policy(settings("never", allowed_tools=allowed_tools(None, "implement", FACTS)))
+    implement = codex_policy(
+        settings("never", allowed_tools=allowed_tools(None, "implement", FACTS))
+    )
     assert (implement.approval_policy, implement.sandbox) == ("never", "workspace-write")
 
 

@@ -194,7 +194,7 @@ class CallGate:
         proposal = None
         if verdict.rule is None and verdict.hook is None and self.rules_file is not None:
             proposal = propose_rules(
-                tool.name, tool.permission_subject(args, ctx), self.session.cwd
+                tool.name, tool.permission_subject(args, ctx), self.session.cwd, tool.facts
             )
         return await self._ask(
             call_id=call_id,
@@ -235,7 +235,7 @@ class CallGate:
             and needs is None
             and await asyncio.to_thread(tool.known_safe, args, ctx)
         )
-        rule = settings.rules.evaluate(tool.name, subject)
+        rule = settings.rules.evaluate(tool.name, subject, tool.facts)
         void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         return CallFacts(
             tool_name=tool.name,
@@ -365,7 +365,7 @@ class CallGate:
             if answer == "allow_project":
                 assert edited.args is not None
                 subject = tool.permission_subject(edited.args, ctx)
-                proposal = propose_rules(tool.name, subject, self.session.cwd)
+                proposal = propose_rules(tool.name, subject, self.session.cwd, tool.facts)
                 if not proposal:
                     detail = (
                         "allowed for this session with the arguments the user edited (no "

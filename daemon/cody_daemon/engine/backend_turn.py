@@ -419,7 +419,8 @@ class BackendTurnRunner:
         ask = self.guard.redact_ask(ask)
         tool = ask.cody_tool or ask.title
         subject = subject_from_grant_key(ask.grant_key, session.cwd)
-        rule = settings.rules.evaluate(tool, subject)
+        declared = self.guard.tool_facts.get(ask.cody_tool) if ask.cody_tool else None
+        rule = settings.rules.evaluate(tool, subject, declared)
         void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         facts = CallFacts(
             tool_name=tool,
@@ -452,7 +453,7 @@ class BackendTurnRunner:
             return Answer("allow_session" if verdict.reason == "grant" else "allow_once")
         proposal = None
         if verdict.rule is None and self.rules_file is not None:
-            proposal = propose_rules(tool, subject, session.cwd)
+            proposal = propose_rules(tool, subject, session.cwd, declared)
         request = ApprovalRequest(
             call_id=ask.call_id,
             title=ask.title,

@@ -389,4 +389,5 @@ def missing_facts(tool: Tool[Any]) -> str | None:
     (`undeclared_files`)."""
     if isinstance(getattr(tool, "facts", None), ToolFacts):
         return None
-    return f"the tool {tool.name!r} does not declare its facts (Tool.facts)"
+    name = getattr(tool, "name", type(tool).__name__)
+    return f"the tool {name!r} does not declare its facts (Tool.facts)"
