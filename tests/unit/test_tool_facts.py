@@ -298,3 +298,12 @@ async def test_a_read_rule_on_the_project_now_covers_file_search(tmp_path: Path)
         output = engine.tool_output(sid, "c1")
     assert "denied by the permission rule" in output["error"]
     assert engine.link.approvals == []
+
+
+def test_the_mcp_session_tool_names_are_the_classes_names() -> None:
+    """`tools/mcp.SESSION_TOOLS` is written out so importing the package stays cheap; it must
+    name the session tools whose facts `ToolRegistry.facts()` adds."""
+    from cody_daemon.tools.mcp import SESSION_TOOLS
+    from cody_daemon.tools.mcp.resources import SESSION_TOOL_CLASSES
+
+    assert tuple(cls.name for cls in SESSION_TOOL_CLASSES) == SESSION_TOOLS
