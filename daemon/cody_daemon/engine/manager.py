@@ -372,9 +372,7 @@ class SessionManager:
             refuse_images_for_backend(blocks, session.settings.backend)
             guard = BackendGuard(
                 secrets=secrets,
-                read_only_tools=frozenset(
-                    tool.name for tool in self.deps.tools.tools() if not tool.requires_approval
-                ),
+                tool_facts=self.deps.tools.facts(),
                 protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
             )
             agent = agent_for(session, self.deps.env, secrets)
@@ -555,6 +553,7 @@ class SessionManager:
             prompt_to_text(blocks),
             self.deps.env,
             self._secrets(session),
+            tool_facts=self.deps.tools.facts(),
             protected=(self.deps.paths.config_dir, self.deps.paths.data_dir),
         )
 
@@ -604,7 +603,7 @@ class SessionManager:
             context_window=window or 128_000,
             tools=self.subagents.tools_for(session, self.deps.tools),
             family=prompt_family(spec.wire_api, settings.model),
-            allowed=allowed_tools(settings.allowed_tools, settings.phase),
+            allowed=allowed_tools(settings.allowed_tools, settings.phase, self.deps.tools.facts()),
             link=link,
             sandbox=SandboxPolicy.create(
                 settings.sandbox_mode,
@@ -637,7 +636,7 @@ class SessionManager:
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:
         settings = self.get(session_id).settings
-        return allowed_tools(settings.allowed_tools, settings.phase)
+        return allowed_tools(settings.allowed_tools, settings.phase, self.deps.tools.facts())
 
     def cancel(self, session_id: str) -> bool:
         """Cancel the running turn, if any, and answer every queued prompt `cancelled`.
