@@ -22,10 +22,9 @@ from typing import Any
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
-from ..engine.slash import session_commands
-from .handlers import _after_response, _session_state
 from .link import RpcClientLink
 from .server import FrameSource, serve_frames
+from .session_handlers import advertise_commands, session_state
 from .sharing import Attachments, BroadcastLink, SharingServer
 from .transport import ByteSink
 
@@ -66,9 +65,8 @@ class ConnectionApp(DaemonApp):
     async def _resume_running(self, session_id: str) -> Any:
         """`session/resume` of a session whose turn is running: attach and watch it."""
         session = self.manager.get(session_id)
-        link = self.link
-        _after_response(lambda: link.emit(session_id, session_commands(session)))
-        return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
+        advertise_commands(self, session)
+        return SessionStateResult.model_validate(session_state(self, session)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
 
