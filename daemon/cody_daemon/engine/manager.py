@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol.content import ContentBlock
 from cody_protocol.prompt import DryRunReport
-from cody_protocol.session import CodySessionMeta, McpServer, SessionConfigOption, SessionInfo
+from cody_protocol.session import McpServer, SessionConfigOption, SessionInfo
 
 from ..errors import InvalidParams, Issue, ProviderError, SessionBusy
 from ..policy.allowlist import allowed_tools
@@ -87,6 +87,10 @@ class SessionManager:
             worktrees=self.worktrees,
             out=lambda: self.link,
         )
+        self.new_session = self._opener.new_session
+        """A new live session (engine/opening.py)."""
+        self.open_session = self._opener.open_session
+        """A stored session made live (`session/load` replays it, resume does not)."""
         self.turns = TurnSetup(
             deps,
             live=self.sessions,
@@ -105,41 +109,7 @@ class SessionManager:
             notifier=self.notifier,
         )
 
-    # -- creating, opening, finding ---------------------------------------------------------
-
-    async def new_session(
-        self,
-        cwd: str,
-        meta: CodySessionMeta | None,
-        mcp_servers: Sequence[McpServer] = (),
-        *,
-        read_docs: bool = True,
-        start_source: str = "startup",
-        lineage: Lineage | None = None,
-    ) -> Session:
-        """A new live session (engine/opening.py)."""
-        return await self._opener.new_session(
-            cwd,
-            meta,
-            mcp_servers,
-            read_docs=read_docs,
-            start_source=start_source,
-            lineage=lineage,
-        )
-
-    async def open_session(
-        self,
-        session_id: str,
-        link: ClientLink | None,
-        *,
-        replay: bool,
-        mcp_servers: Sequence[McpServer] = (),
-        relocate_to: str | None = None,
-    ) -> Session:
-        """Make a stored session live (`session/load` replays it to `link`, resume does not)."""
-        return await self._opener.open_session(
-            session_id, link, replay=replay, mcp_servers=mcp_servers, relocate_to=relocate_to
-        )
+    # -- finding ----------------------------------------------------------------------------
 
     def live(self, session_id: str) -> Session | None:
         """The live session `session_id`, or None."""

@@ -100,15 +100,11 @@ class TurnSetup:
     ) -> PreparedTurn:
         """The turn `blocks` (a `turn` command's when `command` is set) starts in `session`."""
         if session.settings.backend != "native":
-            return self._backend_turn(
-                session,
-                blocks,
-                command,
-                link,
-                checkpoint=checkpoint,
-                secrets=secrets,
-                output_schema=output_schema,
-            )
+            if command is not None:
+                blocks = command.turn_prompt()
+            _refuse_for_backend(session, blocks, output_schema)
+            text = prompt_to_text(blocks)
+            return self._backend_turn(session, text, link, checkpoint=checkpoint, secrets=secrets)
         env = self.env(session, link)
         if session.mcp is not None:
             env.extra_tools = session.mcp.turn_tools
@@ -128,28 +124,17 @@ class TurnSetup:
     def _backend_turn(
         self,
         session: Session,
-        blocks: list[ContentBlock],
-        command: CommandCall | None,
+        text: str,
         link: ClientLink,
         *,
         checkpoint: TurnCheckpoint | None,
         secrets: SecretGuard,
-        output_schema: dict[str, Any] | None,
     ) -> PreparedTurn:
+        """The turn of a session on an agent CLI (engine/backend_turn.py)."""
         from .agents import agent_for
         from .backend_guard import BackendGuard
         from .backend_turn import BackendTurnRunner
 
-        if command is not None:
-            blocks = command.turn_prompt()
-        text = prompt_to_text(blocks)
-        if output_schema is not None:
-            raise InvalidParams(
-                f"An output schema needs a native session; session {session.id} runs on "
-                f"the {session.settings.backend} backend.",
-                [Issue(key="_meta.cody.outputSchema", message="native sessions only")],
-            )
-        refuse_images_for_backend(blocks, session.settings.backend)
         deps = self._deps
         guard = BackendGuard(
             secrets=secrets,
@@ -316,3 +301,16 @@ class TurnSetup:
         cancel reaches it; a rule added by another session or by hand applies from the next
         turn) and after `allow_project` saved one."""
         await asyncio.to_thread(self.reload_rules, session)
+
+
+def _refuse_for_backend(
+    session: Session, blocks: list[ContentBlock], output_schema: dict[str, Any] | None
+) -> None:
+    """InvalidParams for what an agent CLI cannot take: an output schema, images it reads not."""
+    if output_schema is not None:
+        raise InvalidParams(
+            f"An output schema needs a native session; session {session.id} runs on "
+            f"the {session.settings.backend} backend.",
+            [Issue(key="_meta.cody.outputSchema", message="native sessions only")],
+        )
+    refuse_images_for_backend(blocks, session.settings.backend)

@@ -104,33 +104,26 @@ def session_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable
             {"sessionId": session.id, **session_state(app, session)}
         )
 
-    async def session_load(params: Any) -> Any:
+    async def open_stored(params: Any, *, replay: bool) -> Any:
+        """`session/load` (the history replayed to this connection first) or resume."""
         from cody_protocol.session import LoadSessionParams, SessionStateResult
 
         parsed = parse(LoadSessionParams, params)
         session = await app.manager.open_session(
             parsed.session_id,
-            app.link,
-            replay=True,
+            app.link if replay else None,
+            replay=replay,
             mcp_servers=parsed.mcp_servers,
             relocate_to=parsed.cwd if parsed.relocate else None,
         )
         advertise_commands(app, session)
         return SessionStateResult.model_validate(session_state(app, session))
+
+    async def session_load(params: Any) -> Any:
+        return await open_stored(params, replay=True)
 
     async def session_resume(params: Any) -> Any:
-        from cody_protocol.session import LoadSessionParams, SessionStateResult
-
-        parsed = parse(LoadSessionParams, params)
-        session = await app.manager.open_session(
-            parsed.session_id,
-            None,
-            replay=False,
-            mcp_servers=parsed.mcp_servers,
-            relocate_to=parsed.cwd if parsed.relocate else None,
-        )
-        advertise_commands(app, session)
-        return SessionStateResult.model_validate(session_state(app, session))
+        return await open_stored(params, replay=False)
 
     async def session_list(params: Any) -> Any:
         from cody_protocol.session import ListSessionsParams, ListSessionsResult
