@@ -60,6 +60,8 @@ __all__ = ["SessionManager"]
 
 
 class SessionManager:
+    """The engine as the rpc layer sees it (one per daemon; see the module docstring)."""
+
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
         self.sessions = LiveSessions(deps.env)
