@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from cody_protocol.content import ToolCallContent
@@ -381,17 +381,16 @@ class TurnCalls:
             model=self.session.settings.model,
         )
         content: list[ToolCallContent] = result.content or text_content(model_output.output)
+        closing = ToolCallProgress(  # the call's last update
+            call_id=call_id,
+            status=status,
+            content=content,
+            raw_output=wire_raw_output(result.output, result.raw_output),
+            decision=decision,
+        )
         if call_id in self._detached:  # a command's !`cmd`: shown, not the model's history
             self._detached[call_id] = result
-            self._emit(
-                ToolCallProgress(
-                    call_id=call_id,
-                    status=status,
-                    content=content,
-                    raw_output=wire_raw_output(result.output, result.raw_output),
-                    decision=decision,
-                )
-            )
+            self._emit(closing)
             return
         item = FunctionCallOutputItem(
             call_id=call_id,
@@ -412,17 +411,8 @@ class TurnCalls:
         try:
             self.session.file.append("response_item", item.payload())
         finally:  # the client sees the call closed even when the disk is full
-            self._emit(
-                ToolCallProgress(
-                    call_id=call_id,
-                    status=status,
-                    content=content,
-                    raw_output=wire_raw_output(result.output, result.raw_output),
-                    locations=result.locations or None,
-                    decision=decision,
-                    live_continues=live_continues,
-                )
-            )
+            locations = result.locations or None
+            self._emit(replace(closing, locations=locations, live_continues=live_continues))
 
     def close_open(self, why: str) -> None:
         """Close every call still open as failed with `why` (the turn ends without them)."""
