@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,7 +32,7 @@ from cody_protocol.prompt import DryRunReport
 from cody_protocol.settings import ApprovalPolicy, ReasoningEffort, SandboxMode
 from cody_protocol.updates import ToolKind
 
-from ..core.tooling import GrantKey
+from ..core.tooling import GrantKey, ToolFacts
 from .info import BackendInfo, BackendKind
 from .peer import AnswerId, CliEnded, JsonLinePeer, Message
 
@@ -232,6 +232,10 @@ class BackendSettings:
     reasoning_effort: ReasoningEffort | None = None
     allowed_tools: frozenset[str] | None = None
     """Cody tool names (None: all)."""
+    tool_facts: Mapping[str, ToolFacts] = field(default_factory=dict)
+    """What each Cody tool can do (`ToolRegistry.facts()`): backends/mapping.py derives from
+    these which allowed tools write. A tool it does not know counts as one that does not
+    (so a CLI gets a narrower sandbox, never a wider one)."""
     project_trusted: bool = False
     """The workspace is in the user's `trusted_projects`: the CLI may read its project settings."""
     protected: tuple[Path, ...] = ()

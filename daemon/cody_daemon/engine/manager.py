@@ -311,7 +311,7 @@ class SessionManager:
 
     def allowed_tools_of(self, session_id: str) -> frozenset[str] | None:
         settings = self.get(session_id).settings
-        return allowed_tools(settings.allowed_tools, settings.phase)
+        return allowed_tools(settings.allowed_tools, settings.phase, self.deps.tools.facts())
 
     async def logout(self, catalog: ProviderCatalog) -> list[str]:
         """End the OAuth logins (see engine/auth.py): their providers need `authenticate`

@@ -138,9 +138,7 @@ class TurnSetup:
         deps = self._deps
         guard = BackendGuard(
             secrets=secrets,
-            read_only_tools=frozenset(
-                tool.name for tool in deps.tools.tools() if not tool.requires_approval
-            ),
+            tool_facts=deps.tools.facts(),
             protected=(deps.paths.config_dir, deps.paths.data_dir),
         )
         runner = BackendTurnRunner(
@@ -192,7 +190,7 @@ class TurnSetup:
             context_window=window or 128_000,
             tools=self._subagents.tools_for(session, deps.tools),
             family=prompt_family(spec.wire_api, settings.model),
-            allowed=allowed_tools(settings.allowed_tools, settings.phase),
+            allowed=allowed_tools(settings.allowed_tools, settings.phase, deps.tools.facts()),
             link=link,
             sandbox=SandboxPolicy.create(
                 settings.sandbox_mode,
@@ -281,6 +279,7 @@ class TurnSetup:
             prompt_to_text(blocks),
             deps.env,
             self._live.secrets(session),
+            tool_facts=deps.tools.facts(),
             protected=(deps.paths.config_dir, deps.paths.data_dir),
         )
 
