@@ -188,13 +188,14 @@ class TurnRunner:
         if session.steering is self.inbox:
             session.steering = None
         self.calls.close_open("cancelled" if failure is None else "the turn failed")
+        if stop == "cancelled" and session.processes is not None:
+            # What this turn started and did not put in the background stops with it, before
+            # the turn's end is snapshotted: what it writes as it stops is the turn's change.
+            await session.processes.stop_turn(self.state.turn_id)
         if self.env.checkpoint is not None:
             await self.env.checkpoint.finish()
         with contextlib.suppress(StorageError):  # the turn already fails with it
             self._take_steers()  # accepted but not taken: kept for the next turn
-        if stop == "cancelled" and session.processes is not None:
-            # What this turn started and did not put in the background stops with it.
-            await session.processes.stop_turn(self.state.turn_id)
         failure = await session.record_turn_end(self.state.turn_id, stop, failure)
         self._closed = True
         await self.env.link.flush(session.id)

@@ -52,7 +52,12 @@ def checkpoint_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaita
         )
 
     async def rewind(params: Any) -> Any:
-        from cody_protocol.checkpoints import RewindFailure, RewindParams, RewindResult
+        from cody_protocol.checkpoints import (
+            RewindFailure,
+            RewindParams,
+            RewindResult,
+            RewindStoppedProcess,
+        )
 
         from ..engine.rewind import rewind as engine_rewind
 
@@ -71,6 +76,10 @@ def checkpoint_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaita
             conversation_at=outcome.conversation_at,
             failed=[RewindFailure(path=path, reason=why) for path, why in outcome.failed],
             redo_checkpoint_id=outcome.redo_checkpoint_id,
+            stopped_processes=[
+                RewindStoppedProcess(process_id=pid, command=command)
+                for pid, command in outcome.stopped_processes
+            ],
         )
 
     return {
