@@ -34,7 +34,7 @@ from cody_protocol.updates import ToolKind
 
 from ..core.tooling import GrantKey, ToolFacts
 from .info import BackendInfo, BackendKind
-from .peer import CliEnded
+from .peer import AnswerId, CliEnded, JsonLinePeer, Message
 
 __all__ = [
     "DENIED",
@@ -49,6 +49,7 @@ __all__ = [
     "Decision",
     "FileRead",
     "Launch",
+    "PeerBackend",
     "PlanStatus",
     "PlanUpdated",
     "ResumeIdAssigned",
@@ -314,3 +315,37 @@ class AgentBackend(ABC):
     @abstractmethod
     def dry_run(self, prompt: str, settings: BackendSettings) -> DryRunReport:
         """What `run_turn` would run, without running anything."""
+
+
+class PeerBackend(AgentBackend):
+    """A backend that talks to its CLI through one line-JSON peer (peer.py): started when a
+    turn needs it, replaced when the command line it needs changes, never reused once
+    closed (`_peer` is None then)."""
+
+    def __init__(self, launch: Launch) -> None:
+        super().__init__(launch)
+        self._peer: JsonLinePeer | None = None
+
+    async def _start_peer(self, argv: list[str], answer_id: AnswerId) -> JsonLinePeer:
+        """Spawn the CLI as the backend's peer (the previous one must be closed)."""
+        launch = self.launch
+        peer = JsonLinePeer(self.kind, argv, cwd=launch.cwd, env=launch.env, answer_id=answer_id)
+        self._peer = peer
+        await peer.start()
+        return peer
+
+    async def _close_peer(self, *, gracefully: bool = False) -> None:
+        """End the CLI, if one runs (`gracefully`: give it time to save its conversation)."""
+        if self._peer is not None:
+            await self._peer.close(gracefully=gracefully)
+        self._peer = None
+
+    def _send(self, message: Message) -> None:
+        """One line to the CLI; nothing when none runs (the turn was stopped)."""
+        if self._peer is not None:
+            self._peer.send(message)
+
+    async def next_message(self) -> Message:
+        """The CLI's next message that answers no request (`CliEnded` once it is dead)."""
+        assert self._peer is not None
+        return await self._peer.next_message()

@@ -14,13 +14,13 @@ from .handlers import parse
 if TYPE_CHECKING:
     from cody_protocol.checkpoints import CheckpointInfo
 
-    from ..app import DaemonApp
     from ..engine.checkpoints import CheckpointEntry
+    from .context import HandlerContext
 
 __all__ = ["checkpoint_handlers"]
 
 
-def checkpoint_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def checkpoint_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """The checkpoint methods' handlers (registered by rpc/handlers.py)."""
 
     async def checkpoints(params: Any) -> Any:
