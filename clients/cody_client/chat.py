@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cody_protocol.mcp import McpElicitParams, McpElicitResult
 from cody_protocol.session import CustomCommandInfo
 from cody_protocol.settings import APPROVAL_POLICIES
 
@@ -35,9 +36,15 @@ from .attachments import AttachmentError, Attachments, mention_blocks, pasted_im
 from .chat_turns import ChatTurns
 from .client import ClientSession, CodyClient, RemoteError, SessionLookupError
 from .elicitation import TerminalElicitor
-from .extensions_view import command_help_rows, hook_status_line, short, skill_command
+from .extensions_view import (
+    command_help_rows,
+    hook_status_line,
+    mcp_prompt_help_rows,
+    short,
+    skill_command,
+)
 from .headless import EXIT_CODES, session_settings
-from .inert import one_line, prompt_screen
+from .inert import above_prompt, one_line, prompt_screen
 from .notifications import TerminalNotifier, enable_focus_reports
 from .processes import ProcessCount, ps_command
 from .progress import Spinner
@@ -102,6 +109,8 @@ class Chat:
         self.focus_bindings: Any = None
         self.approver: Any = None
         """Asks the user about an approval (set by `run_chat`: a TerminalApprover)."""
+        self.elicitor: Callable[[McpElicitParams], Awaitable[McpElicitResult]] | None = None
+        """Answers an MCP server's question (set by `run_chat`: a TerminalElicitor)."""
         if self.interactive:
             from prompt_toolkit.completion import merge_completers
             from prompt_toolkit.key_binding import KeyBindings
@@ -200,9 +209,12 @@ class Chat:
                 # handle_sigint=False: the chat's own SIGINT handler stays in place (a Ctrl-C
                 # typed before the prompt is up arrives as a signal, not as a key).
                 draft, self.turns.draft = self.turns.draft, ""
-                text: str = await self._prompt_session.prompt_async(
-                    "› ", handle_sigint=False, default=draft
-                )
+                # What arrives meanwhile (an MCP server ready, a late hook's report) prints
+                # above the prompt, never into the line being typed.
+                async with above_prompt(sys.stdout, sys.stderr):
+                    text: str = await self._prompt_session.prompt_async(
+                        "› ", handle_sigint=False, default=draft
+                    )
             except KeyboardInterrupt:
                 if self.interrupted[0]:
                     return None  # the second Ctrl-C in a row
@@ -313,6 +325,12 @@ class Chat:
         """The approval callback: asked with the turn's input line down."""
         return await self.turns.approve(request, self.approver)
 
+    async def elicit(self, request: McpElicitParams) -> McpElicitResult:
+        """The elicitation callback: asked with the turn's input line down."""
+        if self.elicitor is None:
+            return McpElicitResult(action="decline")
+        return await self.turns.elicit(request, self.elicitor)
+
     # -- slash commands -------------------------------------------------------------------
 
     async def command(self, text: str) -> bool:
@@ -379,10 +397,16 @@ class Chat:
             for usage, text in command_help_rows(self.custom_commands())
             if usage.split()[0] not in COMMANDS
         ]
-        if rows:
-            width = min(max(len(usage) for usage, _ in rows) + 2, 42)
-            self.renderer.line("Commands from your files (sent to the daemon):")
-            for usage, text in rows:
+        advertised = self.client.available_commands.get(self.session.id, [])
+        for title, found in (
+            ("Commands from your files (sent to the daemon):", rows),
+            ("Prompts of the session's MCP servers:", mcp_prompt_help_rows(advertised)),
+        ):
+            if not found:
+                continue
+            width = min(max(len(usage) for usage, _ in found) + 2, 42)
+            self.renderer.line(title)
+            for usage, text in found:
                 self.renderer.line(f"  {usage:<{width}}{text}")
 
     async def _ps(self, words: list[str]) -> None:
@@ -658,7 +682,8 @@ async def _chat(
             client.on_hook_status = lambda status: renderer.line(
                 renderer.style.yellow(f"hook: {hook_status_line(status)}")
             )
-            client.on_elicitation = TerminalElicitor(renderer)
+            elicitor = TerminalElicitor(renderer)
+            client.on_elicitation = elicitor
             client.connection.on_notification("_cody/mcp/status", renderer.show_mcp_status)
             if args.resume:
                 session_id = await client.resolve_session_id(args.resume)
@@ -681,6 +706,8 @@ async def _chat(
             chat = Chat(client, session, renderer, cwd, notify=not args.no_notify)
             chat.approver = approver
             client.on_permission = chat.approve
+            chat.elicitor = elicitor
+            client.on_elicitation = chat.elicit
             chat.banner()
             await chat.run(" ".join(args.prompt).strip() or None)
     except RemoteError as exc:

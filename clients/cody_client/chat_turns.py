@@ -5,8 +5,8 @@ While a turn runs the input line stays up (live_input.py): Enter steers the turn
 instead), Tab queues a prompt (`session/prompt` with `_meta.cody.queue`, sent at once so the
 daemon keeps the order). Queued prompts run here one after the other, each shown with its
 text as it starts; `session/cancel` (Ctrl-C) ends the turn and the daemon answers every
-queued prompt `cancelled`, which is said once per prompt dropped. An approval takes the line
-down while it asks. At a turn's end (and at an approval) the terminal is notified when the
+queued prompt `cancelled`, which is said once per prompt dropped. An approval (or an MCP
+server's question) takes the line down while it asks. At a turn's end (and at an approval) the terminal is notified when the
 user is probably elsewhere (notifications.py).
 
 Without a terminal (prompts read from a pipe) turns run one by one, as before: there is no
@@ -21,9 +21,10 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from cody_protocol.mcp import McpElicitParams, McpElicitResult
 from cody_protocol.permission import RequestPermissionParams
 from cody_protocol.prompt import PromptResult
 from cody_protocol.updates import SessionUpdate
@@ -185,13 +186,26 @@ class ChatTurns:
     ) -> Any:
         """Ask with the input line down (it comes back with what was typed)."""
         seconds = time.monotonic() - self._started
+        async with self._input_down():
+            self.chat.notifier.approval_requested(request.tool_call.title, seconds)
+            return await ask(request)
+
+    async def elicit(
+        self, request: McpElicitParams, ask: Callable[[McpElicitParams], Awaitable[McpElicitResult]]
+    ) -> McpElicitResult:
+        """An MCP server's question (`_cody/mcp/elicit`), asked as an approval is: with the
+        input line down, so one prompt has the keys and the question shows whole."""
+        async with self._input_down():
+            return await ask(request)
+
+    @contextlib.asynccontextmanager
+    async def _input_down(self) -> AsyncIterator[None]:
         live = self.live
         if live is None:
-            self.chat.notifier.approval_requested(request.tool_call.title, seconds)
-            return await ask(request)
+            yield
+            return
         async with live.paused():
-            self.chat.notifier.approval_requested(request.tool_call.title, seconds)
-            return await ask(request)
+            yield
 
 
 class _Held:

@@ -39,7 +39,7 @@ from cody_protocol.initialize import BinaryInfo, CodyInitializeMeta
 from cody_protocol.methods import CODY_CONFIG_CHECK
 from cody_protocol.session import CustomCommandInfo, HookInfo, ProjectDoc, SkillInfo
 
-from .extensions_view import extension_lines
+from .extensions_view import extension_lines, mcp_lines
 from .inert import guard, one_line
 from .project_docs import printable, project_docs_line
 
@@ -149,6 +149,8 @@ async def run_doctor(
             "commands": [c.model_dump(mode="json", by_alias=True) for c in here.commands],
             "skills": [s.model_dump(mode="json", by_alias=True) for s in here.skills],
             "hooks": [h.model_dump(mode="json", by_alias=True) for h in here.hooks],
+            "mcpServers": [m.model_dump(mode="json", by_alias=True) for m in here.mcp],
+            "mcpPrompts": here.mcp_prompts,
             "warnings": here.warnings,
         }
         report["config"] = check.model_dump(mode="json", by_alias=True) if check else None
@@ -174,6 +176,8 @@ class SessionHere:
     commands: list[CustomCommandInfo] = field(default_factory=list)
     skills: list[SkillInfo] = field(default_factory=list)
     hooks: list[HookInfo] = field(default_factory=list)
+    mcp_prompts: list[str] = field(default_factory=list)
+    """The MCP servers' prompts advertised as commands (`mcp:<server>:<prompt>`)."""
     warnings: list[str] = field(default_factory=list)
     """The session's warnings (the configuration's, and about its commands, skills, hooks)."""
     problem: str | None = None
@@ -192,6 +196,8 @@ async def session_here(client: CodyClient, cwd: str) -> SessionHere:
     try:
         raw = await client.connection.request("_cody/tools/list", {"sessionId": session.id})
         tools = ToolsListResult.model_validate(raw)
+        advertised = client.available_commands.get(session.id, [])
+        prompts = [c.name for c in advertised if c.name.startswith("mcp:")]
     finally:
         await session.close()
     meta = session.meta
@@ -204,6 +210,7 @@ async def session_here(client: CodyClient, cwd: str) -> SessionHere:
         commands=list(meta.commands),
         skills=list(meta.skills),
         hooks=list(meta.hooks),
+        mcp_prompts=prompts,
         warnings=list(meta.warnings),
     )
 
@@ -211,7 +218,8 @@ async def session_here(client: CodyClient, cwd: str) -> SessionHere:
 def session_lines(here: SessionHere, cwd: str, shown_warnings: Sequence[str] = ()) -> list[str]:
     """The report's lines about a session here: its project instructions, its commands,
     skills and hooks (with the warnings about them not `shown_warnings` already), the tools
-    the model is not offered and why, MCP servers that failed."""
+    the model is not offered and why, its MCP servers (ready with their tools and prompts,
+    failed and why)."""
     if here.problem is not None:
         return [f"Session here  cannot start: {printable(here.problem)}"]
     line = project_docs_line(here.docs, cwd)
@@ -225,10 +233,8 @@ def session_lines(here: SessionHere, cwd: str, shown_warnings: Sequence[str] = (
     if here.absent:
         lines.append("Tools not offered to the model")
         lines += [f"  --  {t.name:<16} {printable(t.reason)}" for t in here.absent]
-    for server in here.mcp:
-        if server.state == "failed":
-            reason = printable(server.reason or "failed")
-            lines.append(f"  !!  MCP server {printable(server.server)}: {reason}")
+    if here.mcp:
+        lines += mcp_lines(here.mcp, here.mcp_prompts)
     return lines
 
 

@@ -1,6 +1,7 @@
 """What cody-client shows of a session's custom commands, skills and hooks
-(`_meta.cody.commands`, `skills`, `hooks`) and of a hook's report (`_cody/hook/status`): in
-the chat's `/help`, its completion, `doctor` and on stderr.
+(`_meta.cody.commands`, `skills`, `hooks`), of its MCP servers and their prompts (`doctor`)
+and of a hook's report (`_cody/hook/status`): in the chat's `/help`, its completion, `doctor`
+and on stderr.
 
 Invariant: names, descriptions, commands and paths come from files a repository may have
 written; each goes through `one_line` (inert.py, the one gate) and is cut to a length, so
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cody_protocol.extensions import HookStatusNotification
+from cody_protocol.commands import AvailableCommand
+from cody_protocol.extensions import HookStatusNotification, McpServerStatus
 from cody_protocol.session import CustomCommandInfo, HookInfo, SkillInfo
 
 from .inert import one_line
@@ -21,6 +23,8 @@ __all__ = [
     "command_help_rows",
     "extension_lines",
     "hook_status_line",
+    "mcp_lines",
+    "mcp_prompt_help_rows",
     "short",
     "skill_command",
 ]
@@ -58,6 +62,18 @@ def command_help_rows(commands: Sequence[CustomCommandInfo]) -> list[tuple[str, 
     return rows
 
 
+def mcp_prompt_help_rows(advertised: Sequence[AvailableCommand]) -> list[tuple[str, str]]:
+    """`/help` rows for the MCP servers' prompts the daemon advertises (`/mcp:...`)."""
+    rows = []
+    for command in advertised:
+        if not command.name.startswith("mcp:"):
+            continue
+        hint = command.input.hint if command.input is not None else None
+        usage = f"/{command.name}" + (f" {hint}" if hint else "")
+        rows.append((short(usage, 40), short(command.description)))
+    return rows
+
+
 def hook_status_line(status: HookStatusNotification) -> str:
     """One line about a hook's failure, timeout or message."""
     what = f"{status.event} hook `{short(status.command, 60)}`"
@@ -87,6 +103,28 @@ def extension_lines(
         lines.append(
             f"  {hook.event}{matcher}: {short(hook.command, 60)}  ({shown_path(hook.source, cwd)})"
         )
+    return lines
+
+
+def mcp_lines(servers: Sequence[McpServerStatus], prompts: Sequence[str]) -> list[str]:
+    """`doctor`'s lines about the session's MCP servers: each one ready (its tools, and the
+    prompts it gives as `/mcp:<server>:<prompt>` commands), failed (why) or still starting."""
+    lines = [f"MCP servers   {_count(len(servers), 'server')}"]
+    for server in servers:
+        name = short(server.server, 40)
+        if server.state == "ready":
+            own = [p for p in prompts if p.startswith(f"mcp:{server.server}:")]
+            shown = ", ".join(f"/{short(p, 60)}" for p in own[:5])
+            more = f", ... {len(own) - 5} more" if len(own) > 5 else ""
+            listed = f": {shown}{more}" if own else ""
+            lines.append(
+                f"  ok  {name:<16} {_count(server.tools, 'tool')}, "
+                f"{_count(len(own), 'prompt')}{listed}"
+            )
+        elif server.state == "failed":
+            lines.append(f"  !!  {name:<16} {short(server.reason or 'failed', 200)}")
+        else:
+            lines.append(f"  ..  {name:<16} {short(server.reason or 'still starting', 200)}")
     return lines
 
 

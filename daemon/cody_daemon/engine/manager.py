@@ -216,6 +216,7 @@ class SessionManager:
             if session.turn is task:
                 session.turn = None
             session.asker = None
+            session.ask_notify = None
             for ask in list(session.asks):  # an MCP server's question outlived the turn
                 ask.cancel()
             if notifying is not None:

@@ -123,6 +123,9 @@ async def elicit(session: Session, request: Elicitation, guard: SecretGuard) -> 
             )
         )
         session.asks.add(ask)
+        if session.ask_notify is not None:
+            about = " ".join(shown.message.split())[:200]
+            session.ask_notify(f"MCP server {request.server} asks for your input: {about}")
         session.begin_user_wait()
         try:
             answer, reason = await ask, "user"

@@ -19,6 +19,7 @@ from cody_protocol.session import CodySessionMeta, McpServer
 from ..errors import SessionBusy
 from ..extensions.discovery import Locations, discover
 from ..providers.catalog import ProviderCatalog
+from ..tools.mcp.prompts import PREFIX as MCP_PREFIX
 from .checkpoints import Checkpoints
 from .context_items import project_docs_entry, record
 from .deps import EngineDeps
@@ -183,6 +184,7 @@ class SessionOpener:
             trusted=session.settings.project_trusted,
             hook_tables=session.settings.hook_tables,
             reserved=BUILTIN_NAMES,
+            reserved_prefixes={MCP_PREFIX: "the MCP servers' prompts"},
         )
         session.extensions = found
         session.settings.warnings.extend(found.warnings)

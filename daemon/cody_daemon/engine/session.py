@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,9 @@ class Session:
     forwarded to it (None between turns: elicitations are declined)."""
     asks: set[asyncio.Future[Any]] = field(default_factory=set)
     """MCP elicitations waiting for the client's answer (cancelled when the turn ends)."""
+    ask_notify: Callable[[str], None] | None = None
+    """Tells the running turn's Notification hooks that an MCP server's question waits for
+    the user (`elicitation_dialog`, with this message); None between turns."""
     _user_waited_s: float = 0.0
     _waiting_since: float | None = None
     _waits: int = 0

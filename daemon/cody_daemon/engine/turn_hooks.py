@@ -13,8 +13,9 @@
 - Stop: exit 2 or `decision: "block"` makes the model go on with the reason, at most
   `MAX_STOP_CONTINUATIONS` times a turn (`stop_hook_active` is true after the first);
 - PreCompact (`trigger` `auto` or `manual`) runs before a summary is made;
-- Notification: `permission_prompt` when an approval is asked, `idle_prompt` when the turn
-  is over; not waited for.
+- Notification: `permission_prompt` when an approval is asked, `elicitation_dialog` when an
+  MCP server's question is put to the user, `idle_prompt` when the turn is over; not waited
+  for.
 A `continue: false` answer (or PermissionRequest's `interrupt`) stops the turn
 (`TurnStopped`, answered `end_turn` with the reason for the user).
 """
@@ -204,7 +205,11 @@ class TurnHooks:
     async def pre_compact(self, trigger: Literal["auto", "manual"]) -> None:
         await self._run("PreCompact", {"trigger": trigger, "custom_instructions": ""}, (trigger,))
 
-    def notify(self, kind: Literal["permission_prompt", "idle_prompt"], message: str) -> None:
+    def notify(
+        self,
+        kind: Literal["permission_prompt", "elicitation_dialog", "idle_prompt"],
+        message: str,
+    ) -> None:
         if self.hooks is None or not self.hooks.has("Notification"):
             return
         self.hooks.start(

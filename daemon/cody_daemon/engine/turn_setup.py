@@ -115,6 +115,8 @@ class TurnSetup:
                 output_schema, structured_output=takes_output_schema(env.provider)
             )
         runner = TurnRunner(session, env)
+        hooks = runner.hooks  # an MCP server's question is told to the Notification hooks
+        session.ask_notify = lambda message: hooks.notify("elicitation_dialog", message)
         if (mcp_call := parse_mcp_command(blocks)) is not None:
             run = self._mcp_prompt_turn(runner, mcp_call, link)
         else:

@@ -5,7 +5,8 @@ The result is what `_meta.cody` lists (`Extensions.wire`), what `available_comma
 advertises and what the engine runs.
 
 Invariants:
-- a built-in command's name is never taken (the file is named in a warning);
+- a built-in command's name is never taken, nor a name under a reserved prefix (`mcp:`, the
+  MCP servers' prompts): the file is named in a warning;
 - a user's command or skill is never replaced by a project's of the same name (project
   entries come after every user entry, per kind: user skills, user commands, project
   skills, project commands);
@@ -38,6 +39,8 @@ from .hooks_config import HookSpec, parse_hooks
 from .skills import Skill, find_skills, skill_places
 
 __all__ = ["CODEX_PROMPT_PREFIX", "Extensions", "Locations", "discover"]
+
+_NO_PREFIXES: Mapping[str, str] = {}
 
 CODEX_PROMPT_PREFIX: Final = "prompts:"
 MAX_HOOKS: Final = 200
@@ -86,8 +89,11 @@ def discover(
     trusted: bool,
     hook_tables: Sequence[HookTable] = (),
     reserved: Collection[str] = (),
+    reserved_prefixes: Mapping[str, str] = _NO_PREFIXES,
 ) -> Extensions:
-    """The extensions of a session in `cwd` (blocking file I/O)."""
+    """The extensions of a session in `cwd` (blocking file I/O). `reserved`: the built-in
+    commands' names; `reserved_prefixes`: name prefixes that belong to others (`mcp:` → "the
+    MCP servers' prompts"), each with whose they are."""
     real_cwd = Path(os.path.realpath(cwd))
     root = project_root(real_cwd)
     chain = [d for d in project_chain(root, real_cwd) if not shared_directory(d)]
@@ -115,7 +121,7 @@ def discover(
         warnings,
     )
     skills = _first_of_each(found_skills)
-    table = _command_table(commands, skills, reserved, warnings)
+    table = _command_table(commands, skills, reserved, reserved_prefixes, warnings)
     about_hooks: list[str] = []
     hooks = _hooks(
         where, root=root, cwd=real_cwd, trusted=trusted, tables=hook_tables, warnings=about_hooks
@@ -143,6 +149,7 @@ def _command_table(
     commands: list[CustomCommand],
     skills: list[Skill],
     reserved: Collection[str],
+    reserved_prefixes: Mapping[str, str],
     warnings: list[str],
 ) -> dict[str, CustomCommand]:
     entries: list[CustomCommand] = []
@@ -154,11 +161,22 @@ def _command_table(
     for entry in entries:
         if entry.origin == "codex" and not entry.skill:
             table.setdefault(CODEX_PROMPT_PREFIX + entry.name, entry)
+        kind = "skill" if entry.skill else "command"
+        owner = next(
+            (
+                f"/{p}... names are {whose}"
+                for p, whose in reserved_prefixes.items()
+                if entry.name.startswith(p)
+            ),
+            None,
+        )
         if entry.name in reserved:
             warnings.append(
-                f"the {'skill' if entry.skill else 'command'} /{entry.name} in {entry.path} "
+                f"the {kind} /{entry.name} in {entry.path} "
                 f"is not used: Cody's built-in /{entry.name} comes first"
             )
+        elif owner is not None:
+            warnings.append(f"the {kind} /{entry.name} in {entry.path} is not used: {owner}")
         elif entry.name not in table:
             table[entry.name] = entry
         elif not (entry.origin == "codex" and not entry.skill):

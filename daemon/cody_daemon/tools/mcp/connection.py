@@ -139,7 +139,8 @@ class McpConnection:
 
     @property
     def offers_tools(self) -> bool:
-        """Its tools belong in the model's list: it is ready, or crashed and restartable."""
+        """Its tools belong in the model's list (its prompts in the session's commands): it
+        is ready, or crashed and restartable."""
         return self.state == "ready" or (self.restartable and not self._closed)
 
     @property

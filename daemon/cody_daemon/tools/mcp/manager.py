@@ -248,10 +248,12 @@ class McpSessionManager:
     # -- prompts (slash commands) ---------------------------------------------------------
 
     def prompt_commands(self) -> list[McpPromptCommand]:
-        """The ready servers' prompts as slash commands (names unique: the first wins)."""
+        """The prompts, as slash commands, of the servers that are ready or crashed and
+        restartable (running one restarts it, as a tool call does); names unique: the first
+        wins."""
         commands: dict[str, McpPromptCommand] = {}
         for name, connection in self._connections.items():
-            if connection.state != "ready":
+            if not connection.offers_tools:
                 continue
             for prompt in connection.prompt_defs:
                 command = McpPromptCommand.of(name, prompt)
