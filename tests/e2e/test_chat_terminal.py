@@ -311,6 +311,7 @@ async def test_at_opens_the_files_menu_as_typed_and_a_slash_name_waits_for_tab(
     tmux = Tmux(cody_env)
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
+        await tmux.prompt_ready("mock/mock-model")  # keys typed sooner miss the completer
         tmux.keys("/rev")
         await asyncio.sleep(0.5)
         assert "have the model review" not in tmux.screen()  # no menu for a name as typed
