@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..config.loader import HookTable
+from ..config.model import SkillSelector
 from ..core.project import project_chain, project_root, shared_directory
 from ..core.safe_read import JSON_FILE_LIMIT
 from .commands import CustomCommand, command_places, find_commands
 from .files import Scope, UnreadableFile, read_text
 from .hooks_config import HookSpec, parse_hooks
-from .skills import Skill, find_skills, skill_places
+from .skills import Skill, enabled_skills, find_skills, skill_places
 
 __all__ = ["CODEX_PROMPT_PREFIX", "Extensions", "Locations", "discover"]
 
@@ -90,10 +91,13 @@ def discover(
     hook_tables: Sequence[HookTable] = (),
     reserved: Collection[str] = (),
     reserved_prefixes: Mapping[str, str] = _NO_PREFIXES,
+    skill_selectors: Sequence[SkillSelector] = (),
 ) -> Extensions:
     """The extensions of a session in `cwd` (blocking file I/O). `reserved`: the built-in
     commands' names; `reserved_prefixes`: name prefixes that belong to others (`mcp:` → "the
-    MCP servers' prompts"), each with whose they are."""
+    MCP servers' prompts"), each with whose they are; `skill_selectors`: `[[skills.config]]`
+    (a skill they disable is dropped after precedence is applied, so a project's skill of
+    the same name does not take the place of a user's disabled one)."""
     real_cwd = Path(os.path.realpath(cwd))
     root = project_root(real_cwd)
     chain = [d for d in project_chain(root, real_cwd) if not shared_directory(d)]
@@ -120,7 +124,7 @@ def discover(
         ),
         warnings,
     )
-    skills = _first_of_each(found_skills)
+    skills = enabled_skills(_first_of_each(found_skills), skill_selectors)
     table = _command_table(commands, skills, reserved, reserved_prefixes, warnings)
     about_hooks: list[str] = []
     hooks = _hooks(
