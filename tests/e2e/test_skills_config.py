@@ -5,10 +5,12 @@ still run as `/name`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_doctor_config import run_client
 from tests.e2e.test_skills import skills_items, write_skill
 from tests.support.daemon import CodyEnv, Daemon
 from tests.support.mock_responses import MockResponsesServer, text
@@ -45,6 +47,7 @@ async def test_a_skill_disabled_in_the_user_config_is_gone_everywhere(
         created = await daemon.request("session/new", {"cwd": str(root), "mcpServers": []})
         sid = created["sessionId"]
         assert [s["name"] for s in created["_meta"]["cody"]["skills"]] == ["release-notes"]
+        assert [s["name"] for s in created["_meta"]["cody"]["disabledSkills"]] == ["secret-tools"]
         await daemon.wait_for(
             lambda: bool(daemon.session_updates(sid, "available_commands_update"))
         )
@@ -126,3 +129,24 @@ async def test_an_untrusted_projects_skills_table_is_ignored_with_a_warning(
     assert any("ignored skills from" in w and "not trusted" in w for w in meta["warnings"])
     (item,) = skills_items(model.requests[0])
     assert "- release-notes:" in item
+
+
+async def test_doctor_shows_a_disabled_skill_as_disabled(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    root = two_skills(cody_env)
+    cody_env.use_mock_provider(
+        model.base_url, '[[skills.config]]\nname = "secret-tools"\nenabled = false\n'
+    )
+    code, out, err = await run_client(cody_env, "doctor", cwd=root)
+    assert code == 0, out + err
+    lines = out.splitlines()
+    start = lines.index("Skills        1 skill")
+    section = lines[start : start + 4]
+    assert section[1].lstrip().startswith("release-notes")
+    assert section[2] == "  1 skill off by [[skills.config]] in the config:"
+    assert section[3].lstrip().startswith("secret-tools") and section[3].endswith("(disabled)")
+    code, out, err = await run_client(cody_env, "doctor", "--json", cwd=root)
+    report = json.loads(out)
+    assert [s["name"] for s in report["session"]["skills"]] == ["release-notes"]
+    assert [s["name"] for s in report["session"]["disabledSkills"]] == ["secret-tools"]

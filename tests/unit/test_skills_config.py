@@ -145,6 +145,7 @@ def test_a_skill_disabled_by_name_is_not_listed_nor_a_command(tmp_path: Path) ->
     assert set(got.commands) == {"review"}
     assert got.skill("pdf-tools") is None  # so `$pdf-tools` attaches nothing
     assert [s["name"] for s in got.wire()["skills"]] == ["review"]
+    assert [s["name"] for s in got.wire()["disabledSkills"]] == ["pdf-tools"]
 
 
 @pytest.mark.parametrize("target", ["file", "folder"])

@@ -67,15 +67,18 @@ class Extensions:
     commands: Mapping[str, CustomCommand] = field(default_factory=dict)
     """Every runnable custom command and user-invocable skill, by name (no built-ins)."""
     skills: tuple[Skill, ...] = ()
+    disabled_skills: tuple[Skill, ...] = ()
+    """Skills `[[skills.config]]` switched off: only listed, so a user sees why."""
     hooks: tuple[HookSpec, ...] = ()
     warnings: tuple[str, ...] = ()
 
     def wire(self) -> dict[str, list[dict[str, Any]]]:
         """`_meta.cody`'s `commands` (the command files: a skill is listed once, in
-        `skills`, with `userInvocable`), `skills` and `hooks`."""
+        `skills`, with `userInvocable`), `skills`, `disabledSkills` and `hooks`."""
         return {
             "commands": [command.wire() for command in self.commands.values() if not command.skill],
             "skills": [skill.wire() for skill in self.skills],
+            "disabledSkills": [skill.wire() for skill in self.disabled_skills],
             "hooks": [hook.wire() for hook in self.hooks],
         }
 
@@ -124,7 +127,9 @@ def discover(
         ),
         warnings,
     )
-    skills = enabled_skills(_first_of_each(found_skills), skill_selectors)
+    first = _first_of_each(found_skills)
+    skills = enabled_skills(first, skill_selectors)
+    disabled = [skill for skill in first if skill not in skills]
     table = _command_table(commands, skills, reserved, reserved_prefixes, warnings)
     about_hooks: list[str] = []
     hooks = _hooks(
@@ -135,7 +140,11 @@ def discover(
         more = len(warnings) - MAX_WARNINGS + 1
         warnings = [*warnings[: MAX_WARNINGS - 1], f"... and {more} more warnings like these"]
     return Extensions(
-        commands=table, skills=tuple(skills), hooks=tuple(hooks), warnings=tuple(warnings)
+        commands=table,
+        skills=tuple(skills),
+        disabled_skills=tuple(disabled),
+        hooks=tuple(hooks),
+        warnings=tuple(warnings),
     )
 
 
