@@ -152,3 +152,23 @@ async def test_a_child_of_a_worktree_session_works_in_that_worktree(
     assert (ws / "shared.txt").read_text() == "base\n", "the main checkout is untouched"
     tree = Path(where["worktree"]["path"])
     assert (tree / "shared.txt").read_text() == "child\n", "the child edited the worktree"
+
+
+async def test_a_childs_allow_for_this_session_never_applies_to_its_parent(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    model.enqueue(task_call("p1", "Record it. CHILD-GRANT"))
+    model.enqueue(tool_call("exec", {"command": "echo child > child.txt"}, call_id="c1"))
+    model.enqueue(tool_call("exec", {"command": "echo child > child.txt"}, call_id="c2"))
+    model.enqueue(text("recorded twice"))
+    model.enqueue(tool_call("exec", {"command": "echo child > child.txt"}, call_id="p2"))
+    model.enqueue(text("the parent ran it too"))
+    parent = await daemon.new_session(approvalPolicy="untrusted")
+    daemon.answer("allow_session", "reject_once")
+
+    await daemon.prompt(parent, "delegate, then do it yourself")
+
+    asked = [(r["sessionId"], r["toolCall"]["toolCallId"]) for r in daemon.permission_requests]
+    child = asked[0][0]
+    assert child != parent
+    assert asked == [(child, "c1"), (parent, "p2")], "the child's grant covered only the child"
