@@ -172,3 +172,28 @@ async def test_a_childs_allow_for_this_session_never_applies_to_its_parent(
     child = asked[0][0]
     assert child != parent
     assert asked == [(child, "c1"), (parent, "p2")], "the child's grant covered only the child"
+
+
+async def test_an_acp_client_that_knows_no_children_sees_the_childs_progress_in_the_task_call(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    (daemon.env.workspace / "notes.txt").write_text("hello\n")
+    model.enqueue(task_call("p1", "Read the notes. CHILD-PROGRESS", agent="explore"))
+    model.enqueue(tool_call("readFile", {"filePath": "notes.txt"}, call_id="c1"))
+    model.enqueue(text("they say hello"))
+    model.enqueue(text("ok"))
+    parent = await daemon.new_session()
+
+    await daemon.prompt(parent, "delegate a read")
+
+    updates = daemon.tool_updates(parent, "p1")
+    assert updates[0]["title"] == "explore: delegated", updates[0]
+    shown = [
+        block["content"]["text"]
+        for update in updates
+        if update.get("status") != "completed"
+        for block in update.get("content") or []
+        if block.get("type") == "content"
+    ]
+    assert any(text.startswith("▸ ") and "notes.txt" in text for text in shown), shown
+    assert updates[-1]["status"] == "completed"
