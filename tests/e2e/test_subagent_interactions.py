@@ -197,3 +197,34 @@ async def test_an_acp_client_that_knows_no_children_sees_the_childs_progress_in_
     ]
     assert any(text.startswith("▸ ") and "notes.txt" in text for text in shown), shown
     assert updates[-1]["status"] == "completed"
+
+
+@pytest.mark.skipif(shutil.which("git") is None and os.environ.get("CI") != "true", reason="git")
+async def test_a_profile_with_worktree_isolation_runs_its_child_in_a_worktree(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    ws = daemon.env.workspace
+    git(ws, "init", "-q", "-b", "main")
+    (ws / "shared.txt").write_text("base\n")
+    git(ws, "add", ".")
+    git(ws, "commit", "-q", "-m", "base")
+    agents = daemon.env.cody_home / "agents"
+    agents.mkdir(parents=True)
+    (agents / "apart.md").write_text(
+        "---\nname: apart\ndescription: Works apart.\nisolation: worktree\n---\nWork apart.\n"
+    )
+    model.enqueue(task_call("p1", "Edit it. CHILD-APART", agent="apart"))
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "shared.txt", "content": "apart\n"}, call_id="c1")
+    )
+    model.enqueue(text("edited"))
+    model.enqueue(text("ok"))
+    parent = await daemon.new_session(approvalPolicy="never")
+
+    await daemon.prompt(parent, "delegate an edit")
+
+    final = [u for u in daemon.tool_updates(parent, "p1") if u.get("status")][-1]
+    tree = Path(final["rawOutput"]["worktree"]["path"])
+    assert (tree / "shared.txt").read_text() == "apart\n"
+    assert (ws / "shared.txt").read_text() == "base\n", "the parent's checkout is untouched"
+    assert final["rawOutput"]["worktree"]["branch"] in git(ws, "branch", "--list")
