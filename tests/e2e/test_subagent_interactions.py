@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.test_cli import run_client
 from tests.e2e.test_hooks import NO_RM, group, hooks_file, script
 from tests.e2e.test_processes import all_gone, pids_with
 from tests.support.checkpoints import checkpoints, rewind, turn_checkpoint
@@ -228,3 +229,29 @@ async def test_a_profile_with_worktree_isolation_runs_its_child_in_a_worktree(
     assert (tree / "shared.txt").read_text() == "apart\n"
     assert (ws / "shared.txt").read_text() == "base\n", "the parent's checkout is untouched"
     assert final["rawOutput"]["worktree"]["branch"] in git(ws, "branch", "--list")
+
+
+async def test_sessions_list_says_which_session_is_a_subagent_and_whose(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`sessions list` showed a child session as any other, titled by its task's prompt; it
+    names its parent now (from `session/list`'s `_meta.cody.parentSessionId`), as a fork does."""
+    cody_env.use_mock_provider(model.base_url)
+    model.enqueue(task_call("p1", "Look around. CHILD-LISTED"))
+    model.enqueue(text("looked"))
+    model.enqueue(text("ok"))
+    daemon = await Daemon.start(cody_env)
+    try:
+        await daemon.initialize()
+        parent = await daemon.new_session()
+        await daemon.prompt(parent, "delegate a look")
+    finally:
+        await daemon.close()
+
+    code, out, err = await run_client(cody_env, "sessions", "list")
+
+    assert code == 0, err
+    [child_line] = [line for line in out.splitlines() if "CHILD-LISTED" in line]
+    assert f"(subagent of {parent[:8]})" in child_line, out
+    [parent_line] = [line for line in out.splitlines() if "delegate a look" in line]
+    assert "subagent" not in parent_line
