@@ -9,12 +9,33 @@ function blockText(block) {
   return `[${block.type}]`;
 }
 
+/** A call's process (`rawOutput {processId, running, exitCode?, signal?}`), or undefined. */
+function processOf(raw) {
+  if (!raw || typeof raw !== "object" || !Number.isInteger(raw.processId) || typeof raw.running !== "boolean") return undefined;
+  return { processId: raw.processId, running: raw.running, exitCode: raw.exitCode ?? null, signal: raw.signal ?? null };
+}
+
+/** A `task` call's child session, or undefined: live, `_meta.cody {childSessionId, agent,
+ * background}`; replayed, its result's `rawOutput {sessionId, agent, stopReason}`. */
+function childOf(meta, raw) {
+  const cody = meta?.cody;
+  if (cody && typeof cody.childSessionId === "string") {
+    return { sessionId: cody.childSessionId, agent: typeof cody.agent === "string" ? cody.agent : "subagent", background: cody.background === true };
+  }
+  if (raw && typeof raw === "object" && typeof raw.sessionId === "string" && typeof raw.agent === "string" && "stopReason" in raw) {
+    return { sessionId: raw.sessionId, agent: raw.agent, background: false };
+  }
+  return undefined;
+}
+
 function toolFields(update) {
   const change = {
     title: update.title,
     toolKind: update.kind,
     status: update.status,
     input: update.rawInput,
+    process: processOf(update.rawOutput),
+    subagent: childOf(update._meta, update.rawOutput),
   };
   if (Array.isArray(update.content)) {
     const texts = [];
@@ -24,10 +45,25 @@ function toolFields(update) {
       else if (entry.type === "content") texts.push(blockText(entry.content));
       else if (entry.type === "terminal") texts.push("[terminal output]");
     }
-    change.output = texts.join("\n");
-    change.diffs = diffs;
+    // Live output (the page opts in to `appendOutput`): an increment continues what the
+    // call shows, also after the call completed (a background process keeps printing).
+    if (update._meta?.cody?.appendOutput === true && diffs.length === 0) change.append = texts.join("");
+    else {
+      change.output = texts.join("\n");
+      change.diffs = diffs;
+    }
   }
   return change;
+}
+
+/** One line of a child session's activity for its parent's `task` call (null: nothing to show). */
+export function childActivity(update, titles) {
+  if (update.sessionUpdate === "tool_call") {
+    titles.set(update.toolCallId, update.title ?? update.toolCallId);
+    return `▸ ${update.title ?? update.toolCallId}`;
+  }
+  if (update.sessionUpdate === "tool_call_update" && update.status === "failed") return `✗ ${update.title ?? titles.get(update.toolCallId) ?? update.toolCallId}`;
+  return null;
 }
 
 /**

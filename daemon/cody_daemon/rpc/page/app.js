@@ -8,6 +8,7 @@
 // Routes (the fragment): `#/` the history, `#/s/<agent>/<session id>` a session.
 // Keys: `/` search, `n` new session, Esc back to the list (or stop a running turn from the
 // prompt box), 1-4 answer an approval, Enter sends (Shift+Enter: a new line).
+// The page answers the daemon's `session/request_permission` and `_cody/mcp/elicit`.
 
 import { Rpc } from "./rpc.js";
 import { byId, el, oneLine, replace } from "./dom.js";
@@ -98,7 +99,9 @@ async function main() {
   const init = await rpc.request("initialize", {
     protocolVersion: 1,
     clientInfo: { name: "cody-web", title: "Cody in the browser", version: VERSION },
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    // `appendOutput`: live command output as increments (a background process's output keeps
+    // continuing the call that started it; transcript.js appends and bounds it).
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, _meta: { cody: { appendOutput: true } } },
   });
 
   const main = byId("main");
@@ -110,6 +113,7 @@ async function main() {
     extras: byId("extras"),
     plan: byId("plan"),
     approval: byId("approval"),
+    elicit: byId("elicit"),
     composer: byId("composer"),
     prompt: byId("prompt"),
     send: byId("send"),

@@ -35,7 +35,8 @@ const ATTRIBUTES = new Set([
   "id", "class", "title", "type", "value", "placeholder", "role", "tabindex", "hidden",
   "disabled", "for", "name", "autocomplete", "spellcheck", "rows", "aria-label",
   "aria-live", "aria-expanded", "aria-current", "aria-selected", "aria-keyshortcuts",
-  "data-id", "data-kind", "data-status", "data-agent", "data-option", "enterkeyhint",
+  "data-id", "data-kind", "data-status", "data-agent", "data-option", "data-field", "enterkeyhint",
+  "checked", "min", "max", "step",
 ]);
 
 /**

@@ -7,11 +7,20 @@
 //   user continues it: `_cody/history/import` makes a Cody session of it, opened as above.
 // - Approvals (`session/request_permission`) come only to the connection that sent the
 //   prompt (the daemon routes them); they are shown with their diff and options and answered
-//   with the chosen option, or withdrawn when the daemon cancels them.
+//   with the chosen option, or withdrawn when the daemon cancels them. A subagent's approvals
+//   come the same way, in the child session's name.
+// - MCP elicitations (`_cody/mcp/elicit`) come the same way as approvals: a form (elicit.js)
+//   answered accept, decline or cancel, with a note in the transcript either way.
+// - A subagent's updates (another session id, `_meta.cody.parentSessionId` = the open one)
+//   become activity lines under the parent's `task` call (acp.js `childActivity`), never
+//   items of the parent's own transcript.
 
 import { RpcError } from "./rpc.js";
-import { applyUpdate } from "./acp.js";
+import { applyUpdate, childActivity } from "./acp.js";
 import { CheckpointsPanel } from "./checkpoints.js";
+import { Elicitations } from "./elicit.js";
+import { McpStatus } from "./mcp.js";
+import { ProcessesPanel } from "./processes.js";
 import { el, oneLine, projectName, replace } from "./dom.js";
 import { diffView } from "./diff.js";
 import { agentLabel } from "./history.js";
@@ -36,10 +45,19 @@ export class SessionView {
     this.busy = false;
     this.approvals = [];
     this.extensions = new Set();
+    this.childTitles = new Map();
     this.checkpoints = new CheckpointsPanel(this);
+    this.processes = new ProcessesPanel(this);
+    this.mcp = new McpStatus();
     transcript.onPlan = (entries) => this.showPlan(entries);
     rpc.onNotification("session/update", (params) => this.update(params));
+    rpc.onNotification("_cody/mcp/status", (params) => {
+      this.mcp.record(params);
+      if (params?.sessionId === this.sessionId) this.renderExtras();
+    });
     rpc.onRequest("session/request_permission", (params, signal) => this.ask(params, signal));
+    this.elicitations = new Elicitations(refs.elicit, transcript, () => this.sessionId, () => refs.prompt.focus());
+    rpc.onRequest("_cody/mcp/elicit", (params, signal) => this.elicitations.ask(params, signal));
   }
 
   get sessionId() {
@@ -48,6 +66,7 @@ export class SessionView {
 
   reset(agent, sessionId, info) {
     this.transcript.clear();
+    this.childTitles.clear();
     this.state = { agent, sessionId, info, title: info?.title ?? "", modes: null, configOptions: [], usage: null, meta: null, readOnly: agent !== "cody" };
     this.showPlan([]);
     this.renderHead();
@@ -128,14 +147,37 @@ export class SessionView {
     this.state.meta = result._meta?.cody ?? null;
     for (const warning of this.state.meta?.warnings ?? []) this.transcript.note("notice", warning);
     this.renderHead();
+    if (this.extensions.has("_cody/session/processes")) this.processes.refresh(true);
   }
 
   // -- live ------------------------------------------------------------------------------
 
   update(params) {
-    if (!this.state || params?.sessionId !== this.sessionId) return;
-    const changed = applyUpdate(this.transcript, this.state, params.update ?? {});
+    if (!this.state || !params) return;
+    const parent = params._meta?.cody;
+    if (params.sessionId !== this.sessionId) {
+      if (parent?.parentSessionId === this.sessionId && this.sessionId) this.childUpdate(params, parent);
+      return;
+    }
+    const update = params.update ?? {};
+    const changed = applyUpdate(this.transcript, this.state, update);
     if (changed) this.renderHead();
+    if (this.extensions.has("_cody/session/processes")) {
+      const before = this.processes.running.size;
+      this.processes.observe(update);
+      if (this.processes.running.size !== before) this.processes.render();
+    }
+  }
+
+  /** A subagent's update: one activity line under the parent's `task` call that started it. */
+  childUpdate(params, parent) {
+    if (typeof parent.parentToolCallId !== "string") return;
+    const titles = this.childTitles.get(params.sessionId) ?? new Map();
+    this.childTitles.set(params.sessionId, titles);
+    const line = childActivity(params.update ?? {}, titles);
+    if (line === null) return;
+    const child = { sessionId: params.sessionId, agent: typeof parent.agent === "string" ? parent.agent : "subagent" };
+    this.transcript.childActivity(parent.parentToolCallId, child, line);
   }
 
   async prompt(text) {
@@ -160,6 +202,7 @@ export class SessionView {
       this.setBusy(false);
       this.hooks.turnEnded();
       this.checkpoints.refresh();
+      if (this.extensions.has("_cody/session/processes")) this.processes.refresh();
     }
   }
 
@@ -232,11 +275,17 @@ export class SessionView {
       else if (part.type === "content" && part.content?.type === "text") texts.push(part.content.text);
     }
     const elsewhere = entry.params.sessionId !== this.sessionId;
+    const child = entry.params._meta?.cody;
+    const bySubagent = elsewhere && child?.parentSessionId && child.parentSessionId === this.sessionId;
     const sandboxed = entry.params._meta?.cody?.sandboxed;
     replace(
       box,
       el("div", { class: "approval-title" }, el("strong", { text: "Approve? " }), el("span", { line: call.title ?? call.toolCallId ?? "a tool call" })),
-      elsewhere ? el("div", { class: "muted", line: `In another session (${entry.params.sessionId})` }) : null,
+      bySubagent
+        ? el("div", { class: "muted", line: `Asked by the subagent ${child.agent ?? ""} (session ${entry.params.sessionId})` })
+        : elsewhere
+          ? el("div", { class: "muted", line: `In another session (${entry.params.sessionId})` })
+          : null,
       sandboxed === false ? el("div", { class: "muted", text: "Runs outside the sandbox." }) : null,
       texts.length ? el("pre", { class: "approval-text", text: texts.join("\n") }) : null,
       ...diffs,
@@ -314,19 +363,21 @@ export class SessionView {
   }
 
   /**
-   * Checkpoints and rewind (checkpoints.js) once the daemon serves them (`initialize`
-   * `_meta.cody.extensions` lists `_cody/session/checkpoints`); background processes (issue
-   * 26) get their place here once it lists `_cody/session/processes`.
+   * The session's MCP servers (mcp.js) once one reported; checkpoints and rewind
+   * (checkpoints.js) and background processes (processes.js), each once the daemon serves
+   * it (`initialize` `_meta.cody.extensions` lists `_cody/session/checkpoints`,
+   * `_cody/session/processes`).
    */
   renderExtras() {
     const box = this.refs.extras;
     const checkpoints = this.extensions.has("_cody/session/checkpoints");
-    const later = ["_cody/session/processes"].filter((name) => this.extensions.has(name));
-    box.hidden = (!checkpoints && later.length === 0) || !this.sessionId;
+    const processes = this.extensions.has("_cody/session/processes");
+    const servers = this.sessionId ? this.mcp.element(this.sessionId) : null;
+    box.hidden = (!checkpoints && !processes && !servers) || !this.sessionId;
     if (box.hidden) {
       replace(box);
       return;
     }
-    replace(box, checkpoints ? this.checkpoints.element() : null, ...later.map((name) => el("span", { class: "chip", text: name })));
+    replace(box, servers, checkpoints ? this.checkpoints.element() : null, processes ? this.processes.element() : null);
   }
 }
