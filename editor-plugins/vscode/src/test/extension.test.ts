@@ -188,10 +188,10 @@ test("the extension drives the real daemon through VS Code's UI", { timeout: 120
     await within(Promise.resolve(fake.commands.get("cody.rewind")?.()), 30_000, "rewind");
     assert.equal(readFileText(notes), "first", "the second turn's write is undone");
     const labels = (picks[0] as { label: string; detail: string }[]).map((item) => `${item.label} | ${item.detail}`);
-    assert.ok(labels.includes("turn 4 · write notes.txt: second | M notes.txt"), labels.join("\n"));
-    assert.ok(labels.includes("turn 3 · write notes.txt: first | A notes.txt"), labels.join("\n"));
+    assert.ok(labels.includes("turn 5 · write notes.txt: second | M notes.txt"), labels.join("\n"));
+    assert.ok(labels.includes("turn 4 · write notes.txt: first | A notes.txt"), labels.join("\n"));
     await waitFor(
-      () => JSON.stringify(lastView(posted)?.items ?? []).includes("Rewound to before turn 4 “write notes.txt: second”; 1 file(s) restored"),
+      () => JSON.stringify(lastView(posted)?.items ?? []).includes("Rewound to before turn 5 “write notes.txt: second”; 1 file(s) restored"),
       5_000,
       "the chat says what was restored",
     );
