@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cody_daemon.providers.pricing import cost_usd, price_for
+from cody_protocol.prompt import TokenUsage
 
 from tests.e2e.test_cli import run_client
 from tests.e2e.test_hooks import NO_RM, group, hooks_file, script
 from tests.e2e.test_processes import all_gone, pids_with
 from tests.support.checkpoints import checkpoints, rewind, turn_checkpoint
 from tests.support.daemon import CodyEnv, Daemon
-from tests.support.mock_responses import MockResponsesServer, text, tool_call
+from tests.support.mock_responses import MockResponsesServer, Usage, text, tool_call
 from tests.support.model_inputs import tool_outputs
 
 
@@ -255,3 +257,28 @@ async def test_sessions_list_says_which_session_is_a_subagent_and_whose(
     assert f"(subagent of {parent[:8]})" in child_line, out
     [parent_line] = [line for line in out.splitlines() if "delegate a look" in line]
     assert "subagent" not in parent_line
+
+
+async def test_a_childs_cost_is_added_to_its_parents_total_and_shown_apart(
+    cody_env: CodyEnv,
+) -> None:
+    async with MockResponsesServer() as api:
+        cody_env.env["OPENAI_API_KEY"] = "sk-test-not-secret"
+        cody_env.env["OPENAI_BASE_URL"] = api.base_url
+        api.enqueue(task_call("p1", "Answer. CHILD-COST"), usage=Usage(input=1_000, output=100))
+        api.enqueue(text("child answer"), usage=Usage(input=20_000, output=2_000))
+        api.enqueue(text("parent answer"), usage=Usage(input=3_000, output=300))
+        daemon = await Daemon.start(cody_env)
+        try:
+            await daemon.initialize()
+            parent = await daemon.new_session(provider="openai", model="gpt-5.5")
+            result = await daemon.prompt(parent, "delegate")
+        finally:
+            await daemon.close()
+    price = price_for("openai", "gpt-5.5")
+    assert price is not None
+    child_cost = cost_usd(price, TokenUsage(input_tokens=20_000, output_tokens=2_000))
+    own_cost = cost_usd(price, TokenUsage(input_tokens=4_000, output_tokens=400))
+    cody = result["_meta"]["cody"]
+    assert cody["subagents"]["cost"] == pytest.approx(child_cost), cody["subagents"]
+    assert cody["cost"]["total"] == pytest.approx(child_cost + own_cost), cody["cost"]
