@@ -57,7 +57,11 @@ def checkpoint_line(number: int, info: CheckpointInfo) -> str:
 
 
 def result_lines(result: RewindResult, restore: str) -> list[str]:
-    lines: list[str] = []
+    lines = [
+        f"Stopped process {stopped.process_id} ({one_line(stopped.command)}): "
+        "a turn this rewind undid started it."
+        for stopped in result.stopped_processes
+    ]
     if restore != "conversation":
         if result.restored:
             shown = ", ".join(one_line(path) for path in result.restored[:8])

@@ -29,20 +29,19 @@ if TYPE_CHECKING:
     from .config.model import ToolConfig
     from .engine.deps import EngineDeps
     from .engine.manager import SessionManager
+    from .engine.subagents.lineage import Lineage
     from .rpc.link import RpcClientLink
 
-__all__ = ["DaemonApp"]
+__all__ = ["DaemonApp", "Engine"]
 
 
-class DaemonApp:
+class Engine:
+    """The store, tools, providers and session manager: built on first use, one per daemon
+    (every connection of a warm daemon shares its app's, rpc/connections.py)."""
+
     def __init__(self, *, env: Mapping[str, str], paths: CodyPaths) -> None:
         self.env = dict(env)
         self.paths = paths
-        self.server = CodyServer()
-        self._client_capabilities: dict[str, Any] = {}
-        """What `initialize` said, in its wire form (a valid `ClientCapabilities`)."""
-        self._shutdown_started = False
-        register_handlers(self.server, self)
 
     @property
     def codex_home(self) -> Path:
@@ -51,6 +50,11 @@ class DaemonApp:
     @property
     def claude_dir(self) -> Path:
         return default_claude_dir(self.env)
+
+    @property
+    def built(self) -> bool:
+        """Whether the session manager exists (if not, there is no session to persist)."""
+        return "manager" in vars(self)
 
     @cached_property
     def deps(self) -> EngineDeps:
@@ -79,21 +83,72 @@ class DaemonApp:
         )
 
     @cached_property
-    def link(self) -> RpcClientLink:
-        from .rpc.link import RpcClientLink
-
-        link = RpcClientLink(self.server.protocol)
-        link.capabilities = self._capabilities_model()
-        return link
-
-    @cached_property
     def manager(self) -> SessionManager:
         from .engine.manager import SessionManager
 
-        manager = SessionManager(self.deps)
-        manager.link = self.link
-        self.link.lineage_of = manager.lineage_of
+        return SessionManager(self.deps)
+
+
+class DaemonApp:
+    """One client's daemon: its pygls server, link and client capabilities over an `Engine`
+    (its own, or with `engine`, a warm daemon's shared one; `server`: a server of a kind the
+    caller chose, rpc/connections.py). Every app, a warm connection's included, is built by
+    this constructor (tests/unit/test_warm_connection_app.py)."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        paths: CodyPaths,
+        engine: Engine | None = None,
+        server: CodyServer | None = None,
+    ) -> None:
+        self.engine = engine if engine is not None else Engine(env=env, paths=paths)
+        self.env = self.engine.env
+        self.paths = self.engine.paths
+        self.server = server if server is not None else CodyServer()
+        self._client_capabilities: dict[str, Any] = {}
+        """What `initialize` said, in its wire form (a valid `ClientCapabilities`)."""
+        self._shutdown_started = False
+        register_handlers(self.server, self)
+
+    @property
+    def codex_home(self) -> Path:
+        return self.engine.codex_home
+
+    @property
+    def claude_dir(self) -> Path:
+        return self.engine.claude_dir
+
+    @property
+    def deps(self) -> EngineDeps:
+        return self.engine.deps
+
+    @property
+    def manager(self) -> SessionManager:
+        """The engine's session manager; events outside any request go to this app's link
+        unless the engine's owner chose a link for them first (a warm daemon's broadcast)."""
+        manager = self.engine.manager
+        if manager.link is None:
+            manager.link = self.link
         return manager
+
+    @cached_property
+    def link(self) -> RpcClientLink:
+        link = self._new_link()
+        link.capabilities = self._capabilities_model()
+        link.lineage_of = self._lineage_of
+        return link
+
+    def _new_link(self) -> RpcClientLink:
+        """The client link over this app's server (a warm connection's shares sessions)."""
+        from .rpc.link import RpcClientLink
+
+        return RpcClientLink(self.server.protocol)
+
+    def _lineage_of(self, session_id: str) -> Lineage | None:
+        """A live child session's parent (none while the engine is not built)."""
+        return self.engine.manager.lineage_of(session_id) if self.engine.built else None
 
     def set_client_capabilities(self, wire: dict[str, Any]) -> None:
         """What `initialize` said, as the wire form of a valid `ClientCapabilities`; the
@@ -137,5 +192,5 @@ class DaemonApp:
         if self._shutdown_started:
             return
         self._shutdown_started = True
-        if "manager" in vars(self):  # never built: no session to persist
-            await self.manager.shutdown()
+        if self.engine.built:  # else no session to persist
+            await self.engine.manager.shutdown()

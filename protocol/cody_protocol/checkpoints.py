@@ -20,6 +20,7 @@ __all__ = [
     "RewindFailure",
     "RewindParams",
     "RewindResult",
+    "RewindStoppedProcess",
 ]
 
 FileChangeKind = Literal["added", "modified", "deleted"]
@@ -104,6 +105,13 @@ class RewindFailure(WireModel):
     reason: str
 
 
+class RewindStoppedProcess(WireModel):
+    """A process an undone turn started, stopped by a rewind of its files."""
+
+    process_id: int
+    command: str
+
+
 class RewindResult(WireModel):
     restored: list[str]
     """Paths written back or removed."""
@@ -116,3 +124,7 @@ class RewindResult(WireModel):
     """Paths that could not be restored safely (a symlink in the way, inside .git...)."""
     redo_checkpoint_id: str
     """The checkpoint of the state left behind: rewind to it to undo this rewind."""
+    stopped_processes: list[RewindStoppedProcess] = Field(default_factory=list)
+    """Processes still running that the undone turns started (`restore` "files" or
+    "both"): stopped before anything was restored, so none of them changes the files
+    again. A redo does not start them again."""

@@ -400,3 +400,55 @@ async def test_a_terminal_client_sees_the_background_output_and_the_exit(
         assert exits() == [{"terminal_id": "t", "exit_code": 143, "signal": "SIGTERM"}]
     finally:
         await daemon.close()
+
+
+@pytest.mark.parametrize("setup", ["bwrap", "no-bwrap"])
+async def test_a_stopped_process_gets_its_sigterm_and_grace_time_also_sandboxed(
+    cody_env: CodyEnv, model: MockResponsesServer, setup: str
+) -> None:
+    """`_cody/process/kill` is SIGTERM first: the command's trap runs and it exits on its own.
+    Under bubblewrap the signal went to bubblewrap too, which SIGKILLed its sandbox at once."""
+    tidy = "trap 'echo bye > stopped.txt; exit 0' TERM; echo up; while :; do sleep 0.05; done"
+    model.enqueue(tool_call("exec", {"command": tidy, "background": True}, call_id="t"))
+    model.enqueue(tool_call("readOutput", {"processId": 1, "waitMs": 5000}, call_id="r"))
+    model.enqueue(text("started"))
+    daemon, sid = await start(cody_env, model, setup)
+    try:
+        await daemon.prompt(sid, "go")
+        assert "up" in tool_outputs(model.requests[-1])["r"]
+        killed = await daemon.request("_cody/process/kill", {"sessionId": sid, "processId": 1})
+        assert killed["outcome"] == "stopped"
+        assert killed["process"]["exitCode"] == 0, killed["process"]
+        assert (cody_env.workspace / "stopped.txt").read_text() == "bye\n"
+    finally:
+        await daemon.close()
+
+
+@pytest.mark.parametrize("setup", ["bwrap", "no-bwrap"])
+async def test_tty_runs_a_command_under_a_fixed_size_terminal_it_can_be_driven_in(
+    cody_env: CodyEnv, model: MockResponsesServer, setup: str
+) -> None:
+    probe = (
+        "import os, sys; s = os.get_terminal_size(0); "
+        "print('tty', os.isatty(0), os.isatty(1), s.columns, s.lines, os.environ['TERM']); "
+        "print('got', input('name? '))"
+    )
+    model.enqueue(
+        tool_call(
+            "exec", {"command": ["python3", "-c", probe], "tty": True, "yieldMs": 2000}, call_id="t"
+        )
+    )
+    model.enqueue(
+        tool_call("writeStdin", {"processId": 1, "chars": "cody\n", "waitMs": 5000}, call_id="w")
+    )
+    model.enqueue(text("done"))
+    daemon, sid = await start(cody_env, model, setup)
+    try:
+        await daemon.prompt(sid, "probe the terminal")
+        outputs = tool_outputs(model.requests[-1])
+        assert "tty True True 120 40" in outputs["t"] and "name? " in outputs["t"]
+        assert "got cody" in outputs["w"]
+        [listed] = await processes(daemon, sid)
+        assert listed["tty"] is True
+    finally:
+        await daemon.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cody_daemon.core.tooling import ToolFacts
 from cody_daemon.policy.approval import (
     Ask,
     CallFacts,
@@ -21,6 +22,9 @@ from cody_daemon.policy.approval import (
     outside_key,
 )
 from cody_daemon.policy.rules import RuleSet, parse_rule
+
+EXEC = ToolFacts(changes="programs")
+"""What `exec` declares (rules for it match by its name)."""
 
 KEY = ("exec", "git", "push")
 OTHER = ("exec", "git", "status")
@@ -62,7 +66,7 @@ def ruled(decision: str, text: str = "exec(git push:*)", **changes: Any) -> Call
     from cody_daemon.policy.rules import CommandSubject
 
     subject = CommandSubject((CommandPart.literal(KEY[1:]),), (KEY[1:],), Path("/w"))
-    return facts(rule=RuleSet([rule]).evaluate("exec", subject), **changes)
+    return facts(rule=RuleSet([rule]).evaluate("exec", subject, EXEC), **changes)
 
 
 def grants(

@@ -28,11 +28,16 @@ from cody_daemon.backends.project_guard import codex_project_overrides
 from cody_daemon.errors import ProviderError
 from cody_daemon.policy.allowlist import allowed_tools
 from cody_daemon.policy.commands import normalize_command
+from cody_daemon.tools.registry import ToolRegistry
+
+FACTS = ToolRegistry.builtin().facts()
+"""What Cody's tools can do: the engine hands backends these with the settings."""
 
 
 def settings(
     policy: str = "on-request", sandbox: str = "workspace-write", **extra: object
 ) -> BackendSettings:
+    extra.setdefault("tool_facts", FACTS)
     return BackendSettings(approval_policy=policy, sandbox_mode=sandbox, **extra)  # type: ignore[arg-type]
 
 
@@ -61,11 +66,13 @@ def test_modes_map_to_each_cli(
 
 
 def test_a_read_only_phase_runs_codex_read_only_and_asking() -> None:
-    research = allowed_tools(None, "research")
+    research = allowed_tools(None, "research", FACTS)
     mapped = codex_policy(settings("never", "danger-full-access", allowed_tools=research))
     assert (mapped.approval_policy, mapped.sandbox) == ("untrusted", "read-only")
     assert mapped.notes
-    implement = codex_policy(settings("never", allowed_tools=allowed_tools(None, "implement")))
+    implement = codex_policy(
+        settings("never", allowed_tools=allowed_tools(None, "implement", FACTS))
+    )
     assert (implement.approval_policy, implement.sandbox) == ("never", "workspace-write")
 
 
@@ -75,7 +82,7 @@ def test_an_allowlist_without_exec_makes_codex_ask_but_keeps_its_sandbox() -> No
 
 
 def test_claude_tools_follow_the_allowlist_and_never_skip_our_prompt() -> None:
-    flags = claude_flags(settings(allowed_tools=allowed_tools(None, "research")))
+    flags = claude_flags(settings(allowed_tools=allowed_tools(None, "research", FACTS)))
     assert flags.tools is not None
     assert {"Read", "Grep", "Glob", "WebFetch", "WebSearch"} <= set(flags.tools)
     assert "Bash" not in flags.tools and "Edit" not in flags.tools

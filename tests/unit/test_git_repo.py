@@ -10,7 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cody_daemon.core.tooling import ToolFacts
 from cody_daemon.policy.git_repo import is_inert_for_git
+
+EXEC = ToolFacts(changes="programs")
+"""What `exec` declares (rules for it match by its name)."""
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -293,7 +297,7 @@ def test_an_allow_rule_vouches_for_no_repository_that_makes_git_run_programs(
         )
         parts = split_command(command, cwd=cwd, may_write=lambda _path: False)
         subject = CommandSubject(parts, (), cwd)
-        verdict = rules.evaluate("exec", subject)
+        verdict = rules.evaluate("exec", subject, EXEC)
         assert verdict is not None and verdict.decision == "allow", command
         return allow_rule_void(verdict, subject, {})
 

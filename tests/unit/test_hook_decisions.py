@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from cody_daemon.core.tooling import ToolFacts
 from cody_daemon.policy.approval import (
     Allow,
     Ask,
@@ -23,6 +24,9 @@ from cody_daemon.policy.approval import (
 )
 from cody_daemon.policy.command_parts import CommandPart
 from cody_daemon.policy.rules import CommandSubject, RuleSet, parse_rule
+
+EXEC = ToolFacts(changes="programs")
+"""What `exec` declares (rules for it match by its name)."""
 
 KEY = ("rm", "-rf", "build")
 BASE = CallFacts(
@@ -50,7 +54,7 @@ def ruled(hook: str, rule_decision: str) -> CallFacts:
         "exec(rm:*)", rule_decision, source="/cfg.toml", base=Path("/w"), home=Path("/h")
     )  # type: ignore[arg-type]
     subject = CommandSubject((CommandPart.literal(KEY),), (KEY,), Path("/w"))
-    return facts(hook, rule=RuleSet([rule]).evaluate("exec", subject))
+    return facts(hook, rule=RuleSet([rule]).evaluate("exec", subject, EXEC))
 
 
 def test_a_deny_refuses_with_the_hooks_reason_whatever_the_rest_says() -> None:

@@ -22,8 +22,11 @@ from cody_daemon.policy.rules import (
     UrlSubject,
     parse_rule,
 )
+from cody_daemon.tools.registry import ToolRegistry
 
 WS = Path("/w")
+FACTS = ToolRegistry.builtin().facts()
+"""What Cody's tools declare (`Read` and `Edit` rules cover tools by their facts)."""
 
 
 def rules(*entries: tuple[str, str], base: Path = WS, project: str | None = None) -> RuleSet:
@@ -43,7 +46,7 @@ def command(text: str | list[str], cwd: Path = WS, writable: Path = WS) -> Comma
 
 
 def decision(ruleset: RuleSet, tool: str, subject: RuleSubject) -> str | None:
-    verdict = ruleset.evaluate(tool, subject)
+    verdict = ruleset.evaluate(tool, subject, FACTS.get(tool))
     return verdict.decision if verdict is not None else None
 
 
@@ -124,7 +127,7 @@ def test_deny_beats_ask_beats_allow_whatever_the_order() -> None:
 
 def test_a_compound_command_needs_every_part_allowed() -> None:
     ruleset = rules(("allow", "exec(npm test:*)"), ("allow", "exec(npm run lint)"))
-    verdict = ruleset.evaluate("exec", command("npm test -- -x && npm run lint"))
+    verdict = ruleset.evaluate("exec", command("npm test -- -x && npm run lint"), FACTS["exec"])
     assert verdict is not None and verdict.decision == "allow" and len(verdict.rules) == 2
     assert decision(ruleset, "exec", command("npm test && npm run lint --fix")) is None
 
@@ -243,7 +246,7 @@ def test_allow_project_proposes_a_rule_that_allows_the_call(
     spelling: str, proposed: list[str] | None
 ) -> None:
     subject = command(spelling)
-    found = propose_rules("exec", subject, WS)
+    found = propose_rules("exec", subject, WS, FACTS.get("exec"))
     assert found == proposed
     if found is not None:
         assert decision(rules(*[("allow", r) for r in found]), "exec", subject) == "allow"
@@ -252,19 +255,23 @@ def test_allow_project_proposes_a_rule_that_allows_the_call(
 def test_allow_project_proposes_the_directory_of_an_edit(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     inside = PathSubject((tmp_path / "src" / "a.py",))
-    assert propose_rules("writeFile", inside, tmp_path) == ["writeFile(./src/**)"]
+    assert propose_rules("writeFile", inside, tmp_path, FACTS.get("writeFile")) == [
+        "writeFile(./src/**)"
+    ]
     top = PathSubject((tmp_path / "a.py",))
-    assert propose_rules("applyPatch", top, tmp_path) == ["writeFile(./**)"]
+    assert propose_rules("applyPatch", top, tmp_path, FACTS.get("applyPatch")) == [
+        "writeFile(./**)"
+    ]
     outside = PathSubject((Path("/srv/out/x"),))
-    [rule] = propose_rules("writeFile", outside, tmp_path) or []
+    [rule] = propose_rules("writeFile", outside, tmp_path, FACTS.get("writeFile")) or []
     assert rule == "writeFile(//srv/out/**)"
     for subject in (inside, top, outside):
-        found = propose_rules("writeFile", subject, tmp_path) or []
+        found = propose_rules("writeFile", subject, tmp_path, FACTS.get("writeFile")) or []
         assert decision(rules(*[("allow", r) for r in found], base=tmp_path), "writeFile", subject)
-    assert propose_rules("fetchUrl", UrlSubject("Docs.RS"), tmp_path) == [
+    assert propose_rules("fetchUrl", UrlSubject("Docs.RS"), tmp_path, FACTS.get("fetchUrl")) == [
         "fetchUrl(domain:docs.rs)"
     ]
-    assert propose_rules("mcp__a__b", None, tmp_path) == ["mcp__a__b"]
+    assert propose_rules("mcp__a__b", None, tmp_path, FACTS.get("mcp__a__b")) == ["mcp__a__b"]
 
 
 # -- other agents' files ----------------------------------------------------------------------

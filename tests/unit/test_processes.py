@@ -20,6 +20,7 @@ from cody_daemon.tools.base import Tool, ToolContext, ToolError, ToolResult
 from cody_daemon.tools.exec import ExecTool
 from cody_daemon.tools.kill_process import KillProcessTool
 from cody_daemon.tools.processes.buffers import OutputRing
+from cody_daemon.tools.processes.host import ProcessHost
 from cody_daemon.tools.processes.table import ProcessTable
 from cody_daemon.tools.read_output import ReadOutputTool
 from cody_daemon.tools.write_stdin import WriteStdinTool
@@ -337,6 +338,27 @@ async def test_the_per_session_limit_is_a_clear_error_naming_the_processes(
     await call(KILL, workspace, table, {"processId": 1})
     again = await call(EXEC, workspace, table, {"command": "echo room", "background": True})
     assert again.success
+
+
+async def test_the_daemons_total_limit_is_a_clear_error_across_sessions(workspace: Path) -> None:
+    tag = f"43.{os.getpid()}"
+    host = ProcessHost(per_session=8, total=2)
+    first, second = host.table("s1"), host.table("s2")
+    try:
+        for _ in range(2):
+            await call(EXEC, workspace, first, {"command": f"sleep {tag}", "background": True})
+        with pytest.raises(ToolError) as refused:
+            await call(EXEC, workspace, second, {"command": "sleep 1", "background": True})
+        assert "the daemon already runs 2 processes" in refused.value.message
+        assert "the limit is 2" in refused.value.message
+        done = await call(EXEC, workspace, second, {"command": "echo still fine"})
+        assert "still fine" in done.output  # a command the call waits for is not limited
+        await call(KILL, workspace, first, {"processId": 1})
+        again = await call(EXEC, workspace, second, {"command": "echo room", "background": True})
+        assert again.success
+    finally:
+        await host.close()
+    assert await gone(f"sleep {tag}")
 
 
 async def test_a_flooding_process_keeps_memory_bounded(

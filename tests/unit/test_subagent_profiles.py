@@ -20,9 +20,13 @@ from cody_daemon.engine.subagents.profiles import (
     builtin_profiles,
     load_profiles,
 )
+from cody_daemon.tools.registry import ToolRegistry
 from cody_daemon.worktrees.worktree import Worktree
 
 KNOWN = ("exec", "readFile", "writeFile", "applyPatch", "grepFiles", "fileSearch", "listDir")
+
+FACTS = ToolRegistry.builtin().facts()
+"""What Cody's tools can do (the phases are derived from it)."""
 
 
 def dirs(root: Path) -> ProfileDirs:
@@ -162,7 +166,9 @@ def test_a_profiles_approval_policy_applies_only_when_no_looser(
     parent: str, wanted: str, result: str
 ) -> None:
     profile = AgentProfile(name="x", description="d", approval_policy=wanted)  # type: ignore[arg-type]
-    plan = child_plan(settings(approval_policy=parent), profile, has_model=lambda m: True)
+    plan = child_plan(
+        settings(approval_policy=parent), profile, has_model=lambda m: True, tool_facts=FACTS
+    )
     assert plan.meta.approval_policy == result
     assert bool(plan.notes) == (result != wanted)
 
@@ -177,14 +183,14 @@ def test_sandbox_tools_model_and_turns_are_narrowed_never_widened() -> None:
         max_turns=5,
     )
     parent = settings(allowed_tools=["readFile", "grepFiles"], max_tool_iterations=50)
-    plan = child_plan(parent, profile, has_model=lambda m: m == "m")
+    plan = child_plan(parent, profile, has_model=lambda m: m == "m", tool_facts=FACTS)
     assert plan.meta.sandbox_mode == "workspace-write"
     assert plan.meta.allowed_tools == ["readFile"], "only what both allow"
     assert plan.meta.model == "m" and plan.meta.provider == "p"
     assert plan.meta.config == {"max_tool_iterations": 5}
     assert len(plan.notes) == 2
     explore = builtin_profiles()["explore"]
-    plan = child_plan(settings(), explore, has_model=lambda m: True)
+    plan = child_plan(settings(), explore, has_model=lambda m: True, tool_facts=FACTS)
     assert plan.meta.sandbox_mode == "read-only" and "exec" not in (plan.meta.allowed_tools or [])
 
 

@@ -19,7 +19,7 @@ from cody_daemon.engine.settings import SessionSettings
 from cody_daemon.engine.turn import TurnEnv, TurnRunner
 from cody_daemon.policy.sandbox import SandboxPolicy
 from cody_daemon.store.session_file import SessionFile
-from cody_daemon.tools.base import Tool, ToolContext, ToolResult
+from cody_daemon.tools.base import Tool, ToolContext, ToolFacts, ToolResult
 from cody_daemon.tools.registry import ToolRegistry
 from pydantic import BaseModel
 
@@ -37,7 +37,7 @@ class StubbornTool(Tool[_NoArgs]):
     name = "stubborn"
     description = "ignores cancellation"
     kind = "other"
-    requires_approval = False
+    facts = ToolFacts(changes="plan")  # it publishes a plan, and asks nothing
     live_output = True  # its output streams while it runs
     args_model = _NoArgs
 

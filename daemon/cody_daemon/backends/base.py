@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,9 +32,9 @@ from cody_protocol.prompt import DryRunReport
 from cody_protocol.settings import ApprovalPolicy, ReasoningEffort, SandboxMode
 from cody_protocol.updates import ToolKind
 
-from ..core.tooling import GrantKey
+from ..core.tooling import GrantKey, ToolFacts
 from .info import BackendInfo, BackendKind
-from .peer import CliEnded
+from .peer import AnswerId, CliEnded, JsonLinePeer, Message
 
 __all__ = [
     "DENIED",
@@ -49,6 +49,7 @@ __all__ = [
     "Decision",
     "FileRead",
     "Launch",
+    "PeerBackend",
     "PlanStatus",
     "PlanUpdated",
     "ResumeIdAssigned",
@@ -231,6 +232,10 @@ class BackendSettings:
     reasoning_effort: ReasoningEffort | None = None
     allowed_tools: frozenset[str] | None = None
     """Cody tool names (None: all)."""
+    tool_facts: Mapping[str, ToolFacts] = field(default_factory=dict)
+    """What each Cody tool can do (`ToolRegistry.facts()`): backends/mapping.py derives from
+    these which allowed tools write. A tool it does not know counts as one that does not
+    (so a CLI gets a narrower sandbox, never a wider one)."""
     project_trusted: bool = False
     """The workspace is in the user's `trusted_projects`: the CLI may read its project settings."""
     protected: tuple[Path, ...] = ()
@@ -310,3 +315,37 @@ class AgentBackend(ABC):
     @abstractmethod
     def dry_run(self, prompt: str, settings: BackendSettings) -> DryRunReport:
         """What `run_turn` would run, without running anything."""
+
+
+class PeerBackend(AgentBackend):
+    """A backend that talks to its CLI through one line-JSON peer (peer.py): started when a
+    turn needs it, replaced when the command line it needs changes, never reused once
+    closed (`_peer` is None then)."""
+
+    def __init__(self, launch: Launch) -> None:
+        super().__init__(launch)
+        self._peer: JsonLinePeer | None = None
+
+    async def _start_peer(self, argv: list[str], answer_id: AnswerId) -> JsonLinePeer:
+        """Spawn the CLI as the backend's peer (the previous one must be closed)."""
+        launch = self.launch
+        peer = JsonLinePeer(self.kind, argv, cwd=launch.cwd, env=launch.env, answer_id=answer_id)
+        self._peer = peer
+        await peer.start()
+        return peer
+
+    async def _close_peer(self, *, gracefully: bool = False) -> None:
+        """End the CLI, if one runs (`gracefully`: give it time to save its conversation)."""
+        if self._peer is not None:
+            await self._peer.close(gracefully=gracefully)
+        self._peer = None
+
+    def _send(self, message: Message) -> None:
+        """One line to the CLI; nothing when none runs (the turn was stopped)."""
+        if self._peer is not None:
+            self._peer.send(message)
+
+    async def next_message(self) -> Message:
+        """The CLI's next message that answers no request (`CliEnded` once it is dead)."""
+        assert self._peer is not None
+        return await self._peer.next_message()

@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from cody_protocol.prompt import DryRunReport
 
-from .base import AgentBackend, BackendSettings, Launch, StopReason, TurnIO
+from .base import BackendSettings, Launch, PeerBackend, StopReason, TurnIO
 from .claude_protocol import ControlResponse, PermissionAllow, PermissionDeny, UserLine
 from .claude_turn import HOOKS, ClaudeTurn
 from .discovery import home_dir, json_object
@@ -50,7 +50,7 @@ from .env import relevant_env_names
 from .failures import classify
 from .info import BackendInfo, LoginStatus
 from .mapping import claude_flags
-from .peer import JsonLinePeer, Message, view
+from .peer import Message, view
 
 __all__ = ["BACKEND", "INFO", "ClaudeBackend", "claude_login"]
 
@@ -129,12 +129,11 @@ def _answer_id(message: Message) -> Any:
     return str(response.get("request_id", "")) if isinstance(response, dict) else ""
 
 
-class ClaudeBackend(AgentBackend):
+class ClaudeBackend(PeerBackend):
     info = INFO
 
     def __init__(self, launch: Launch) -> None:
         super().__init__(launch)
-        self._peer: JsonLinePeer | None = None
         self._cost_seen = 0.0
         """`total_cost_usd` of the running process so far."""
         self.window: int | None = None
@@ -208,27 +207,11 @@ class ClaudeBackend(AgentBackend):
         wanted = self._argv("", settings)[: -2 if self.resume_id else None]
         if self._peer is not None and self._peer.alive and self._running_flags == wanted:
             return
-        await self._end_process(gracefully=True)
+        await self._close_peer(gracefully=True)
         self._running_flags = wanted
-        self._peer = JsonLinePeer(
-            "claude",
-            self.argv(settings),
-            cwd=self.launch.cwd,
-            env=self.launch.env,
-            answer_id=_answer_id,
-        )
-        await self._peer.start()
+        await self._start_peer(self.argv(settings), _answer_id)
         self._cost_seen = 0.0
         await self._control({"subtype": "initialize", "hooks": HOOKS}, INIT_TIMEOUT_S)
-
-    async def _end_process(self, *, gracefully: bool) -> None:
-        if self._peer is not None:
-            await self._peer.close(gracefully=gracefully)
-        self._peer = None
-
-    def _send(self, message: Message) -> None:
-        if self._peer is not None:
-            self._peer.send(message)
 
     async def _control(self, request: dict[str, Any], timeout_s: float) -> ControlResponse:
         assert self._peer is not None
@@ -254,10 +237,6 @@ class ClaudeBackend(AgentBackend):
             return await ClaudeTurn(self, io).run()
         finally:
             self._in_turn = False
-
-    async def next_message(self) -> Message:
-        assert self._peer is not None
-        return await self._peer.next_message()
 
     def answer_permission(
         self, request_id: str, response: PermissionAllow | PermissionDeny | dict[str, Any]
@@ -299,7 +278,7 @@ class ClaudeBackend(AgentBackend):
                 return message.get("type") == "result"
 
             await peer.interrupt(interrupt, turn_over, refuse, grace_s=2 * INTERRUPT_GRACE_S)
-        await self._end_process(gracefully=False)
+        await self._close_peer()
 
 
 def _user_line(prompt: str) -> UserLine:

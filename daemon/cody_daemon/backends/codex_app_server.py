@@ -34,10 +34,10 @@ from typing import Any, Final, cast
 from cody_protocol.prompt import DryRunReport
 
 from .base import (
-    AgentBackend,
     BackendEvent,
     BackendSettings,
     Launch,
+    PeerBackend,
     ResumeIdAssigned,
     StopReason,
     TurnIO,
@@ -66,7 +66,7 @@ from .env import codex_command_env_args, relevant_env_names
 from .failures import classify
 from .info import BackendInfo
 from .mapping import codex_policy
-from .peer import JsonLinePeer, Message, view
+from .peer import Message, view
 from .project_guard import codex_git_refusal, codex_project_overrides
 
 __all__ = ["BACKEND", "INFO", "CodexBackend"]
@@ -108,12 +108,11 @@ def _answer_id(message: Message) -> Any:
     return None
 
 
-class CodexBackend(AgentBackend):
+class CodexBackend(PeerBackend):
     info = INFO
 
     def __init__(self, launch: Launch) -> None:
         super().__init__(launch)
-        self._peer: JsonLinePeer | None = None
         self._thread_id: str | None = None
         self._turn_id: str | None = None
         self._applied: dict[str, Any] = {}
@@ -216,17 +215,12 @@ class CodexBackend(AgentBackend):
         if self._peer is not None and self._peer.alive and self._peer.argv == wanted:
             return
         await self._reset()
-        self._peer = JsonLinePeer(
-            "codex", wanted, cwd=self.launch.cwd, env=self.launch.env, answer_id=_answer_id
-        )
-        await self._peer.start()
+        peer = await self._start_peer(wanted, _answer_id)
         await self.request("initialize", self._initialize_params())
-        self._peer.send({"method": "initialized"})
+        peer.send({"method": "initialized"})
 
     async def _reset(self) -> None:
-        if self._peer is not None:
-            await self._peer.close()
-        self._peer = None
+        await self._close_peer()
         self._thread_id = None
         self._turn_id = None
         self._applied = {}
@@ -245,16 +239,10 @@ class CodexBackend(AgentBackend):
         return result if isinstance(result, dict) else {}
 
     def respond(self, request_id: Any, result: object = None, error: str | None = None) -> None:
-        if self._peer is None:
-            return
         if error is not None:
-            self._peer.send({"id": request_id, "error": {"code": -32601, "message": error}})
+            self._send({"id": request_id, "error": {"code": -32601, "message": error}})
         else:
-            self._peer.send({"id": request_id, "result": result})
-
-    async def next_message(self) -> Message:
-        assert self._peer is not None
-        return await self._peer.next_message()
+            self._send({"id": request_id, "result": result})
 
     # -- a turn -----------------------------------------------------------------------------
 

@@ -22,12 +22,13 @@ Allowlists (`allowedTools`, or a phase's list) are Cody tool names:
   do not exist for the model), `--disallowedTools` denies the mapped tools outside the list
   as well, and the daemon rejects any `can_use_tool` for a tool outside the list (MCP tools
   included). `--allowedTools` is never used: it would skip *our* client's approval.
-- Codex cannot withhold its tools. When the list leaves out `exec` or `applyPatch`, the
-  session runs with approval policy `untrusted`, so every command and edit comes to the
-  daemon, which declines those outside the list; when the list leaves out every writing tool
-  (`exec`, `writeFile`, `applyPatch`: the `research` and `plan` phases), the sandbox is
-  `read-only` too. Commands Codex itself knows to be read-only (`ls`, `cat`, `rg`, ...) still
-  run in that read-only sandbox without asking.
+- Codex cannot withhold its tools. When the list leaves out `exec` or `applyPatch` (the
+  Cody tools Codex's command and edit requests are decided as: `CODEX_TOOLS`), the session
+  runs with approval policy `untrusted`, so every command and edit comes to the daemon,
+  which declines those outside the list; when the list has no tool that writes files or
+  runs programs (by the tools' own facts, `ToolFacts.writes_or_runs`: the `research` and
+  `plan` phases), the sandbox is `read-only` too. Commands Codex itself knows to be
+  read-only (`ls`, `cat`, `rg`, ...) still run in that read-only sandbox without asking.
 
 Cody's sandbox where the CLI would not keep it (`sandbox_violation`, applied by the daemon to
 each approval the CLI asks for, before the client is asked): an edit outside the writable
@@ -54,7 +55,7 @@ from .info import BackendKind, backend_info
 
 __all__ = [
     "CLAUDE_TOOLS",
-    "WRITING_TOOLS",
+    "CODEX_TOOLS",
     "ClaudeFlags",
     "CodexPolicy",
     "claude_flags",
@@ -63,8 +64,9 @@ __all__ = [
     "sandbox_violation",
 ]
 
-WRITING_TOOLS: Final = frozenset({"exec", "writeFile", "applyPatch"})
-"""Cody tools that can change files or run programs."""
+CODEX_TOOLS: Final = frozenset({"exec", "applyPatch"})
+"""The Cody tools Codex's own command and edit requests are decided as (codex_tools.py):
+Codex's vocabulary, not facts of Cody's tools."""
 
 CLAUDE_TOOLS: Final[dict[str, tuple[str, ...]]] = {
     "exec": ("Bash", "BashOutput", "KillShell"),
@@ -121,16 +123,23 @@ def codex_policy(settings: BackendSettings) -> CodexPolicy:
         )
     allowed = settings.allowed_tools
     if allowed is not None:
-        if not {"exec", "applyPatch"} <= allowed and approval != "untrusted":
+        if not allowed >= CODEX_TOOLS and approval != "untrusted":
             approval = "untrusted"
             notes.append(
                 "approval policy raised to `untrusted`: Codex cannot withhold its command and "
                 "edit tools, so Cody declines the ones outside the allowlist when asked"
             )
-        if not (WRITING_TOOLS & allowed) and sandbox != "read-only":
+        if not _writes_or_runs(allowed, settings) and sandbox != "read-only":
             sandbox = "read-only"
             notes.append("sandbox `read-only`: the allowlist has no tool that writes")
     return CodexPolicy(approval_policy=approval, sandbox=sandbox, notes=notes)
+
+
+def _writes_or_runs(allowed: frozenset[str], settings: BackendSettings) -> bool:
+    """Some allowed tool changes files or runs programs, by its facts (a name Cody does not
+    know counts as one that does not: the sandbox only gets narrower)."""
+    facts = settings.tool_facts
+    return any(name in facts and facts[name].writes_or_runs for name in allowed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

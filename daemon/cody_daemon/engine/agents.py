@@ -21,6 +21,7 @@ from ..backends.base import AgentBackend
 from ..backends.discovery import cli_version, find_cli, login_status, not_installed_message
 from ..backends.info import KINDS, BackendKind, backend_info
 from ..backends.select import make_backend
+from ..core.tooling import ToolFacts
 from ..errors import InvalidParams, Issue, ProviderError
 from ..policy.allowlist import allowed_tools
 from ..policy.secrets import SecretGuard
@@ -107,12 +108,14 @@ def dry_run_report(
     env: Mapping[str, str],
     secrets: SecretGuard,
     *,
+    tool_facts: Mapping[str, ToolFacts],
     protected: tuple[Path, ...] = (),
 ) -> DryRunReport:
-    """What a prompt would run (`protected`: Cody's own directories, as a turn gets them)."""
+    """What a prompt would run (`tool_facts`: what Cody's tools can do, `ToolRegistry.facts()`;
+    `protected`: Cody's own directories, as a turn gets them)."""
     settings = session.settings
     if settings.backend == "native":
-        allowed = allowed_tools(settings.allowed_tools, settings.phase)
+        allowed = allowed_tools(settings.allowed_tools, settings.phase, tool_facts)
         return DryRunReport(
             backend="native",
             cwd=str(session.cwd),
@@ -132,7 +135,7 @@ def dry_run_report(
         secrets=secrets,
     )
     settings_now = backend_settings_of(
-        session, protected=protected, hidden_files=secrets.sources.login_files
+        session, tool_facts, protected=protected, hidden_files=secrets.sources.login_files
     )
     return agent.dry_run(prompt, settings_now)
 

@@ -15,6 +15,8 @@ Invariants:
   it is remembered for the session, and the decision's detail says why nothing was saved;
 - the request shows what the call will do and, when it leaves the sandbox, says so with the
   model's justification; every text from the model or a tool is redacted first;
+- a call of a tool whose facts say it reads or writes files, and which never says which
+  (`tools.base.undeclared_files`), asks as a call the sandbox does not contain (fail closed);
 - an answer that edits the call's arguments (`_meta.cody.updatedInput`) runs the edited call
   only if the whole decision, rules included, would not refuse it (engine/edited_input.py);
   the grant, the escalation and the rule `allow_project` saves are the edited call's; a
@@ -48,7 +50,7 @@ from ..policy.approval import (
 from ..policy.rule_proposals import propose_rules
 from ..policy.rules import allow_rule_void
 from ..policy.secrets import SecretGuard
-from ..tools.base import GrantKey, Tool, ToolContext
+from ..tools.base import GrantKey, Tool, ToolContext, undeclared_files
 from .edited_input import EditRefused, check_edit
 from .events import CallDecision
 from .ports import ApprovalAnswer, ApprovalReply, ApprovalRequest, ClientLink
@@ -192,7 +194,7 @@ class CallGate:
         proposal = None
         if verdict.rule is None and verdict.hook is None and self.rules_file is not None:
             proposal = propose_rules(
-                tool.name, tool.permission_subject(args, ctx), self.session.cwd
+                tool.name, tool.permission_subject(args, ctx), self.session.cwd, tool.facts
             )
         return await self._ask(
             call_id=call_id,
@@ -218,11 +220,14 @@ class CallGate:
         """What `policy.approval.decide` needs to know about a call (the model's, or the
         arguments the user edited); may raise on arguments the file system refuses."""
         settings = self.session.settings
-        needs: tuple[Escalation, str] | None = (
-            ("rerun", "the command failed inside the sandbox")
-            if rerun is not None
-            else tool.escalation(args, ctx)
-        )
+        undeclared = undeclared_files(tool)
+        needs: tuple[Escalation, str] | None
+        if rerun is not None:
+            needs = ("rerun", "the command failed inside the sandbox")
+        elif undeclared is not None:
+            needs = ("other", undeclared)  # fail closed: the sandbox cannot vouch for it
+        else:
+            needs = tool.escalation(args, ctx)
         escalation: Escalation | None = needs[0] if needs is not None else None
         subject = tool.permission_subject(args, ctx)
         known_safe = (
@@ -230,11 +235,11 @@ class CallGate:
             and needs is None
             and await asyncio.to_thread(tool.known_safe, args, ctx)
         )
-        rule = settings.rules.evaluate(tool.name, subject)
+        rule = settings.rules.evaluate(tool.name, subject, tool.facts)
         void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         return CallFacts(
             tool_name=tool.name,
-            requires_approval=tool.requires_approval,
+            requires_approval=tool.requires_approval or undeclared is not None,
             allowed_by_allowlist=self.allowed is None or tool.name in self.allowed,
             sandbox_violation=None if rerun else tool.sandbox_check(args, ctx),
             credential_refusal=credential_refusal(self.secrets, tool.path_reads(args, ctx)),
@@ -360,7 +365,7 @@ class CallGate:
             if answer == "allow_project":
                 assert edited.args is not None
                 subject = tool.permission_subject(edited.args, ctx)
-                proposal = propose_rules(tool.name, subject, self.session.cwd)
+                proposal = propose_rules(tool.name, subject, self.session.cwd, tool.facts)
                 if not proposal:
                     detail = (
                         "allowed for this session with the arguments the user edited (no "

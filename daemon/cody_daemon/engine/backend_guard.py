@@ -9,15 +9,17 @@ in its text, its thoughts, a later command line. Invariants:
 - a call that would read a login file (`ApprovalAsk.reads`) is refused in every policy and
   mode, as for Cody's own file tools (`credential_refusal`), never asked;
 - a call of a Cody tool that Cody's own loop runs without approval (readFile, listDir,
-  grepFiles, fileSearch, updatePlan, ...: `read_only_tools`, taken from the tool registry)
-  needs none here either; every other call, a tool Cody does not know included, does;
+  grepFiles, fileSearch, updatePlan, ...: the tools whose facts do not ask, `tool_facts`
+  from the tool registry) needs none here either; every other call, a tool Cody does not
+  know included, does;
 - `protected` are Cody's own config and data directories, which no backend edit may write
   (with every `.git` and `.cody` of the workspace, policy/protected.py), as for Cody's tools.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from ..backends.base import (
     ToolOutput,
     ToolStarted,
 )
+from ..core.tooling import ToolFacts
 from ..policy.secrets import SecretGuard
 from ..tools.base import PathRead
 from .secrets import credential_refusal, redact_content
@@ -41,11 +44,14 @@ __all__ = ["BackendGuard"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackendGuard:
     secrets: SecretGuard
-    read_only_tools: frozenset[str] = frozenset()
+    tool_facts: Mapping[str, ToolFacts] = field(default_factory=dict)
+    """What Cody's tools can do, by name (`ToolRegistry.facts()`): the approvals and the
+    phases' tool lists a CLI gets are derived from them."""
     protected: tuple[Path, ...] = ()
 
     def requires_approval(self, ask: ApprovalAsk) -> bool:
-        return ask.cody_tool not in self.read_only_tools
+        facts = self.tool_facts.get(ask.cody_tool) if ask.cody_tool is not None else None
+        return facts is None or facts.asks
 
     def credential_refusal(self, ask: ApprovalAsk) -> str | None:
         reads = [

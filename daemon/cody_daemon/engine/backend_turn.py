@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +53,7 @@ from ..backends.base import (
 )
 from ..backends.failures import cli_timeout
 from ..core.history import FunctionCallItem, FunctionCallOutputItem, user_message
+from ..core.tooling import ToolFacts
 from ..errors import ProviderError
 from ..ids import new_id
 from ..policy.approval import Allow, CallFacts, Deny, decide, decided_by
@@ -134,6 +135,7 @@ class BackendTurnRunner:
     def backend_settings(self) -> BackendSettings:
         return backend_settings_of(
             self.session,
+            self.guard.tool_facts,
             protected=self.guard.protected,
             hidden_files=self.guard.secrets.sources.login_files,
         )
@@ -417,7 +419,8 @@ class BackendTurnRunner:
         ask = self.guard.redact_ask(ask)
         tool = ask.cody_tool or ask.title
         subject = subject_from_grant_key(ask.grant_key, session.cwd)
-        rule = settings.rules.evaluate(tool, subject)
+        declared = self.guard.tool_facts.get(ask.cody_tool) if ask.cody_tool else None
+        rule = settings.rules.evaluate(tool, subject, declared)
         void = await asyncio.to_thread(allow_rule_void, rule, subject, os.environ) if rule else None
         facts = CallFacts(
             tool_name=tool,
@@ -450,7 +453,7 @@ class BackendTurnRunner:
             return Answer("allow_session" if verdict.reason == "grant" else "allow_once")
         proposal = None
         if verdict.rule is None and self.rules_file is not None:
-            proposal = propose_rules(tool, subject, session.cwd)
+            proposal = propose_rules(tool, subject, session.cwd, declared)
         request = ApprovalRequest(
             call_id=ask.call_id,
             title=ask.title,
@@ -554,10 +557,15 @@ class BackendTurnRunner:
 
 
 def backend_settings_of(
-    session: Session, *, protected: tuple[Path, ...] = (), hidden_files: tuple[Path, ...] = ()
+    session: Session,
+    tool_facts: Mapping[str, ToolFacts],
+    *,
+    protected: tuple[Path, ...] = (),
+    hidden_files: tuple[Path, ...] = (),
 ) -> BackendSettings:
-    """The session's settings as a backend takes them (`protected`: Cody's own directories;
-    `hidden_files`: the login files)."""
+    """The session's settings as a backend takes them (`tool_facts`: what Cody's tools can
+    do, `ToolRegistry.facts()`; `protected`: Cody's own directories; `hidden_files`: the
+    login files)."""
     from ..policy.allowlist import allowed_tools
 
     settings = session.settings
@@ -566,7 +574,8 @@ def backend_settings_of(
         sandbox_mode=settings.sandbox_mode,
         model=None if settings.model == BACKEND_DEFAULT_MODEL else settings.model,
         reasoning_effort=settings.reasoning_effort,
-        allowed_tools=allowed_tools(settings.allowed_tools, settings.phase),
+        allowed_tools=allowed_tools(settings.allowed_tools, settings.phase, tool_facts),
+        tool_facts=tool_facts,
         project_trusted=settings.project_trusted,
         protected=protected,
         hidden_files=hidden_files,

@@ -105,7 +105,7 @@ class EditChecks:
         text = diagnostics_text(reports, self._session.cwd, self._config.max_diagnostics)
         content = [*(result.content or text_content(result.output))]
         content.append(ContentToolCallContent(content=TextContent(text=text)))
-        # The engine redacts the whole result (`_finish_call`) before it is stored or sent.
+        # The engine redacts the whole result (`TurnCalls.finish`) before it is stored or sent.
         return replace(result, output=f"{result.output}\n\n{text}", content=content)
 
 

@@ -18,6 +18,13 @@
    replay shows a note where the conversation was rewound. The next model request sees
    the shorter history; a compaction whose summarised items are gone no longer applies.
 
+Processes (tools/processes/): a rewind of files first stops every process still running that
+a turn it undoes started (the target's turn and every later one), background ones included,
+before the snapshot of the state being left: such a process (a watcher, a dev server writing
+its cache) would otherwise change the restored files again at once. What it wrote after its
+turn ended stays a conflict (who wrote it cannot be told from the user's edits). A
+conversation-only rewind leaves every process running, as it leaves the files.
+
 A codex/claude session's conversation belongs to its CLI: only its files can be rewound.
 """
 
@@ -52,6 +59,8 @@ class RewindOutcome:
     failed: list[tuple[str, str]] = field(default_factory=list)
     conversation_at: str | None = None
     redo_checkpoint_id: str = ""
+    stopped_processes: list[tuple[int, str]] = field(default_factory=list)
+    """(processId, command) of the processes of undone turns this rewind stopped."""
 
 
 async def rewind(
@@ -127,6 +136,8 @@ async def _rewind(
     force: bool,
 ) -> RewindOutcome:
     outcome = RewindOutcome(redo_checkpoint_id=new_id("cp_"))
+    if files:
+        outcome.stopped_processes = await _stop_processes_of_undone_turns(session, target)
     now = await service.snapshot(session, "before rewind")
     foreign: set[str] = set()
     if files:
@@ -184,6 +195,9 @@ async def _rewind(
             "conflicts": outcome.conflicts,
             "failed": [{"path": path, "reason": why} for path, why in outcome.failed],
             "forced": force,
+            "stoppedProcesses": [
+                {"processId": pid, "command": command} for pid, command in outcome.stopped_processes
+            ],
             "time": now_iso(),
             "note": note,
         },
@@ -217,6 +231,26 @@ async def _restore_files(
         return now
     outcome.restored, outcome.failed = result.restored, result.failed
     return await service.snapshot(session, "after rewind")
+
+
+async def _stop_processes_of_undone_turns(
+    session: Session, target: CheckpointEntry
+) -> list[tuple[int, str]]:
+    """Stop what the turns being undone started and is still running (SIGTERM to each
+    process group, SIGKILL after the grace time), and wait for them."""
+    table = session.processes
+    if table is None:
+        return []
+    undone = {
+        entry.turn_id
+        for entry in session.checkpoints.since(target.checkpoint_id)
+        if entry.reason == "turn" and entry.turn_id is not None
+    }
+    doomed = [p for p in table.listed() if p.running and p.facts.turn_id in undone]
+    label = f"turn {target.turn}" if target.turn else "a rewind"
+    by = f"the rewind to before {label}"
+    await asyncio.gather(*(table.stop(p.id, by=by) for p in doomed))
+    return [(p.id, p.facts.title) for p in doomed]
 
 
 def _restore_unless_conflicting(

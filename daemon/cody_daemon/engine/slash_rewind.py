@@ -79,6 +79,10 @@ def _describe(
 ) -> str:
     where = f"turn {target.turn}" if target.turn else "the checkpoint"
     lines = [f"Rewound to before {where} “{target.prompt}”."]
+    lines.extend(
+        f"Stopped process {process_id} ({command}): a turn this rewind undid started it."
+        for process_id, command in outcome.stopped_processes
+    )
     if restore != "conversation":
         if outcome.restored:
             shown = ", ".join(outcome.restored[:_FILES_SHOWN])

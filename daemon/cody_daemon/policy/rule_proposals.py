@@ -19,6 +19,7 @@ import re
 import shlex
 from pathlib import Path
 
+from ..core.tooling import ToolFacts
 from .command_parts import CommandPart
 from .commands import _ASSIGNMENT, system_program
 from .rules import CommandSubject, PathSubject, RuleSubject, UrlSubject
@@ -42,8 +43,12 @@ BANNED_PREFIX_SUGGESTIONS, plus runners and file destroyers): proposed with a su
 as the exact command only."""
 
 
-def propose_rules(tool: str, subject: RuleSubject, project_root: Path) -> list[str] | None:
-    """The rules (text) `allow_project` would add for this call, or None: none can be made."""
+def propose_rules(
+    tool: str, subject: RuleSubject, project_root: Path, facts: ToolFacts | None
+) -> list[str] | None:
+    """The rules (text) `allow_project` would add for this call, or None: none can be made.
+    `facts`: what the tool declares (a tool that writes files gets `writeFile(dir/**)`
+    rules, which cover every such tool); None: a tool Cody does not know."""
     if tool == "exec":
         if not isinstance(subject, CommandSubject) or subject.parts is None:
             return None
@@ -51,7 +56,7 @@ def propose_rules(tool: str, subject: RuleSubject, project_root: Path) -> list[s
         if any(rule is None for rule in proposed):
             return None
         return list(dict.fromkeys(rule for rule in proposed if rule is not None))
-    if tool in ("writeFile", "applyPatch"):
+    if facts is not None and facts.files == "write":
         if not isinstance(subject, PathSubject) or not subject.paths:
             return None
         rules = [_directory_rule(path.parent, project_root) for path in subject.paths]

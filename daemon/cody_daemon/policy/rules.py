@@ -21,8 +21,10 @@ names are aliases, so a user can paste theirs. Invariants:
   `rel` (a pattern without a `/` matches at any depth); `*` within a name, `**` across
   directories; a pattern that names a directory covers everything below it. Paths are
   compared as real paths. `readFile` / `Read` rules apply to every tool that reads files
-  (readFile, listDir, grepFiles, fileSearch: the path each reads, not every file a search
-  passes); `writeFile`, `applyPatch` and `Edit` rules to both edit tools.
+  (by its facts, `ToolFacts.files == "read"`: readFile, listDir, grepFiles, fileSearch,
+  symbols; the paths each says it reads, not every file a search passes); `writeFile`,
+  `applyPatch` and `Edit` rules to every tool that writes files (`files == "write"`). A
+  tool's own name still matches its rules (`listDir(...)` covers listDir only).
 - A rule limited to a project (`project`) applies only to commands run inside it; its
   relative paths start at the project root.
 """
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.tooling import FileAccess, ToolFacts
 from .command_parts import CommandPart
 from .commands import system_program
 
@@ -59,30 +62,39 @@ __all__ = [
 RuleDecision = Literal["allow", "ask", "deny"]
 _Kind = Literal["bare", "command", "path", "domain", "mcp"]
 
-_EDIT = frozenset({"writeFile", "applyPatch"})
-_READ = frozenset({"readFile", "listDir", "grepFiles", "fileSearch"})
-_TOOLS: dict[str, tuple[frozenset[str], _Kind]] = {
-    "exec": (frozenset({"exec"}), "command"),
-    "Bash": (frozenset({"exec"}), "command"),
-    **{name: (_EDIT, "path") for name in _EDIT | {"Edit", "Write", "MultiEdit", "NotebookEdit"}},
-    "readFile": (_READ, "path"),
-    "Read": (_READ, "path"),
-    "listDir": (frozenset({"listDir"}), "path"),
-    "LS": (frozenset({"listDir"}), "path"),
-    "grepFiles": (frozenset({"grepFiles"}), "path"),
-    "Grep": (frozenset({"grepFiles"}), "path"),
-    "fileSearch": (frozenset({"fileSearch"}), "path"),
-    "Glob": (frozenset({"fileSearch"}), "path"),
-    "fetchUrl": (frozenset({"fetchUrl"}), "domain"),
-    "WebFetch": (frozenset({"fetchUrl"}), "domain"),
-    "webSearch": (frozenset({"webSearch"}), "bare"),
-    "WebSearch": (frozenset({"webSearch"}), "bare"),
-    "perplexitySearch": (frozenset({"perplexitySearch"}), "bare"),
-    "updatePlan": (frozenset({"updatePlan"}), "bare"),
-    "readMcpResource": (frozenset({"readMcpResource"}), "bare"),
+_EDITS: dict[str, str] = {
+    "writeFile": "writeFile",
+    "Write": "writeFile",
+    "applyPatch": "applyPatch",
+    "Edit": "applyPatch",
+    "MultiEdit": "applyPatch",
+    "NotebookEdit": "applyPatch",
 }
-"""Rule tool name (Cody's, or Claude Code's alias) -> the Cody tools it covers, and how its
-specifier matches."""
+_TOOLS: dict[str, tuple[frozenset[str], _Kind, FileAccess | None]] = {
+    "exec": (frozenset({"exec"}), "command", None),
+    "Bash": (frozenset({"exec"}), "command", None),
+    **{name: (frozenset({cody}), "path", "write") for name, cody in _EDITS.items()},
+    "readFile": (frozenset({"readFile"}), "path", "read"),
+    "Read": (frozenset({"readFile"}), "path", "read"),
+    "listDir": (frozenset({"listDir"}), "path", None),
+    "LS": (frozenset({"listDir"}), "path", None),
+    "grepFiles": (frozenset({"grepFiles"}), "path", None),
+    "Grep": (frozenset({"grepFiles"}), "path", None),
+    "fileSearch": (frozenset({"fileSearch"}), "path", None),
+    "Glob": (frozenset({"fileSearch"}), "path", None),
+    "fetchUrl": (frozenset({"fetchUrl"}), "domain", None),
+    "WebFetch": (frozenset({"fetchUrl"}), "domain", None),
+    "webSearch": (frozenset({"webSearch"}), "bare", None),
+    "WebSearch": (frozenset({"webSearch"}), "bare", None),
+    "perplexitySearch": (frozenset({"perplexitySearch"}), "bare", None),
+    "updatePlan": (frozenset({"updatePlan"}), "bare", None),
+    "readMcpResource": (frozenset({"readMcpResource"}), "bare", None),
+}
+"""Rule tool name (Cody's, or Claude Code's alias) -> the Cody tools it names, how its
+specifier matches, and which tools it covers by their facts (`read`: every tool that reads
+files; `write`: every tool that writes them). The names are the rules' vocabulary (what a
+user writes, and Claude Code's spellings of it: `Edit` is applyPatch), not lists of what
+tools can do."""
 
 _RULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(?:\((.*)\))?$", re.DOTALL)
 MAX_RULE_CHARS = 4096
@@ -123,6 +135,9 @@ class Rule:
     """The file it comes from."""
     tools: frozenset[str]
     kind: _Kind
+    files: FileAccess | None = None
+    """It also covers every tool whose facts say it reads (`read`) or writes (`write`)
+    files."""
     project: str | None = None
     """The real path of the project it is limited to, if any."""
     read_only: bool = False
@@ -182,7 +197,8 @@ def parse_rule(
     known = _TOOLS.get(name)
     if known is None:
         raise RuleError(f"unknown tool {name!r} (Cody's tools, their Claude Code names, mcp__*)")
-    tools, kind = known
+    tools, kind, files = known
+    common["files"] = files
     if spec is None or (spec.strip() in ("", "*") and kind != "path"):
         return Rule(tools=tools, kind="bare", any_command=True, **common)
     spec = spec.strip()
@@ -309,9 +325,12 @@ class RuleSet:
     def __len__(self) -> int:
         return len(self.rules)
 
-    def evaluate(self, tool: str, subject: RuleSubject) -> RuleVerdict | None:
-        """What the rules say about one call of `tool` (None: no rule matches)."""
-        relevant = [rule for rule in self.rules if _covers(rule, tool)]
+    def evaluate(
+        self, tool: str, subject: RuleSubject, facts: ToolFacts | None
+    ) -> RuleVerdict | None:
+        """What the rules say about one call of `tool` (None: no rule matches). `facts`: what
+        the tool declares (None: a tool Cody does not know, matched by its name only)."""
+        relevant = [rule for rule in self.rules if _covers(rule, tool, facts)]
         if not relevant:
             return None
         for decision in ("deny", "ask"):
@@ -323,11 +342,12 @@ class RuleSet:
         return RuleVerdict("allow", deciding) if deciding else None
 
 
-def _covers(rule: Rule, tool: str) -> bool:
+def _covers(rule: Rule, tool: str, facts: ToolFacts | None) -> bool:
     if rule.kind == "mcp":
         assert rule.mcp is not None
         return tool.startswith(rule.mcp) if rule.mcp.endswith("__") else tool == rule.mcp
-    return tool in rule.tools
+    by_facts = rule.files is not None and facts is not None and facts.files == rule.files
+    return tool in rule.tools or by_facts
 
 
 def _in_scope(rule: Rule, subject: RuleSubject) -> bool:

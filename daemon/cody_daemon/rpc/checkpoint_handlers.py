@@ -14,13 +14,13 @@ from .handlers import parse
 if TYPE_CHECKING:
     from cody_protocol.checkpoints import CheckpointInfo
 
-    from ..app import DaemonApp
     from ..engine.checkpoints import CheckpointEntry
+    from .context import HandlerContext
 
 __all__ = ["checkpoint_handlers"]
 
 
-def checkpoint_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def checkpoint_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """The checkpoint methods' handlers (registered by rpc/handlers.py)."""
 
     async def checkpoints(params: Any) -> Any:
@@ -52,7 +52,12 @@ def checkpoint_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[A
         )
 
     async def rewind(params: Any) -> Any:
-        from cody_protocol.checkpoints import RewindFailure, RewindParams, RewindResult
+        from cody_protocol.checkpoints import (
+            RewindFailure,
+            RewindParams,
+            RewindResult,
+            RewindStoppedProcess,
+        )
 
         from ..engine.rewind import rewind as engine_rewind
 
@@ -71,6 +76,10 @@ def checkpoint_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[A
             conversation_at=outcome.conversation_at,
             failed=[RewindFailure(path=path, reason=why) for path, why in outcome.failed],
             redo_checkpoint_id=outcome.redo_checkpoint_id,
+            stopped_processes=[
+                RewindStoppedProcess(process_id=pid, command=command)
+                for pid, command in outcome.stopped_processes
+            ],
         )
 
     return {

@@ -16,12 +16,12 @@ from .errors import to_rpc_error
 from .handlers import parse
 
 if TYPE_CHECKING:
-    from ..app import DaemonApp
+    from .context import HandlerContext
 
 __all__ = ["config_handlers"]
 
 
-def config_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def config_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """`_cody/config/check`'s handler (registered by rpc/handlers.py)."""
 
     async def config_check(params: Any) -> Any:

@@ -22,9 +22,9 @@ from typing import Any
 from cody_protocol.session import SessionStateResult
 
 from ..app import DaemonApp
-from ..engine.slash import session_commands
-from .handlers import _after_response, _session_state, register_handlers
+from .link import RpcClientLink
 from .server import FrameSource, serve_frames
+from .session_handlers import advertise_commands, session_state
 from .sharing import Attachments, BroadcastLink, SharingServer
 from .transport import ByteSink
 
@@ -47,33 +47,26 @@ def connection_limit() -> int:
 
 
 class ConnectionApp(DaemonApp):
-    """One connection's view of the daemon: the shared configuration, store and sessions,
-    with its own pygls server, link and client capabilities. Its `shutdown` (the client's
-    `shutdown` request) ends this connection's part only (rpc/sharing.py, `disconnect`).
-
-    The shared app's state is taken over attribute by attribute (DaemonApp.__init__ is not
-    run: it would build a second store and session manager)."""
+    """One connection's view of the daemon: the shared engine (configuration, store and
+    sessions), with its own pygls server, link and client capabilities, built by
+    `DaemonApp.__init__` like any app. Its `shutdown` (the client's `shutdown` request)
+    ends this connection's part only (rpc/sharing.py, `disconnect`)."""
 
     def __init__(self, shared: DaemonApp, attachments: Attachments) -> None:
-        self.env = shared.env
-        self.paths = shared.paths
-        self.deps = shared.deps
-        self.manager = shared.manager
-        server = SharingServer(attachments, shared.manager)
-        server.resume_live = self._resume_running
-        self.sharing = server
-        self.server = server
-        self.link = server.link
-        self._client_capabilities = {}  # the link starts with the defaults
-        self._shutdown_started = False
-        register_handlers(server, self)
+        self.sharing = SharingServer(attachments, shared.engine.manager)
+        self.sharing.resume_live = self._resume_running
+        super().__init__(
+            env=shared.env, paths=shared.paths, engine=shared.engine, server=self.sharing
+        )
+
+    def _new_link(self) -> RpcClientLink:
+        return self.sharing.link
 
     async def _resume_running(self, session_id: str) -> Any:
         """`session/resume` of a session whose turn is running: attach and watch it."""
         session = self.manager.get(session_id)
-        link = self.link
-        _after_response(lambda: link.emit(session_id, session_commands(session)))
-        return SessionStateResult.model_validate(_session_state(self, session)).model_dump(
+        advertise_commands(self, session)
+        return SessionStateResult.model_validate(session_state(self, session)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
 
@@ -91,7 +84,7 @@ class Connections:
         self._app = app
         self._stall_timeout_s = stall_timeout_s
         self.attachments = Attachments()
-        app.manager.link = BroadcastLink(self.attachments)
+        app.engine.manager.link = BroadcastLink(self.attachments)
         self._clients: dict[asyncio.Future[None], asyncio.Event] = {}
         self._refused = 0
         """Connections refused since the limit was last reached (logged once per episode)."""

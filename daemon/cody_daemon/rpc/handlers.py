@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..app import DaemonApp
-    from ..engine.session import Session
 
 __all__ = ["register_handlers"]
 
@@ -86,85 +85,11 @@ def _after_response(action: Callable[[], None]) -> None:
     task.add_done_callback(done)
 
 
-def _session_state(app: DaemonApp, session: Session) -> dict[str, Any]:
-    from cody_protocol.session import (
-        CodySessionResultMeta,
-        CustomCommandInfo,
-        HookInfo,
-        ProjectDoc,
-        SessionResultMeta,
-        SkillInfo,
-    )
-
-    from ..engine.settings import build_modes
-
-    listed = session.extensions.wire()
-    return {
-        "modes": build_modes(session.settings),
-        "configOptions": app.manager.config_options(session),
-        "_meta": SessionResultMeta(
-            cody=CodySessionResultMeta(
-                provider=(
-                    session.settings.provider
-                    if session.settings.backend == "native"
-                    else session.settings.backend
-                ),
-                model=session.settings.model,
-                backend=session.settings.backend,
-                session_file=str(session.file.path),
-                warnings=session.settings.warnings,
-                project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
-                commands=[CustomCommandInfo.model_validate(c) for c in listed["commands"]],
-                skills=[SkillInfo.model_validate(skill) for skill in listed["skills"]],
-                hooks=[HookInfo.model_validate(hook) for hook in listed["hooks"]],
-                parent_session_id=(
-                    session.lineage.parent_session_id if session.lineage is not None else None
-                ),
-                worktree=_worktree_of(session),
-            )
-        ),
-    }
-
-
-def _children_totals(app: DaemonApp, session_id: str) -> Any:
-    """What the session's children used (`_meta.cody.subagents`), once it has any."""
-    session = app.manager.live(session_id)
-    if session is None or not session.children.sessions:
-        return None
-    from cody_protocol.prompt import SubagentTotals
-
-    totals = session.children
-    return SubagentTotals(
-        usage=totals.usage, cost=totals.cost_usd or None, sessions=totals.sessions
-    )
-
-
-def _worktree_of(session: Session) -> Any:
-    """Where a worktree session runs (its changes: `_cody/session/worktree`)."""
-    if session.worktree is None:
-        return None
-    from cody_protocol.subagents import WorktreeInfo
-
-    worktree = session.worktree
-    return WorktreeInfo(
-        path=str(worktree.path),
-        branch=worktree.branch,
-        base=worktree.base,
-        project_root=str(worktree.project_root),
-    )
-
-
 def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
-    """The method table. The engine (`app.manager`, `app.link`) and the modules a session
-    needs are reached when a handler first runs, never here: `initialize` needs neither."""
-
-    def advertise_commands(session: Session) -> None:
-        """After this request's response: the session's slash commands, its custom ones
-        and its MCP servers' prompts included (a client learns the session id from the
-        response, so the update must follow it)."""
-        from ..engine.slash import session_commands
-
-        _after_response(lambda: app.link.emit(session.id, session_commands(session)))
+    """The method table: the connection's own methods here, the others from the
+    rpc/*_handlers.py modules, which see the app as a `HandlerContext` (rpc/context.py). The
+    engine (`app.manager`, `app.link`) and the modules a session needs are reached when a
+    handler first runs, never here: `initialize` needs neither."""
 
     async def initialize(params: Any) -> Any:
         capabilities = plain_client_capabilities(params)
@@ -195,189 +120,6 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     async def shutdown(params: Any) -> Any:
         await app.shutdown()
         return None
-
-    async def session_new(params: Any) -> Any:
-        from cody_protocol.session import NewSessionParams, NewSessionResult
-
-        parsed = parse(NewSessionParams, params)
-        meta = parsed.meta.cody if parsed.meta is not None else None
-        session = await app.manager.new_session(parsed.cwd, meta, parsed.mcp_servers)
-        advertise_commands(session)
-        return NewSessionResult.model_validate(
-            {"sessionId": session.id, **_session_state(app, session)}
-        )
-
-    async def session_load(params: Any) -> Any:
-        from cody_protocol.session import LoadSessionParams, SessionStateResult
-
-        parsed = parse(LoadSessionParams, params)
-        session = await app.manager.open_session(
-            parsed.session_id,
-            app.link,
-            replay=True,
-            mcp_servers=parsed.mcp_servers,
-            relocate_to=parsed.cwd if parsed.relocate else None,
-        )
-        advertise_commands(session)
-        return SessionStateResult.model_validate(_session_state(app, session))
-
-    async def session_resume(params: Any) -> Any:
-        from cody_protocol.session import LoadSessionParams, SessionStateResult
-
-        parsed = parse(LoadSessionParams, params)
-        session = await app.manager.open_session(
-            parsed.session_id,
-            None,
-            replay=False,
-            mcp_servers=parsed.mcp_servers,
-            relocate_to=parsed.cwd if parsed.relocate else None,
-        )
-        advertise_commands(session)
-        return SessionStateResult.model_validate(_session_state(app, session))
-
-    async def session_list(params: Any) -> Any:
-        from cody_protocol.session import ListSessionsParams, ListSessionsResult
-
-        parsed = parse(ListSessionsParams, params)
-        sessions, cursor = await app.manager.list_sessions(parsed.cwd, parsed.cursor)
-        return ListSessionsResult(sessions=sessions, next_cursor=cursor)
-
-    async def session_close(params: Any) -> Any:
-        from cody_protocol.session import SessionIdParams
-        from cody_protocol.subagents import (
-            CloseSessionMeta,
-            CloseSessionResult,
-            CodyCloseSessionMeta,
-        )
-
-        parsed = parse(SessionIdParams, params)
-        worktree = await app.manager.close(parsed.session_id)
-        if worktree is None:
-            return {}
-        return CloseSessionResult(
-            meta=CloseSessionMeta(cody=CodyCloseSessionMeta(worktree=worktree))
-        )
-
-    async def session_worktree(params: Any) -> Any:
-        from cody_protocol.subagents import WorktreeParams, WorktreeResult
-
-        parsed = parse(WorktreeParams, params)
-        session = app.manager.get(parsed.session_id)
-        return WorktreeResult(worktree=await app.manager.worktrees.describe(session))
-
-    async def session_delete(params: Any) -> Any:
-        from cody_protocol.session import SessionIdParams
-
-        parsed = parse(SessionIdParams, params)
-        await app.manager.delete(parsed.session_id)
-        return {}
-
-    async def session_prompt(params: Any) -> Any:
-        from cody_protocol.prompt import (
-            CodyPromptMeta,
-            PromptMeta,
-            PromptParams,
-            PromptResult,
-            TokenUsage,
-            TurnCost,
-            TurnUsage,
-        )
-
-        parsed = parse(PromptParams, params)
-        cody = parsed.meta.cody if parsed.meta is not None else None
-        if cody is not None and cody.dry_run:
-            report = await app.manager.dry_run(parsed.session_id, parsed.prompt)
-            zero = TokenUsage()
-            return PromptResult(
-                stop_reason="end_turn",
-                meta=PromptMeta(
-                    cody=CodyPromptMeta(
-                        turn_id="dry-run",
-                        usage=TurnUsage(last=zero, turn=zero, total=zero),
-                        dry_run=report,
-                    )
-                ),
-            )
-        outcome = await app.manager.prompt(
-            parsed.session_id,
-            parsed.prompt,
-            app.link,
-            queue=cody is not None and cody.queue,
-            output_schema=cody.output_schema if cody is not None else None,
-        )
-        children = _children_totals(app, parsed.session_id)
-        return PromptResult(
-            stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
-            usage=outcome.turn,
-            meta=PromptMeta(
-                cody=CodyPromptMeta(
-                    turn_id=outcome.turn_id,
-                    usage=TurnUsage(last=outcome.last, turn=outcome.turn, total=outcome.total),
-                    cost=(
-                        TurnCost(last=outcome.cost[0], turn=outcome.cost[1], total=outcome.cost[2])
-                        if outcome.cost is not None
-                        else None
-                    ),
-                    subagents=children,
-                    output=outcome.output,
-                )
-            ),
-        )
-
-    async def session_cancel(params: Any) -> None:
-        from cody_protocol.prompt import CancelParams
-
-        try:
-            parsed = parse(CancelParams, params)
-        except RpcError:
-            logger.info("ignoring session/cancel with invalid params")
-            return
-        app.manager.cancel(parsed.session_id)
-
-    async def session_set_mode(params: Any) -> Any:
-        from cody_protocol.session import SetModeParams
-
-        parsed = parse(SetModeParams, params)
-        app.manager.set_mode(parsed.session_id, parsed.mode_id, app.link)
-        return {}
-
-    async def session_set_config_option(params: Any) -> Any:
-        from cody_protocol.session import SetConfigOptionParams, SetConfigOptionResult
-
-        parsed = parse(SetConfigOptionParams, params)
-        options = app.manager.set_config_option(
-            parsed.session_id, parsed.config_id, parsed.value, app.link
-        )
-        return SetConfigOptionResult(config_options=options)
-
-    async def session_fork(params: Any) -> Any:
-        from cody_protocol.session import ForkSessionParams, ForkSessionResult
-
-        parsed = parse(ForkSessionParams, params)
-        session = await app.manager.fork(
-            parsed.session_id, parsed.cwd, parsed.at_message, parsed.mcp_servers
-        )
-        advertise_commands(session)
-        return ForkSessionResult.model_validate(
-            {"sessionId": session.id, **_session_state(app, session)}
-        )
-
-    async def session_compact(params: Any) -> Any:
-        from cody_protocol.extensions import CompactSessionParams, CompactSessionResult
-
-        parsed = parse(CompactSessionParams, params)
-        result = await app.manager.compact(parsed.session_id, app.link)
-        if result is None:
-            return CompactSessionResult(
-                compacted=False, reason="nothing to summarise yet (no earlier messages)"
-            )
-        return CompactSessionResult(
-            compacted=True,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            summarized_items=result.summarized_items,
-            kept_items=result.kept_items,
-        )
 
     async def tools_list(params: Any) -> Any:
         from cody_protocol.extensions import (
@@ -458,23 +200,9 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
         methods.AUTHENTICATE: authenticate,
         methods.LOGOUT: logout,
         methods.SHUTDOWN: shutdown,
-        methods.SESSION_NEW: session_new,
-        methods.SESSION_LOAD: session_load,
-        methods.SESSION_RESUME: session_resume,
-        methods.SESSION_LIST: session_list,
-        methods.SESSION_CLOSE: session_close,
-        methods.SESSION_DELETE: session_delete,
-        methods.SESSION_PROMPT: session_prompt,
-        methods.SESSION_CANCEL: session_cancel,
-        methods.SESSION_SET_MODE: session_set_mode,
-        methods.SESSION_SET_CONFIG_OPTION: session_set_config_option,
-        methods.SESSION_FORK: session_fork,
-        methods.CODY_SESSION_FORK: session_fork,  # the name before ACP had session/fork
-        methods.CODY_SESSION_COMPACT: session_compact,
         methods.CODY_TOOLS_LIST: tools_list,
         methods.CODY_MODELS_LIST: models_list,
         methods.CODY_AGENTS_LIST: agents_list_handler,
-        methods.CODY_SESSION_WORKTREE: session_worktree,
     }
     from .checkpoint_handlers import checkpoint_handlers  # checkpoints and rewind
     from .config_handlers import config_handlers  # _cody/config/check
@@ -482,7 +210,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     from .lsp_handlers import lsp_handlers  # _cody/lsp/servers
     from .permission_handlers import permission_handlers  # _cody/permissions/*
     from .process_handlers import process_handlers  # _cody/session/processes, process/kill
-    from .turn_handlers import turn_handlers  # _cody/session/steer, _cody/files/search
+    from .session_handlers import session_handlers  # sessions: open, list, settings, close
+    from .turn_handlers import turn_handlers  # session/prompt, cancel, steer, compact...
 
     history = history_handlers(app)
     config = config_handlers(app)
@@ -491,7 +220,8 @@ def register_handlers(server: JsonRPCServer, app: DaemonApp) -> None:
     turn = turn_handlers(app)
     checkpoints = checkpoint_handlers(app)
     processes = process_handlers(app)
-    parts = (table, history, config, lsp, permissions, turn, checkpoints, processes)
+    sessions = session_handlers(app)
+    parts = (table, sessions, history, config, lsp, permissions, turn, checkpoints, processes)
     handlers = {name: handler for part in parts for name, handler in part.items()}
     problems = methods.handler_problems([name for part in parts for name in part])
     if problems:  # every served method of cody_protocol.methods.METHODS, exactly one handler

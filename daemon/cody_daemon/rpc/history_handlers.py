@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from cody_protocol import methods
 
-from .handlers import _session_state, parse
+from .handlers import parse
+from .session_handlers import session_state
 
 if TYPE_CHECKING:
-    from ..app import DaemonApp
     from ..engine.history import HistoryService
+    from .context import HandlerContext
 
 __all__ = ["HISTORY_METHODS", "history_handlers"]
 
@@ -24,7 +25,7 @@ HISTORY_METHODS = tuple(
 """The methods served here: those whose params are a `cody_protocol.history` model."""
 
 
-def history_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def history_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """The history methods' handlers (registered by rpc/handlers.py); their models and the
     engine load on the first history request."""
     services: list[HistoryService] = []
@@ -76,7 +77,7 @@ def history_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]
             {
                 "sessionId": outcome.session.id,
                 "imported": outcome.stats(),
-                **_session_state(app, outcome.session),
+                **session_state(app, outcome.session),
             }
         )
 

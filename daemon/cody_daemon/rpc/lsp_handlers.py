@@ -13,12 +13,12 @@ from cody_protocol import methods
 from .handlers import parse
 
 if TYPE_CHECKING:
-    from ..app import DaemonApp
+    from .context import HandlerContext
 
 __all__ = ["lsp_handlers"]
 
 
-def lsp_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def lsp_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """`_cody/lsp/servers`'s handler (registered by rpc/handlers.py)."""
 
     async def lsp_servers(params: Any) -> Any:

@@ -12,12 +12,12 @@ from cody_protocol import methods
 from .handlers import parse
 
 if TYPE_CHECKING:
-    from ..app import DaemonApp
+    from .context import HandlerContext
 
 __all__ = ["permission_handlers"]
 
 
-def permission_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def permission_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """`_cody/permissions/*`'s handlers (registered by rpc/handlers.py)."""
 
     async def permissions_list(params: Any) -> Any:

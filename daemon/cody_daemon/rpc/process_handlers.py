@@ -15,12 +15,12 @@ from cody_protocol import methods
 from .handlers import parse
 
 if TYPE_CHECKING:
-    from ..app import DaemonApp
+    from .context import HandlerContext
 
 __all__ = ["process_handlers"]
 
 
-def process_handlers(app: DaemonApp) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+def process_handlers(app: HandlerContext) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """The handlers of the two methods (registered by rpc/handlers.py)."""
 
     async def session_processes(params: Any) -> Any:

@@ -46,6 +46,7 @@ from .base import (
     Tool,
     ToolContext,
     ToolError,
+    ToolFacts,
     ToolResult,
     canonical_grant_key,
     first_changed_line,
@@ -106,7 +107,7 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
     name = "applyPatch"
     description = _DESCRIPTION
     kind = "edit"
-    requires_approval = True
+    facts = ToolFacts(changes="files", files="write")
     file_effects = "declared"
     args_model = ApplyPatchArgs
 
@@ -151,6 +152,15 @@ class ApplyPatchTool(Tool[ApplyPatchArgs]):
             return None  # not a sandbox matter: `run` reports the parse error
         refusal = _sandbox_refusal(ops, ctx, approved=frozenset())
         return ("write", f"{refusal[0]}: {refusal[1]}") if refusal is not None else None
+
+    def path_writes(self, args: ApplyPatchArgs, ctx: ToolContext) -> tuple[Path, ...]:
+        """Every path the patch names, move targets included (none: it does not parse, so
+        `run` writes nothing and reports why)."""
+        try:
+            ops = parse_patch(args.patch)
+        except PatchParseError:
+            return ()
+        return tuple(path for op in ops for path in op_paths(op, ctx.cwd))
 
     def permission_subject(self, args: ApplyPatchArgs, ctx: ToolContext) -> RuleSubject:
         try:

@@ -6,6 +6,13 @@ policy (engine: allowlist, `sandbox_check`, grants keyed by `grant_key`, approva
 should see; any other exception is reported to the model as an internal tool error too, so
 a tool can never end a turn.
 
+Every tool declares its facts (`Tool.facts`: what a call can change, which files it reads or
+writes, whether it reaches the network). Whether a call asks by default, the phases' tool
+lists and the backends' mappings are derived from them; a registry refuses a tool without
+them (tools/registry.py). A tool whose facts say it reads or writes files names those files
+for each call (`path_reads` / `path_writes`); every call of one that never says asks before
+it runs (`undeclared_files`, checked by the engine: fail closed).
+
 Every call runs under a time limit the engine enforces (`time_limit_s`): past it, the call
 is cancelled and fails with "timed out after N s", and the turn goes on. A tool keeps no
 blocking work on the event loop (threads or subprocesses), so cancelling it is prompt.
@@ -27,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..config.model import ToolConfig
 from ..core.history import ImagePart
-from ..core.tooling import GrantKey, ToolSpec
+from ..core.tooling import GrantKey, ToolFacts, ToolSpec
 from ..policy.approval import Escalation
 from ..policy.rules import PathSubject, RuleSubject
 from ..policy.sandbox import SandboxPolicy
@@ -50,10 +57,13 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "ToolFacts",
     "canonical_grant_key",
     "check_write_target",
     "first_changed_line",
     "location",
+    "missing_facts",
+    "undeclared_files",
 ]
 
 A = TypeVar("A", bound=BaseModel)
@@ -215,12 +225,15 @@ def canonical_grant_key(tool_name: str, args: BaseModel) -> GrantKey:
 
 
 class Tool(ABC, Generic[A]):
-    """Base class for tools. Subclasses set the class attributes and implement `run`."""
+    """Base class for tools. Subclasses set the class attributes (`facts` included) and
+    implement `run`."""
 
     name: str
     description: str
     kind: ToolKind
-    requires_approval: bool
+    facts: ToolFacts
+    """What a call can change, which files it touches, whether it reaches the network
+    (core/tooling.py). No default: a tool without facts cannot be registered."""
     args_model: type[A]
     live_output: ClassVar[bool] = False
     """True for tools whose output is worth watching while they run (commands): the engine
@@ -229,6 +242,12 @@ class Tool(ABC, Generic[A]):
     """Which files a call may change, for the diagnostics step (engine/diagnostics.py):
     `declared` ones (the call's `locations` before, the diffs in its result after: edits),
     `any` (a command: the files the language servers hold are checked again), or none."""
+
+    @property
+    def requires_approval(self) -> bool:
+        """A call asks by default (`ToolFacts.asks`); the approval policy and the sandbox
+        weigh it (policy/approval.py). An MCP tool's server configuration may override it."""
+        return self.facts.asks
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it, built once per tool (every model call of every turn
@@ -296,7 +315,13 @@ class Tool(ABC, Generic[A]):
         return self.preview(args, ctx)
 
     def path_reads(self, args: A, ctx: ToolContext) -> tuple[PathRead, ...]:
-        """The files and directories this call reads (the engine refuses login files)."""
+        """The files and directories this call reads (the engine refuses login files). A
+        tool whose `facts.files` is `read` must say (else each of its calls asks)."""
+        return ()
+
+    def path_writes(self, args: A, ctx: ToolContext) -> tuple[Path, ...]:
+        """The files this call writes (absolute). A tool whose `facts.files` is `write` must
+        say (else each of its calls asks, whatever the sandbox allows)."""
         return ()
 
     def known_safe(self, args: A, ctx: ToolContext) -> bool:
@@ -341,3 +366,28 @@ class Tool(ABC, Generic[A]):
 
     @abstractmethod
     async def run(self, args: A, ctx: ToolContext) -> ToolResult: ...
+
+
+def undeclared_files(tool: Tool[Any]) -> str | None:
+    """Why every call of `tool` asks although the tool might not: its facts say it reads or
+    writes files, and it never says which (`path_reads` / `path_writes` not overridden: a
+    tool that forgot to declare its paths is not permitted by default). None: it declares
+    them (a call may then name none: a patch that does not parse, a workspace-wide search),
+    or it touches no files."""
+    kind = type(tool)
+    files = tool.facts.files
+    if files == "read" and kind.path_reads is Tool.path_reads:
+        return f"{tool.name} reads files but does not say which"
+    if files == "write" and kind.path_writes is Tool.path_writes:
+        return f"{tool.name} writes files but does not say which"
+    return None
+
+
+def missing_facts(tool: Tool[Any]) -> str | None:
+    """Why `tool` cannot be registered: it declares no facts (None: it does). A file tool
+    that does not say which files it touches can be registered; each of its calls asks
+    (`undeclared_files`)."""
+    if isinstance(getattr(tool, "facts", None), ToolFacts):
+        return None
+    name = getattr(tool, "name", type(tool).__name__)
+    return f"the tool {name!r} does not declare its facts (Tool.facts)"

@@ -52,6 +52,7 @@ from .base import (
     Tool,
     ToolContext,
     ToolError,
+    ToolFacts,
     ToolResult,
 )
 from .exec_args import DEFAULT_TIMEOUT_MS, ExecArgs, wait_s
@@ -104,7 +105,7 @@ class ExecTool(Tool[ExecArgs]):
         "yieldMs; then use readOutput, writeStdin and killProcess."
     )
     kind = "execute"
-    requires_approval = True
+    facts = ToolFacts(changes="programs")
     args_model = ExecArgs
     live_output = True
     file_effects = "any"

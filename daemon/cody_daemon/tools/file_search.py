@@ -32,7 +32,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from .base import Tool, ToolContext, ToolError, ToolResult, location
+from .base import PathRead, Tool, ToolContext, ToolError, ToolFacts, ToolResult, location
 from .ripgrep import rg_error, running_rg
 
 __all__ = ["FileSearchArgs", "FileSearchTool", "rank", "score", "search_paths"]
@@ -92,11 +92,15 @@ class FileSearchTool(Tool[FileSearchArgs]):
         "whose name you partly know; use grepFiles to search file contents."
     )
     kind = "search"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing", files="read")
     args_model = FileSearchArgs
 
     def title(self, args: FileSearchArgs) -> str:
         return f"Find files matching {args.query}"
+
+    def path_reads(self, args: FileSearchArgs, ctx: ToolContext) -> tuple[PathRead, ...]:
+        """The working directory, whose file names (not contents) it reads."""
+        return (PathRead(ctx.cwd),)
 
     async def run(self, args: FileSearchArgs, ctx: ToolContext) -> ToolResult:
         terms = args.query.split()

@@ -33,7 +33,7 @@ from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
+from .base import PathRead, Tool, ToolContext, ToolError, ToolFacts, ToolResult, location
 from .ripgrep import read_line, rg_error, running_rg
 
 __all__ = ["GrepFilesArgs", "GrepFilesTool"]
@@ -90,7 +90,7 @@ class GrepFilesTool(Tool[GrepFilesArgs]):
         "very large files. Use `include` to limit the search to files matching a glob."
     )
     kind = "search"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing", files="read")
     args_model = GrepFilesArgs
 
     def title(self, args: GrepFilesArgs) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from cody_protocol.content import ContentToolCallContent, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Tool, ToolContext, ToolResult
+from .base import Tool, ToolContext, ToolFacts, ToolResult
 from .processes.report import find_process, raw_state, read_new, state_line
 from .processes.table import STOP_GRACE_S
 
@@ -37,7 +37,7 @@ class KillProcessTool(Tool[KillProcessArgs]):
         "need them."
     )
     kind = "execute"
-    requires_approval = False
+    facts = ToolFacts(changes="processes")
     args_model = KillProcessArgs
 
     def title(self, args: KillProcessArgs) -> str:

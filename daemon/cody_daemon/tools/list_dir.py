@@ -26,7 +26,7 @@ from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
+from .base import PathRead, Tool, ToolContext, ToolError, ToolFacts, ToolResult, location
 
 __all__ = ["ListDirArgs", "ListDirTool"]
 
@@ -87,7 +87,7 @@ class ListDirTool(Tool[ListDirArgs]):
         f"true; shows at most {MAX_ENTRIES} entries."
     )
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing", files="read")
     args_model = ListDirArgs
 
     def title(self, args: ListDirArgs) -> str:

@@ -24,7 +24,7 @@ from cody_protocol.updates import ToolCallLocation
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.sandbox import resolve_path
-from .base import PathRead, Tool, ToolContext, ToolError, ToolResult, location
+from .base import PathRead, Tool, ToolContext, ToolError, ToolFacts, ToolResult, location
 from .editor_files import ClientFileError, EditorFiles, editor_reads
 
 __all__ = ["ReadFileArgs", "ReadFileTool"]
@@ -67,7 +67,7 @@ class ReadFileTool(Tool[ReadFileArgs]):
         f"files. Lines longer than {MAX_LINE_CHARS} characters are cut. Binary files are refused."
     )
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing", files="read")
     args_model = ReadFileArgs
 
     def title(self, args: ReadFileArgs) -> str:

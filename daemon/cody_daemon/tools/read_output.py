@@ -15,7 +15,7 @@ from typing import Annotated
 from cody_protocol.content import ContentToolCallContent, TextContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from .base import Tool, ToolContext, ToolResult
+from .base import Tool, ToolContext, ToolFacts, ToolResult
 from .processes.report import (
     MAX_WAIT_MS,
     find_process,
@@ -58,7 +58,7 @@ class ReadOutputTool(Tool[ReadOutputArgs]):
         "waitMs to wait for output (a server starting, a test run)."
     )
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="processes")
     args_model = ReadOutputArgs
 
     def title(self, args: ReadOutputArgs) -> str:

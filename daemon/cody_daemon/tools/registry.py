@@ -4,7 +4,9 @@ Invariants: names are unique; `tools()` and `specs()` keep registration order (s
 model sees the same tool list, and prompt caches stay warm, from call to call); filtering
 by an allowlist never adds tools and ignores names that are not registered; a tool that
 cannot work in a session (`Tool.unavailable`: no API key, turned off, no language server
-running yet) is left out of what is offered, and `absent` says why.
+running yet) is left out of what is offered, and `absent` says why; every registered tool
+declares its facts (`Tool.facts`; `register` refuses one that does not, so adding a tool
+takes its module and its registration, and a missing fact fails at once).
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ..config.model import ToolConfig
-from ..core.tooling import ToolSpec
+from ..core.tooling import ToolFacts, ToolSpec
 from .apply_patch import ApplyPatchTool
-from .base import Tool
+from .base import Tool, missing_facts
 from .exec import ExecTool
 from .file_search import FileSearchTool
 from .grep_files import GrepFilesTool
@@ -60,10 +62,25 @@ class ToolRegistry:
         )
 
     def register(self, tool: Tool[Any]) -> None:
-        """Add `tool`; raises ValueError if a tool with the same name is registered."""
+        """Add `tool`; raises ValueError if a tool with the same name is registered, or if
+        the tool does not declare its facts (`missing_facts`)."""
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
+        missing = missing_facts(tool)
+        if missing is not None:
+            raise ValueError(missing)
         self._tools[tool.name] = tool
+
+    def facts(self) -> dict[str, ToolFacts]:
+        """What every tool a session may be offered can do, by name: the registered tools
+        and the MCP session tools (tools/mcp: added per session beside the servers' own
+        `mcp__*` tools, whose facts come from their servers and which no phase lists).
+        Phases (policy/allowlist.py) and the backends' mappings are derived from these."""
+        from .mcp.resources import SESSION_TOOL_CLASSES
+
+        found = {cls.name: cls.facts for cls in SESSION_TOOL_CLASSES}
+        found.update((name, tool.facts) for name, tool in self._tools.items())
+        return found
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)

@@ -27,6 +27,7 @@ from .base import (
     Tool,
     ToolContext,
     ToolError,
+    ToolFacts,
     ToolResult,
     location,
 )
@@ -78,7 +79,7 @@ class SymbolsTool(Tool[SymbolsArgs]):
         "a file, go to a definition, list references. Answers are `path:line:col` lines."
     )
     kind = "search"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing", files="read")
     args_model = SymbolsArgs
 
     def __init__(self, navigator: Navigator) -> None:

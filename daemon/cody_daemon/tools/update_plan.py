@@ -14,7 +14,7 @@ from typing import Annotated
 from cody_protocol.content import ContentToolCallContent, TextContent
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
-from .base import PlanStatus, Tool, ToolContext, ToolError, ToolResult
+from .base import PlanStatus, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 
 __all__ = ["PlanStep", "UpdatePlanArgs", "UpdatePlanTool"]
 
@@ -66,7 +66,7 @@ class UpdatePlanTool(Tool[UpdatePlanArgs]):
         "each time; mark steps completed as you finish them."
     )
     kind = "think"
-    requires_approval = False
+    facts = ToolFacts(changes="plan")
     args_model = UpdatePlanArgs
 
     def title(self, args: UpdatePlanArgs) -> str:

@@ -36,6 +36,7 @@ from .base import (
     Tool,
     ToolContext,
     ToolError,
+    ToolFacts,
     ToolResult,
     check_write_target,
     first_changed_line,
@@ -71,7 +72,7 @@ class WriteFileTool(Tool[WriteFileArgs]):
         "existing files."
     )
     kind = "edit"
-    requires_approval = True
+    facts = ToolFacts(changes="files", files="write")
     file_effects = "declared"
     args_model = WriteFileArgs
 
@@ -89,8 +90,11 @@ class WriteFileTool(Tool[WriteFileArgs]):
         reason = ctx.sandbox.check_write(self._path(args, ctx))
         return ("write", reason) if reason is not None else None
 
+    def path_writes(self, args: WriteFileArgs, ctx: ToolContext) -> tuple[Path, ...]:
+        return (self._path(args, ctx),)
+
     def permission_subject(self, args: WriteFileArgs, ctx: ToolContext) -> RuleSubject:
-        return PathSubject((self._path(args, ctx),))
+        return PathSubject(self.path_writes(args, ctx))
 
     def locations(self, args: WriteFileArgs, cwd: Path) -> list[ToolCallLocation]:
         return [location(resolve_path(os.path.expanduser(args.file_path), cwd))]

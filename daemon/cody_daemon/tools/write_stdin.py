@@ -18,7 +18,7 @@ from cody_protocol.content import ContentToolCallContent, TextContent, ToolCallC
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..policy.approval import Escalation
-from .base import GrantKey, Tool, ToolContext, ToolError, ToolResult
+from .base import GrantKey, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from .processes.process import ManagedProcess
 from .processes.report import (
     MAX_WAIT_MS,
@@ -78,7 +78,7 @@ class WriteStdinTool(Tool[WriteStdinArgs]):
         "then return what it printed since the last read."
     )
     kind = "execute"
-    requires_approval = True
+    facts = ToolFacts(changes="programs")
     args_model = WriteStdinArgs
 
     def title(self, args: WriteStdinArgs) -> str:

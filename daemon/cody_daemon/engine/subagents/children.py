@@ -166,7 +166,10 @@ class Subagents:
             raise ToolError("Cannot start a subagent outside a turn of its parent.")
         spec = self._manager.catalog_of(parent).get(parent.settings.provider)
         plan = child_plan(
-            parent.settings, profile, has_model=lambda model: spec.model_problem(model) is None
+            parent.settings,
+            profile,
+            has_model=lambda model: spec.model_problem(model) is None,
+            tool_facts=self._manager.deps.tools.facts(),
         )
         plan.meta.ephemeral = parent.ephemeral
         if (args.isolation or profile.isolation) == "worktree":

@@ -3,8 +3,8 @@
 Invariants (docs/subagents.md "Permissions"):
 - a child's approval policy and sandbox mode are its profile's only when no looser than its
   parent's (`POLICY_LOOSENESS`, `SANDBOX_LOOSENESS`), else the parent's;
-- its tools are the parent's allowed tools, narrowed by the profile's `tools` (a profile
-  cannot add a tool the parent may not use);
+- its tools are the parent's allowed tools, narrowed by the profile's `tools` and `phase`
+  (a profile cannot add a tool the parent may not use);
 - its model is the profile's when the parent's provider has it, else the parent's; its
   provider is always the parent's (a profile never sends the conversation elsewhere);
 - at most the parent's `max_tool_iterations` model calls per turn.
@@ -12,14 +12,15 @@ Invariants (docs/subagents.md "Permissions"):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from cody_protocol.session import CodySessionMeta
 from cody_protocol.settings import ApprovalPolicy, SandboxMode
 
-from ...policy.allowlist import allowed_tools
+from ...core.tooling import ToolFacts
+from ...policy.allowlist import allowed_tools, phase_tools
 from ..settings import SessionSettings
 from .profiles import AgentProfile
 
@@ -52,7 +53,9 @@ def child_plan(
     profile: AgentProfile,
     *,
     has_model: Callable[[str], bool],
+    tool_facts: Mapping[str, ToolFacts],
 ) -> ChildPlan:
+    """`tool_facts`: what Cody's tools can do (`ToolRegistry.facts()`), for the phases."""
     notes: list[str] = []
     policy: ApprovalPolicy = parent.approval_policy
     if profile.approval_policy is not None:
@@ -80,9 +83,13 @@ def child_plan(
                 f"model {profile.model!r} is not a model of {parent.provider}: "
                 f"{parent.model} runs it"
             )
-    allowed = allowed_tools(parent.allowed_tools, parent.phase)
-    if profile.tools is not None:
-        allowed = profile.tools if allowed is None else allowed & profile.tools
+    allowed = allowed_tools(parent.allowed_tools, parent.phase, tool_facts)
+    narrowed = [profile.tools]
+    if profile.phase is not None:
+        narrowed.append(phase_tools(profile.phase, tool_facts))
+    for tools in narrowed:
+        if tools is not None:
+            allowed = tools if allowed is None else allowed & tools
     iterations = parent.max_tool_iterations
     if profile.max_turns is not None:
         iterations = min(iterations, profile.max_turns)

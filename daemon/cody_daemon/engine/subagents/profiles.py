@@ -33,7 +33,6 @@ from typing import Final, Literal, TypeVar, get_args
 from cody_protocol.settings import ApprovalPolicy, SandboxMode
 
 from ...core.safe_read import read_regular_text
-from ...policy.allowlist import PHASE_TOOLS
 from ..project_docs import project_root
 from ..prompt_files import prompt
 from .profile_files import Fields, cody_tool_names, markdown_profile, toml_profile
@@ -71,6 +70,9 @@ class AgentProfile:
     """None: the parent's model."""
     tools: frozenset[str] | None = None
     """Cody tool names the child may use (within the parent's); None: the parent's."""
+    phase: str | None = None
+    """The child may use only this phase's tools (policy/allowlist.py: derived from the
+    tools' facts), within the parent's and `tools`; None: no phase narrows them."""
     approval_policy: ApprovalPolicy | None = None
     sandbox_mode: SandboxMode | None = None
     isolation: Literal["worktree"] | None = None
@@ -120,7 +122,7 @@ def builtin_profiles() -> dict[str, AgentProfile]:
             name="explore",
             description=prompt("agents/explore_description"),
             instructions=prompt("agents/explore"),
-            tools=PHASE_TOOLS["research"],
+            phase="research",
             sandbox_mode="read-only",
         ),
     }

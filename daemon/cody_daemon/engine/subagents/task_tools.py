@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...config.model import ToolConfig
-from ...tools.base import OWN_DEADLINE_MARGIN_S, Tool, ToolContext, ToolResult
+from ...tools.base import OWN_DEADLINE_MARGIN_S, Tool, ToolContext, ToolFacts, ToolResult
 from ..prompt_files import prompt, render
 from .profiles import AgentProfile
 
@@ -83,7 +83,7 @@ class TaskResultArgs(BaseModel):
 class TaskTool(Tool[TaskArgs]):
     name = TASK_TOOL
     kind = "other"
-    requires_approval = False
+    facts = ToolFacts(changes="agents")
     args_model = TaskArgs
 
     def __init__(self, subagents: Subagents, profiles: Mapping[str, AgentProfile]) -> None:
@@ -120,7 +120,7 @@ class TaskTool(Tool[TaskArgs]):
 class TaskResultTool(Tool[TaskResultArgs]):
     name = TASK_RESULT_TOOL
     kind = "other"
-    requires_approval = False
+    facts = ToolFacts(changes="agents")
     args_model = TaskResultArgs
 
     def __init__(self, subagents: Subagents) -> None:

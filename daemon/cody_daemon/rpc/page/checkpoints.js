@@ -226,6 +226,7 @@ export class CheckpointsPanel {
       );
     }
     if (restore !== "files") lines.push(el("div", { text: "The conversation continues from before that prompt." }));
+    for (const stopped of result.stoppedProcesses ?? []) lines.push(el("div", { "data-kind": "stopped", line: `Stopped process ${stopped.processId} (${stopped.command}): a turn this rewind undid started it.` }));
     for (const failure of result.failed ?? []) lines.push(el("div", { class: "error", line: `Not restored: ${failure.path} (${failure.reason})` }));
     const conflicts = result.conflicts ?? [];
     if (conflicts.length) {

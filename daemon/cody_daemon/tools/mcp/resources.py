@@ -34,11 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.history import ImagePart
 from ...core.image_rules import image_type
-from ..base import Tool, ToolContext, ToolError, ToolResult
+from ..base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from .results import b64_size, cap_text
 
 __all__ = [
     "MAX_PAGES",
+    "SESSION_TOOL_CLASSES",
     "ListMcpResourceTemplatesTool",
     "ListMcpResourcesTool",
     "McpResources",
@@ -88,7 +89,7 @@ class ListMcpResourcesArgs(BaseModel):
 class ListMcpResourcesTool(Tool[ListMcpResourcesArgs]):
     name = "listMcpResources"
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing")
     args_model = ListMcpResourcesArgs
 
     def __init__(self, resources: McpResources) -> None:
@@ -121,7 +122,7 @@ class ListMcpResourceTemplatesArgs(BaseModel):
 class ListMcpResourceTemplatesTool(Tool[ListMcpResourceTemplatesArgs]):
     name = "listMcpResourceTemplates"
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing")
     args_model = ListMcpResourceTemplatesArgs
 
     def __init__(self, resources: McpResources) -> None:
@@ -153,7 +154,7 @@ class ReadMcpResourceArgs(BaseModel):
 class ReadMcpResourceTool(Tool[ReadMcpResourceArgs]):
     name = "readMcpResource"
     kind = "read"
-    requires_approval = False
+    facts = ToolFacts(changes="nothing")
     args_model = ReadMcpResourceArgs
 
     def __init__(self, resources: McpResources) -> None:
@@ -260,3 +261,12 @@ def _optional(entry: dict[str, Any], item: Any, names: tuple[str, ...]) -> dict[
         if value is not None:
             entry["mimeType" if name == "mime_type" else name] = value
     return entry
+
+
+SESSION_TOOL_CLASSES: tuple[type[Tool[Any]], ...] = (
+    ListMcpResourcesTool,
+    ListMcpResourceTemplatesTool,
+    ReadMcpResourceTool,
+)
+"""The tools a session's MCP manager adds besides the servers' own (their names are
+`tools/mcp.SESSION_TOOLS`; their facts join the registry's: `ToolRegistry.facts`)."""

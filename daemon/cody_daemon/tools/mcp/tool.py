@@ -37,6 +37,7 @@ from ..base import (
     Tool,
     ToolArgumentError,
     ToolContext,
+    ToolFacts,
     ToolResult,
 )
 from .results import MAX_OUTPUT_CHARS, render_result
@@ -125,6 +126,9 @@ class McpTool(Tool[McpToolArgs]):
 
     kind = "other"
     args_model = McpToolArgs
+    requires_approval: bool = True
+    """The server's `requires_approval`, else its annotations (`approval_of`): the server's
+    configuration may override what the facts would say."""
 
     def __init__(
         self,
@@ -158,6 +162,9 @@ class McpTool(Tool[McpToolArgs]):
         self.read_only = read_only
         """The server annotates the tool read-only and its annotations are trusted
         (`approval_of`): it runs unasked, as a call the sandbox contains."""
+        self.facts = ToolFacts(changes="nothing" if read_only else "elsewhere")
+        """From the server's annotations, when trusted (`approval_of`); otherwise it may
+        change anything on the server's side."""
 
     def spec(self) -> ToolSpec:
         return ToolSpec(

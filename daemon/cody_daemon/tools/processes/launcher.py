@@ -175,6 +175,7 @@ class _Reaper:
         self.command = 0
         self.result: tuple[int, int | None] | None = None
         self.me = os.getpid()
+        self.termed_bubblewrap = False
 
     def _group(self, signum: int) -> None:
         """Signal the command's process group, only while the command is not reaped (its pid,
@@ -188,11 +189,24 @@ class _Reaper:
     def term(self) -> None:
         """SIGTERM to the command's process group and every process below the reaper except
         bubblewrap itself (it would SIGKILL its sandbox at once; its command gets the
-        signal instead)."""
-        self._group(signal.SIGTERM)
-        for pid in _descendants(self.me):
-            if _comm(pid) != "bwrap":
-                _kill(pid, signal.SIGTERM)
+        signal instead, and its grace time). A sandboxed command *is* bubblewrap, the leader
+        of its own process group: that group is left out then, or the SIGTERM would reach
+        bubblewrap through it; unless nothing runs inside yet (bubblewrap is still starting
+        it), when stopping bubblewrap loses nothing."""
+        inside = [pid for pid in _descendants(self.me) if _comm(pid) != "bwrap"]
+        self.termed_bubblewrap = bool(inside) and _comm(self.command) == "bwrap"
+        if not self.termed_bubblewrap:
+            self._group(signal.SIGTERM)
+        for pid in inside:
+            _kill(pid, signal.SIGTERM)
+
+    def _outcome(self, status: int) -> tuple[int, int | None]:
+        """The command's status; bubblewrap exits with 128 + N when what it ran was killed by
+        signal N: after `term` signalled what runs inside, that is the signal it died of."""
+        code, signum = _status(status)
+        if signum is None and self.termed_bubblewrap and 128 < code < 128 + signal.NSIG:
+            return code, code - 128
+        return code, signum
 
     def kill_everything(self) -> None:
         """SIGKILL every descendant until none is left (the killed ones' children are
@@ -208,7 +222,7 @@ class _Reaper:
             except InterruptedError:
                 continue
             if pid == self.command and self.result is None:
-                self.result = _status(status)
+                self.result = self._outcome(status)
 
     def reap(self) -> bool:
         """Reap what has exited; True once the command has."""
@@ -220,7 +234,7 @@ class _Reaper:
             if pid == 0:
                 return self.result is not None
             if pid == self.command:
-                self.result = _status(status)
+                self.result = self._outcome(status)
 
     def run(self, wakeup: int) -> None:
         """Until the command exits, or `kill`, or `grace_s` after `term` (or a stop signal,

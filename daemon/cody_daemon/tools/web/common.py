@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ... import __version__
 from ...config.model import ToolConfig
 from ...policy.approval import Escalation
-from ..base import OWN_DEADLINE_MARGIN_S, A, Tool, ToolContext, ToolError
+from ..base import OWN_DEADLINE_MARGIN_S, A, Tool, ToolContext, ToolError, ToolFacts
 
 if TYPE_CHECKING:
     import httpx
@@ -238,7 +238,10 @@ class ClientHolder:
 
 class WebTool(Tool[A]):
     """A tool that goes over the network: one `ClientHolder` (a client passed in is used and
-    never closed), closed by `aclose()`, and the engine's time limit from `timeout_s`."""
+    never closed), closed by `aclose()`, and the engine's time limit from `timeout_s`. It
+    changes nothing but reaches the network (so it asks by default)."""
+
+    facts = ToolFacts(changes="nothing", network=True)
 
     def __init__(self, *, client: httpx.AsyncClient | None = None) -> None:
         self._http = ClientHolder(client)

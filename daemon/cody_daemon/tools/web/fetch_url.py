@@ -158,7 +158,6 @@ class FetchUrlTool(WebTool[FetchUrlArgs]):
         "reports the final URL. Large pages are cut; binary files (PDF, images) are refused."
     )
     kind = "fetch"
-    requires_approval = True
     args_model = FetchUrlArgs
 
     def __init__(

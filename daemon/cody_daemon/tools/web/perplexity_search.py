@@ -65,7 +65,6 @@ class PerplexitySearchTool(WebTool[PerplexitySearchArgs]):
         "Slower than webSearch; use it for questions that need several sources combined."
     )
     kind = "fetch"
-    requires_approval = True
     args_model = PerplexitySearchArgs
 
     def unavailable(

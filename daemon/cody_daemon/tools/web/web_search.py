@@ -89,7 +89,6 @@ class WebSearchTool(WebTool[WebSearchArgs]):
         "fetchUrl to read a result in full."
     )
     kind = "fetch"
-    requires_approval = True
     args_model = WebSearchArgs
 
     def unavailable(

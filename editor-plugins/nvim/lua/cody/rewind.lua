@@ -105,6 +105,9 @@ local function rewind(conn, session_id, checkpoint, restore, force)
     if restore ~= "files" then
       table.insert(parts, "the conversation continues from there")
     end
+    for _, stopped in ipairs(result.stoppedProcesses or {}) do
+      table.insert(parts, ("stopped process %d (%s), which an undone turn started"):format(stopped.processId, stopped.command))
+    end
     chat.note(inert.line(table.concat(parts, "; ")))
     for _, failure in ipairs(result.failed or {}) do
       notify(("not restored: %s (%s)"):format(failure.path, failure.reason), vim.log.levels.WARN)

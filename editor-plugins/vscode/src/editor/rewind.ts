@@ -87,6 +87,11 @@ export async function rewindCommand(chat: ChatController, undo: boolean): Promis
   }
   const result = await chat.rewind(target, restore);
   if (!result) return;
+  for (const stopped of result.stoppedProcesses ?? []) {
+    void vscode.window.showInformationMessage(
+      `Cody: stopped process ${String(stopped.processId)} (${oneLine(stopped.command)}): a turn this rewind undid started it.`,
+    );
+  }
   if (result.conflicts.length > 0) {
     const overwrite = await vscode.window.showWarningMessage(
       `${String(result.conflicts.length)} file(s) changed since the checkpoint by someone else were left as they are.`,

@@ -1006,6 +1006,13 @@ export interface RewindResult {
   failed?: RewindFailure[];
   redoCheckpointId: string;
   restored: string[];
+  stoppedProcesses?: RewindStoppedProcess[];
+}
+
+/** A process an undone turn started, stopped by a rewind of its files. */
+export interface RewindStoppedProcess {
+  command: string;
+  processId: number;
 }
 
 /** The `error` member of a JSON-RPC error response. */
