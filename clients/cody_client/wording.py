@@ -83,9 +83,10 @@ def lookup_message(error: _Lookup) -> str:
 
 def session_label(info: SessionInfo, id_width: int = 8) -> str:
     """A listed session's title, on one line; a fork says whose fork it is (it starts with
-    its parent's title)."""
+    its parent's title), a subagent's session whose `task` call started it."""
     title = one_line(info.title or "")
-    parent = info.forked_from
-    if parent is None:
-        return title
-    return f"{title}  (fork of {one_line(parent[:id_width])})".lstrip()
+    if info.forked_from is not None:
+        return f"{title}  (fork of {one_line(info.forked_from[:id_width])})".lstrip()
+    if info.parent_session_id is not None:
+        return f"{title}  (subagent of {one_line(info.parent_session_id[:id_width])})".lstrip()
+    return title

@@ -385,3 +385,36 @@ async def test_deleting_a_session_prunes_the_snapshots_only_it_kept(
     [checkpoint] = await checkpoints(daemon, second)
     result = await rewind(daemon, second, checkpoint["checkpointId"], "files")
     assert result["restored"] == ["b.txt"], "the other session's checkpoints still work"
+
+
+async def test_a_session_whose_only_turn_was_undone_is_kept_when_it_closes(
+    daemon: Daemon, model: MockResponsesServer
+) -> None:
+    """`/undo` of a chat's only turn, then quitting, deleted the session's file: its
+    conversation was empty again, so closing it took it for a session never prompted. Its
+    checkpoints (the redo of the undo among them) and its children went with it."""
+    ws = daemon.env.workspace
+    model.enqueue(tool_call("writeFile", {"filePath": "A.txt", "content": "a\n"}, call_id="w"))
+    model.enqueue(text("wrote it"))
+    sid = await daemon.new_session()
+    await daemon.prompt(sid, "write A")
+    undone = await rewind(
+        daemon, sid, turn_checkpoint(await checkpoints(daemon, sid), 1)["checkpointId"], "both"
+    )
+    assert not (ws / "A.txt").exists()
+
+    await daemon.request("session/close", {"sessionId": sid})
+
+    listed = await daemon.request("session/list", {})
+    assert sid in [s["sessionId"] for s in listed["sessions"]], "the session is still saved"
+    await daemon.request("session/resume", {"sessionId": sid, "cwd": str(ws)})
+    redo = await rewind(daemon, sid, undone["redoCheckpointId"], "both")
+    assert redo["conflicts"] == []
+    assert (ws / "A.txt").read_text() == "a\n", "the undo can still be undone"
+    # Undone again, and deleted while live: the file goes (the close kept it).
+    first = turn_checkpoint(await checkpoints(daemon, sid), 1)["checkpointId"]
+    await rewind(daemon, sid, first, "both")
+    await daemon.request("session/delete", {"sessionId": sid})
+    assert sid not in [
+        s["sessionId"] for s in (await daemon.request("session/list", {}))["sessions"]
+    ]

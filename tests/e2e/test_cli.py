@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.checkpoints import require_bwrap
 from tests.support.daemon import CodyEnv
 from tests.support.mock_responses import MockResponsesServer, text, tool_call
 
@@ -63,8 +64,21 @@ async def test_demo_without_a_terminal_shows_the_whole_flow(cody_env: CodyEnv) -
 async def test_demo_without_bubblewrap_says_commands_run_unsandboxed(cody_env: CodyEnv) -> None:
     code, out, err = await run_client(cody_env, "demo", extra_env={"CODY_BWRAP": "none"})
     assert code == 0, err
+    assert "no bubblewrap: commands ask before running unsandboxed" in out.splitlines()[1]
     assert "WITHOUT a sandbox" in out
     assert "Hello from the Cody demo!" in out
+
+
+async def test_the_demos_banner_names_the_sandbox_the_daemon_uses(cody_env: CodyEnv) -> None:
+    """The banner said "no bubblewrap" whenever `bwrap` was not on PATH, although the daemon
+    sandboxed every command with the bwrap of the locked wheel (the README's first command on
+    a fresh machine printed both "no bubblewrap" and "allowed by sandbox")."""
+    require_bwrap(cody_env)
+    code, out, err = await run_client(cody_env, "demo")
+    assert code == 0, err
+    banner = out.splitlines()[1]
+    assert "bubblewrap sandbox" in banner and "no bubblewrap" not in banner, banner
+    assert "allowed by sandbox: the sandbox contains it" in out
 
 
 @pytest.mark.skipif(

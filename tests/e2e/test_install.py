@@ -92,6 +92,18 @@ def readme_first_command() -> str:
     return found.group(1)
 
 
+QUICK_TESTS = "-q -p no:cacheprovider tests/unit/test_subagent_profiles.py"
+"""What the README's test command runs here (PYTEST_ADDOPTS): a few quick tests."""
+
+
+def readme_test_command() -> str:
+    """The first command of the README's "Run the tests" block, exactly as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"Run the tests.*?```sh\n(.+?)\n", readme, re.S)
+    assert found, "README.md has no ```sh block after 'Run the tests'"
+    return found.group(1).strip()
+
+
 def system_python() -> str:
     python = shutil.which("python3", path=os.pathsep.join(SYSTEM_DIRS))
     if python is None:
@@ -151,6 +163,17 @@ def test_install_from_a_fresh_clone_then_use_it_anywhere_then_uninstall(tmp_path
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert new_shell.returncode == 0, new_shell.stdout + new_shell.stderr
+
+    # The README's second command (its test command), as written, in that new shell, from
+    # the clone: uv (the one install.py brought) makes the dev environment and runs pytest.
+    # Which tests run is the environment's choice (the whole suite is not run twice).
+    tests = subprocess.run(
+        ["bash", "-i", "-c", readme_test_command()],
+        cwd=clone, env={**env, "PATH": system_path, "PYTEST_ADDOPTS": QUICK_TESTS},
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400, check=False,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
+    assert re.search(r"\b\d+ passed\b", tests.stdout), tests.stdout[-3000:]
 
     project = tmp_path / "my-project"
     project.mkdir()

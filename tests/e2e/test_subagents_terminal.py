@@ -107,3 +107,62 @@ async def test_worktree_option_says_where_the_session_works_and_what_became_of_i
         assert "cody/demo" not in branches.stdout
     finally:
         tmux.close()
+
+
+async def test_undo_ps_and_agents_next_to_each_other_and_agents_after_a_resume(
+    cody_env: CodyEnv, model: MockResponsesServer
+) -> None:
+    """`/undo` in the parent undoes what its child changed (the parent's checkpoint covers
+    its `task` call); `/ps` lists the parent's own processes; a resumed parent's `/agents`
+    finds its saved child through `session/list`'s `_meta.cody.parentSessionId`."""
+    cody_env.use_mock_provider(model.base_url, extra='approval_policy = "never"\n')
+    made = cody_env.workspace / "made.txt"
+    model.enqueue(
+        tool_call(
+            "task",
+            {"description": "make a file", "prompt": "Write made.txt. CHILD"},
+            call_id="p1",
+        )
+    )
+    model.enqueue(
+        tool_call("writeFile", {"filePath": "made.txt", "content": "child\n"}, call_id="c1")
+    )
+    model.enqueue(text("I wrote made.txt."))
+    model.enqueue(text("My subagent wrote it."))
+    tmux = Tmux(cody_env)
+    try:
+        screen = await tmux.wait_for("Ctrl-C interrupts a turn")
+        parent = screen.split("session ", 1)[1].split()[0]
+        tmux.keys("ask a subagent", "Enter")
+        screen = await tmux.wait_for("stop: end_turn")
+        child = line_of_text(screen, "↳ general working · session").split("session ")[-1].strip()
+        assert made.read_text() == "child\n"
+
+        tmux.keys("/ps", "Enter")
+        await tmux.wait_for("No processes in this session.")
+        tmux.keys("/undo", "Enter")
+        await tmux.wait_for("Restored 1 file(s): made.txt")
+        assert not made.exists(), "undoing the parent's turn undid its child's edit"
+        tmux.keys("C-d")
+        await tmux.wait_for("EXITED=0")
+    finally:
+        tmux.close()
+
+    resumed = Tmux(cody_env, "--resume", parent)
+    try:
+        await resumed.wait_for("Ctrl-C interrupts a turn")
+        await resumed.prompt_ready("mock/mock-model")
+        resumed.keys("/agents", "Enter")
+        screen = await resumed.wait_for("/agents N opens one")
+        assert f"1. subagent   {child}" in screen, screen
+        resumed.keys("/agents 1", "Enter")
+        await resumed.wait_for(f"In subagent session {child}")
+        resumed.keys("C-d")
+        await resumed.wait_for("EXITED=0")
+    finally:
+        resumed.close()
+
+
+def line_of_text(screen: str, needle: str) -> str:
+    lines = screen.splitlines()
+    return lines[line_of(lines, needle)]

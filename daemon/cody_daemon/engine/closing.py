@@ -78,7 +78,7 @@ class SessionCloser:
             if live.busy:
                 raise SessionBusy(f"Session {session_id} is running a turn; cancel it first.")
             await self.close(live)
-            if not live.history or live.ephemeral:
+            if not _kept_on_close(live):
                 return  # never prompted, or ephemeral: closing it removed its file
         self._deps.store.delete(session_id)
         self._checkpoints.forget(session_id)
@@ -121,10 +121,18 @@ class SessionCloser:
         deps.scans.shutdown()
 
 
+def _kept_on_close(session: Session) -> bool:
+    """Whether closing the session keeps its file: it was prompted (it has a history, or a
+    turn's checkpoint when a rewind emptied its history) and is not ephemeral."""
+    prompted = bool(session.history) or bool(session.checkpoints.entries)
+    return prompted and not session.ephemeral
+
+
 def _close_file(session: Session) -> None:
-    """Close the session's file; a session never prompted (no history) leaves none behind
-    (an empty chat is not saved), nor does an ephemeral one."""
-    if session.history and not session.ephemeral:
+    """Close the session's file; a session never prompted leaves none behind (an empty chat is
+    not saved), nor does an ephemeral one. A session whose history a rewind emptied was
+    prompted: its turns' checkpoints (and the rewind's redo) are in its file, which stays."""
+    if _kept_on_close(session):
         session.file.close()
     else:
         session.file.discard()

@@ -16,6 +16,9 @@ Invariants:
   does the same for the background ones;
 - a child stays live until its parent closes (clients can watch or prompt it); closing the
   parent closes its children first;
+- a task's processes end with it: whatever the child's commands left running when its turn
+  for the `task` call ends (however it ended) is stopped then, and the call's result names
+  it, since no one could see or stop it later (the parent's `/ps` lists the parent's own);
 - what a child's turns use (tokens, cost) is added to its parent's totals and to
   `Session.children`, and recorded in the parent's file (`subagent_usage`), whatever way
   the turn ended.
@@ -43,7 +46,15 @@ from ..toolcalls import error_result, text_content
 from .child_link import ChildLink
 from .limits import child_plan
 from .lineage import Lineage
-from .outcome import Child, add_child_usage, answer, final_text, notes_text, raw_output
+from .outcome import (
+    Child,
+    add_child_usage,
+    answer,
+    final_text,
+    notes_text,
+    raw_output,
+    stopped_text,
+)
 from .profiles import ProfileDirs, ProfileSet, builtin_profiles, load_profiles
 from .task_tools import TASK_TOOL, TaskArgs, TaskResultTool, TaskTool
 
@@ -238,15 +249,18 @@ class Subagents:
         finally:
             child.done = True
             add_child_usage(parent, child, before)
+            stopped = await _stop_left_running(session)
         text = final_text(session, start)
         if failure is not None:
             result = error_result(
-                f"The subagent failed: {failure}." + (f"\nIts last words:\n{text}" if text else ""),
+                f"The subagent failed: {failure}."
+                + (f"\nIts last words:\n{text}" if text else "")
+                + stopped_text(stopped),
                 raw_output(child, stop="error"),
             )
         else:
             assert outcome is not None
-            result = answer(child, outcome.stop_reason, text)
+            result = answer(child, outcome.stop_reason, text, stopped)
         child.result = result
         return result
 
@@ -333,3 +347,15 @@ class Subagents:
             parent_id,
             ToolCallProgress(call_id=child.call_id, content=text_content(f"▸ {activity}")),
         )
+
+
+async def _stop_left_running(session: Session) -> list[str]:
+    """Stop what the child's commands left running; the commands stopped (their titles)."""
+    table = session.processes
+    if table is None:
+        return []
+    running = [p for p in table.listed() if p.running]
+    for process in running:
+        with contextlib.suppress(Exception):  # it ended meanwhile: nothing left to stop
+            await table.stop(process.id, by="the end of its subagent's task")
+    return [p.facts.title for p in running]

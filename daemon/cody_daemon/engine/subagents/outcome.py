@@ -22,7 +22,15 @@ from ..session import Session
 from ..toolcalls import error_result, text_content
 from ..usage import add_usage
 
-__all__ = ["Child", "add_child_usage", "answer", "final_text", "notes_text", "raw_output"]
+__all__ = [
+    "Child",
+    "add_child_usage",
+    "answer",
+    "final_text",
+    "notes_text",
+    "raw_output",
+    "stopped_text",
+]
 
 
 @dataclass(eq=False, slots=True)
@@ -40,14 +48,15 @@ class Child:
     done: bool = False
 
 
-def answer(child: Child, stop: str, text: str) -> ToolResult:
+def answer(child: Child, stop: str, text: str, stopped: list[str]) -> ToolResult:
     """The `task` call's result once the child's turn ended with `stop`, having written
-    `text` last."""
+    `text` last; `stopped`: the processes it left running, stopped then."""
     raw = raw_output(child, stop=stop)
     if stop == "cancelled":
         return error_result(
             "The subagent's turn was cancelled before it finished."
-            + (f"\nWhat it had written:\n{text}" if text else ""),
+            + (f"\nWhat it had written:\n{text}" if text else "")
+            + stopped_text(stopped),
             raw,
         )
     head = f"Subagent `{child.agent}` (session {child.session.id}) answered:"
@@ -65,7 +74,7 @@ def answer(child: Child, stop: str, text: str) -> ToolResult:
             f"{worktree.branch}: its changes are there, not in your checkout."
         )
     return ToolResult(
-        output=f"{head}\n\n{said}{where}{notes_text(child.notes)}",
+        output=f"{head}\n\n{said}{where}{notes_text(child.notes)}{stopped_text(stopped)}",
         raw_output=raw,
         content=text_content(said),
     )
@@ -102,6 +111,15 @@ def notes_text(notes: list[str]) -> str:
     if not notes:
         return ""
     return "\n\n(Its profile asked for more than you have: " + "; ".join(notes) + ".)"
+
+
+def stopped_text(titles: list[str]) -> str:
+    """What the `task` call's result says of the processes stopped when the child's turn ended."""
+    if not titles:
+        return ""
+    listed = ", ".join(f"`{title}`" for title in titles)
+    which = "the process" if len(titles) == 1 else f"the {len(titles)} processes"
+    return f"\n\n(Cody stopped {which} it left running when its turn ended: {listed}.)"
 
 
 def add_child_usage(parent: Session, child: Child, before: tuple[TokenUsage, float]) -> None:
