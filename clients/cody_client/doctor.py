@@ -148,6 +148,9 @@ async def run_doctor(
             "absentTools": [tool.model_dump(mode="json", by_alias=True) for tool in here.absent],
             "commands": [c.model_dump(mode="json", by_alias=True) for c in here.commands],
             "skills": [s.model_dump(mode="json", by_alias=True) for s in here.skills],
+            "disabledSkills": [
+                s.model_dump(mode="json", by_alias=True) for s in here.disabled_skills
+            ],
             "hooks": [h.model_dump(mode="json", by_alias=True) for h in here.hooks],
             "mcpServers": [m.model_dump(mode="json", by_alias=True) for m in here.mcp],
             "mcpPrompts": here.mcp_prompts,
@@ -175,6 +178,8 @@ class SessionHere:
     mcp: list[McpServerStatus] = field(default_factory=list)
     commands: list[CustomCommandInfo] = field(default_factory=list)
     skills: list[SkillInfo] = field(default_factory=list)
+    disabled_skills: list[SkillInfo] = field(default_factory=list)
+    """Skills the configuration switched off (`[[skills.config]]`)."""
     hooks: list[HookInfo] = field(default_factory=list)
     mcp_prompts: list[str] = field(default_factory=list)
     """The MCP servers' prompts advertised as commands (`mcp:<server>:<prompt>`)."""
@@ -209,6 +214,7 @@ async def session_here(client: CodyClient, cwd: str) -> SessionHere:
         mcp=list(tools.mcp_servers),
         commands=list(meta.commands),
         skills=list(meta.skills),
+        disabled_skills=list(meta.disabled_skills),
         hooks=list(meta.hooks),
         mcp_prompts=prompts,
         warnings=list(meta.warnings),
@@ -224,7 +230,9 @@ def session_lines(here: SessionHere, cwd: str, shown_warnings: Sequence[str] = (
         return [f"Session here  cannot start: {printable(here.problem)}"]
     line = project_docs_line(here.docs, cwd)
     lines = [line or "Project instructions: none (no AGENTS.md or CLAUDE.md here)"]
-    lines += extension_lines(here.commands, here.skills, here.hooks, cwd)
+    lines += extension_lines(
+        here.commands, here.skills, here.hooks, cwd, disabled_skills=here.disabled_skills
+    )
     lines += [
         f"  warning: {one_line(warning)}"
         for warning in here.warnings

@@ -87,8 +87,11 @@ def extension_lines(
     skills: Sequence[SkillInfo],
     hooks: Sequence[HookInfo],
     cwd: str,
+    *,
+    disabled_skills: Sequence[SkillInfo] = (),
 ) -> list[str]:
-    """`doctor`'s lines: how many of each were loaded, and from where."""
+    """`doctor`'s lines: how many of each were loaded, and from where (and the skills the
+    configuration switched off, marked so)."""
     lines = [f"Commands      {_count(len(commands), 'custom command')}"]
     lines += [f"  /{short(c.name, 40):<24} {shown_path(c.source, cwd)}" for c in commands[:50]]
     if len(commands) > 50:
@@ -97,6 +100,14 @@ def extension_lines(
     lines += [f"  {short(s.name, 40):<25} {shown_path(s.path, cwd)}" for s in skills[:50]]
     if len(skills) > 50:
         lines.append(f"  ... and {len(skills) - 50} more")
+    if disabled_skills:
+        lines.append(
+            f"  {_count(len(disabled_skills), 'skill')} off by [[skills.config]] in the config:"
+        )
+        lines += [
+            f"  {short(s.name, 40):<25} {shown_path(s.path, cwd)} (disabled)"
+            for s in disabled_skills[:50]
+        ]
     lines.append(f"Hooks         {_count(len(hooks), 'hook')}")
     for hook in hooks:
         matcher = f" [{short(hook.matcher, 30)}]" if hook.matcher else ""

@@ -241,6 +241,9 @@ class CodySessionResultMeta(WireModel):
     """Custom commands runnable as `/<name>` (Cody's built-ins are not listed, nor skills,
     which `skills` lists with `userInvocable`; `available_commands_update` has them all)."""
     skills: list[SkillInfo] = Field(default_factory=list)
+    disabled_skills: list[SkillInfo] = Field(default_factory=list)
+    """Skills found but switched off by the configuration's `[[skills.config]]`: neither
+    listed to the model nor runnable (shown so a user sees why one is missing)."""
     hooks: list[HookInfo] = Field(default_factory=list)
     parent_session_id: str | None = None
     """A child session (a subagent): the session whose `task` call started it."""

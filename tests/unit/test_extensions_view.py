@@ -59,7 +59,9 @@ def test_hostile_names_descriptions_and_commands_stay_one_inert_line() -> None:
     assert_one_inert_line(hook_status_line(report))
     hook = HookInfo(event="Stop", command=HOSTILE, source="/x", scope="user", timeout_sec=60)
     skill = SkillInfo(name=HOSTILE, description="d", path=HOSTILE, scope="user", origin="cody")
-    for line in extension_lines([command(HOSTILE)], [skill], [hook], "/repo"):
+    for line in extension_lines(
+        [command(HOSTILE)], [skill], [hook], "/repo", disabled_skills=[skill]
+    ):
         assert_one_inert_line(line)
 
 

@@ -69,6 +69,7 @@ PROTECTED_KEYS: Final[tuple[str, ...]] = (
     "notify",
     "checkpoints",
     "agents",
+    "skills",
 )
 """Top-level keys an untrusted project file may not set: they run code (`backend` starts an
 external agent CLI, `notify` a program of the daemon's own, outside the sandbox), lift the
@@ -76,7 +77,8 @@ sandbox or the approvals (`permissions` rules, network and writable roots), deci
 prompts and API keys are sent, decide which files reach the model as instructions (a
 repository must not pick files to send, nor silence the user's global instructions), take
 away the user's undo (`checkpoints`), or set how many subagents a turn may start (`agents`: a
-repository must not multiply the user's model calls)."""
+repository must not multiply the user's model calls), or switch the user's skills on or off
+(`skills`: as in Codex, whose skill rules come from the user's and the session's layers)."""
 
 PROTECTED_TOOL_KEYS: Final[tuple[str, ...]] = ("base_url", "env_key", "allow_private")
 """Keys of `[tools.<name>]` an untrusted project may not set (they could send a key elsewhere,
@@ -127,7 +129,6 @@ CODEX_ONLY_KEYS: Final[frozenset[str]] = frozenset(
         "include_apply_patch_tool",
         "zsh_path",
         "approvals_reviewer",
-        "skills",
         "plugins",
         "apps",
         "memories",

@@ -53,6 +53,8 @@ __all__ = [
     "ProjectConfig",
     "ProviderConfig",
     "SandboxWorkspaceWrite",
+    "SkillSelector",
+    "SkillsConfig",
     "ToolConfig",
 ]
 
@@ -377,6 +379,58 @@ class AgentsConfig(_ConfigModel):
         return self.max_concurrent or self.max_threads or 4
 
 
+class SkillSelector(_ConfigModel):
+    """One `[[skills.config]]` entry (Codex's keys): a skill, by `name` or by `path` (its
+    `SKILL.md` or its folder, absolute), switched on or off. Later entries win for the same
+    skill (extensions/skills.py `enabled_skills`)."""
+
+    name: str | None = None
+    path: str | None = None
+    enabled: bool
+
+    @field_validator("name")
+    @classmethod
+    def _some_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise PydanticCustomError("skill_name", "must not be empty")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None:
+            _absolute_paths([value])
+        return value
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> SkillSelector:
+        if (self.name is None) == (self.path is None):
+            raise PydanticCustomError(
+                "skill_selector",
+                "set exactly one of `name` (a skill's name) or `path` (its SKILL.md or folder)",
+            )
+        return self
+
+
+class BundledSkills(_ConfigModel):
+    """`[skills.bundled]`: Codex's switch for the skills it ships. Cody ships none: the key is
+    accepted (a Codex file works unchanged) and has no effect."""
+
+    enabled: bool = True
+
+
+class SkillsConfig(_ConfigModel):
+    """`[skills]` (Codex's table, docs/extensions.md "Skills"): which skills are off, and
+    whether the model gets the list of skills at all. Only the user's config, a trusted
+    project's or a session's may set it (config/loader.py `PROTECTED_KEYS`)."""
+
+    include_instructions: bool = True
+    """`false`: no skills item is sent to the model (skills still run as `/name`, `$name`)."""
+    config: list[SkillSelector] = Field(default_factory=list)
+    """`[[skills.config]]`: a disabled skill is not listed anywhere and cannot be run."""
+    bundled: BundledSkills = Field(default_factory=BundledSkills)
+
+
 class CodyConfig(_ConfigModel):
     """The whole configuration, with its defaults (README "Configuration").
 
@@ -436,6 +490,7 @@ class CodyConfig(_ConfigModel):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     lsp: LspConfig = Field(default_factory=LspConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
 
     @field_validator("model_reasoning_summary", mode="before")
     @classmethod

@@ -303,6 +303,7 @@ class SessionLoader:
             project_doc_max_bytes=config.project_doc_max_bytes,
             project_doc_fallbacks=tuple(config.project_doc_fallback_filenames),
             agents=config.agents,
+            skills=config.skills,
             notify=tuple(config.notify),
             hook_tables=tuple(loaded.hook_tables),
         )

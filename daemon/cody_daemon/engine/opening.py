@@ -185,6 +185,7 @@ class SessionOpener:
             hook_tables=session.settings.hook_tables,
             reserved=BUILTIN_NAMES,
             reserved_prefixes={MCP_PREFIX: "the MCP servers' prompts"},
+            skill_selectors=session.settings.skills.config,
         )
         session.extensions = found
         session.settings.warnings.extend(found.warnings)

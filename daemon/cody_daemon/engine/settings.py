@@ -34,7 +34,7 @@ from cody_protocol.settings import (
 )
 
 from ..config.loader import HookTable
-from ..config.model import AgentsConfig, LspConfig, McpServerConfig, ToolConfig
+from ..config.model import AgentsConfig, LspConfig, McpServerConfig, SkillsConfig, ToolConfig
 from ..errors import InvalidParams, Issue
 from ..policy.rules import RuleSet
 
@@ -147,6 +147,9 @@ class SessionSettings:
     """`project_doc_fallback_filenames` (not persisted)."""
     agents: AgentsConfig = field(default_factory=AgentsConfig)
     """`[agents]`: subagent limits (not persisted)."""
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+    """`[skills]`: skills switched off, whether the model gets their list (not persisted:
+    re-read when the session becomes live)."""
     notify: tuple[str, ...] = ()
     """`notify`: the program run when a turn ends or an approval waits (not persisted;
     engine/notify.py)."""

@@ -152,7 +152,8 @@ class TurnRunner:
             ),
         )
         prepare_processes(session, self.env.sandbox, self.env.tools)
-        refresh_skills(session, session.extensions.skills, self.env.context_window)
+        if settings.skills.include_instructions:  # `[skills] include_instructions = false`
+            refresh_skills(session, session.extensions.skills, self.env.context_window)
         message_id = new_id("msg_")
         if self.env.checkpoint is not None:
             # Before a custom command's !`cmd`s: what they change is undone with the turn.

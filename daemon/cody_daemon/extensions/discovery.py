@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..config.loader import HookTable
+from ..config.model import SkillSelector
 from ..core.project import project_chain, project_root, shared_directory
 from ..core.safe_read import JSON_FILE_LIMIT
 from .commands import CustomCommand, command_places, find_commands
 from .files import Scope, UnreadableFile, read_text
 from .hooks_config import HookSpec, parse_hooks
-from .skills import Skill, find_skills, skill_places
+from .skills import Skill, enabled_skills, find_skills, skill_places
 
 __all__ = ["CODEX_PROMPT_PREFIX", "Extensions", "Locations", "discover"]
 
@@ -66,15 +67,18 @@ class Extensions:
     commands: Mapping[str, CustomCommand] = field(default_factory=dict)
     """Every runnable custom command and user-invocable skill, by name (no built-ins)."""
     skills: tuple[Skill, ...] = ()
+    disabled_skills: tuple[Skill, ...] = ()
+    """Skills `[[skills.config]]` switched off: only listed, so a user sees why."""
     hooks: tuple[HookSpec, ...] = ()
     warnings: tuple[str, ...] = ()
 
     def wire(self) -> dict[str, list[dict[str, Any]]]:
         """`_meta.cody`'s `commands` (the command files: a skill is listed once, in
-        `skills`, with `userInvocable`), `skills` and `hooks`."""
+        `skills`, with `userInvocable`), `skills`, `disabledSkills` and `hooks`."""
         return {
             "commands": [command.wire() for command in self.commands.values() if not command.skill],
             "skills": [skill.wire() for skill in self.skills],
+            "disabledSkills": [skill.wire() for skill in self.disabled_skills],
             "hooks": [hook.wire() for hook in self.hooks],
         }
 
@@ -90,10 +94,13 @@ def discover(
     hook_tables: Sequence[HookTable] = (),
     reserved: Collection[str] = (),
     reserved_prefixes: Mapping[str, str] = _NO_PREFIXES,
+    skill_selectors: Sequence[SkillSelector] = (),
 ) -> Extensions:
     """The extensions of a session in `cwd` (blocking file I/O). `reserved`: the built-in
     commands' names; `reserved_prefixes`: name prefixes that belong to others (`mcp:` → "the
-    MCP servers' prompts"), each with whose they are."""
+    MCP servers' prompts"), each with whose they are; `skill_selectors`: `[[skills.config]]`
+    (a skill they disable is dropped after precedence is applied, so a project's skill of
+    the same name does not take the place of a user's disabled one)."""
     real_cwd = Path(os.path.realpath(cwd))
     root = project_root(real_cwd)
     chain = [d for d in project_chain(root, real_cwd) if not shared_directory(d)]
@@ -120,7 +127,9 @@ def discover(
         ),
         warnings,
     )
-    skills = _first_of_each(found_skills)
+    first = _first_of_each(found_skills)
+    skills = enabled_skills(first, skill_selectors)
+    disabled = [skill for skill in first if skill not in skills]
     table = _command_table(commands, skills, reserved, reserved_prefixes, warnings)
     about_hooks: list[str] = []
     hooks = _hooks(
@@ -131,7 +140,11 @@ def discover(
         more = len(warnings) - MAX_WARNINGS + 1
         warnings = [*warnings[: MAX_WARNINGS - 1], f"... and {more} more warnings like these"]
     return Extensions(
-        commands=table, skills=tuple(skills), hooks=tuple(hooks), warnings=tuple(warnings)
+        commands=table,
+        skills=tuple(skills),
+        disabled_skills=tuple(disabled),
+        hooks=tuple(hooks),
+        warnings=tuple(warnings),
     )
 
 

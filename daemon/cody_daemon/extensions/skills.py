@@ -13,6 +13,11 @@ reads a body, and the skill's other files, with its normal tools when it decides
 `disable-model-invocation: true` keeps a skill out of that list (only the user runs it, as
 `/<name>`); `user-invocable: false` keeps it off the slash commands.
 
+`[[skills.config]]` selectors of the configuration (Codex's) switch skills off, or on again:
+a selector names a skill by `name` or by `path` (its `SKILL.md` or its folder, compared as
+real paths); for each skill the last selector that matches it decides (`enabled_skills`). A
+disabled skill is dropped as if it were not there: not listed, not a command, not `$name`.
+
 Invariants: each skill is a direct subdirectory of a skills folder holding a regular
 `SKILL.md`; names follow the command rules (extensions/commands.py `valid_name`); at most
 `MAX_SKILLS` are kept; a description is one line of at most `MAX_DESCRIPTION` characters.
@@ -20,16 +25,26 @@ Invariants: each skill is a direct subdirectory of a skills folder holding a reg
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ..config.model import SkillSelector
 from .commands import CustomCommand, describe, valid_name
 from .files import Origin, Place, Scope, UnreadableFile, list_dir, read_text
 from .front_matter import flag, split_front_matter, text_field
 
-__all__ = ["HEAD_BYTES", "MAX_SKILLS", "SKILL_FILE", "Skill", "find_skills", "skill_places"]
+__all__ = [
+    "HEAD_BYTES",
+    "MAX_SKILLS",
+    "SKILL_FILE",
+    "Skill",
+    "enabled_skills",
+    "find_skills",
+    "skill_places",
+]
 
 HEAD_BYTES: Final = 16 * 1024
 MAX_SKILLS: Final = 1000
@@ -144,3 +159,25 @@ def _skill(folder: str, path: Path, place: Place, head: str, warnings: list[str]
         user_invocable=flag(fields, "user-invocable", True),
         hint=text_field(fields, "argument-hint", "argument_hint", as_written=True),
     )
+
+
+def enabled_skills(skills: Sequence[Skill], selectors: Sequence[SkillSelector]) -> list[Skill]:
+    """`skills` without those the selectors disable (the last selector matching a skill
+    decides; a skill no selector matches stays)."""
+    if not selectors:
+        return list(skills)
+    paths = [_real(s.path) if s.path is not None else None for s in selectors]
+    kept = []
+    for skill in skills:
+        file, folder = _real(str(skill.path)), _real(str(skill.path.parent))
+        enabled = True
+        for selector, path in zip(selectors, paths, strict=True):
+            if selector.name == skill.name or path in (file, folder):
+                enabled = selector.enabled
+        if enabled:
+            kept.append(skill)
+    return kept
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))

@@ -56,6 +56,9 @@ def session_state(app: HandlerContext, session: Session) -> dict[str, Any]:
                 project_docs=[ProjectDoc.model_validate(doc) for doc in session.project_docs],
                 commands=[CustomCommandInfo.model_validate(c) for c in listed["commands"]],
                 skills=[SkillInfo.model_validate(skill) for skill in listed["skills"]],
+                disabled_skills=[
+                    SkillInfo.model_validate(skill) for skill in listed["disabledSkills"]
+                ],
                 hooks=[HookInfo.model_validate(hook) for hook in listed["hooks"]],
                 parent_session_id=(
                     session.lineage.parent_session_id if session.lineage is not None else None

@@ -279,6 +279,7 @@ export interface CodySessionMeta {
 export interface CodySessionResultMeta {
   backend?: "native" | "codex" | "claude";
   commands?: CustomCommandInfo[];
+  disabledSkills?: SkillInfo[];
   hooks?: HookInfo[];
   model: string;
   parentSessionId?: string | null;
