@@ -285,9 +285,10 @@ async def test_the_sessions_own_commands_are_in_help_complete_with_tab_and_run(
     tmux = Tmux(cody_env)
     try:
         await tmux.wait_for("Ctrl-C interrupts a turn")
+        await tmux.prompt_ready("mock/mock-model")
         tmux.keys("/help", "Enter")
-        screen = await tmux.wait_for("Commands from your files")
-        assert "/greet-team [team]" in screen and "Greet the team (project claude)" in screen
+        screen = await tmux.wait_for("Greet the team (project claude)")  # the last row
+        assert "Commands from your files" in screen and "/greet-team [team]" in screen
 
         tmux.keys("/greet-t", "Tab")
         await tmux.wait_for("› /greet-team")
