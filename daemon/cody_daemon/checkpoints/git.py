@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ..core.child_stop import stop_gently
 from ..errors import CodyError
 
 __all__ = [
@@ -159,12 +160,12 @@ class Git:
         try:
             out, err = await asyncio.wait_for(process.communicate(input), GIT_TIMEOUT_S)
         except TimeoutError:
-            await _stop(process)
+            await stop_gently(process, _STOP_GRACE_S)
             raise CheckpointError(
                 f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s; no checkpoint."
             ) from None
         except BaseException:
-            await _stop(process)
+            await stop_gently(process, _STOP_GRACE_S)
             raise
         if process.returncode not in ok:
             raise CheckpointError(f"git {args[0]} failed: {_first_line(err)}")
@@ -184,20 +185,6 @@ class Git:
             )
         except OSError as exc:
             raise CheckpointError(f"Cannot run git for a checkpoint: {exc.strerror}.") from None
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM (git removes its lock files), then SIGKILL after a grace period."""
-    if process.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.terminate()
-    try:
-        await asyncio.wait_for(asyncio.shield(process.wait()), _STOP_GRACE_S)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
 
 
 def _first_line(stderr: bytes) -> str:

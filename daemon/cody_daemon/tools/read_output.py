@@ -12,18 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from cody_protocol.content import ContentToolCallContent, TextContent
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from .base import Tool, ToolContext, ToolFacts, ToolResult
-from .processes.report import (
-    MAX_WAIT_MS,
-    find_process,
-    raw_state,
-    read_new,
-    state_line,
-    wait_for_output,
-)
+from .processes.report import MAX_WAIT_MS, find_process, new_output_result
 
 __all__ = ["ReadOutputArgs", "ReadOutputTool"]
 
@@ -66,14 +58,7 @@ class ReadOutputTool(Tool[ReadOutputArgs]):
 
     async def run(self, args: ReadOutputArgs, ctx: ToolContext) -> ToolResult:
         process = find_process(ctx.processes, args.process_id)
-        await wait_for_output(process, (args.wait_ms or 0) / 1000)
-        new = read_new(process)
-        text = "\n".join([state_line(process), *new.lines()])
-        return ToolResult(
-            output=text,
-            raw_output=raw_state(process, new),
-            content=[ContentToolCallContent(content=TextContent(text=text))],
-        )
+        return await new_output_result(process, (args.wait_ms or 0) / 1000)
 
     def time_limit_s(self, args: ReadOutputArgs, ctx: ToolContext) -> float:
         return (args.wait_ms or 0) / 1000 + 30.0

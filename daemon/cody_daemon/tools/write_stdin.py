@@ -20,14 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from ..policy.approval import Escalation
 from .base import GrantKey, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from .processes.process import ManagedProcess
-from .processes.report import (
-    MAX_WAIT_MS,
-    find_process,
-    raw_state,
-    read_new,
-    state_line,
-    wait_for_output,
-)
+from .processes.report import MAX_WAIT_MS, find_process, new_output_result, state_line
 from .processes.table import ProcessNotFound
 
 __all__ = ["WriteStdinArgs", "WriteStdinTool"]
@@ -147,14 +140,7 @@ class WriteStdinTool(Tool[WriteStdinArgs]):
         if args.eof:
             process.close_input()
         wait_ms = DEFAULT_WAIT_MS if args.wait_ms is None else args.wait_ms
-        await wait_for_output(process, wait_ms / 1000)
-        new = read_new(process)
-        text = "\n".join([state_line(process), *new.lines()])
-        return ToolResult(
-            output=text,
-            raw_output=raw_state(process, new),
-            content=[ContentToolCallContent(content=TextContent(text=text))],
-        )
+        return await new_output_result(process, wait_ms / 1000)
 
     def time_limit_s(self, args: WriteStdinArgs, ctx: ToolContext) -> float:
         wait_ms = DEFAULT_WAIT_MS if args.wait_ms is None else args.wait_ms

@@ -24,7 +24,6 @@ cancelled or takes longer than `GIT_TIMEOUT_S` gets SIGTERM, then SIGKILL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import subprocess
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ..core.child_stop import stop_gently
 from ..errors import CodyError
 from ..policy.git_repo import guarded_status_hazard
 
@@ -102,28 +102,14 @@ class WorktreeGit:
         try:
             out, err = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_S)
         except TimeoutError:
-            await _stop(process)
+            await stop_gently(process, _STOP_GRACE_S)
             raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from None
         except BaseException:
-            await _stop(process)
+            await stop_gently(process, _STOP_GRACE_S)
             raise
         if process.returncode not in ok:
             raise GitFailed(f"git {args[0]} failed: {_first_line(err)}")
         return out
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM (git removes its lock files), then SIGKILL after a grace period."""
-    if process.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.terminate()
-    try:
-        await asyncio.wait_for(asyncio.shield(process.wait()), _STOP_GRACE_S)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
 
 
 def _first_line(stderr: bytes) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...config.model import ToolConfig
-from ...tools.base import OWN_DEADLINE_MARGIN_S, Tool, ToolContext, ToolFacts, ToolResult
+from ...tools.base import OWN_DEADLINE_MARGIN_S, A, Tool, ToolContext, ToolFacts, ToolResult
 from ..prompt_files import prompt, render
 from .profiles import AgentProfile
 
@@ -80,7 +80,24 @@ class TaskResultArgs(BaseModel):
     )
 
 
-class TaskTool(Tool[TaskArgs]):
+class _SubagentTool(Tool[A]):
+    """A tool of the subagents: not offered where the session cannot start children
+    (`Subagents.refusal` says why)."""
+
+    _subagents: Subagents
+
+    def unavailable(
+        self,
+        env: Mapping[str, str],
+        tool_config: Mapping[str, ToolConfig],
+        session_id: str | None = None,
+    ) -> str | None:
+        return super().unavailable(env, tool_config, session_id) or self._subagents.refusal(
+            session_id
+        )
+
+
+class TaskTool(_SubagentTool[TaskArgs]):
     name = TASK_TOOL
     kind = "other"
     facts = ToolFacts(changes="agents")
@@ -98,16 +115,6 @@ class TaskTool(Tool[TaskArgs]):
     def title(self, args: TaskArgs) -> str:
         return f"{args.agent or 'general'}: {' '.join(args.description.split())}"
 
-    def unavailable(
-        self,
-        env: Mapping[str, str],
-        tool_config: Mapping[str, ToolConfig],
-        session_id: str | None = None,
-    ) -> str | None:
-        return super().unavailable(env, tool_config, session_id) or self._subagents.refusal(
-            session_id
-        )
-
     def time_limit_s(self, args: TaskArgs, ctx: ToolContext) -> float:
         if args.background:
             return 600.0  # starting it only (a worktree may be checked out)
@@ -117,7 +124,7 @@ class TaskTool(Tool[TaskArgs]):
         return await self._subagents.run_task(ctx.session_id, ctx.call_id, args)
 
 
-class TaskResultTool(Tool[TaskResultArgs]):
+class TaskResultTool(_SubagentTool[TaskResultArgs]):
     name = TASK_RESULT_TOOL
     kind = "other"
     facts = ToolFacts(changes="agents")
@@ -129,16 +136,6 @@ class TaskResultTool(Tool[TaskResultArgs]):
 
     def title(self, args: TaskResultArgs) -> str:
         return f"result of {args.session_id}"
-
-    def unavailable(
-        self,
-        env: Mapping[str, str],
-        tool_config: Mapping[str, ToolConfig],
-        session_id: str | None = None,
-    ) -> str | None:
-        return super().unavailable(env, tool_config, session_id) or self._subagents.refusal(
-            session_id
-        )
 
     def time_limit_s(self, args: TaskResultArgs, ctx: ToolContext) -> float:
         return args.wait_ms / 1000 + OWN_DEADLINE_MARGIN_S

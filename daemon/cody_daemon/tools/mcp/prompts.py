@@ -24,15 +24,9 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cody_protocol.content import (
-    BlobResourceContents,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
-)
+from cody_protocol.content import ContentBlock, ImageContent, TextContent
+
+from .results import embedded_block, link_block
 
 if TYPE_CHECKING:
     from mcp_types import GetPromptResult, Prompt
@@ -122,7 +116,6 @@ def _usage(command: McpPromptCommand) -> str:
 
 def prompt_blocks(result: GetPromptResult) -> list[ContentBlock]:
     """The turn's prompt from the prompt's messages (see the module docstring)."""
-    from mcp_types import BlobResourceContents as McpBlob
     from mcp_types import EmbeddedResource as McpEmbedded
     from mcp_types import ImageContent as McpImage
     from mcp_types import ResourceLink as McpLink
@@ -138,27 +131,9 @@ def prompt_blocks(result: GetPromptResult) -> list[ContentBlock]:
         elif isinstance(block, McpImage):
             others.append(ImageContent(data=block.data, mime_type=block.mime_type))
         elif isinstance(block, McpLink):
-            others.append(
-                ResourceLink(
-                    uri=block.uri,
-                    name=block.name,
-                    title=block.title,
-                    description=block.description,
-                    mime_type=block.mime_type,
-                )
-            )
+            others.append(link_block(block))
         elif isinstance(block, McpEmbedded):
-            resource = block.resource
-            contents: TextResourceContents | BlobResourceContents = (
-                BlobResourceContents(
-                    uri=resource.uri, blob=resource.blob, mime_type=resource.mime_type
-                )
-                if isinstance(resource, McpBlob)
-                else TextResourceContents(
-                    uri=resource.uri, text=resource.text, mime_type=resource.mime_type
-                )
-            )
-            others.append(EmbeddedResource(resource=contents))
+            others.append(embedded_block(block))
         else:  # audio: not accepted in prompts
             texts.append(f"[{getattr(block, 'type', 'content')} left out: not accepted in prompts]")
     text = "\n\n".join(texts) or (result.description or "")

@@ -46,6 +46,8 @@ from ...core.image_rules import image_type
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
+    from mcp_types import EmbeddedResource as McpEmbedded
+    from mcp_types import ResourceLink as McpLink
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -98,15 +100,7 @@ def render_result(result: CallToolResult) -> RenderedResult:
             shown.append(AudioContent(data=block.data, mime_type=block.mime_type))
         elif isinstance(block, McpLink):
             parts.append(_link_line(block.uri, block.name, block.mime_type, block.description))
-            shown.append(
-                ResourceLink(
-                    uri=block.uri,
-                    name=block.name,
-                    title=block.title,
-                    description=block.description,
-                    mime_type=block.mime_type,
-                )
-            )
+            shown.append(link_block(block))
         elif isinstance(block, McpEmbedded):
             resource = block.resource
             if isinstance(resource, McpBlob):
@@ -117,23 +111,11 @@ def render_result(result: CallToolResult) -> RenderedResult:
                 else:
                     size = b64_size(resource.blob)
                     parts.append(f"[resource {resource.uri}: {mime}, {size:,} bytes]")
-                shown.append(
-                    EmbeddedResource(
-                        resource=BlobResourceContents(
-                            uri=resource.uri, blob=resource.blob, mime_type=resource.mime_type
-                        )
-                    )
-                )
+                shown.append(embedded_block(block))
             else:
                 has_text = True
                 parts.append(f"[resource {resource.uri}]\n{resource.text}")
-                shown.append(
-                    EmbeddedResource(
-                        resource=TextResourceContents(
-                            uri=resource.uri, text=resource.text, mime_type=resource.mime_type
-                        )
-                    )
-                )
+                shown.append(embedded_block(block))
     if not has_text and result.structured_content is not None:
         structured = elide_binary(result.structured_content)
         parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
@@ -150,6 +132,32 @@ def render_result(result: CallToolResult) -> RenderedResult:
             *(ContentToolCallContent(content=block) for block in shown),
         ]
     return RenderedResult(text=text, images=images, content=content)
+
+
+def link_block(block: McpLink) -> ResourceLink:
+    """An MCP resource link as the ACP block (the same fields)."""
+    return ResourceLink(
+        uri=block.uri,
+        name=block.name,
+        title=block.title,
+        description=block.description,
+        mime_type=block.mime_type,
+    )
+
+
+def embedded_block(block: McpEmbedded) -> EmbeddedResource:
+    """An MCP embedded resource (text or blob) as the ACP block."""
+    from mcp_types import BlobResourceContents as McpBlob
+
+    resource = block.resource
+    contents: TextResourceContents | BlobResourceContents = (
+        BlobResourceContents(uri=resource.uri, blob=resource.blob, mime_type=resource.mime_type)
+        if isinstance(resource, McpBlob)
+        else TextResourceContents(
+            uri=resource.uri, text=resource.text, mime_type=resource.mime_type
+        )
+    )
+    return EmbeddedResource(resource=contents)
 
 
 def _image_marker(mime_type: str, data: str, images: list[ImagePart]) -> str:

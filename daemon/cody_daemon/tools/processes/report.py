@@ -14,7 +14,9 @@ import asyncio
 import time
 from typing import Any
 
-from ..base import ToolError
+from cody_protocol.content import ContentToolCallContent, TextContent
+
+from ..base import ToolError, ToolResult
 from .buffers import OutputBuffer
 from .process import ManagedProcess
 from .table import ProcessNotFound, ProcessTable
@@ -24,6 +26,7 @@ __all__ = [
     "MAX_WAIT_MS",
     "NewOutput",
     "find_process",
+    "new_output_result",
     "read_new",
     "state_line",
     "wait_for_output",
@@ -132,3 +135,16 @@ def raw_state(process: ManagedProcess, new: NewOutput | None = None) -> dict[str
         if new.dropped:
             raw["droppedBytes"] = new.dropped
     return raw
+
+
+async def new_output_result(process: ManagedProcess, wait_s: float) -> ToolResult:
+    """`readOutput`'s and `writeStdin`'s answer: wait up to `wait_s` for output, then the
+    process's state line and what is new since the last read."""
+    await wait_for_output(process, wait_s)
+    new = read_new(process)
+    text = "\n".join([state_line(process), *new.lines()])
+    return ToolResult(
+        output=text,
+        raw_output=raw_state(process, new),
+        content=[ContentToolCallContent(content=TextContent(text=text))],
+    )
