@@ -160,8 +160,10 @@ async def test_a_second_prompt_on_a_busy_session_is_refused(
 async def test_prompts_in_two_sessions_run_at_the_same_time(
     daemon: Daemon, model: MockResponsesServer
 ) -> None:
-    model.enqueue(text("one " * 10, chunks=10), delay_s=0.05)
-    model.enqueue(text("two " * 10, chunks=10), delay_s=0.05)
+    # Each stream lasts ~2 s: long enough that a loaded machine still starts the second turn
+    # while the first streams (at 0.5 s the first could end before the second began).
+    model.enqueue(text("one " * 10, chunks=10), delay_s=0.2)
+    model.enqueue(text("two " * 10, chunks=10), delay_s=0.2)
     a = await daemon.new_session()
     b = await daemon.new_session()
     first = asyncio.create_task(daemon.prompt(a, "a"))

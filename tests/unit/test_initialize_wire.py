@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 JSON_SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=3)
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    # JSON has no infinity: orjson refuses 1e999 and the first answer leaves it to orjson
+    # (rpc/first_answer._as_orjson_reads), so the fast path never sees one.
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=3),
 )
 ANY_JSON = st.recursive(
     JSON_SCALARS,
